@@ -1,0 +1,199 @@
+// Kernel benchmarks: the STREAM triad (what the memory system can do), SpMM on an R-MAT graph
+// measured against it, and the SGEMM rate of the GCN layer's dense product.
+//
+//   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run
+#include "machine_rates.hpp"
+
+#include <benchmark/benchmark.h>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+#include <omp.h>
+#include <stdexcept>
+#include <string>
+#include <tessera/core/device.hpp>
+#include <tessera/core/tensor.hpp>
+#include <tessera/core/timer.hpp>
+#include <tessera/datasets/dataset.hpp>
+#include <tessera/graph/graph.hpp>
+#include <tessera/ops/ops.hpp>
+
+namespace {
+
+using tessera::Stopwatch;
+
+constexpr std::int64_t kFeatures = 128; // width of the SpMM and GEMM operands
+constexpr double kTarget = 0.60;        // SpMM's goal as a fraction of the triad bandwidth
+
+/// R-MAT scale (log2 of the node count) from TESSERA_BENCH_SCALE, default 20 (1M nodes).
+int bench_scale() {
+  const char* env = std::getenv("TESSERA_BENCH_SCALE");
+  if (env == nullptr || *env == '\0') return 20;
+  const int scale = std::atoi(env);
+  if (scale < 4 || scale > 26) {
+    throw std::invalid_argument("TESSERA_BENCH_SCALE must be an integer in [4, 26], got '" +
+                                std::string(env) + "'");
+  }
+  return scale;
+}
+
+const tessera::BackendPtr& backend() {
+  static const tessera::BackendPtr cpu = tessera::make_cpu_backend();
+  return cpu;
+}
+
+/// GB/s measured in this process, by thread count: the triad's feed SpMM's ratio and the summary.
+std::map<int, double> triad_gbps;
+std::map<int, double> spmm_gbps;
+
+/// Runs `body` once per benchmark iteration with OpenMP at state.range(0) threads, timing it
+/// with a wall clock (manual time: CPU time of the main thread would miss the other threads).
+/// Returns the total seconds.
+template <typename Body> double timed_loop(benchmark::State& state, Body&& body) {
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  double total = 0.0;
+  for (auto _ : state) {
+    const Stopwatch watch;
+    body();
+    const double seconds = watch.seconds();
+    state.SetIterationTime(seconds);
+    total += seconds;
+  }
+  return total;
+}
+
+// ---- STREAM triad ------------------------------------------------------------------------------
+
+/// Three arrays of 256 MiB each, far beyond the last-level cache.
+constexpr std::int64_t kTriadElements = (std::int64_t{256} << 20) / sizeof(float);
+
+void BM_StreamTriad(benchmark::State& state) {
+  omp_set_num_threads(static_cast<int>(state.range(0)));
+  // Counted like STREAM: two arrays read, one written (write-allocate traffic not counted).
+  const double bytes = 3.0 * sizeof(float) * static_cast<double>(kTriadElements);
+  double seconds = 0.0;
+  for (auto _ : state) {
+    // The same measurement the GCN epoch benchmark divides by (median of 5 sweeps).
+    const double sweep = bytes / (tessera::bench::stream_triad_gbps(kTriadElements) * 1e9);
+    state.SetIterationTime(sweep);
+    seconds += sweep;
+  }
+
+  const double gbps = bytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+  triad_gbps[static_cast<int>(state.range(0))] = gbps;
+  state.counters["GB/s"] = gbps;
+}
+BENCHMARK(BM_StreamTriad)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- SpMM --------------------------------------------------------------------------------------
+
+/// Â (GCN-normalized R-MAT adjacency) and its [n, 128] feature matrix, loaded once.
+struct SpmmInput {
+  tessera::Csr a;
+  tessera::Dense x; // [n, 128]
+  tessera::Dense y; // [n, 128]
+
+  SpmmInput() {
+    const std::string spec = "rmat:scale=" + std::to_string(bench_scale()) +
+                             ",edge-factor=16,features=" + std::to_string(kFeatures) +
+                             ",classes=16";
+    std::fprintf(stderr, "loading %s ...\n", spec.c_str());
+    auto dataset = tessera::datasets::load_dataset(backend(), spec, {});
+    a = tessera::graph::gcn_normalize(dataset.adjacency);
+    x = std::move(dataset.features.dense.value());
+    y = tessera::Dense::zeros(backend(), a.rows(), kFeatures);
+    std::fprintf(stderr, "Â: %lld rows, %lld nonzeros\n", static_cast<long long>(a.rows()),
+                 static_cast<long long>(a.nnz()));
+  }
+
+  /// Bytes one SpMM moves if nothing is reused (see bench::spmm_bytes).
+  double bytes() const { return tessera::bench::spmm_bytes(a.rows(), a.nnz(), kFeatures); }
+};
+
+void BM_Spmm(benchmark::State& state) {
+  static SpmmInput input;
+
+  const double seconds = timed_loop(state, [&] {
+    tessera::ops::spmm(*backend(), input.a.view(), input.x.cview(), input.y.view());
+    benchmark::ClobberMemory();
+  });
+
+  const int threads = static_cast<int>(state.range(0));
+  const double gbps = input.bytes() * static_cast<double>(state.iterations()) / seconds / 1e9;
+  spmm_gbps[threads] = gbps;
+  state.counters["GB/s"] = gbps;
+  state.counters["nnz"] = static_cast<double>(input.a.nnz());
+  if (const auto triad = triad_gbps.find(threads); triad != triad_gbps.end()) {
+    state.counters["triad_ratio"] = gbps / triad->second;
+  }
+}
+BENCHMARK(BM_Spmm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- SGEMM -------------------------------------------------------------------------------------
+
+/// H · W for H: [n, 128], W: [128, 128], the GCN layer's transform at the graph's node count.
+void BM_Sgemm(benchmark::State& state) {
+  static const std::int64_t n = std::int64_t{1} << bench_scale();
+  static const tessera::Dense h = [] {
+    tessera::Dense m(backend(), n, kFeatures);
+    m.fill(0.5f);
+    return m;
+  }();
+  static const tessera::Dense w = [] {
+    tessera::Dense m(backend(), kFeatures, kFeatures);
+    m.fill(0.01f);
+    return m;
+  }();
+  static tessera::Dense out = tessera::Dense::zeros(backend(), n, kFeatures);
+
+  const double seconds = timed_loop(state, [&] {
+    tessera::ops::gemm(*backend(), tessera::ops::Transpose::No, tessera::ops::Transpose::No, 1.0f,
+                       h.cview(), w.cview(), 0.0f, out.view());
+    benchmark::ClobberMemory();
+  });
+
+  const double flops = 2.0 * static_cast<double>(n) * kFeatures * kFeatures;
+  state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / seconds / 1e9;
+}
+BENCHMARK(BM_Sgemm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// Names the BLAS kernel set in the benchmark context, and warns when it is the slow generic one.
+void describe_blas() {
+  benchmark::AddCustomContext("openblas_core", tessera::blas_core_name());
+  if (const std::string warning = tessera::blas_performance_warning(); !warning.empty()) {
+    std::fprintf(stderr, "warning: %s\n", warning.c_str());
+  }
+}
+
+/// One line per thread count with both bandwidths and their ratio against the target.
+void print_summary() {
+  for (const auto& [threads, spmm] : spmm_gbps) {
+    const auto triad = triad_gbps.find(threads);
+    if (triad == triad_gbps.end()) continue;
+    const double ratio = spmm / triad->second;
+    std::printf("SpMM at %d thread%s: %.2f GB/s = %.2f x triad %.2f GB/s (target >= %.2f: %s)\n",
+                threads, threads == 1 ? "" : "s", spmm, ratio, triad->second, kTarget,
+                ratio >= kTarget ? "met" : "missed");
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    bench_scale(); // reject a bad TESSERA_BENCH_SCALE before any work
+    benchmark::Initialize(&argc, argv);
+    describe_blas();
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    print_summary();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera-bench-kernels: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

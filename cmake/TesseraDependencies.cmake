@@ -1,0 +1,31 @@
+# Finds Tessera's dependencies (all from Debian's packages) and defines imported targets.
+find_package(OpenMP REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
+find_package(fmt REQUIRED)
+
+# OpenBLAS: prefer the OpenMP build (libopenblas-openmp-dev) so BLAS threads and our OpenMP
+# threads share one pool instead of oversubscribing the cores.
+find_package(OpenBLAS CONFIG REQUIRED
+  HINTS /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp/cmake/openblas
+        /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-pthread/cmake/openblas)
+if(NOT TARGET OpenBLAS::OpenBLAS)
+  add_library(OpenBLAS::OpenBLAS INTERFACE IMPORTED)
+  set_target_properties(OpenBLAS::OpenBLAS PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${OpenBLAS_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${OpenBLAS_LIBRARIES}")
+endif()
+message(STATUS "OpenBLAS: ${OpenBLAS_LIBRARIES}")
+
+# METIS (partitioning): Debian ships no CMake config, hence cmake/FindMETIS.cmake.
+find_package(METIS REQUIRED)
+
+if(TESSERA_BUILD_APPS)
+  find_package(CLI11 REQUIRED)
+endif()
+if(TESSERA_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(TESSERA_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()

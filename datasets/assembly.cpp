@@ -1,0 +1,121 @@
+// Pieces every loader uses to turn parsed records into a Dataset: sparse features, labels, names.
+#include "datasets/assembly.hpp"
+
+#include "tessera/core/error.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <numeric>
+
+namespace tessera::datasets::detail {
+
+void require_host(const BackendPtr& backend) {
+  if (backend == nullptr) throw InvalidArgument("datasets: backend is null");
+  if (backend->kind() != DeviceKind::Cpu) {
+    throw InvalidArgument("datasets load into host memory; pass a CPU backend, not " +
+                          backend->describe());
+  }
+}
+
+void check_node_count(std::int64_t num_nodes, const std::string& where) {
+  if (num_nodes > std::numeric_limits<LocalId>::max()) {
+    throw FormatError(where + ": " + std::to_string(num_nodes) +
+                      " nodes exceed the 2^31 - 1 that one CSR can index");
+  }
+}
+
+Csr build_csr(const BackendPtr& backend, std::int64_t rows, std::int64_t cols,
+              const SparseEntries& entries) {
+  // Counting sort by row, then sort each row by column and drop repeats.
+  std::vector<Offset> start(static_cast<std::size_t>(rows) + 1, 0);
+  for (const auto r : entries.row)
+    ++start[static_cast<std::size_t>(r) + 1];
+  std::partial_sum(start.begin(), start.end(), start.begin());
+  std::vector<std::int64_t> order(entries.row.size());
+  {
+    std::vector<Offset> cursor(start.begin(), start.end() - 1);
+    for (std::int64_t k = 0; k < entries.size(); ++k)
+      order[cursor[entries.row[k]]++] = k;
+  }
+  std::vector<Offset> kept(static_cast<std::size_t>(rows), 0);
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    auto first = order.begin() + start[r], last = order.begin() + start[r + 1];
+    // Stable, so the first of repeated (row, col) entries stays in front and is the one kept.
+    std::stable_sort(first, last, [&](std::int64_t a, std::int64_t b) {
+      return entries.col[a] < entries.col[b];
+    });
+    const auto end = std::unique(first, last, [&](std::int64_t a, std::int64_t b) {
+      return entries.col[a] == entries.col[b];
+    });
+    kept[r] = end - first;
+  }
+  Csr out(backend, rows, cols, std::accumulate(kept.begin(), kept.end(), Offset{0}));
+  std::partial_sum(kept.begin(), kept.end(), out.row_ptr() + 1);
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (Offset k = 0; k < kept[r]; ++k) {
+      const std::int64_t source = order[start[r] + k];
+      out.col()[out.row_ptr()[r] + k] = entries.col[source];
+      out.val()[out.row_ptr()[r] + k] = entries.val[source];
+    }
+  }
+  return out;
+}
+
+Csr identity_features(const BackendPtr& backend, std::int64_t num_nodes) {
+  Csr out(backend, num_nodes, num_nodes, num_nodes);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < num_nodes; ++i) {
+    out.row_ptr()[i + 1] = i + 1;
+    out.col()[i] = static_cast<LocalId>(i);
+    out.val()[i] = 1.0f;
+  }
+  return out;
+}
+
+std::int32_t count_classes(const std::vector<std::int32_t>& labels) {
+  std::int32_t largest = -1;
+  for (const auto label : labels)
+    largest = std::max(largest, label);
+  return largest + 1;
+}
+
+EncodedClasses encode_class_names(const std::vector<std::string>& name_of_node) {
+  std::map<std::string, std::int32_t> ids;
+  for (const auto& name : name_of_node) {
+    if (!name.empty()) ids.emplace(name, 0);
+  }
+  EncodedClasses out;
+  for (auto& [name, id] : ids) {
+    id = static_cast<std::int32_t>(out.names.size());
+    out.names.push_back(name);
+  }
+  out.labels.reserve(name_of_node.size());
+  for (const auto& name : name_of_node)
+    out.labels.push_back(name.empty() ? -1 : ids.at(name));
+  return out;
+}
+
+std::vector<std::int32_t> random_permutation(std::int64_t n, const RngKey& key) {
+  if (n > std::numeric_limits<std::int32_t>::max()) {
+    throw InvalidArgument("random_permutation: " + std::to_string(n) + " elements exceed 2^31 - 1");
+  }
+  std::vector<std::int32_t> perm(static_cast<std::size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = uniform_index(key, i, 0, static_cast<std::uint32_t>(i + 1));
+    std::swap(perm[i], perm[j]);
+  }
+  return perm;
+}
+
+std::string name_from_path(const std::string& path) {
+  std::filesystem::path p(path);
+  if (p.extension() == ".gz") p = p.stem();
+  return p.stem().string();
+}
+
+} // namespace tessera::datasets::detail

@@ -1,0 +1,195 @@
+// load_dataset(): resolves names, FORMAT:PATH specs and generator specs to a loader; random splits
+// and feature normalization.
+#include "tessera/datasets/dataset.hpp"
+
+#include "datasets/assembly.hpp"
+#include "datasets/loaders.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/core/rng.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string_view>
+
+namespace tessera::datasets {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace detail;
+
+constexpr std::string_view kNames = "cora, cora-linqs, cora-gnnbench, minesweeper, facebook, "
+                                    "email-eu-core, slashdot, 4elt";
+constexpr std::string_view kFormats =
+    "npz, planetoid, gnnbench, heterophilous, linqs, snap, metis, musae, mtx";
+
+/// Throws IoError naming the missing file and the two ways to point at the data folder.
+void require_dataset_files(const std::string& name, const std::string& data_dir,
+                           const std::vector<std::string>& paths) {
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) {
+      throw IoError("dataset '" + name + "': file '" + path + "' not found under data folder '" +
+                    data_dir +
+                    "'; set --data-dir or TESSERA_DATA_DIR to the folder that holds "
+                    "the datasets (layout of shared/datasets/README.md)");
+    }
+  }
+}
+
+Dataset load_named(const BackendPtr& backend, const std::string& name, const LoadOptions& options) {
+  const std::string dir = options.data_dir.empty() ? default_data_dir() : options.data_dir;
+  const auto at = [&](const char* relative) { return (fs::path(dir) / relative).string(); };
+  const auto need = [&](std::vector<std::string> paths) {
+    require_dataset_files(name, dir, paths);
+    return paths;
+  };
+  Dataset ds;
+  if (name == "cora") {
+    ds = load_csr_npz(backend, need({at("cora_planetoid/cora_planetoid.npz")})[0]);
+  } else if (name == "cora-linqs") {
+    const auto content = at("cora_linqs/cora.content.gz");
+    need({content, at("cora_linqs/cora.cites")});
+    ds = load_linqs(backend, content);
+  } else if (name == "cora-gnnbench") {
+    ds = load_csr_npz(backend, need({at("gnn_benchmark/cora.npz")})[0]);
+  } else if (name == "minesweeper") {
+    ds = load_heterophilous_npz(backend, need({at("heterophilous_graphs/minesweeper.npz")})[0],
+                                options.split_index);
+  } else if (name == "facebook") {
+    const auto paths = need({at("facebook_page_page/facebook_edges.csv.gz"),
+                             at("facebook_page_page/facebook_target.csv.gz"),
+                             at("facebook_page_page/facebook.json.gz")});
+    ds = load_musae(backend, paths[0]);
+  } else if (name == "email-eu-core") {
+    const auto paths = need({at("email_eu_core/email-Eu-core.txt.gz"),
+                             at("email_eu_core/email-Eu-core-department-labels")});
+    ds = load_email_eu_core(backend, paths[0], paths[1]);
+  } else if (name == "slashdot") {
+    ds = load_snap(backend, need({at("snap_soc_slashdot0902/soc-Slashdot0902.txt.gz")})[0]);
+  } else if (name == "4elt") {
+    ds = load_metis_graph(backend, need({at("metis_4elt/4elt.graph")})[0]);
+  } else {
+    throw InvalidArgument("unknown dataset '" + name + "'; known names: " + std::string(kNames) +
+                          "; or FORMAT:PATH with FORMAT one of " + std::string(kFormats) +
+                          "; or a generator rmat:... / sbm:...");
+  }
+  ds.name = name;
+  return ds;
+}
+
+Dataset load_file(const BackendPtr& backend, const std::string& format, const std::string& path,
+                  const LoadOptions& options) {
+  if (path.empty()) {
+    throw InvalidArgument("dataset spec '" + format + ":' needs a path after the colon");
+  }
+  if (format == "npz") return load_any_npz(backend, path, options.split_index);
+  if (format == "planetoid" || format == "gnnbench") return load_csr_npz(backend, path);
+  if (format == "heterophilous") return load_heterophilous_npz(backend, path, options.split_index);
+  if (format == "linqs") return load_linqs(backend, path);
+  if (format == "snap") return load_snap(backend, path);
+  if (format == "metis") return load_metis_graph(backend, path);
+  if (format == "musae") return load_musae(backend, path);
+  if (format == "mtx") return load_matrix_market(backend, path);
+  throw InvalidArgument("unknown dataset format '" + format +
+                        "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm");
+}
+
+} // namespace
+
+Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
+                     const LoadOptions& options) {
+  require_host(backend);
+  if (spec.empty())
+    throw InvalidArgument("empty dataset spec; known names: " + std::string(kNames));
+  const std::size_t colon = spec.find(':');
+  const std::string head = spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (head == "rmat") return generate_rmat(backend, rest, options.seed);
+  if (head == "sbm") return generate_sbm(backend, rest, options.seed);
+  if (colon != std::string::npos) return load_file(backend, head, rest, options);
+  return load_named(backend, spec, options);
+}
+
+std::string default_data_dir() {
+  const auto env = [](const char* name) -> std::string {
+    const char* value = std::getenv(name);
+    return value != nullptr ? value : "";
+  };
+  if (auto dir = env("TESSERA_DATA_DIR"); !dir.empty()) return dir;
+  if (auto cache = env("XDG_CACHE_HOME"); !cache.empty()) {
+    return (fs::path(cache) / "tessera" / "datasets").string();
+  }
+  if (auto home = env("HOME"); !home.empty()) {
+    return (fs::path(home) / ".cache" / "tessera" / "datasets").string();
+  }
+  return (fs::path(".cache") / "tessera" / "datasets").string();
+}
+
+void make_random_split(Dataset& dataset, double fraction_train, double fraction_val,
+                       std::uint64_t seed) {
+  if (!(fraction_train >= 0.0 && fraction_val >= 0.0 && fraction_train + fraction_val <= 1.0)) {
+    throw InvalidArgument("split fractions must be non-negative and sum to at most 1, got train " +
+                          std::to_string(fraction_train) + " and val " +
+                          std::to_string(fraction_val));
+  }
+  if (!dataset.has_labels()) {
+    throw InvalidArgument("dataset '" + dataset.name + "' has no labels to split");
+  }
+  std::vector<std::int32_t> labelled;
+  for (std::size_t i = 0; i < dataset.labels.size(); ++i) {
+    if (dataset.labels[i] >= 0) labelled.push_back(static_cast<std::int32_t>(i));
+  }
+  const auto n = static_cast<std::int64_t>(labelled.size());
+  const auto order = random_permutation(n, RngKey::make(seed, RngPurpose::Split, 0));
+  const auto num_train =
+      std::min<std::int64_t>(n, std::llround(fraction_train * static_cast<double>(n)));
+  const auto num_val =
+      std::min<std::int64_t>(n - num_train, std::llround(fraction_val * static_cast<double>(n)));
+  const auto take = [&](std::int64_t begin, std::int64_t end) {
+    std::vector<std::int32_t> ids(static_cast<std::size_t>(end - begin));
+    for (std::int64_t k = begin; k < end; ++k)
+      ids[k - begin] = labelled[order[k]];
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  };
+  dataset.train_idx = take(0, num_train);
+  dataset.val_idx = take(num_train, num_train + num_val);
+  dataset.test_idx = take(num_train + num_val, n);
+}
+
+namespace {
+
+/// Divides the values [first, last) of one row by their L1 norm (a zero row stays zero). For
+/// non-negative features this is Kipf & Welling's row normalization; the absolute value keeps
+/// rows with negative entries (generated features) from dividing by a near-zero sum.
+void l1_normalize(float* first, float* last) {
+  double norm = 0.0;
+  for (const float* v = first; v != last; ++v)
+    norm += std::abs(*v);
+  if (norm == 0.0) return;
+  const auto inverse = static_cast<float>(1.0 / norm);
+  for (float* v = first; v != last; ++v)
+    *v *= inverse;
+}
+
+} // namespace
+
+void row_normalize_features(Features& features) {
+  if (features.dense) {
+    Dense& x = *features.dense;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      l1_normalize(x.data() + i * x.cols(), x.data() + (i + 1) * x.cols());
+  }
+  if (features.sparse) {
+    Csr& x = *features.sparse;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < x.rows(); ++i)
+      l1_normalize(x.val() + x.row_ptr()[i], x.val() + x.row_ptr()[i + 1]);
+  }
+}
+
+} // namespace tessera::datasets

@@ -1,0 +1,54 @@
+// One loader per file format and the two generators; load_dataset() chooses among them.
+#pragma once
+
+#include "tessera/core/device.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/graph/graph.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace tessera::datasets::detail {
+
+/// An .npz with Planetoid-style keys (adj_indptr, adj_indices, optional adj_shape, attr_* sparse
+/// or `features` dense, labels, num_classes, train_idx/val_idx/test_idx), as cora_planetoid.npz,
+/// gnn-benchmark's files and save_npz() write them. The adjacency is symmetrized.
+Dataset load_csr_npz(const BackendPtr& backend, const std::string& path);
+
+/// An .npz of the heterophilous benchmark (node_features, node_labels, edges [E, 2],
+/// train/val/test_masks [S, N]); `split_index` selects the mask row.
+Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& path, int split_index);
+
+/// Either of the two above, chosen by the keys the archive holds.
+Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index);
+
+/// LINQS text: `content_path` (id, features..., class per line), the .cites file beside it.
+Dataset load_linqs(const BackendPtr& backend, const std::string& content_path);
+
+/// A SNAP edge list (`#` comments, whitespace-separated ids); num_nodes = largest id + 1.
+graph::EdgeList read_snap_edges(const std::string& path);
+
+/// A graph-only dataset from a SNAP edge list.
+Dataset load_snap(const BackendPtr& backend, const std::string& path);
+
+/// SNAP email-Eu-core: the edge list, `node dept` labels and one-hot identity features.
+Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_path,
+                           const std::string& labels_path);
+
+/// A graph in METIS format (1-based neighbour lists after an "n m [fmt [ncon]]" header).
+Dataset load_metis_graph(const BackendPtr& backend, const std::string& path);
+
+/// A MUSAE dataset from its edges csv (<prefix>_edges.csv[.gz]); <prefix>_target.csv[.gz] and
+/// <prefix>.json[.gz] beside it give labels and sparse features.
+Dataset load_musae(const BackendPtr& backend, const std::string& edges_path);
+
+/// A Matrix Market coordinate matrix read as a graph (values ignored).
+Dataset load_matrix_market(const BackendPtr& backend, const std::string& path);
+
+/// R-MAT graph from "scale=..,edge-factor=..,features=..,classes=.." (empty = defaults).
+Dataset generate_rmat(const BackendPtr& backend, const std::string& params, std::uint64_t seed);
+
+/// Stochastic block model from "nodes=..,classes=..,avg-degree=..,p-in=..,features=..,noise=..".
+Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::uint64_t seed);
+
+} // namespace tessera::datasets::detail

@@ -1,0 +1,117 @@
+// Graphs in METIS format: an "n m [fmt [ncon]]" header, then the 1-based neighbours of vertex i
+// on line i (blank for an isolated vertex); lines starting with '%' are comments.
+#include "datasets/assembly.hpp"
+#include "datasets/loaders.hpp"
+#include "datasets/text_input.hpp"
+#include "tessera/core/error.hpp"
+
+namespace tessera::datasets::detail {
+
+namespace {
+
+bool is_comment(std::string_view line) noexcept {
+  return !line.empty() && line.front() == '%';
+}
+
+/// What each vertex line holds besides neighbour ids, from the header's fmt and ncon fields.
+struct VertexLineLayout {
+  bool has_size = false;         // fmt 1xx: vertex size first
+  std::int64_t num_weights = 0;  // fmt x1x: ncon vertex weights next
+  bool has_edge_weights = false; // fmt xx1: a weight after every neighbour
+};
+
+VertexLineLayout parse_layout(const LineReader& in, const std::vector<std::string_view>& header) {
+  VertexLineLayout layout;
+  if (header.size() < 3) return layout;
+  const std::string_view fmt = header[2];
+  if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string_view::npos) {
+    in.fail("expected fmt of at most three 0/1 digits (vertex sizes, vertex weights, edge "
+            "weights), found " +
+            quote(fmt));
+  }
+  const std::string digits = std::string(3 - fmt.size(), '0') + std::string(fmt);
+  layout.has_size = digits[0] == '1';
+  layout.has_edge_weights = digits[2] == '1';
+  if (digits[1] == '1') {
+    layout.num_weights =
+        header.size() >= 4 ? parse_int(in, header[3], "ncon, the number of vertex weights") : 1;
+    if (layout.num_weights < 1) in.fail("ncon must be at least 1, found " + std::string(header[3]));
+  }
+  return layout;
+}
+
+} // namespace
+
+Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
+  require_host(backend);
+  Dataset ds;
+  ds.name = name_from_path(path);
+  LineReader in(path);
+  std::string_view line;
+  std::vector<std::string_view> fields;
+
+  bool has_header = false;
+  while (!has_header && in.next(line))
+    has_header = !is_comment(line) && !is_blank(line);
+  if (!has_header) throw FormatError(path + ": empty file, expected the header 'n m [fmt [ncon]]'");
+  split_whitespace(line, fields);
+  if (fields.size() < 2 || fields.size() > 4) {
+    in.fail("expected the header 'n m [fmt [ncon]]', found " + quote(line));
+  }
+  const std::int64_t n = parse_int(in, fields[0], "the vertex count n");
+  const std::int64_t m = parse_int(in, fields[1], "the edge count m");
+  if (n < 0 || m < 0) in.fail("vertex and edge counts must be non-negative, found " + quote(line));
+  check_node_count(n, path);
+  const VertexLineLayout layout = parse_layout(in, fields);
+  const std::size_t skip = (layout.has_size ? 1 : 0) + static_cast<std::size_t>(layout.num_weights);
+  const std::size_t stride = layout.has_edge_weights ? 2 : 1;
+
+  graph::EdgeList edges;
+  edges.num_nodes = n;
+  edges.src.reserve(static_cast<std::size_t>(2 * m));
+  edges.dst.reserve(static_cast<std::size_t>(2 * m));
+  std::int64_t vertex = 0;
+  while (vertex < n && in.next(line)) {
+    if (is_comment(line)) continue;
+    split_whitespace(line, fields);
+    if (fields.size() < skip || (fields.size() - skip) % stride != 0) {
+      in.fail("expected " + std::string(layout.has_size ? "a vertex size, " : "") +
+              std::to_string(layout.num_weights) + " vertex weight(s) and " +
+              (layout.has_edge_weights ? "(neighbour, weight) pairs" : "neighbour ids") +
+              " for vertex " + std::to_string(vertex + 1) + ", found " +
+              std::to_string(fields.size()) + " fields");
+    }
+    for (std::size_t k = skip; k < fields.size(); k += stride) {
+      const std::int64_t neighbour = parse_int(in, fields[k], "a neighbour id");
+      if (neighbour < 1 || neighbour > n) {
+        in.fail("neighbour " + std::to_string(neighbour) + " of vertex " +
+                std::to_string(vertex + 1) + " is outside [1, " + std::to_string(n) + "]");
+      }
+      edges.add(vertex, neighbour - 1);
+    }
+    ++vertex;
+  }
+  if (vertex < n) {
+    throw FormatError(path + ": expected " + std::to_string(n) +
+                      " vertex lines after the header, "
+                      "found " +
+                      std::to_string(vertex) + " (the file ends at line " +
+                      std::to_string(in.line_number()) + ")");
+  }
+  while (in.next(line)) {
+    if (!is_comment(line) && !is_blank(line)) {
+      in.fail("expected the end of the file after " + std::to_string(n) + " vertex lines, found " +
+              quote(line));
+    }
+  }
+  if (edges.size() != 2 * m) {
+    throw FormatError(path + ": the header promises " + std::to_string(m) + " edges (" +
+                      std::to_string(2 * m) + " adjacency entries), the vertex lines hold " +
+                      std::to_string(edges.size()));
+  }
+  ds.num_nodes = n;
+  ds.adjacency = graph::build_symmetric_csr(backend, edges);
+  return ds;
+}
+
+} // namespace tessera::datasets::detail

@@ -1,0 +1,166 @@
+// MUSAE social graphs (Rozemberczki et al.): <prefix>_edges.csv, <prefix>_target.csv (label in the
+// last column) and <prefix>.json (sparse binary features as lists of feature ids per node).
+#include "datasets/assembly.hpp"
+#include "datasets/loaders.hpp"
+#include "datasets/text_input.hpp"
+#include "tessera/core/error.hpp"
+
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace tessera::datasets::detail {
+
+namespace {
+
+struct MusaePaths {
+  std::string edges, target, features;
+};
+
+MusaePaths musae_paths(const std::string& edges_path) {
+  std::string prefix = edges_path;
+  if (prefix.ends_with(".gz")) prefix.resize(prefix.size() - 3);
+  constexpr std::string_view kSuffix = "_edges.csv";
+  if (!prefix.ends_with(kSuffix)) {
+    throw InvalidArgument("musae: expected the edges file '<prefix>_edges.csv[.gz]', got '" +
+                          edges_path + "'");
+  }
+  prefix.resize(prefix.size() - kSuffix.size());
+  return {edges_path, first_existing({prefix + "_target.csv", prefix + "_target.csv.gz"}),
+          first_existing({prefix + ".json", prefix + ".json.gz"})};
+}
+
+/// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1.
+std::vector<std::string> read_targets(const std::string& path) {
+  std::vector<std::string> name_of_node;
+  std::vector<std::int64_t> line_of_node;
+  LineReader in(path);
+  std::string_view line;
+  bool header = true;
+  while (in.next(line)) {
+    if (is_blank(line)) continue;
+    const std::size_t first = line.find(','), last = line.rfind(',');
+    if (header) {
+      if (line.substr(0, first) != "id") {
+        in.fail("expected the header 'id,...,<label column>', found " + quote(line));
+      }
+      header = false;
+      continue;
+    }
+    if (first == std::string_view::npos) {
+      in.fail("expected 'id,...,label', found " + quote(line));
+    }
+    const std::int64_t id = parse_int(in, line.substr(0, first), "a node id");
+    std::string_view label = line.substr(last + 1);
+    if (label.size() >= 2 && label.front() == '"' && label.back() == '"') {
+      label = label.substr(1, label.size() - 2);
+    }
+    if (id < 0 || id >= std::numeric_limits<LocalId>::max()) {
+      in.fail("node id " + std::to_string(id) + " is outside [0, 2^31 - 1)");
+    }
+    if (label.empty()) in.fail("empty label after the last comma");
+    if (id >= static_cast<std::int64_t>(name_of_node.size())) {
+      name_of_node.resize(static_cast<std::size_t>(id) + 1);
+      line_of_node.resize(static_cast<std::size_t>(id) + 1, 0);
+    }
+    if (line_of_node[id] != 0) {
+      in.fail("node " + std::to_string(id) + " already has a row at line " +
+              std::to_string(line_of_node[id]));
+    }
+    name_of_node[id] = label;
+    line_of_node[id] = in.line_number();
+  }
+  for (std::size_t id = 0; id < line_of_node.size(); ++id) {
+    if (line_of_node[id] == 0) {
+      throw FormatError(path + ": node " + std::to_string(id) + " has no row (expected ids 0.." +
+                        std::to_string(line_of_node.size() - 1) + ")");
+    }
+  }
+  return name_of_node;
+}
+
+graph::EdgeList read_edges_csv(const std::string& path, std::int64_t num_nodes) {
+  graph::EdgeList edges;
+  edges.num_nodes = num_nodes;
+  std::vector<std::string_view> fields;
+  LineReader in(path);
+  std::string_view line;
+  bool first = true;
+  while (in.next(line)) {
+    if (is_blank(line)) continue;
+    split_on(line, ',', fields);
+    std::int64_t ignored = 0;
+    if (first && !try_parse_int(fields[0], ignored)) { // the "id_1,id_2" header
+      first = false;
+      continue;
+    }
+    first = false;
+    if (fields.size() != 2) in.fail("expected 'id_1,id_2', found " + quote(line));
+    std::int64_t ends[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      ends[k] = parse_int(in, fields[k], "a node id");
+      if (ends[k] < 0 || ends[k] >= num_nodes) {
+        in.fail("node id " + std::to_string(ends[k]) + " is outside [0, " +
+                std::to_string(num_nodes) + ") (the target file has " + std::to_string(num_nodes) +
+                " nodes)");
+      }
+    }
+    edges.add(ends[0], ends[1]);
+  }
+  return edges;
+}
+
+Csr read_feature_lists(const BackendPtr& backend, const std::string& path, std::int64_t num_nodes) {
+  nlohmann::json document;
+  try {
+    document = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FormatError(path + ": invalid JSON: " + e.what());
+  }
+  if (!document.is_object()) {
+    throw FormatError(path + ": expected an object {\"<node id>\": [feature ids], ...}, found " +
+                      std::string(document.type_name()));
+  }
+  SparseEntries entries;
+  std::int64_t num_features = 0;
+  for (const auto& [key, value] : document.items()) {
+    std::int64_t node = 0;
+    if (!try_parse_int(key, node) || node < 0 || node >= num_nodes) {
+      throw FormatError(path + ": key " + quote(key) + " is not a node id in [0, " +
+                        std::to_string(num_nodes) + ")");
+    }
+    if (!value.is_array()) {
+      throw FormatError(path + ": node " + key + ": expected a list of feature ids, found " +
+                        std::string(value.type_name()));
+    }
+    for (const auto& feature : value) {
+      if (!feature.is_number_integer() || feature.get<std::int64_t>() < 0 ||
+          feature.get<std::int64_t>() >= std::numeric_limits<LocalId>::max()) {
+        throw FormatError(path + ": node " + key + ": expected non-negative feature ids, found " +
+                          feature.dump());
+      }
+      const auto id = feature.get<std::int64_t>();
+      num_features = std::max(num_features, id + 1);
+      entries.add(node, static_cast<LocalId>(id), 1.0f);
+    }
+  }
+  return build_csr(backend, num_nodes, num_features, entries);
+}
+
+} // namespace
+
+Dataset load_musae(const BackendPtr& backend, const std::string& edges_path) {
+  require_host(backend);
+  const MusaePaths paths = musae_paths(edges_path);
+  Dataset ds;
+  ds.name = name_from_path(paths.features);
+
+  EncodedClasses classes = encode_class_names(read_targets(paths.target));
+  ds.num_nodes = static_cast<std::int64_t>(classes.labels.size());
+  ds.labels = std::move(classes.labels);
+  ds.num_classes = static_cast<std::int32_t>(classes.names.size());
+  ds.adjacency = graph::build_symmetric_csr(backend, read_edges_csv(paths.edges, ds.num_nodes));
+  ds.features.sparse = read_feature_lists(backend, paths.features, ds.num_nodes);
+  return ds;
+}
+
+} // namespace tessera::datasets::detail

@@ -1,0 +1,311 @@
+// Datasets stored as .npz: Planetoid / gnn-benchmark CSR keys and the heterophilous benchmark.
+#include "datasets/assembly.hpp"
+#include "datasets/loaders.hpp"
+#include "datasets/npz.hpp"
+#include "tessera/core/error.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <span>
+#include <utility>
+
+namespace tessera::datasets::detail {
+
+namespace {
+
+/// Fails naming `key` unless its shape is `expected` (a dimension of -1 matches any size).
+void expect_shape(const NpzReader& npz, const std::string& key, const NpyInfo& info,
+                  const std::vector<std::int64_t>& expected) {
+  bool ok = info.shape.size() == expected.size();
+  for (std::size_t d = 0; ok && d < expected.size(); ++d) {
+    ok = expected[d] < 0 || expected[d] == info.shape[d];
+  }
+  if (!ok) {
+    std::string want = "(";
+    for (std::size_t d = 0; d < expected.size(); ++d) {
+      want += (d > 0 ? ", " : "") +
+              (expected[d] < 0 ? std::string("any") : std::to_string(expected[d]));
+    }
+    npz.fail(key, "expected shape " + want + (expected.size() == 1 ? ",)" : ")") + ", found " +
+                      info.shape_string());
+  }
+}
+
+/// A 1-d integer array of `key`, optionally of length `length`.
+std::vector<std::int64_t> read_vector(const NpzReader& npz, const std::string& key,
+                                      std::int64_t length = -1) {
+  expect_shape(npz, key, npz.info(key), {length});
+  return npz.read<std::int64_t>(key).data;
+}
+
+/// Checks a CSR row pointer over `nnz` entries: starts at 0, never decreases, ends at nnz.
+void check_row_pointer(const NpzReader& npz, const std::string& key,
+                       const std::vector<std::int64_t>& indptr, std::int64_t nnz) {
+  if (indptr.empty()) npz.fail(key, "empty row pointer (expected num_rows + 1 entries)");
+  if (indptr.front() != 0)
+    npz.fail(key, "starts at " + std::to_string(indptr.front()) + ", expected 0");
+  for (std::size_t i = 1; i < indptr.size(); ++i) {
+    if (indptr[i] < indptr[i - 1]) {
+      npz.fail(key, "decreases at index " + std::to_string(i) + " (" +
+                        std::to_string(indptr[i - 1]) + " then " + std::to_string(indptr[i]) + ")");
+    }
+  }
+  if (indptr.back() != nnz) {
+    npz.fail(key, "ends at " + std::to_string(indptr.back()) + " but there are " +
+                      std::to_string(nnz) + " column indices");
+  }
+}
+
+/// Fails naming `key` at the first value outside [0, bound).
+void check_ids(const NpzReader& npz, const std::string& key, std::span<const std::int64_t> ids,
+               std::int64_t bound) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= bound) {
+      npz.fail(key, "value " + std::to_string(ids[i]) + " at index " + std::to_string(i) +
+                        " is outside [0, " + std::to_string(bound) + ")");
+    }
+  }
+}
+
+std::vector<std::int32_t> read_labels(const NpzReader& npz, const std::string& key,
+                                      std::int64_t num_nodes) {
+  const auto values = read_vector(npz, key, num_nodes);
+  std::vector<std::int32_t> labels(values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < -1 || values[i] > std::numeric_limits<std::int32_t>::max()) {
+      npz.fail(key, "label " + std::to_string(values[i]) + " of node " + std::to_string(i) +
+                        " is not a class id (expected >= 0, or -1 for unknown)");
+    }
+    labels[i] = static_cast<std::int32_t>(values[i]);
+  }
+  return labels;
+}
+
+/// Node ids of one split, ascending.
+std::vector<std::int32_t> read_split(const NpzReader& npz, const std::string& key,
+                                     std::int64_t num_nodes) {
+  const auto ids = read_vector(npz, key);
+  check_ids(npz, key, ids, num_nodes);
+  std::vector<std::int32_t> out(ids.begin(), ids.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// The feature CSR stored as attr_indptr / attr_indices / attr_data / attr_shape.
+Csr read_sparse_features(const BackendPtr& backend, const NpzReader& npz, std::int64_t num_nodes) {
+  const auto indptr = read_vector(npz, "attr_indptr", num_nodes + 1);
+  auto indices = read_vector(npz, "attr_indices");
+  const auto nnz = static_cast<std::int64_t>(indices.size());
+  check_row_pointer(npz, "attr_indptr", indptr, nnz);
+  std::int64_t cols = 0;
+  if (npz.contains("attr_shape")) {
+    const auto shape = read_vector(npz, "attr_shape", 2);
+    if (shape[0] != num_nodes) {
+      npz.fail("attr_shape", "has " + std::to_string(shape[0]) + " rows, the graph " +
+                                 std::to_string(num_nodes) + " nodes");
+    }
+    cols = shape[1];
+  } else {
+    for (const auto c : indices)
+      cols = std::max(cols, c + 1);
+  }
+  check_node_count(cols, npz.path() + ": array 'attr_shape'");
+  check_ids(npz, "attr_indices", indices, cols);
+  SparseEntries entries;
+  entries.row.resize(indices.size());
+  for (std::int64_t r = 0; r < num_nodes; ++r) {
+    std::fill(entries.row.begin() + indptr[r], entries.row.begin() + indptr[r + 1], r);
+  }
+  entries.col.assign(indices.begin(), indices.end());
+  if (npz.contains("attr_data")) {
+    expect_shape(npz, "attr_data", npz.info("attr_data"), {nnz});
+    entries.val = npz.read<float>("attr_data").data;
+  } else {
+    entries.val.assign(indices.size(), 1.0f);
+  }
+  return build_csr(backend, num_nodes, cols, entries);
+}
+
+/// A 64-bit hash of the ordered pair (r, c) (the splitmix64 finalizer).
+std::uint64_t pair_hash(std::int64_t r, std::int64_t c) noexcept {
+  std::uint64_t x = (static_cast<std::uint64_t>(r) << 32) ^ static_cast<std::uint64_t>(c);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// The CSR arrays as an adjacency when they already are one in the form load_dataset promises
+/// (sorted unique columns, no self-loops, symmetric: Planetoid files and save_npz output), which
+/// spares rebuilding it; nullopt otherwise. Ids must be in range. With unique entries, symmetry
+/// is checked in one streaming pass: the sums of hash(r, c) and hash(c, r) over all entries agree
+/// exactly when the set equals its transpose (up to a 2^-64 chance), where a binary search per
+/// entry would miss the cache on every lookup.
+std::optional<Csr> as_canonical_adjacency(const BackendPtr& backend,
+                                          const std::vector<std::int64_t>& indptr,
+                                          const std::vector<std::int64_t>& indices) {
+  const auto n = static_cast<std::int64_t>(indptr.size()) - 1;
+  bool sorted = true;
+  std::uint64_t forward = 0, backward = 0;
+#pragma omp parallel for reduction(&& : sorted) reduction(+ : forward, backward) schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t k = indptr[r]; k < indptr[r + 1]; ++k) {
+      const std::int64_t c = indices[k];
+      sorted = sorted && c != r && (k == indptr[r] || indices[k - 1] < c);
+      forward += pair_hash(r, c);
+      backward += pair_hash(c, r);
+    }
+  }
+  if (!sorted || forward != backward) return std::nullopt;
+  Csr a(backend, n, n, static_cast<std::int64_t>(indices.size()));
+  std::copy(indptr.begin(), indptr.end(), a.row_ptr());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < a.nnz(); ++k) {
+    a.col()[k] = static_cast<LocalId>(indices[k]);
+    a.val()[k] = 1.0f;
+  }
+  return a;
+}
+
+Dense read_dense(const BackendPtr& backend, const NpzReader& npz, const std::string& key,
+                 std::int64_t num_nodes) {
+  const NpyInfo info = npz.info(key);
+  expect_shape(npz, key, info, {num_nodes, -1});
+  Dense out(backend, num_nodes, info.shape[1]);
+  npz.read_into<float>(key, std::span<float>(out.data(), static_cast<std::size_t>(out.size())));
+  return out;
+}
+
+} // namespace
+
+Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
+  require_host(backend);
+  const NpzReader npz(path);
+  Dataset ds;
+  ds.name = name_from_path(path);
+
+  const auto indptr = read_vector(npz, "adj_indptr");
+  if (indptr.empty()) npz.fail("adj_indptr", "empty row pointer (expected num_nodes + 1 entries)");
+  ds.num_nodes = static_cast<std::int64_t>(indptr.size()) - 1;
+  check_node_count(ds.num_nodes, path);
+  if (npz.contains("adj_shape")) {
+    const auto shape = read_vector(npz, "adj_shape", 2);
+    if (shape[0] != ds.num_nodes || shape[1] != ds.num_nodes) {
+      npz.fail("adj_shape", "is (" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
+                                "), expected a square (" + std::to_string(ds.num_nodes) + ", " +
+                                std::to_string(ds.num_nodes) + ") from adj_indptr");
+    }
+  }
+  graph::EdgeList edges;
+  edges.num_nodes = ds.num_nodes;
+  edges.dst = read_vector(npz, "adj_indices");
+  check_row_pointer(npz, "adj_indptr", indptr, static_cast<std::int64_t>(edges.dst.size()));
+  check_ids(npz, "adj_indices", edges.dst, ds.num_nodes);
+  if (std::optional<Csr> canonical = as_canonical_adjacency(backend, indptr, edges.dst)) {
+    ds.adjacency = std::move(*canonical);
+  } else {
+    edges.src.resize(edges.dst.size());
+    for (std::int64_t r = 0; r < ds.num_nodes; ++r) {
+      std::fill(edges.src.begin() + indptr[r], edges.src.begin() + indptr[r + 1], r);
+    }
+    ds.adjacency = graph::build_symmetric_csr(backend, edges);
+  }
+
+  if (npz.contains("attr_indptr")) {
+    ds.features.sparse = read_sparse_features(backend, npz, ds.num_nodes);
+  } else if (npz.contains("features")) {
+    ds.features.dense = read_dense(backend, npz, "features", ds.num_nodes);
+  }
+  if (npz.contains("labels")) {
+    ds.labels = read_labels(npz, "labels", ds.num_nodes);
+    ds.num_classes = count_classes(ds.labels);
+    if (npz.contains("num_classes")) {
+      expect_shape(npz, "num_classes", npz.info("num_classes"), {});
+      const auto stored = npz.read<std::int64_t>("num_classes").data.front();
+      if (stored < ds.num_classes || stored > std::numeric_limits<std::int32_t>::max()) {
+        npz.fail("num_classes", "is " + std::to_string(stored) + " but the labels reach " +
+                                    std::to_string(ds.num_classes - 1));
+      }
+      ds.num_classes = static_cast<std::int32_t>(stored);
+    }
+  }
+  if (npz.contains("train_idx")) {
+    ds.train_idx = read_split(npz, "train_idx", ds.num_nodes);
+    if (npz.contains("val_idx")) ds.val_idx = read_split(npz, "val_idx", ds.num_nodes);
+    if (npz.contains("test_idx")) ds.test_idx = read_split(npz, "test_idx", ds.num_nodes);
+  }
+  return ds;
+}
+
+Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& path,
+                               int split_index) {
+  require_host(backend);
+  const NpzReader npz(path);
+  Dataset ds;
+  ds.name = name_from_path(path);
+
+  const NpyInfo feature_info = npz.info("node_features");
+  expect_shape(npz, "node_features", feature_info, {-1, -1});
+  ds.num_nodes = feature_info.shape[0];
+  check_node_count(ds.num_nodes, path);
+  ds.features.dense = read_dense(backend, npz, "node_features", ds.num_nodes);
+  ds.labels = read_labels(npz, "node_labels", ds.num_nodes);
+  ds.num_classes = count_classes(ds.labels);
+
+  expect_shape(npz, "edges", npz.info("edges"), {-1, 2});
+  const auto pairs = npz.read<std::int64_t>("edges").data;
+  check_ids(npz, "edges", pairs, ds.num_nodes);
+  graph::EdgeList edges;
+  edges.num_nodes = ds.num_nodes;
+  edges.src.resize(pairs.size() / 2);
+  edges.dst.resize(pairs.size() / 2);
+  for (std::size_t e = 0; e < edges.src.size(); ++e) {
+    edges.src[e] = pairs[2 * e];
+    edges.dst[e] = pairs[2 * e + 1];
+  }
+  ds.adjacency = graph::build_symmetric_csr(backend, edges);
+
+  const std::pair<const char*, std::vector<std::int32_t>*> splits[] = {
+      {"train_masks", &ds.train_idx}, {"val_masks", &ds.val_idx}, {"test_masks", &ds.test_idx}};
+  for (const auto& [key, ids] : splits) {
+    const NpyInfo info = npz.info(key);
+    if (info.shape.size() == 1)
+      expect_shape(npz, key, info, {ds.num_nodes});
+    else
+      expect_shape(npz, key, info, {-1, ds.num_nodes});
+    const std::int64_t num_splits = info.shape.size() == 1 ? 1 : info.shape[0];
+    if (split_index < 0 || split_index >= num_splits) {
+      throw InvalidArgument("split index " + std::to_string(split_index) + " is out of range: '" +
+                            path + "' holds " + std::to_string(num_splits) + " splits (0.." +
+                            std::to_string(num_splits - 1) + ")");
+    }
+    const auto masks = npz.read<std::uint8_t>(key).data;
+    const std::uint8_t* row = masks.data() + split_index * ds.num_nodes;
+    for (std::int64_t i = 0; i < ds.num_nodes; ++i) {
+      if (row[i] != 0) ids->push_back(static_cast<std::int32_t>(i));
+    }
+  }
+  return ds;
+}
+
+Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index) {
+  bool heterophilous = false;
+  {
+    const NpzReader npz(path);
+    heterophilous = npz.contains("edges") && npz.contains("node_features");
+    if (!heterophilous && !npz.contains("adj_indptr")) {
+      std::string present;
+      for (const auto& k : npz.keys())
+        present += (present.empty() ? "" : ", ") + k;
+      throw FormatError(path +
+                        ": not a dataset npz: expected Planetoid / gnn-benchmark keys "
+                        "(adj_indptr, adj_indices, ...) or heterophilous keys (edges, "
+                        "node_features, ...), found: " +
+                        present);
+    }
+  }
+  return heterophilous ? load_heterophilous_npz(backend, path, split_index)
+                       : load_csr_npz(backend, path);
+}
+
+} // namespace tessera::datasets::detail

@@ -1,0 +1,90 @@
+// OpenMP elementwise kernels: ReLU and dropout with masks drawn from the counter-based RNG.
+#include "kernels/elementwise_kernels.hpp"
+
+#include "kernels/cpu/parallel.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <omp.h>
+
+namespace tessera::kernels::cpu {
+namespace {
+
+/// The multiplier of one element: 1/(1-p) where the draw survives (uniform >= p), else 0.
+template <typename T> T dropout_factor(std::uint32_t bits, float p, T scale) noexcept {
+  return bits_to_unit_float(bits) >= p ? scale : T{0};
+}
+
+template <typename T> T inverse_keep(float p) noexcept {
+  return T{1} / (T{1} - static_cast<T>(p));
+}
+
+} // namespace
+
+template <typename T> void relu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {
+  const std::int64_t size = x.size();
+  // `x < 0 ? 0 : x` rather than `x > 0 ? x : 0` so that NaN propagates, as in torch.
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    y.data[i] = x.data[i] < T{0} ? T{0} : x.data[i];
+}
+
+template <typename T>
+void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx) {
+  const std::int64_t size = y.size();
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    dx.data[i] = y.data[i] > T{0} ? dy.data[i] : T{0};
+}
+
+template <typename T>
+void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
+             ops::RowIds rows) {
+  const std::int64_t cols = x.cols;
+  const T scale = inverse_keep<T>(p);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    const GlobalId id = rows(r);
+    const T* in = x.row(r);
+    T* out = y.row(r);
+    // One Philox call gives the draws of four consecutive columns.
+    for (std::int64_t c0 = 0; c0 < cols; c0 += 4) {
+      const auto bits = random_bits4(key, id, static_cast<std::uint32_t>(c0 / 4));
+      const int width = static_cast<int>(std::min<std::int64_t>(4, cols - c0));
+      for (int i = 0; i < width; ++i)
+        out[c0 + i] = in[c0 + i] * dropout_factor(bits[i], p, scale);
+    }
+  }
+}
+
+template <typename T>
+void dropout_csr_values(const Backend&, CsrView<T> in, std::span<T> out_val, float p,
+                        const RngKey& key, ops::RowIds rows) {
+  if (in.rows == 0) return;
+  const T scale = inverse_keep<T>(p);
+#pragma omp parallel
+  {
+    const Range part =
+        balanced_rows(in.row_ptr, in.rows, omp_get_thread_num(), omp_get_num_threads());
+    for (std::int64_t r = part.begin; r < part.end; ++r) {
+      const GlobalId id = rows(r);
+      // Columns are sorted, so neighbouring nonzeros often share a block of four draws.
+      std::int64_t block = -1;
+      std::array<std::uint32_t, 4> bits{};
+      for (std::int64_t k = in.row_ptr[r]; k < in.row_ptr[r + 1]; ++k) {
+        const auto c = static_cast<std::uint32_t>(in.col[k]);
+        if (c / 4 != block) {
+          block = c / 4;
+          bits = random_bits4(key, id, c / 4);
+        }
+        out_val[k] = in.val[k] * dropout_factor(bits[c % 4], p, scale);
+      }
+    }
+  }
+}
+
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(float);
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(double);
+
+} // namespace tessera::kernels::cpu

@@ -1,0 +1,31 @@
+// CUDA elementwise entry points for builds without CUDA.
+#include "kernels/elementwise_kernels.hpp"
+
+#include "kernels/stubs/not_compiled.hpp"
+
+namespace tessera::kernels::cuda {
+
+template <typename T> void relu_forward(const Backend&, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("relu_forward");
+}
+
+template <typename T>
+void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("relu_backward");
+}
+
+template <typename T>
+void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, ops::RowIds) {
+  not_compiled("dropout");
+}
+
+template <typename T>
+void dropout_csr_values(const Backend&, CsrView<T>, std::span<T>, float, const RngKey&,
+                        ops::RowIds) {
+  not_compiled("dropout_csr_values");
+}
+
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(float);
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(double);
+
+} // namespace tessera::kernels::cuda

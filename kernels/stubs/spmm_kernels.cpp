@@ -1,0 +1,20 @@
+// CUDA SpMM entry points for builds without CUDA.
+#include "kernels/spmm_kernels.hpp"
+
+#include "kernels/stubs/not_compiled.hpp"
+
+namespace tessera::kernels::cuda {
+
+template <typename T> void spmm(const Backend&, CsrView<T>, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("spmm");
+}
+
+template <typename T>
+void spmm_transpose(const Backend&, CsrView<T>, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("spmm_transpose");
+}
+
+TESSERA_INSTANTIATE_SPMM_KERNELS(float);
+TESSERA_INSTANTIATE_SPMM_KERNELS(double);
+
+} // namespace tessera::kernels::cuda

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Test accuracy of tessera-train over several seeds, with Kipf & Welling's GCN settings
+# (2 layers, 200 epochs, hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4):
+# prints each seed's test accuracy and mean ± sample std. One lucky seed proves nothing.
+#
+# Usage: scripts/bench/accuracy.sh [--seeds N] [--dataset SPEC] [--epochs E] [--hidden H]
+#            [--dropout P] [--lr X] [--weight-decay W] [--no-build] [TESSERA_TRAIN_FLAGS...]
+#   --seeds N      runs with --seed 0..N-1 (default 10)
+#   --dataset SPEC dataset for tessera-train (default cora)
+#   --no-build     use the existing build instead of installing deps and building
+#   Other flags (e.g. --threads 2, --data-dir DIR) go to tessera-train unchanged.
+# Environment: TESSERA_BUILD_DIR (default <repo>/build); TESSERA_DATA_DIR (default
+#   <repo>/../shared/datasets when it exists), passed as --data-dir unless one is given.
+# Exit status: 1 if any run fails.
+set -euo pipefail
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+
+seeds=10
+dataset=cora
+epochs=200
+hidden=16
+dropout=0.5
+lr=0.01
+weight_decay=5e-4
+build=1
+extra=()
+has_data_dir=0
+while (($# > 0)); do
+  case "$1" in
+    -h | --help)
+      tessera_usage "$0"
+      exit 0
+      ;;
+    --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay)
+      (($# >= 2)) || tessera_die "$1 needs a value"
+      case "$1" in
+        --seeds) seeds="$2" ;;
+        --dataset) dataset="$2" ;;
+        --epochs) epochs="$2" ;;
+        --hidden) hidden="$2" ;;
+        --dropout) dropout="$2" ;;
+        --lr) lr="$2" ;;
+        --weight-decay) weight_decay="$2" ;;
+      esac
+      shift 2
+      ;;
+    --no-build)
+      build=0
+      shift
+      ;;
+    *)
+      [[ "$1" == --data-dir || "$1" == --data-dir=* ]] && has_data_dir=1
+      extra+=("$1")
+      shift
+      ;;
+  esac
+done
+[[ "${seeds}" =~ ^[1-9][0-9]*$ ]] || tessera_die "--seeds must be a positive integer, got '${seeds}'"
+
+if ((build)); then
+  tessera_install_deps
+  tessera_build "${TESSERA_BUILD_DIR}"
+fi
+train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+[[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+
+data_dir="$(tessera_data_dir)"
+if ((!has_data_dir)) && [[ -n "${data_dir}" ]]; then
+  extra+=(--data-dir "${data_dir}")
+fi
+
+work="$(mktemp -d)"
+trap 'rm -rf "${work}"' EXIT
+
+echo "tessera-train --dataset ${dataset} --epochs ${epochs} --hidden ${hidden}" \
+  "--dropout ${dropout} --lr ${lr} --weight-decay ${weight_decay} ${extra[*]}"
+reports=()
+for ((seed = 0; seed < seeds; ++seed)); do
+  report="${work}/seed${seed}.json"
+  if ! "${train}" --dataset "${dataset}" --epochs "${epochs}" --hidden "${hidden}" \
+    --dropout "${dropout}" --lr "${lr}" --weight-decay "${weight_decay}" \
+    --seed "${seed}" --report "${report}" "${extra[@]}" >"${work}/seed${seed}.log" 2>&1; then
+    echo "seed ${seed}: tessera-train failed; the end of its output:" >&2
+    tail -n 20 "${work}/seed${seed}.log" >&2
+    exit 1
+  fi
+  reports+=("${report}")
+  accuracy="$(tessera_json_get "${report}" metrics.test_accuracy)"
+  awk -v seed="${seed}" -v a="${accuracy}" \
+    'BEGIN { printf "seed %2d: test accuracy %6.2f %%\n", seed, 100 * a }'
+done
+
+"${TESSERA_PYTHON}" -c '
+import json, statistics, sys
+acc = [100 * json.load(open(p))["metrics"]["test_accuracy"] for p in sys.argv[1:]]
+std = statistics.stdev(acc) if len(acc) > 1 else 0.0
+print(f"test accuracy over {len(acc)} seeds: {statistics.mean(acc):.2f} ± {std:.2f} %")
+' "${reports[@]}"

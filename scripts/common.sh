@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Shared helpers for Tessera's scripts: repo root, dependency checks, build, data dir.
+#
+# Usage (from another script; it is not meant to be run):
+#   source "$(dirname "${BASH_SOURCE[0]}")/common.sh"        # scripts/*.sh
+#   source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"     # scripts/bench/*.sh
+#
+# Provides:
+#   TESSERA_ROOT               repository root (absolute)
+#   TESSERA_BUILD_DIR          default build folder ($TESSERA_BUILD_DIR, else <repo>/build)
+#   TESSERA_PYTHON             Python with Debian's torch ($TESSERA_PYTHON, else /usr/bin/python3)
+#   tessera_usage              print the calling script's header comment (for --help)
+#   tessera_die MSG            print "error: MSG" to stderr and exit 1
+#   tessera_install_deps       build/test Debian packages: install what is missing (root) or
+#                              print the exact sudo line and exit 1 (not root)
+#   tessera_install_bench_deps the extras of the PyTorch comparison (torch, numpy, tcmalloc)
+#   tessera_build [DIR]        configure (Release, Ninja, native arch) and build with nproc jobs
+#   tessera_data_dir           print $TESSERA_DATA_DIR, else <repo>/../shared/datasets if it
+#                              exists, else nothing
+#   tessera_tcmalloc_path      print the path of libtcmalloc_minimal.so.4 (empty if absent)
+#   tessera_json_get FILE KEY...  print the value at the first dotted KEY present in a
+#                              JSON file (e.g. timing.epoch_ms_median); fails if none is
+# and exports the Open MPI settings that let mpirun work as root inside containers.
+
+TESSERA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+TESSERA_BUILD_DIR="${TESSERA_BUILD_DIR:-${TESSERA_ROOT}/build}"
+TESSERA_PYTHON="${TESSERA_PYTHON:-/usr/bin/python3}"
+if [[ ! -x "${TESSERA_PYTHON}" ]]; then
+  TESSERA_PYTHON="$(command -v python3 || true)"
+fi
+export TESSERA_ROOT TESSERA_BUILD_DIR TESSERA_PYTHON
+
+# Open MPI refuses to run as root without these; vader's CMA copy fails in most containers.
+export OMPI_ALLOW_RUN_AS_ROOT=1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+
+TESSERA_DEPS=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-openmp-dev libomp-dev libmetis-dev libboost-graph-dev
+  libopenmpi-dev openmpi-bin zlib1g-dev
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+TESSERA_BENCH_DEPS=(python3-torch python3-numpy libtcmalloc-minimal4)
+
+tessera_usage() {
+  # The header is the first block of comment lines, after an optional shebang.
+  local script="${1:-$0}"
+  awk 'NR == 1 && /^#!/ { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "${script}"
+}
+
+tessera_die() {
+  echo "error: $*" >&2
+  exit 1
+}
+
+tessera_log() {
+  echo "==> $*" >&2
+}
+
+# Installs the given Debian packages that `dpkg -s` does not report as installed.
+tessera_apt_ensure() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    if ! dpkg -s "${pkg}" 2>/dev/null | grep -q '^Status: install ok installed'; then
+      missing+=("${pkg}")
+    fi
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  if ((EUID != 0)); then
+    echo "Missing Debian packages: ${missing[*]}" >&2
+    echo "Install them with:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  tessera_log "installing ${missing[*]}"
+  apt-get update
+  DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}
+
+tessera_install_deps() {
+  tessera_apt_ensure "${TESSERA_DEPS[@]}"
+}
+
+tessera_install_bench_deps() {
+  tessera_apt_ensure "${TESSERA_BENCH_DEPS[@]}"
+}
+
+tessera_build() {
+  local dir="${1:-${TESSERA_BUILD_DIR}}"
+  local generator=()
+  # An existing build folder keeps the generator it was made with; cmake refuses a change.
+  if [[ ! -f "${dir}/CMakeCache.txt" ]]; then
+    generator=(-G Ninja)
+  fi
+  tessera_log "configuring ${dir}"
+  cmake -S "${TESSERA_ROOT}" -B "${dir}" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE_ARCH=ON
+  tessera_log "building ${dir} with $(nproc) jobs"
+  cmake --build "${dir}" --parallel "$(nproc)"
+}
+
+tessera_data_dir() {
+  if [[ -n "${TESSERA_DATA_DIR:-}" ]]; then
+    echo "${TESSERA_DATA_DIR}"
+  elif [[ -d "${TESSERA_ROOT}/../shared/datasets" ]]; then
+    (cd "${TESSERA_ROOT}/../shared/datasets" && pwd -P)
+  fi
+}
+
+tessera_tcmalloc_path() {
+  local lib
+  lib="$(ldconfig -p 2>/dev/null | awk '$1 == "libtcmalloc_minimal.so.4" { print $NF; exit }')"
+  if [[ -z "${lib}" && -e /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 ]]; then
+    lib=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+  fi
+  echo "${lib}"
+}
+
+tessera_json_get() {
+  "${TESSERA_PYTHON}" -c '
+import json, sys
+path, keys = sys.argv[1], sys.argv[2:]
+report = json.load(open(path))
+for key in keys:
+    value = report
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is not None:
+        print(value)
+        sys.exit(0)
+sys.exit(f"error: {path} has none of the keys {keys}")
+' "$@"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  set -euo pipefail
+  tessera_usage "${BASH_SOURCE[0]}"
+  exit 0
+fi

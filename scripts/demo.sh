@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Tessera demo: installs missing Debian packages, builds, then trains a 2-layer GCN
+# with tessera-train on its built-in generated graph (100 epochs) and, when the shared
+# datasets are present, on Cora's public Planetoid split (200 epochs).
+#
+# Usage: scripts/demo.sh [--help]
+# Environment: TESSERA_BUILD_DIR (default <repo>/build),
+#              TESSERA_DATA_DIR (default <repo>/../shared/datasets when it exists).
+set -euo pipefail
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+case "${1:-}" in
+  "") ;;
+  -h | --help)
+    tessera_usage "$0"
+    exit 0
+    ;;
+  *) tessera_die "unknown argument '$1' (see --help)" ;;
+esac
+
+tessera_install_deps
+tessera_build "${TESSERA_BUILD_DIR}"
+train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+[[ -x "${train}" ]] || tessera_die "${train} was not built"
+
+tessera_log "training on the built-in generated graph"
+"${train}" --epochs 100
+
+data_dir="$(tessera_data_dir)"
+if [[ -n "${data_dir}" && -d "${data_dir}/cora_planetoid" ]]; then
+  tessera_log "training on Cora (public split) from ${data_dir}"
+  "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200
+else
+  echo "note: Cora skipped: no datasets found (set TESSERA_DATA_DIR, or place them in" \
+    "<repo>/../shared/datasets, or run scripts/fetch_datasets.sh)." >&2
+fi

@@ -1,0 +1,81 @@
+// The CPU backend: OpenMP threads and aligned host memory (huge pages for large buffers).
+#include "tessera/core/device.hpp"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <new>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "tessera/core/error.hpp"
+
+namespace tessera {
+
+std::string to_string(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::Cpu: return "cpu";
+    case DeviceKind::Cuda: return "cuda";
+  }
+  return "unknown";
+}
+
+std::string blas_core_name() { return openblas_get_corename(); }
+
+std::string blas_performance_warning() {
+  if (blas_core_name() != "Prescott") return {};
+  const char* core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
+                     : __builtin_cpu_supports("avx2")  ? "Haswell"
+                                                       : nullptr;
+  if (core == nullptr) return {};
+  return std::string("OpenBLAS does not recognise this CPU and runs its generic Prescott kernels; "
+                     "GEMM is several times faster with OPENBLAS_CORETYPE=") +
+         core + " set before starting";
+}
+
+namespace {
+
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int num_threads) {
+    if (num_threads > 0) omp_set_num_threads(num_threads);
+  }
+
+  DeviceKind kind() const noexcept override { return DeviceKind::Cpu; }
+  int device_id() const noexcept override { return 0; }
+  int num_threads() const noexcept override { return omp_get_max_threads(); }
+
+  void* allocate(std::size_t bytes) const override {
+    // Large buffers are aligned to huge pages and advised as such: first touch of 4 KiB pages
+    // is slow, and the kernels stream through these buffers every epoch.
+    const bool huge = bytes >= kHugePage;
+    const std::size_t align = huge ? kHugePage : 64;
+    const std::size_t rounded = (bytes + align - 1) / align * align;
+    void* ptr = std::aligned_alloc(align, rounded);
+    if (ptr == nullptr) {
+      throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+    }
+    if (huge) madvise(ptr, rounded, MADV_HUGEPAGE);
+    return ptr;
+  }
+
+  void deallocate(void* ptr, std::size_t) const noexcept override { std::free(ptr); }
+
+  std::string describe() const override {
+    return "cpu (" + std::to_string(num_threads()) + " threads, OpenBLAS " + blas_core_name() + ")";
+  }
+};
+
+}  // namespace
+
+BackendPtr make_cpu_backend(int num_threads) {
+  if (num_threads < 0) {
+    throw InvalidArgument("thread count must be >= 0, got " + std::to_string(num_threads));
+  }
+  return std::make_shared<CpuBackend>(num_threads);
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+// RunReport on nlohmann::json, written atomically.
+#include "tessera/core/report.hpp"
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tessera/core/error.hpp"
+
+namespace tessera {
+
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+struct RunReport::Impl {
+  nlohmann::json root = nlohmann::json::object();
+
+  nlohmann::json& at(std::string_view key) {
+    nlohmann::json* node = &root;
+    std::size_t start = 0;
+    while (true) {
+      const std::size_t dot = key.find('.', start);
+      const std::string part(key.substr(start, dot - start));
+      node = &(*node)[part];
+      if (dot == std::string_view::npos) return *node;
+      start = dot + 1;
+    }
+  }
+};
+
+RunReport::RunReport() : impl_(std::make_unique<Impl>()) {}
+RunReport::~RunReport() = default;
+RunReport::RunReport(RunReport&&) noexcept = default;
+RunReport& RunReport::operator=(RunReport&&) noexcept = default;
+
+void RunReport::set(std::string_view key, double value) { impl_->at(key) = value; }
+void RunReport::set(std::string_view key, std::int64_t value) { impl_->at(key) = value; }
+void RunReport::set(std::string_view key, bool value) { impl_->at(key) = value; }
+void RunReport::set(std::string_view key, const std::string& value) { impl_->at(key) = value; }
+void RunReport::set(std::string_view key, const std::vector<double>& values) {
+  impl_->at(key) = values;
+}
+
+void RunReport::append(std::string_view key,
+                       const std::vector<std::pair<std::string, double>>& fields) {
+  nlohmann::json& array = impl_->at(key);
+  if (!array.is_array()) array = nlohmann::json::array();
+  nlohmann::json object = nlohmann::json::object();
+  for (const auto& [name, value] : fields) object[name] = value;
+  array.push_back(std::move(object));
+}
+
+std::string RunReport::dump() const { return impl_->root.dump(2); }
+
+void RunReport::write(const std::string& path) const {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw IoError("cannot write report '" + tmp + "'");
+    out << dump() << '\n';
+    if (!out.flush()) throw IoError("cannot write report '" + tmp + "' (disk full?)");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw IoError("cannot rename report '" + tmp + "' to '" + path + "'");
+  }
+}
+
+}  // namespace tessera

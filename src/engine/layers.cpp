@@ -1,0 +1,176 @@
+// Linear, ReLU and Dropout modules and Glorot initialization.
+#include "tessera/engine/layers.hpp"
+
+#include <cmath>
+
+#include "src/engine/weight_products.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/core/rng.hpp"
+
+namespace tessera {
+
+namespace {
+
+/// A Context whose output is the dense view `y`.
+template <typename T>
+Context<T> make_context(const Step& step, Input<T> x, ConstDenseView<T> y) {
+  return Context<T>{x, Input<T>(y), step};
+}
+
+void check_width(const std::string& layer, std::int64_t expected, std::int64_t got) {
+  if (expected != got) {
+    throw DimensionMismatch(layer + " expects " + std::to_string(expected) +
+                            " input features, got " + std::to_string(got));
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
+  const double limit = std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols()));
+  const RngKey key = RngKey::make(seed, RngPurpose::WeightInit, layer);
+  for (std::int64_t r = 0; r < w.rows(); ++r) {
+    for (std::int64_t c = 0; c < w.cols(); ++c) {
+      w(r, c) = static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
+    }
+  }
+}
+
+// ---- Linear ----------------------------------------------------------------------------------
+
+template <typename T>
+Linear<T>::Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out_features,
+                  bool bias, std::uint64_t seed, std::uint32_t layer_index)
+    : backend_(backend),
+      weight_(detail::make_weight<T>(backend, "linear" + std::to_string(layer_index) + ".weight",
+                                     in_features, out_features, seed, layer_index)),
+      bias_(detail::make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias",
+                                 out_features, bias)),
+      output_(backend),
+      d_input_(backend) {}
+
+template <typename T>
+Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
+  check_width(name(), weight_.value.rows(), x.cols());
+  DenseView<T> y = output_.get(x.rows(), weight_.value.cols());
+  detail::multiply_weight(*backend_, x, weight_.value.cview(), y);
+  detail::add_bias(*backend_, y, bias_);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> Linear<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                      GradientMode input_mode, GradientMode param_mode) {
+  // The sparse-accumulate scratch is the input-gradient buffer: a sparse input has no gradient.
+  detail::weight_gradient(*backend_, ctx.input, d_output, weight_, param_mode, d_input_);
+  detail::bias_gradient(*backend_, d_output, bias_, param_mode);
+  if (input_mode == GradientMode::Ignore) return {};
+  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
+  DenseView<T> dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
+  const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
+  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, d_output,
+            weight_.value.cview(), beta, dx);
+  return dx;
+}
+
+template <typename T>
+std::vector<Parameter<T>*> Linear<T>::parameters() {
+  if (bias_.value.empty()) return {&weight_};
+  return {&weight_, &bias_};
+}
+
+template <typename T>
+std::string Linear<T>::name() const {
+  return "Linear(" + std::to_string(weight_.value.rows()) + " -> " +
+         std::to_string(weight_.value.cols()) + ")";
+}
+
+template <typename T>
+std::size_t Linear<T>::bytes() const {
+  return 2 * (weight_.value.bytes() + bias_.value.bytes()) + output_.bytes() + d_input_.bytes();
+}
+
+// ---- ReLU ------------------------------------------------------------------------------------
+
+template <typename T>
+Context<T> Relu<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse()) throw InvalidArgument("ReLU takes a dense input");
+  DenseView<T> y = output_.get(x.rows(), x.cols());
+  ops::relu_forward(*backend_, x.dense, y);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> Relu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                    GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  if (input_mode == GradientMode::Accumulate) {
+    throw InvalidArgument("ReLU backward overwrites its input gradient; Accumulate is not offered");
+  }
+  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  ops::relu_backward(*backend_, ctx.output.dense, d_output, dx);
+  return dx;
+}
+
+// ---- Dropout ---------------------------------------------------------------------------------
+
+template <typename T>
+Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
+    : backend_(backend), p_(p), layer_(layer_index), output_(backend), d_input_(backend) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    throw InvalidArgument("dropout probability must be in [0, 1), got " + std::to_string(p));
+  }
+}
+
+template <typename T>
+Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
+  if (!step.training || p_ == 0.0f) return Context<T>{x, x, step};
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
+  if (!x.is_sparse()) {
+    DenseView<T> y = output_.get(x.rows(), x.cols());
+    ops::dropout_forward(*backend_, x.dense, y, p_, key, step.rows);
+    return make_context<T>(step, x, y);
+  }
+  if (sparse_values_.size() != x.sparse.nnz()) sparse_values_ = Buffer<T>(backend_, x.sparse.nnz());
+  ops::dropout_csr_values(*backend_, x.sparse, sparse_values_.span(), p_, key, step.rows);
+  CsrView<T> y = x.sparse;
+  y.val = sparse_values_.data();
+  return Context<T>{x, Input<T>(y), step};
+}
+
+template <typename T>
+ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                       GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
+  if (input_mode == GradientMode::Accumulate) {
+    throw InvalidArgument("Dropout backward overwrites its input gradient; Accumulate is not offered");
+  }
+  if (!ctx.step.training || p_ == 0.0f) return d_output;
+  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, layer_, ctx.step.epoch);
+  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  ops::dropout_backward(*backend_, d_output, dx, p_, key, ctx.step.rows);
+  return dx;
+}
+
+template <typename T>
+std::string Dropout<T>::name() const {
+  return "Dropout(p=" + std::to_string(p_) + ")";
+}
+
+template <typename T>
+std::size_t Dropout<T>::bytes() const {
+  return output_.bytes() + sparse_values_.bytes() + d_input_.bytes();
+}
+
+#define TESSERA_INSTANTIATE(T)                                                                     \
+  template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                      \
+  template class Linear<T>;                                                                        \
+  template class Relu<T>;                                                                          \
+  template class Dropout<T>
+TESSERA_INSTANTIATE(float);
+TESSERA_INSTANTIATE(double);
+#undef TESSERA_INSTANTIATE
+
+}  // namespace tessera

@@ -1,0 +1,70 @@
+// The GCN architecture builder and layer-size parsing.
+#include "tessera/gnn/model.hpp"
+
+#include <charconv>
+
+#include "tessera/core/error.hpp"
+#include "tessera/engine/layers.hpp"
+
+namespace tessera::gnn {
+
+std::vector<std::int64_t> parse_layer_sizes(const std::string& text) {
+  std::vector<std::int64_t> sizes;
+  const char* p = text.data();
+  const char* end = text.data() + text.size();
+  while (p < end) {
+    std::int64_t value = 0;
+    const auto [next, ec] = std::from_chars(p, end, value);
+    if (ec != std::errc() || value <= 0 || (next != end && *next != '-')) {
+      throw InvalidArgument("layer sizes '" + text +
+                            "' must be positive integers joined by '-', like 1433-16-7");
+    }
+    sizes.push_back(value);
+    p = next == end ? end : next + 1;
+  }
+  if (sizes.size() < 2) {
+    throw InvalidArgument("layer sizes '" + text + "' need at least an input and an output size");
+  }
+  return sizes;
+}
+
+std::vector<std::int64_t> layer_sizes(std::int64_t in, std::int64_t hidden, int num_layers,
+                                      std::int64_t classes) {
+  if (num_layers < 1) {
+    throw InvalidArgument("a GCN needs at least one layer, got " + std::to_string(num_layers));
+  }
+  std::vector<std::int64_t> sizes{in};
+  for (int i = 1; i < num_layers; ++i) sizes.push_back(hidden);
+  sizes.push_back(classes);
+  return sizes;
+}
+
+template <typename T>
+Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
+                        const CsrT<T>& adjacency_t, const GcnConfig& config, std::uint64_t seed) {
+  if (config.layer_sizes.size() < 2) {
+    throw InvalidArgument("a GCN needs at least an input and an output size");
+  }
+  Sequential<T> model;
+  const std::size_t num_convs = config.layer_sizes.size() - 1;
+  for (std::size_t i = 0; i < num_convs; ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
+    auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t,
+                                             config.layer_sizes[i], config.layer_sizes[i + 1],
+                                             config.bias, seed, layer, config.order);
+    for (Parameter<T>* p : conv->parameters()) {
+      p->decay = !config.decay_first_layer_only || i == 0;
+    }
+    model.add(std::move(conv));
+    if (i + 1 < num_convs) model.add(std::make_unique<Relu<T>>(backend));
+  }
+  return model;
+}
+
+template Sequential<float> build_gcn(const BackendPtr&, const CsrT<float>&, const CsrT<float>&,
+                                     const GcnConfig&, std::uint64_t);
+template Sequential<double> build_gcn(const BackendPtr&, const CsrT<double>&, const CsrT<double>&,
+                                      const GcnConfig&, std::uint64_t);
+
+}  // namespace tessera::gnn

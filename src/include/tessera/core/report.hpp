@@ -1,0 +1,43 @@
+// The JSON run report: configuration, per-phase times, memory and metrics of one run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+
+/// Peak resident set size of this process so far, in bytes.
+std::int64_t peak_rss_bytes();
+
+/// A tree of values addressed by dotted keys ("train.epochs"), written as JSON.
+class RunReport {
+ public:
+  RunReport();
+  ~RunReport();
+  RunReport(RunReport&&) noexcept;
+  RunReport& operator=(RunReport&&) noexcept;
+
+  void set(std::string_view key, double value);
+  void set(std::string_view key, std::int64_t value);
+  void set(std::string_view key, int value) { set(key, static_cast<std::int64_t>(value)); }
+  void set(std::string_view key, bool value);
+  void set(std::string_view key, const std::string& value);
+  void set(std::string_view key, const char* value) { set(key, std::string(value)); }
+  void set(std::string_view key, const std::vector<double>& values);
+  /// Appends a JSON object given as (name, value) pairs to the array at `key`.
+  void append(std::string_view key, const std::vector<std::pair<std::string, double>>& fields);
+
+  /// The report as indented JSON text.
+  std::string dump() const;
+  /// Writes the report to `path` atomically (temporary file, then rename). Throws IoError.
+  void write(const std::string& path) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tessera

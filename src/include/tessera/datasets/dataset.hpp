@@ -1,0 +1,85 @@
+// A node-classification dataset in memory, and loading one by name, format:path or generator spec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+
+namespace tessera::datasets {
+
+/// Node features: a dense matrix, or a sparse one when most entries are zero (bag-of-words).
+/// Exactly one of dense / sparse is set.
+struct Features {
+  std::optional<Dense> dense;  ///< [num_nodes, num_features]
+  std::optional<Csr> sparse;   ///< [num_nodes, num_features]
+
+  std::int64_t rows() const { return dense ? dense->rows() : sparse ? sparse->rows() : 0; }
+  std::int64_t cols() const { return dense ? dense->cols() : sparse ? sparse->cols() : 0; }
+  bool is_sparse() const { return sparse.has_value(); }
+};
+
+/// A graph with features, labels and a train/val/test split.
+struct Dataset {
+  std::string name;
+  std::int64_t num_nodes = 0;
+  /// Symmetric adjacency, no self-loops, no duplicates, sorted columns, values 1.
+  Csr adjacency;
+  Features features;
+  /// Class of each node in [0, num_classes), or -1 when unknown. Empty when the data has none.
+  std::vector<std::int32_t> labels;
+  std::int32_t num_classes = 0;
+  /// Node ids of each split, ascending. Empty when the data has no split (see make_random_split).
+  std::vector<std::int32_t> train_idx, val_idx, test_idx;
+
+  bool has_labels() const { return !labels.empty(); }
+  bool has_split() const { return !train_idx.empty(); }
+};
+
+/// Options that apply to every loader.
+struct LoadOptions {
+  /// Folder holding the shared datasets (the layout of shared/datasets/README.md).
+  std::string data_dir;
+  /// Which of several stored splits to use (minesweeper has 10).
+  int split_index = 0;
+  /// Seed of generated graphs and features.
+  std::uint64_t seed = 0;
+};
+
+/// Loads `spec`:
+///  - a name resolved under options.data_dir: cora (Planetoid split), cora-linqs, cora-gnnbench,
+///    minesweeper, facebook, email-eu-core, slashdot, 4elt;
+///  - FORMAT:PATH with FORMAT one of npz (Planetoid-style or gnn-benchmark keys), planetoid,
+///    gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it), snap, metis,
+///    musae (PATH = the edges csv), mtx;
+///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
+///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0.
+/// Throws IoError / FormatError naming the file and the problem, InvalidArgument for bad specs.
+Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
+                     const LoadOptions& options);
+
+/// The default data folder: $TESSERA_DATA_DIR, else $XDG_CACHE_HOME/tessera/datasets, else
+/// ~/.cache/tessera/datasets.
+std::string default_data_dir();
+
+/// Labels `fraction_train` / `fraction_val` of the labelled nodes as train / val and the rest as
+/// test, deterministically from `seed`. For datasets without a published split.
+void make_random_split(Dataset& dataset, double fraction_train, double fraction_val,
+                       std::uint64_t seed);
+
+/// Divides each feature row by its L1 norm (zero rows stay 0): for non-negative features this is
+/// the row normalization of Kipf & Welling and PyG's NormalizeFeatures.
+void row_normalize_features(Features& features);
+
+/// Writes `dataset` as an uncompressed .npz that load_dataset("npz:PATH") and numpy's np.load
+/// read back: adj_indptr, adj_indices <i8 and adj_shape (the symmetric adjacency as CSR);
+/// attr_indptr, attr_indices <i8, attr_data <f4, attr_shape for sparse features, or features <f4
+/// [N, F] for dense ones; labels <i8 [N] and num_classes <i8 (0-d) when labelled; train_idx,
+/// val_idx, test_idx <i8 when split. Written to a temporary file and renamed onto `path`.
+/// Throws IoError when the file cannot be written (also above 4 GiB: no zip64).
+void save_npz(const Dataset& dataset, const std::string& path);
+
+}  // namespace tessera::datasets

@@ -1,0 +1,90 @@
+// The module contract (tiny-cuda-nn style): forward returns a Context that backward consumes;
+// explicit backward, no tape. Shared by the GNN layers and plain DNN layers.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/ops/ops.hpp"
+
+namespace tessera {
+
+/// What backward does with a gradient it could compute.
+enum class GradientMode {
+  Ignore,     ///< do not compute it
+  Overwrite,  ///< write it, replacing what was there
+  Accumulate  ///< add it to what is there
+};
+
+/// One step of a run: keys the random draws and switches training-only behaviour (dropout).
+struct Step {
+  std::uint64_t seed = 0;
+  std::uint32_t epoch = 0;
+  bool training = true;
+  /// Global id of each local row (dropout masks are keyed by it, so tilings agree).
+  ops::RowIds rows;
+};
+
+/// A module's input: dense [n, f], or sparse [n, f] for bag-of-words features.
+template <typename T>
+struct Input {
+  ConstDenseView<T> dense;
+  CsrView<T> sparse;
+
+  Input() = default;
+  Input(ConstDenseView<T> d) : dense(d) {}  // NOLINT: implicit by design
+  Input(CsrView<T> s) : sparse(s) {}        // NOLINT: implicit by design
+
+  bool is_sparse() const noexcept { return sparse.row_ptr != nullptr; }
+  std::int64_t rows() const noexcept { return is_sparse() ? sparse.rows : dense.rows; }
+  std::int64_t cols() const noexcept { return is_sparse() ? sparse.cols : dense.cols; }
+};
+
+/// What one forward call leaves for its backward: the input and output it saw and the step.
+/// Views point into buffers the caller and the module own; they stay valid until the module's
+/// next forward.
+template <typename T>
+struct Context {
+  Input<T> input;
+  Input<T> output;
+  Step step;
+};
+
+/// A trainable tensor and its gradient, both [rows, cols] on the module's backend.
+template <typename T>
+struct Parameter {
+  std::string name;
+  DenseT<T> value;
+  DenseT<T> grad;
+  /// Whether the optimizer applies weight decay to it.
+  bool decay = true;
+};
+
+/// A layer: maps [n, in_features] to [n, out_features]. Output and input-gradient buffers are
+/// owned by the module and allocated on the first call for a given n, then reused; so one
+/// forward may be in flight per module at a time.
+template <typename T>
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  /// Runs the layer on x: [n, in_features]. The returned context's output is [n, out_features].
+  virtual Context<T> forward(const Step& step, Input<T> x) = 0;
+
+  /// Back-propagates d_output: [n, out_features]. Returns d_input: [n, in_features] when
+  /// input_mode is not Ignore (an empty view otherwise); parameter gradients follow param_mode.
+  virtual ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                     GradientMode input_mode, GradientMode param_mode) = 0;
+
+  /// The module's trainable tensors (none by default).
+  virtual std::vector<Parameter<T>*> parameters() { return {}; }
+
+  virtual std::string name() const = 0;
+  /// Bytes of the buffers this module holds (parameters, outputs, saved tensors, gradients).
+  virtual std::size_t bytes() const = 0;
+};
+
+}  // namespace tessera

@@ -1,0 +1,41 @@
+// One training run from a dataset spec to a report: what tessera-train does, as a library call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/report.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/gnn/model.hpp"
+#include "tessera/gnn/trainer.hpp"
+
+namespace tessera::gnn {
+
+/// Everything a GCN training run needs.
+struct TrainJob {
+  std::string dataset;
+  datasets::LoadOptions load;
+  int threads = 0;  ///< 0: OpenMP's default
+  bool normalize_features = true;
+  /// Explicit sizes ({in, ..., classes}); when empty: in, hidden × (num_layers - 1), classes.
+  std::vector<std::int64_t> layer_sizes;
+  std::int64_t hidden = 16;
+  int num_layers = 2;
+  GcnConfig model;  ///< layer_sizes inside are filled from the fields above
+  TrainConfig train;
+};
+
+struct TrainOutcome {
+  TrainResult result;
+  /// Configuration, dataset, per-phase times, memory and metrics.
+  RunReport report;
+};
+
+/// Loads the dataset, builds Â and the model, trains, and fills the report. `log` receives
+/// human-readable setup lines; `on_epoch` each epoch's stats.
+TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const std::string&)>& log,
+                           const std::function<void(const EpochStats&)>& on_epoch = {});
+
+}  // namespace tessera::gnn

@@ -1,0 +1,21 @@
+// Umbrella header: the whole public API of Tessera.
+#pragma once
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/core/report.hpp"
+#include "tessera/core/rng.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/core/timer.hpp"
+#include "tessera/core/types.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/engine/layers.hpp"
+#include "tessera/engine/module.hpp"
+#include "tessera/engine/optimizer.hpp"
+#include "tessera/engine/sequential.hpp"
+#include "tessera/gnn/gcn_conv.hpp"
+#include "tessera/gnn/model.hpp"
+#include "tessera/gnn/train_job.hpp"
+#include "tessera/gnn/trainer.hpp"
+#include "tessera/graph/graph.hpp"
+#include "tessera/ops/ops.hpp"

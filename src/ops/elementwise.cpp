@@ -1,0 +1,102 @@
+// Dispatch of the elementwise ops (ReLU, dropout) to the backend's kernels.
+#include "kernels/elementwise_kernels.hpp"
+#include "src/ops/checks.hpp"
+#include "tessera/ops/ops.hpp"
+
+namespace tessera::ops {
+
+template <typename T>
+void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  detail::check_same_shape("relu_forward", "x", x, "y", y);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::relu_forward(backend, x, y);
+  case DeviceKind::Cuda:
+    return kernels::cuda::relu_forward(backend, x, y);
+  }
+}
+
+template <typename T>
+void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                   DenseView<T> dx) {
+  detail::check_same_shape("relu_backward", "y", y, "dy", dy);
+  detail::check_same_shape("relu_backward", "dy", dy, "dx", dx);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::relu_backward(backend, y, dy, dx);
+  case DeviceKind::Cuda:
+    return kernels::cuda::relu_backward(backend, y, dy, dx);
+  }
+}
+
+namespace {
+
+/// Forward and backward are the same map: out = in · mask / (1 - p), with p = 0 a plain copy.
+template <typename T>
+void dropout_map(const char* op, const Backend& backend, ConstDenseView<T> in, DenseView<T> out,
+                 float p, const RngKey& key, RowIds rows) {
+  detail::check_same_shape(op, "input", in, "output", out);
+  detail::check_probability(op, p);
+  if (p == 0.0f) return copy(backend, in, out);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::dropout(backend, in, out, p, key, rows);
+  case DeviceKind::Cuda:
+    return kernels::cuda::dropout(backend, in, out, p, key, rows);
+  }
+}
+
+} // namespace
+
+template <typename T>
+void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+                     const RngKey& key, RowIds rows) {
+  dropout_map("dropout_forward", backend, x, y, p, key, rows);
+}
+
+template <typename T>
+void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
+                      const RngKey& key, RowIds rows) {
+  dropout_map("dropout_backward", backend, dy, dx, p, key, rows);
+}
+
+template <typename T>
+void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
+                        const RngKey& key, RowIds rows) {
+  if (static_cast<std::int64_t>(out_val.size()) != in.nnz()) {
+    detail::throw_mismatch("dropout_csr_values", "out_val of in.nnz entries", "in.val",
+                           detail::shape_of_size(in.nnz()), "out_val", detail::shape(out_val));
+  }
+  detail::check_probability("dropout_csr_values", p);
+  if (p == 0.0f) {
+    const ConstDenseView<T> values(in.val, 1, in.nnz());
+    return copy(backend, values, DenseView<T>(out_val.data(), 1, in.nnz()));
+  }
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::dropout_csr_values(backend, in, out_val, p, key, rows);
+  case DeviceKind::Cuda:
+    return kernels::cuda::dropout_csr_values(backend, in, out_val, p, key, rows);
+  }
+}
+
+template void relu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
+template void relu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
+template void relu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,
+                                   DenseView<float>);
+template void relu_backward<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
+                                    DenseView<double>);
+template void dropout_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>, float,
+                                     const RngKey&, RowIds);
+template void dropout_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>,
+                                      float, const RngKey&, RowIds);
+template void dropout_backward<float>(const Backend&, ConstDenseView<float>, DenseView<float>,
+                                      float, const RngKey&, RowIds);
+template void dropout_backward<double>(const Backend&, ConstDenseView<double>, DenseView<double>,
+                                       float, const RngKey&, RowIds);
+template void dropout_csr_values<float>(const Backend&, CsrView<float>, std::span<float>, float,
+                                        const RngKey&, RowIds);
+template void dropout_csr_values<double>(const Backend&, CsrView<double>, std::span<double>, float,
+                                         const RngKey&, RowIds);
+
+} // namespace tessera::ops

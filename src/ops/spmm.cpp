@@ -1,0 +1,52 @@
+// Dispatch of the sparse ops (SpMM and its transpose) to the backend's kernels.
+#include "kernels/spmm_kernels.hpp"
+#include "src/ops/checks.hpp"
+#include "tessera/ops/ops.hpp"
+
+namespace tessera::ops {
+
+template <typename T>
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
+  if (a.cols != b.rows) {
+    detail::throw_mismatch("spmm", "A.cols == B.rows", "A", detail::shape(a), "B",
+                           detail::shape(b));
+  }
+  if (c.rows != a.rows || c.cols != b.cols) {
+    detail::throw_mismatch("spmm", "C of shape [A.rows, B.cols]", "A · B",
+                           shape_string(a.rows, b.cols), "C", detail::shape(c));
+  }
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::spmm(backend, a, b, c);
+  case DeviceKind::Cuda:
+    return kernels::cuda::spmm(backend, a, b, c);
+  }
+}
+
+template <typename T>
+void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
+  if (a.rows != b.rows) {
+    detail::throw_mismatch("spmm_transpose", "A.rows == B.rows", "A", detail::shape(a), "B",
+                           detail::shape(b));
+  }
+  if (c.rows != a.cols || c.cols != b.cols) {
+    detail::throw_mismatch("spmm_transpose", "C of shape [A.cols, B.cols]", "Aᵀ · B",
+                           shape_string(a.cols, b.cols), "C", detail::shape(c));
+  }
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::spmm_transpose(backend, a, b, c);
+  case DeviceKind::Cuda:
+    return kernels::cuda::spmm_transpose(backend, a, b, c);
+  }
+}
+
+template void spmm<float>(const Backend&, CsrView<float>, ConstDenseView<float>, DenseView<float>);
+template void spmm<double>(const Backend&, CsrView<double>, ConstDenseView<double>,
+                           DenseView<double>);
+template void spmm_transpose<float>(const Backend&, CsrView<float>, ConstDenseView<float>,
+                                    DenseView<float>);
+template void spmm_transpose<double>(const Backend&, CsrView<double>, ConstDenseView<double>,
+                                     DenseView<double>);
+
+} // namespace tessera::ops

@@ -1,0 +1,22 @@
+# Runs tessera-train on DATASET with --report REPORT; fails unless it exits 0 and the report
+# holds the metrics and timings the scripts read.
+file(REMOVE ${REPORT})
+execute_process(COMMAND ${TRAIN} --dataset ${DATASET} --epochs 30 --threads 2 --report ${REPORT}
+                RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "tessera-train exited ${status}\n${out}\n${err}")
+endif()
+if(NOT out MATCHES "test accuracy [0-9.]+%")
+  message(FATAL_ERROR "no final test accuracy line in:\n${out}")
+endif()
+file(READ ${REPORT} json)
+foreach(key metrics test_accuracy timing epoch_ms_median memory peak_rss_bytes phases_s epochs)
+  string(FIND "${json}" "\"${key}\"" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "report ${REPORT} lacks \"${key}\":\n${json}")
+  endif()
+endforeach()
+string(JSON accuracy GET "${json}" metrics test_accuracy)
+if(accuracy LESS 0.7)
+  message(FATAL_ERROR "test accuracy ${accuracy} on an easy generated graph")
+endif()

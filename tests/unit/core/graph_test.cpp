@@ -1,0 +1,130 @@
+// Symmetric CSR construction, GCN normalization, transposition and degree statistics.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tessera/core/error.hpp"
+#include "tessera/graph/graph.hpp"
+
+namespace tessera {
+namespace {
+
+BackendPtr cpu() {
+  static const BackendPtr backend = make_cpu_backend();
+  return backend;
+}
+
+std::vector<std::vector<float>> to_dense(const Csr& a) {
+  std::vector<std::vector<float>> d(a.rows(), std::vector<float>(a.cols(), 0.0f));
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) d[r][a.col()[k]] += a.val()[k];
+  }
+  return d;
+}
+
+graph::EdgeList edges_of(std::int64_t n, std::initializer_list<std::pair<int, int>> pairs) {
+  graph::EdgeList e;
+  e.num_nodes = n;
+  for (auto [u, v] : pairs) e.add(u, v);
+  return e;
+}
+
+TEST(BuildSymmetricCsr, SymmetrizesDeduplicatesAndDropsSelfLoops) {
+  const graph::EdgeList e = edges_of(4, {{0, 1}, {1, 0}, {0, 1}, {2, 2}, {3, 1}});
+
+  const Csr a = graph::build_symmetric_csr(cpu(), e);
+
+  EXPECT_EQ(a.nnz(), 4);  // {0,1} and {1,3}, both directions
+  const std::vector<std::vector<float>> expected = {
+      {0, 1, 0, 0}, {1, 0, 0, 1}, {0, 0, 0, 0}, {0, 1, 0, 0}};
+  EXPECT_EQ(to_dense(a), expected);
+  EXPECT_TRUE(graph::is_symmetric(a));
+}
+
+TEST(BuildSymmetricCsr, KeepsSelfLoopsWhenAsked) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(3, {{1, 1}, {0, 2}}), true);
+
+  EXPECT_EQ(a.nnz(), 3);
+  EXPECT_EQ(to_dense(a)[1][1], 1.0f);
+}
+
+TEST(BuildSymmetricCsr, ColumnsAreSortedInEveryRow) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(5, {{4, 0}, {2, 0}, {0, 3}, {1, 0}}));
+
+  for (Offset k = a.row_ptr()[0] + 1; k < a.row_ptr()[1]; ++k) EXPECT_LT(a.col()[k - 1], a.col()[k]);
+}
+
+TEST(BuildSymmetricCsr, EndpointOutOfRangeThrowsNamingTheEdge) {
+  const graph::EdgeList e = edges_of(3, {{0, 1}, {1, 3}});
+
+  try {
+    graph::build_symmetric_csr(cpu(), e);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("edge 1 (1, 3)"), std::string::npos) << error.what();
+  }
+}
+
+TEST(GcnNormalize, EqualsDenseFormula) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(4, {{0, 1}, {1, 2}, {1, 3}}));
+
+  const Csr a_hat = graph::gcn_normalize(a);
+
+  const std::vector<double> degree = {2, 4, 2, 2};  // with the self-loop
+  const auto d = to_dense(a_hat);
+  const auto raw = to_dense(a);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      const double aij = raw[i][j] + (i == j ? 1.0 : 0.0);
+      EXPECT_NEAR(d[i][j], aij / std::sqrt(degree[i] * degree[j]), 1e-6) << i << "," << j;
+    }
+  }
+}
+
+TEST(GcnNormalize, IsolatedNodeGetsUnitSelfLoop) {
+  const Csr a_hat = graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges_of(3, {{0, 1}})));
+
+  EXPECT_FLOAT_EQ(to_dense(a_hat)[2][2], 1.0f);
+  EXPECT_EQ(a_hat.nnz(), 5);
+}
+
+TEST(GcnNormalize, ExistingSelfLoopIsNotDoubled) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(2, {{0, 0}, {0, 1}}), true);
+
+  const Csr a_hat = graph::gcn_normalize(a);
+
+  EXPECT_EQ(a_hat.nnz(), 4);
+  EXPECT_NEAR(to_dense(a_hat)[0][0], 1.0 / 2.0, 1e-6);  // degree of row 0 is 2
+}
+
+TEST(Transpose, TransposesARectangularMatrix) {
+  Csr a(cpu(), 2, 3, 3);
+  const Offset rp[] = {0, 2, 3};
+  const LocalId col[] = {0, 2, 1};
+  const float val[] = {1, 2, 3};
+  std::copy(rp, rp + 3, a.row_ptr());
+  std::copy(col, col + 3, a.col());
+  std::copy(val, val + 3, a.val());
+
+  const Csr t = graph::transpose(a);
+
+  const std::vector<std::vector<float>> expected = {{1, 0}, {0, 3}, {2, 0}};
+  EXPECT_EQ(t.rows(), 3);
+  EXPECT_EQ(to_dense(t), expected);
+}
+
+TEST(DegreeStats, SummarizesRowDegrees) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(5, {{0, 1}, {0, 2}, {0, 3}}));
+
+  const graph::DegreeStats s = graph::degree_stats(a);
+
+  EXPECT_EQ(s.min, 0);
+  EXPECT_EQ(s.max, 3);
+  EXPECT_DOUBLE_EQ(s.mean, 6.0 / 5.0);
+  EXPECT_EQ(s.median, 1);
+  EXPECT_EQ(s.isolated, 1);
+}
+
+}  // namespace
+}  // namespace tessera

@@ -1,0 +1,209 @@
+// Finite-difference gradient checks in float64 for every layer and the loss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+namespace {
+
+using Matrix = DenseT<double>;
+
+BackendPtr cpu() {
+  static const BackendPtr backend = make_cpu_backend();
+  return backend;
+}
+
+Matrix random_matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  Matrix m(cpu(), rows, cols);
+  for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(gen);
+  return m;
+}
+
+/// Â of a small irregular graph (with an isolated node) in float64.
+CsrT<double> small_normalized_graph() {
+  graph::EdgeList edges;
+  edges.num_nodes = 7;
+  for (auto [u, v] : {std::pair{0, 1}, {0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {1, 5}}) {
+    edges.add(u, v);
+  }
+  return graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges)).cast<double>();
+}
+
+/// A CSR [rows.size(), cols] from per-row (column, value) lists with ascending columns.
+CsrT<double> csr_from_rows(std::int64_t cols,
+                           const std::vector<std::vector<std::pair<LocalId, double>>>& rows) {
+  std::int64_t nnz = 0;
+  for (const auto& row : rows) nnz += static_cast<std::int64_t>(row.size());
+  CsrT<double> out(cpu(), static_cast<std::int64_t>(rows.size()), cols, nnz);
+  Offset k = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (const auto& [c, v] : rows[r]) {
+      out.col()[k] = c;
+      out.val()[k++] = v;
+    }
+    out.row_ptr()[r + 1] = k;
+  }
+  return out;
+}
+
+double dot(ConstDenseView<double> a, ConstDenseView<double> b) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < a.size(); ++i) sum += a.data[i] * b.data[i];
+  return sum;
+}
+
+/// Compares d(sum(forward(x) ⊙ r))/d(value) with central differences for every entry of value.
+void expect_gradient_matches(const std::function<double()>& objective, double* value,
+                             std::int64_t count, const double* analytic, const std::string& what) {
+  constexpr double h = 1e-6;
+  for (std::int64_t i = 0; i < count; ++i) {
+    const double saved = value[i];
+    value[i] = saved + h;
+    const double up = objective();
+    value[i] = saved - h;
+    const double down = objective();
+    value[i] = saved;
+    const double numeric = (up - down) / (2 * h);
+    EXPECT_NEAR(analytic[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << what << " entry " << i;
+  }
+}
+
+/// Checks input and parameter gradients of `module` on a dense input [n, in].
+void check_module(Module<double>& module, Matrix& x, std::int64_t out_cols, const Step& step,
+                  bool check_input = true) {
+  const Matrix r = random_matrix(x.rows(), out_cols, 99);
+  const auto objective = [&] { return dot(module.forward(step, x.cview()).output.dense, r.cview()); };
+
+  const Context<double> ctx = module.forward(step, x.cview());
+  const ConstDenseView<double> dx = module.backward(
+      ctx, r.cview(), check_input ? GradientMode::Overwrite : GradientMode::Ignore,
+      GradientMode::Overwrite);
+  const Matrix dx_copy = [&] {
+    Matrix copy(cpu(), x.rows(), x.cols());
+    if (check_input) std::copy(dx.data, dx.data + dx.size(), copy.data());
+    return copy;
+  }();
+
+  if (check_input) expect_gradient_matches(objective, x.data(), x.size(), dx_copy.data(), "input");
+  for (Parameter<double>* p : module.parameters()) {
+    const Matrix grad = [&] {
+      Matrix copy(cpu(), p->grad.rows(), p->grad.cols());
+      std::copy(p->grad.data(), p->grad.data() + p->grad.size(), copy.data());
+      return copy;
+    }();
+    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
+  }
+}
+
+TEST(GradientCheck, GcnConvTransformFirstMatchesFiniteDifferences) {
+  const CsrT<double> a = small_normalized_graph();
+  GcnConv<double> conv(cpu(), a, a, 5, 3, true, 1, 0, GcnOrder::TransformThenAggregate);
+  Matrix x = random_matrix(7, 5, 1);
+
+  check_module(conv, x, 3, Step{});
+}
+
+TEST(GradientCheck, GcnConvAggregateFirstMatchesFiniteDifferences) {
+  const CsrT<double> a = small_normalized_graph();
+  GcnConv<double> conv(cpu(), a, a, 3, 5, true, 1, 0, GcnOrder::AggregateThenTransform);
+  Matrix x = random_matrix(7, 3, 2);
+
+  check_module(conv, x, 5, Step{});
+}
+
+TEST(GradientCheck, GcnConvWithNonSymmetricAdjacencyUsesTranspose) {
+  CsrT<double> a = small_normalized_graph();
+  for (std::int64_t k = 0; k < a.nnz(); ++k) a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 3);
+  const CsrT<double> at = graph::transpose(a);
+  GcnConv<double> conv(cpu(), a, at, 4, 2, false, 3, 1);
+  Matrix x = random_matrix(7, 4, 3);
+
+  check_module(conv, x, 2, Step{});
+}
+
+TEST(GradientCheck, GcnConvWithSparseInputMatchesFiniteDifferencesForWeights) {
+  const CsrT<double> a = small_normalized_graph();
+  GcnConv<double> conv(cpu(), a, a, 6, 2, true, 4, 0);
+  // A 7x6 sparse input with an empty row (row 3).
+  const CsrT<double> features = csr_from_rows(
+      6, {{{0, 0.5}, {3, 1.0}}, {{5, 0.75}}, {{1, 1.5}, {2, 0.25}}, {}, {{4, 2.0}}, {{0, 1.0}}, {{5, 0.5}}});
+  const Matrix r = random_matrix(7, 2, 5);
+  const auto objective = [&] {
+    return dot(conv.forward(Step{}, Input<double>(features.view())).output.dense, r.cview());
+  };
+
+  const Context<double> ctx = conv.forward(Step{}, Input<double>(features.view()));
+  conv.backward(ctx, r.cview(), GradientMode::Ignore, GradientMode::Overwrite);
+
+  for (Parameter<double>* p : conv.parameters()) {
+    Matrix grad(cpu(), p->grad.rows(), p->grad.cols());
+    std::copy(p->grad.data(), p->grad.data() + p->grad.size(), grad.data());
+    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
+  }
+}
+
+TEST(GradientCheck, LinearMatchesFiniteDifferences) {
+  Linear<double> linear(cpu(), 4, 3, true, 7, 0);
+  Matrix x = random_matrix(5, 4, 6);
+
+  check_module(linear, x, 3, Step{});
+}
+
+TEST(GradientCheck, ReluMatchesFiniteDifferences) {
+  Relu<double> relu(cpu());
+  Matrix x = random_matrix(6, 5, 8);  // values away from 0 with probability ~1
+
+  check_module(relu, x, 5, Step{});
+}
+
+TEST(GradientCheck, DropoutMatchesFiniteDifferencesWithItsMask) {
+  Dropout<double> dropout(cpu(), 0.4f, 2);
+  Matrix x = random_matrix(9, 7, 9);
+  const Step step{42, 3, true, {}};
+
+  check_module(dropout, x, 7, step);
+}
+
+TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
+  Matrix logits = random_matrix(6, 4, 10);
+  const std::vector<std::int32_t> labels{0, 3, 1, 2, 2, 0};
+  const std::vector<std::int32_t> rows{0, 2, 3, 5};
+  Matrix grad(cpu(), 6, 4);
+  const auto objective = [&] {
+    return ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, {});
+  };
+
+  ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, grad.view());
+
+  expect_gradient_matches(objective, logits.data(), logits.size(), grad.data(), "logits");
+}
+
+TEST(GradientCheck, TwoLayerGcnModelMatchesFiniteDifferences) {
+  const CsrT<double> a = small_normalized_graph();
+  gnn::GcnConfig config;
+  config.layer_sizes = {5, 4, 3};
+  config.dropout = 0.3f;
+  Sequential<double> model = gnn::build_gcn(cpu(), a, a, config, 11);
+  const Matrix x = random_matrix(7, 5, 12);
+  const Matrix r = random_matrix(7, 3, 13);
+  const Step step{5, 1, true, {}};
+  const auto objective = [&] { return dot(model.forward(step, x.cview()), r.cview()); };
+
+  model.forward(step, x.cview());
+  model.backward(r.cview());
+
+  for (Parameter<double>* p : model.parameters()) {
+    Matrix grad(cpu(), p->grad.rows(), p->grad.cols());
+    std::copy(p->grad.data(), p->grad.data() + p->grad.size(), grad.data());
+    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
+  }
+}
+
+}  // namespace
+}  // namespace tessera

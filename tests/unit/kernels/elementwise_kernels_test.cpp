@@ -1,0 +1,225 @@
+// The CPU elementwise kernels (ReLU, dropout) against naive loops and the RNG's definition.
+#include "kernels/elementwise_kernels.hpp"
+#include "unit/kernels/kernel_test_util.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+#include <vector>
+
+namespace tessera::testing {
+namespace {
+
+const RngKey kKey = RngKey::make(42, RngPurpose::Dropout, 1, 3);
+
+/// x · mask / (1 - p) by the definition of the mask, in double.
+template <typename T>
+std::vector<double> dropout_ref(const DenseT<T>& x, float p, const RngKey& key, ops::RowIds rows) {
+  std::vector<double> y(static_cast<std::size_t>(x.size()));
+  for (std::int64_t r = 0; r < x.rows(); ++r) {
+    for (std::int64_t c = 0; c < x.cols(); ++c) {
+      const bool keep = uniform(key, rows(r), c) >= p;
+      y[r * x.cols() + c] = keep ? double{x(r, c)} / (1.0 - p) : 0.0;
+    }
+  }
+  return y;
+}
+
+template <typename T> class ElementwiseKernels : public ::testing::Test {
+protected:
+  BackendPtr backend = make_cpu_backend();
+};
+TYPED_TEST_SUITE(ElementwiseKernels, ValueTypes);
+
+TYPED_TEST(ElementwiseKernels, ReluForwardIsEquivalentToRef) {
+  using T = TypeParam;
+  for (const auto& [n, f] :
+       std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {7, 3}, {33, 65}, {0, 4}}) {
+    SCOPED_TRACE(::testing::Message() << "[" << n << ", " << f << "]");
+    const auto x = random_dense<T>(this->backend, n, f, 1);
+    DenseT<T> y(this->backend, n, f);
+    std::vector<double> ref(static_cast<std::size_t>(x.size()));
+    for (std::int64_t i = 0; i < x.size(); ++i)
+      ref[i] = std::max(0.0, double{x.data()[i]});
+
+    kernels::cpu::relu_forward(*this->backend, x.cview(), y.view());
+
+    expect_all_near(ref, y.data(), y.size());
+  }
+}
+
+TYPED_TEST(ElementwiseKernels, ReluForwardWorksInPlaceAndKeepsNaN) {
+  using T = TypeParam;
+  DenseT<T> x(this->backend, 1, 4);
+  x(0, 0) = T{-1};
+  x(0, 1) = T{0};
+  x(0, 2) = T{2};
+  x(0, 3) = std::numeric_limits<T>::quiet_NaN();
+
+  kernels::cpu::relu_forward(*this->backend, x.cview(), x.view());
+
+  EXPECT_EQ(x(0, 0), T{0});
+  EXPECT_EQ(x(0, 1), T{0});
+  EXPECT_EQ(x(0, 2), T{2});
+  EXPECT_TRUE(std::isnan(x(0, 3)));
+}
+
+TYPED_TEST(ElementwiseKernels, ReluBackwardIsEquivalentToRef) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 33, 65, 1);
+  const auto dy = random_dense<T>(this->backend, 33, 65, 2);
+  DenseT<T> y(this->backend, 33, 65);
+  DenseT<T> dx(this->backend, 33, 65);
+  kernels::cpu::relu_forward(*this->backend, x.cview(), y.view());
+  std::vector<double> ref(static_cast<std::size_t>(x.size()));
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    ref[i] = x.data()[i] > 0 ? dy.data()[i] : 0.0;
+
+  kernels::cpu::relu_backward(*this->backend, y.cview(), dy.cview(), dx.view());
+
+  expect_all_near(ref, dx.data(), dx.size());
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutIsEquivalentToRef) {
+  using T = TypeParam;
+  for (const auto& [n, f] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 1}, {7, 3}, {33, 65}, {5, 4}, {0, 3}}) {
+    SCOPED_TRACE(::testing::Message() << "[" << n << ", " << f << "]");
+    const auto x = random_dense<T>(this->backend, n, f, 1);
+    DenseT<T> y(this->backend, n, f);
+    const ops::RowIds rows{nullptr, 1000};
+
+    kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.4f, kKey, rows);
+
+    expect_all_near(dropout_ref(x, 0.4f, kKey, rows), y.data(), y.size());
+  }
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutDropsAFractionPAndScalesTheRest) {
+  using T = TypeParam;
+  DenseT<T> x(this->backend, 1000, 257);
+  x.fill(T{1});
+  DenseT<T> y(this->backend, 1000, 257);
+  const float p = 0.3f;
+
+  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), p, kKey, {});
+
+  std::int64_t dropped = 0;
+  for (std::int64_t i = 0; i < y.size(); ++i) {
+    if (y.data()[i] == T{0}) {
+      ++dropped;
+    } else {
+      ASSERT_NEAR(y.data()[i], 1.0 / (1.0 - p), 1e-6);
+    }
+  }
+  // 257000 Bernoulli(0.3) draws: the standard deviation of the fraction is about 0.0009.
+  EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(y.size()), p, 0.005);
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutBackwardReusesForwardMask) {
+  using T = TypeParam;
+  DenseT<T> x(this->backend, 50, 37);
+  x.fill(T{2});
+  DenseT<T> y(this->backend, 50, 37);
+  DenseT<T> dy(this->backend, 50, 37);
+  dy.fill(T{1});
+  DenseT<T> dx(this->backend, 50, 37);
+  const ops::RowIds rows{nullptr, 7};
+
+  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.5f, kKey, rows);
+  kernels::cpu::dropout(*this->backend, dy.cview(), dx.view(), 0.5f, kKey, rows);
+
+  for (std::int64_t i = 0; i < y.size(); ++i) {
+    ASSERT_EQ(y.data()[i] == T{0}, dx.data()[i] == T{0}) << "element " << i;
+    ASSERT_EQ(y.data()[i], T{2} * dx.data()[i]) << "element " << i;
+  }
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutMaskFollowsGlobalRowIds) {
+  using T = TypeParam;
+  // Rows 10..19 of a matrix, processed as a tile with offset 10 and with an explicit id list,
+  // get the same mask as in the whole matrix.
+  const auto whole = random_dense<T>(this->backend, 30, 13, 1);
+  DenseT<T> whole_out(this->backend, 30, 13);
+  DenseT<T> tile_out(this->backend, 10, 13);
+  DenseT<T> listed_out(this->backend, 10, 13);
+  std::vector<GlobalId> ids(10);
+  for (int i = 0; i < 10; ++i)
+    ids[i] = 10 + i;
+  const ConstDenseView<T> tile = whole.cview().slice_rows(10, 20);
+
+  kernels::cpu::dropout(*this->backend, whole.cview(), whole_out.view(), 0.5f, kKey, {});
+  kernels::cpu::dropout(*this->backend, tile, tile_out.view(), 0.5f, kKey, {nullptr, 10});
+  kernels::cpu::dropout(*this->backend, tile, listed_out.view(), 0.5f, kKey, {ids.data(), 0});
+
+  const auto expected = as_doubles(whole_out.data() + 10 * 13, 10 * 13);
+  expect_all_near(expected, tile_out.data(), tile_out.size());
+  expect_all_near(expected, listed_out.data(), listed_out.size());
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutIsIdenticalWithOneAndTwoThreads) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 301, 67, 9);
+  DenseT<T> one(this->backend, 301, 67);
+  DenseT<T> two(this->backend, 301, 67);
+
+  {
+    const ThreadCount threads(1);
+    kernels::cpu::dropout(*this->backend, x.cview(), one.view(), 0.25f, kKey, {});
+  }
+  {
+    const ThreadCount threads(2);
+    kernels::cpu::dropout(*this->backend, x.cview(), two.view(), 0.25f, kKey, {});
+  }
+
+  for (std::int64_t i = 0; i < one.size(); ++i)
+    ASSERT_EQ(one.data()[i], two.data()[i]) << i;
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutCsrValuesAgreeWithDenseDropout) {
+  using T = TypeParam;
+  // The same values stored densely and sparsely get the same mask at the same (row, col).
+  const auto a = random_csr<T>(this->backend, 45, 70, 0.2, 3, 6);
+  DenseT<T> dense = DenseT<T>::zeros(this->backend, 45, 70);
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    for (std::int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      dense(r, a.col()[k]) = a.val()[k];
+    }
+  }
+  DenseT<T> dense_out(this->backend, 45, 70);
+  std::vector<T> sparse_out(static_cast<std::size_t>(a.nnz()));
+  const ops::RowIds rows{nullptr, 123};
+
+  kernels::cpu::dropout(*this->backend, dense.cview(), dense_out.view(), 0.5f, kKey, rows);
+  kernels::cpu::dropout_csr_values(*this->backend, a.view(), std::span<T>(sparse_out), 0.5f, kKey,
+                                   rows);
+
+  std::vector<double> expected;
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    for (std::int64_t k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      expected.push_back(dense_out(r, a.col()[k]));
+    }
+  }
+  expect_all_near(expected, sparse_out.data(), a.nnz());
+}
+
+TYPED_TEST(ElementwiseKernels, DropoutCsrValuesIsIdenticalWithOneAndTwoThreads) {
+  using T = TypeParam;
+  const auto a = random_csr<T>(this->backend, 200, 90, 0.1, 8, 5);
+  std::vector<T> one(static_cast<std::size_t>(a.nnz()));
+  std::vector<T> two(static_cast<std::size_t>(a.nnz()));
+
+  {
+    const ThreadCount threads(1);
+    kernels::cpu::dropout_csr_values(*this->backend, a.view(), std::span<T>(one), 0.3f, kKey, {});
+  }
+  {
+    const ThreadCount threads(2);
+    kernels::cpu::dropout_csr_values(*this->backend, a.view(), std::span<T>(two), 0.3f, kKey, {});
+  }
+
+  EXPECT_EQ(one, two);
+}
+
+} // namespace
+} // namespace tessera::testing
