@@ -32,6 +32,6 @@ if [[ -n "${data_dir}" && -d "${data_dir}/cora_planetoid" ]]; then
   tessera_log "training on Cora (public split) from ${data_dir}"
   "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200
 else
-  echo "note: Cora skipped: no datasets found (set TESSERA_DATA_DIR, or place them in" \
-    "<repo>/../shared/datasets, or run scripts/fetch_datasets.sh)." >&2
+  echo "note: Cora skipped: no datasets found (set TESSERA_DATA_DIR to a folder holding" \
+    "cora_planetoid/, or place them in <repo>/../shared/datasets)." >&2
 fi
