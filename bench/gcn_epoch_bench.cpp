@@ -20,41 +20,50 @@ struct Traffic {
 };
 
 Traffic epoch_traffic(const Sequential<float>& model, std::int64_t n, std::int64_t nnz,
-                      std::int64_t classes) {
+                      std::int64_t features, std::int64_t classes) {
   constexpr double f = sizeof(float);
   const double rows = static_cast<double>(n);
   Traffic t;
-  const auto spmm = [&](std::int64_t width) { t.bytes += bench::spmm_bytes(n, nnz, width); };
+  const auto spmm = [&](double width) {
+    t.bytes += bench::spmm_bytes(n, nnz, static_cast<std::int64_t>(width));
+  };
   const auto gemm = [&](double in, double out) {
     t.flops += 2.0 * rows * in * out;
     t.bytes += rows * (in + out) * f;
   };
   const auto stream = [&](double arrays, double width) { t.bytes += arrays * rows * width * f; };
 
-  bool first_conv = true;
+  // Only modules after the first trainable one compute an input gradient.
+  bool input_grad = false;
+  double width = static_cast<double>(features);  // of the activation flowing into each module
   for (const auto& module : model.modules()) {
     const auto* conv = dynamic_cast<const GcnConv<float>*>(module.get());
-    if (conv == nullptr) continue;
+    if (conv == nullptr) {
+      // Dropout, ReLU or fused ReLU+dropout: read and write forward; backward reads the gradient
+      // (and the output, but for plain dropout) and writes one.
+      const bool plain_dropout = dynamic_cast<const Dropout<float>*>(module.get()) != nullptr;
+      stream(2, width);
+      if (input_grad) stream(plain_dropout ? 2 : 3, width);
+      continue;
+    }
     const double in = static_cast<double>(conv->weight().value.rows());
     const double out = static_cast<double>(conv->weight().value.cols());
-    const bool last = out == static_cast<double>(classes);
-    stream(2, in);    // dropout forward on the input
-    stream(2, out);   // bias
-    if (!last) stream(2 + 3, out);  // ReLU forward and backward
-    stream(1, out);   // bias gradient
+    stream(2, out);  // bias
+    stream(1, out);  // bias gradient
     if (conv->transforms_first()) {
-      gemm(in, out);            // x·W
-      spmm(static_cast<std::int64_t>(out));  // Â·(xW) and Âᵀ·dy
-      spmm(static_cast<std::int64_t>(out));
-      gemm(in, out);            // dW = xᵀ·d(xW)
-      if (!first_conv) gemm(out, in), stream(2, in);  // dx = d(xW)·Wᵀ, dropout backward
+      gemm(in, out);  // x·W
+      spmm(out);      // Â·(xW)
+      spmm(out);      // Âᵀ·dy
+      gemm(in, out);  // dW = xᵀ·d(xW)
+      if (input_grad) gemm(out, in);  // dx = d(xW)·Wᵀ
     } else {
-      spmm(static_cast<std::int64_t>(in));  // Â·x
-      gemm(in, out);                        // (Âx)·W
-      gemm(in, out);                        // dW = (Âx)ᵀ·dy
-      if (!first_conv) gemm(out, in), spmm(static_cast<std::int64_t>(in)), stream(2, in);
+      spmm(in);       // Â·x
+      gemm(in, out);  // (Âx)·W
+      gemm(in, out);  // dW = (Âx)ᵀ·dy
+      if (input_grad) gemm(out, in), spmm(in);  // d(Âx) = dy·Wᵀ, dx = Âᵀ·d(Âx)
     }
-    first_conv = false;
+    input_grad = true;
+    width = out;
   }
   stream(2, static_cast<double>(classes));  // loss: logits read, gradient written
   return t;
@@ -90,7 +99,7 @@ int main(int argc, char** argv) {
     config.layer_sizes = {features, hidden, classes};
     Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, config, 0);
     const gnn::NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
-    const Traffic traffic = epoch_traffic(model, n, a_hat.nnz(), classes);
+    const Traffic traffic = epoch_traffic(model, n, a_hat.nnz(), features, classes);
 
     // Reference rates first: their buffers come and go before the model's are allocated, so
     // the peak memory below is the training run's.

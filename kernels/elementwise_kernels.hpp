@@ -13,15 +13,16 @@
   /* y = max(x, 0). x, y: [n, f]; y may be x. */                                                    \
   template <typename T>                                                                             \
   void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                   \
-  /* dx = dy where y > 0, else 0. y, dy, dx: [n, f]; dx may be dy. */                               \
+  /* dx = scale · dy where y > 0, else 0. y, dy, dx: [n, f]; dx may be dy. */                       \
   template <typename T>                                                                             \
   void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,             \
-                     DenseView<T> dx);                                                              \
-  /* y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1. */            \
-  /* Forward and backward of dropout both are this map. x, y: [n, f]; y may be x. */                \
+                     DenseView<T> dx, T scale);                                                     \
+  /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
+  /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */   \
+  /* x, y: [n, f]; y may be x. */                                                                   \
   template <typename T>                                                                             \
   void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,                \
-               const RngKey& key, ops::RowIds rows);                                                \
+               const RngKey& key, ops::RowIds rows, bool relu);                                     \
   /* out_val[k] = in.val[k] · mask(r, in.col[k]) / (1 - p) with the dense mask; out_val: [nnz]. */ \
   template <typename T>                                                                             \
   void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,     \
@@ -31,9 +32,9 @@
 #define TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(T)                                                 \
   template void relu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                  \
   template void relu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
-                                 DenseView<T>);                                                    \
+                                 DenseView<T>, T);                                                 \
   template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \
-                           ops::RowIds);                                                           \
+                           ops::RowIds, bool);                                                     \
   template void dropout_csr_values<T>(const Backend&, CsrView<T>, std::span<T>, float,             \
                                       const RngKey&, ops::RowIds)
 

@@ -14,6 +14,7 @@
 #   tessera_install_deps       build/test Debian packages: install what is missing (root) or
 #                              print the exact sudo line and exit 1 (not root)
 #   tessera_install_bench_deps the extras of the PyTorch comparison (torch, numpy, tcmalloc)
+#   tessera_fast_blas_env      export OPENBLAS_CORETYPE for this CPU's fast kernels unless set
 #   tessera_build [DIR]        configure (Release, Ninja, native arch) and build with nproc jobs
 #   tessera_data_dir           print $TESSERA_DATA_DIR, else <repo>/../shared/datasets if it
 #                              exists, else nothing
@@ -83,6 +84,20 @@ tessera_apt_ensure() {
 
 tessera_install_deps() {
   tessera_apt_ensure "${TESSERA_DEPS[@]}"
+}
+
+# OpenBLAS 0.3.21 (Debian 12) does not know recent Xeons and falls back to its SSE3 "Prescott"
+# kernels, about 4x slower GEMM. It reads OPENBLAS_CORETYPE once at load, so the demo and the
+# benchmarks set it (for every program they start, PyTorch included) unless the caller did.
+# Tests keep the library's own choice.
+tessera_fast_blas_env() {
+  if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+      export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+      export OPENBLAS_CORETYPE=Haswell
+    fi
+  fi
 }
 
 tessera_install_bench_deps() {

@@ -9,6 +9,7 @@
 set -euo pipefail
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+tessera_fast_blas_env
 
 case "${1:-}" in
   "") ;;

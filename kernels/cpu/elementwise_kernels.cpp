@@ -32,16 +32,17 @@ template <typename T> void relu_forward(const Backend&, ConstDenseView<T> x, Den
 }
 
 template <typename T>
-void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx) {
+void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx,
+                   T scale) {
   const std::int64_t size = y.size();
 #pragma omp parallel for simd schedule(static)
   for (std::int64_t i = 0; i < size; ++i)
-    dx.data[i] = y.data[i] > T{0} ? dy.data[i] : T{0};
+    dx.data[i] = y.data[i] > T{0} ? scale * dy.data[i] : T{0};
 }
 
 template <typename T>
 void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
-             ops::RowIds rows) {
+             ops::RowIds rows, bool relu) {
   const std::int64_t cols = x.cols;
   const T scale = inverse_keep<T>(p);
 #pragma omp parallel for schedule(static)
@@ -55,7 +56,8 @@ void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const
       const int width = static_cast<int>(std::min<std::int64_t>(RandomLanes::kColumns, cols - c0));
 #pragma omp simd
       for (int c = 0; c < width; ++c)
-        out[c0 + c] = in[c0 + c] * dropout_factor(bits.draws[c], p, scale);
+        out[c0 + c] = (relu && in[c0 + c] < T{0} ? T{0} : in[c0 + c]) *
+                      dropout_factor(bits.draws[c], p, scale);
     }
   }
 }

@@ -4,6 +4,10 @@
 
 #include <cstdint>
 
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
 #include "tessera/core/rng.hpp"
 
 namespace tessera::kernels::cpu {
@@ -19,8 +23,19 @@ struct RandomLanes {
     const auto r = static_cast<std::uint64_t>(row);
     const auto row_lo = static_cast<std::uint32_t>(r);
     const std::uint32_t row_hi = static_cast<std::uint32_t>((r >> 32) & 0xFFFFu) | (key.stream << 16);
-    std::uint32_t k0 = static_cast<std::uint32_t>(key.seed);
-    std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.stream >> 16);
+    const auto k0 = static_cast<std::uint32_t>(key.seed);
+    const std::uint32_t k1 = static_cast<std::uint32_t>(key.seed >> 32) ^ (key.stream >> 16);
+#if defined(__AVX512F__)
+    generate_avx512(first_block, row_lo, row_hi, key.epoch, k0, k1);
+#else
+    generate_portable(first_block, row_lo, row_hi, key.epoch, k0, k1);
+#endif
+  }
+
+ private:
+  /// Lane-parallel Philox in plain C++ (the compiler vectorizes the lane loops).
+  void generate_portable(std::uint32_t first_block, std::uint32_t row_lo, std::uint32_t row_hi,
+                         std::uint32_t epoch, std::uint32_t k0, std::uint32_t k1) noexcept {
     // One SIMD lane per block: x0..x3 are the four counter words of the 16 blocks.
     alignas(64) std::uint32_t x0[kLanes], x1[kLanes], x2[kLanes], x3[kLanes];
 #pragma omp simd
@@ -28,7 +43,7 @@ struct RandomLanes {
       x0[i] = first_block + static_cast<std::uint32_t>(i);
       x1[i] = row_lo;
       x2[i] = row_hi;
-      x3[i] = key.epoch;
+      x3[i] = epoch;
     }
     for (int round = 0; round < 10; ++round) {
 #pragma omp simd
@@ -52,6 +67,56 @@ struct RandomLanes {
       draws[4 * i + 3] = x3[i];
     }
   }
+
+#if defined(__AVX512F__)
+// GCC 12 warns falsely inside its own _mm512_set1_epi32 (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+  /// (hi, lo) of the 32x32-bit products m · x in all 16 lanes (two even/odd vpmuludq).
+  static void mulhilo(__m512i m, __m512i x, __m512i& hi, __m512i& lo) noexcept {
+    const __m512i even = _mm512_mul_epu32(x, m);
+    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+  }
+
+  /// The same rounds on AVX-512 registers, then a 4x16 transpose into column order.
+  void generate_avx512(std::uint32_t first_block, std::uint32_t row_lo, std::uint32_t row_hi,
+                       std::uint32_t epoch, std::uint32_t k0, std::uint32_t k1) noexcept {
+    const __m512i m0 = _mm512_set1_epi32(static_cast<int>(0xD2511F53u));
+    const __m512i m1 = _mm512_set1_epi32(static_cast<int>(0xCD9E8D57u));
+    __m512i x0 = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first_block)),
+                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    __m512i x1 = _mm512_set1_epi32(static_cast<int>(row_lo));
+    __m512i x2 = _mm512_set1_epi32(static_cast<int>(row_hi));
+    __m512i x3 = _mm512_set1_epi32(static_cast<int>(epoch));
+    for (int round = 0; round < 10; ++round) {
+      __m512i hi0, lo0, hi1, lo1;
+      mulhilo(m0, x0, hi0, lo0);
+      mulhilo(m1, x2, hi1, lo1);
+      x0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32(static_cast<int>(k0)));
+      x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32(static_cast<int>(k1)));
+      x1 = lo1;
+      x3 = lo0;
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    // Interleave so draws[4i + j] = xj[i]: 32-bit and 64-bit unpacks gather the four words of
+    // each block inside 128-bit lanes, then two 128-bit shuffles order the lanes.
+    const __m512i t0 = _mm512_unpacklo_epi32(x0, x1), t1 = _mm512_unpackhi_epi32(x0, x1);
+    const __m512i t2 = _mm512_unpacklo_epi32(x2, x3), t3 = _mm512_unpackhi_epi32(x2, x3);
+    const __m512i u0 = _mm512_unpacklo_epi64(t0, t2), u1 = _mm512_unpackhi_epi64(t0, t2);
+    const __m512i u2 = _mm512_unpacklo_epi64(t1, t3), u3 = _mm512_unpackhi_epi64(t1, t3);
+    const __m512i v0 = _mm512_shuffle_i32x4(u0, u1, 0x44), v1 = _mm512_shuffle_i32x4(u2, u3, 0x44);
+    const __m512i v2 = _mm512_shuffle_i32x4(u0, u1, 0xEE), v3 = _mm512_shuffle_i32x4(u2, u3, 0xEE);
+    _mm512_store_si512(draws, _mm512_shuffle_i32x4(v0, v1, 0x88));
+    _mm512_store_si512(draws + 16, _mm512_shuffle_i32x4(v0, v1, 0xDD));
+    _mm512_store_si512(draws + 32, _mm512_shuffle_i32x4(v2, v3, 0x88));
+    _mm512_store_si512(draws + 48, _mm512_shuffle_i32x4(v2, v3, 0xDD));
+  }
+#pragma GCC diagnostic pop
+#endif
 };
 
 }  // namespace tessera::kernels::cpu

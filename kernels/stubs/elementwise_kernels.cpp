@@ -10,12 +10,13 @@ template <typename T> void relu_forward(const Backend&, ConstDenseView<T>, Dense
 }
 
 template <typename T>
-void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>) {
+void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>, T) {
   not_compiled("relu_backward");
 }
 
 template <typename T>
-void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, ops::RowIds) {
+void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, ops::RowIds,
+             bool) {
   not_compiled("dropout");
 }
 

@@ -15,6 +15,7 @@
 set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+tessera_fast_blas_env
 
 seeds=10
 dataset=cora

@@ -24,6 +24,7 @@
 set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+tessera_fast_blas_env
 
 threads_arg=2
 epochs=""

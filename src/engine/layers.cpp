@@ -17,6 +17,12 @@ Context<T> make_context(const Step& step, Input<T> x, ConstDenseView<T> y) {
   return Context<T>{x, Input<T>(y), step};
 }
 
+void check_probability(float p) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    throw InvalidArgument("dropout probability must be in [0, 1), got " + std::to_string(p));
+  }
+}
+
 void check_width(const std::string& layer, std::int64_t expected, std::int64_t got) {
   if (expected != got) {
     throw DimensionMismatch(layer + " expects " + std::to_string(expected) +
@@ -118,9 +124,7 @@ ConstDenseView<T> Relu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_o
 template <typename T>
 Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
     : backend_(backend), p_(p), layer_(layer_index), output_(backend), d_input_(backend) {
-  if (!(p >= 0.0f && p < 1.0f)) {
-    throw InvalidArgument("dropout probability must be in [0, 1), got " + std::to_string(p));
-  }
+  check_probability(p);
 }
 
 template <typename T>
@@ -164,11 +168,49 @@ std::size_t Dropout<T>::bytes() const {
   return output_.bytes() + sparse_values_.bytes() + d_input_.bytes();
 }
 
+// ---- ReLU + dropout --------------------------------------------------------------------------
+
+template <typename T>
+ReluDropout<T>::ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index)
+    : backend_(backend), p_(p), layer_(layer_index), output_(backend), d_input_(backend) {
+  check_probability(p);
+}
+
+template <typename T>
+Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse()) throw InvalidArgument(name() + " takes a dense input");
+  DenseView<T> y = output_.get(x.rows(), x.cols());
+  const float p = step.training ? p_ : 0.0f;
+  ops::relu_dropout_forward(*backend_, x.dense, y, p,
+                            RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch),
+                            step.rows);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                           GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  if (input_mode == GradientMode::Accumulate) {
+    throw InvalidArgument(name() + " backward overwrites its input gradient; Accumulate is not offered");
+  }
+  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  ops::relu_dropout_backward(*backend_, ctx.output.dense, d_output, dx,
+                             ctx.step.training ? p_ : 0.0f);
+  return dx;
+}
+
+template <typename T>
+std::string ReluDropout<T>::name() const {
+  return "ReLU+Dropout(p=" + std::to_string(p_) + ")";
+}
+
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                      \
   template class Linear<T>;                                                                        \
   template class Relu<T>;                                                                          \
-  template class Dropout<T>
+  template class Dropout<T>;                                                                       \
+  template class ReluDropout<T>
 TESSERA_INSTANTIATE(float);
 TESSERA_INSTANTIATE(double);
 #undef TESSERA_INSTANTIATE

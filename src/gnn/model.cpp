@@ -49,7 +49,8 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   const std::size_t num_convs = config.layer_sizes.size() - 1;
   for (std::size_t i = 0; i < num_convs; ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
-    model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
+    // The dropout before every convolution but the first is fused with the ReLU before it.
+    if (i == 0) model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
     auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t,
                                              config.layer_sizes[i], config.layer_sizes[i + 1],
                                              config.bias, seed, layer, config.order);
@@ -57,7 +58,9 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
       p->decay = !config.decay_first_layer_only || i == 0;
     }
     model.add(std::move(conv));
-    if (i + 1 < num_convs) model.add(std::make_unique<Relu<T>>(backend));
+    if (i + 1 < num_convs) {
+      model.add(std::make_unique<ReluDropout<T>>(backend, config.dropout, layer + 1));
+    }
   }
   return model;
 }

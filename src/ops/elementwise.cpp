@@ -16,48 +16,69 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
   }
 }
 
+namespace {
+
+/// dx = scale · dy where y > 0, else 0: the backward of ReLU (scale 1) and of ReLU-dropout.
 template <typename T>
-void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
-                   DenseView<T> dx) {
-  detail::check_same_shape("relu_backward", "y", y, "dy", dy);
-  detail::check_same_shape("relu_backward", "dy", dy, "dx", dx);
+void relu_backward_map(const char* op, const Backend& backend, ConstDenseView<T> y,
+                       ConstDenseView<T> dy, DenseView<T> dx, T scale) {
+  detail::check_same_shape(op, "y", y, "dy", dy);
+  detail::check_same_shape(op, "dy", dy, "dx", dx);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
-    return kernels::cpu::relu_backward(backend, y, dy, dx);
+    return kernels::cpu::relu_backward(backend, y, dy, dx, scale);
   case DeviceKind::Cuda:
-    return kernels::cuda::relu_backward(backend, y, dy, dx);
+    return kernels::cuda::relu_backward(backend, y, dy, dx, scale);
   }
 }
 
-namespace {
-
-/// Forward and backward are the same map: out = in · mask / (1 - p), with p = 0 a plain copy.
+/// out = a(in) · mask / (1 - p), a = ReLU or identity; forward and backward of dropout.
 template <typename T>
 void dropout_map(const char* op, const Backend& backend, ConstDenseView<T> in, DenseView<T> out,
-                 float p, const RngKey& key, RowIds rows) {
+                 float p, const RngKey& key, RowIds rows, bool relu) {
   detail::check_same_shape(op, "input", in, "output", out);
   detail::check_probability(op, p);
-  if (p == 0.0f) return copy(backend, in, out);
+  if (p == 0.0f) return relu ? relu_forward(backend, in, out) : copy(backend, in, out);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
-    return kernels::cpu::dropout(backend, in, out, p, key, rows);
+    return kernels::cpu::dropout(backend, in, out, p, key, rows, relu);
   case DeviceKind::Cuda:
-    return kernels::cuda::dropout(backend, in, out, p, key, rows);
+    return kernels::cuda::dropout(backend, in, out, p, key, rows, relu);
   }
 }
 
 } // namespace
 
 template <typename T>
+void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                   DenseView<T> dx) {
+  relu_backward_map("relu_backward", backend, y, dy, dx, T{1});
+}
+
+template <typename T>
+void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+                          const RngKey& key, RowIds rows) {
+  dropout_map("relu_dropout_forward", backend, x, y, p, key, rows, true);
+}
+
+template <typename T>
+void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                           DenseView<T> dx, float p) {
+  detail::check_probability("relu_dropout_backward", p);
+  relu_backward_map("relu_dropout_backward", backend, y, dy, dx,
+                    static_cast<T>(1.0 / (1.0 - static_cast<double>(p))));
+}
+
+template <typename T>
 void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
                      const RngKey& key, RowIds rows) {
-  dropout_map("dropout_forward", backend, x, y, p, key, rows);
+  dropout_map("dropout_forward", backend, x, y, p, key, rows, false);
 }
 
 template <typename T>
 void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
                       const RngKey& key, RowIds rows) {
-  dropout_map("dropout_backward", backend, dy, dx, p, key, rows);
+  dropout_map("dropout_backward", backend, dy, dx, p, key, rows, false);
 }
 
 template <typename T>
@@ -86,6 +107,14 @@ template void relu_backward<float>(const Backend&, ConstDenseView<float>, ConstD
                                    DenseView<float>);
 template void relu_backward<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
                                     DenseView<double>);
+template void relu_dropout_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>,
+                                          float, const RngKey&, RowIds);
+template void relu_dropout_forward<double>(const Backend&, ConstDenseView<double>,
+                                           DenseView<double>, float, const RngKey&, RowIds);
+template void relu_dropout_backward<float>(const Backend&, ConstDenseView<float>,
+                                           ConstDenseView<float>, DenseView<float>, float);
+template void relu_dropout_backward<double>(const Backend&, ConstDenseView<double>,
+                                            ConstDenseView<double>, DenseView<double>, float);
 template void dropout_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>, float,
                                      const RngKey&, RowIds);
 template void dropout_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>,

@@ -170,6 +170,14 @@ TEST(GradientCheck, DropoutMatchesFiniteDifferencesWithItsMask) {
   check_module(dropout, x, 7, step);
 }
 
+TEST(GradientCheck, ReluDropoutMatchesFiniteDifferencesWithItsMask) {
+  ReluDropout<double> relu_dropout(cpu(), 0.4f, 1);
+  Matrix x = random_matrix(9, 7, 14);
+  const Step step{42, 3, true, {}};
+
+  check_module(relu_dropout, x, 7, step);
+}
+
 TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
   Matrix logits = random_matrix(6, 4, 10);
   const std::vector<std::int32_t> labels{0, 3, 1, 2, 2, 0};

@@ -30,7 +30,7 @@ TEST(ParseLayerSizes, RejectsMalformedText) {
   }
 }
 
-TEST(BuildGcn, StacksDropoutConvAndReluAndPicksTheNarrowerOrder) {
+TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
   const BackendPtr cpu = make_cpu_backend();
   graph::EdgeList e;
   e.num_nodes = 3;
@@ -41,10 +41,11 @@ TEST(BuildGcn, StacksDropoutConvAndReluAndPicksTheNarrowerOrder) {
 
   Sequential<float> model = gnn::build_gcn(cpu, a, a, config, 0);
 
-  ASSERT_EQ(model.modules().size(), 5u);
+  ASSERT_EQ(model.modules().size(), 4u);
+  EXPECT_THAT(model.modules()[0]->name(), HasSubstr("Dropout"));
   EXPECT_THAT(model.modules()[1]->name(), HasSubstr("8 -> 16, aggregate-first"));
-  EXPECT_EQ(model.modules()[2]->name(), "ReLU");
-  EXPECT_THAT(model.modules()[4]->name(), HasSubstr("16 -> 3, transform-first"));
+  EXPECT_THAT(model.modules()[2]->name(), HasSubstr("ReLU+Dropout"));
+  EXPECT_THAT(model.modules()[3]->name(), HasSubstr("16 -> 3, transform-first"));
   EXPECT_EQ(model.num_parameters(), 8 * 16 + 16 + 16 * 3 + 3);
 }
 

@@ -1,4 +1,5 @@
 // The CPU elementwise kernels (ReLU, dropout) against naive loops and the RNG's definition.
+#include "kernels/cpu/random_lanes.hpp"
 #include "kernels/elementwise_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
@@ -75,7 +76,7 @@ TYPED_TEST(ElementwiseKernels, ReluBackwardIsEquivalentToRef) {
   for (std::int64_t i = 0; i < x.size(); ++i)
     ref[i] = x.data()[i] > 0 ? dy.data()[i] : 0.0;
 
-  kernels::cpu::relu_backward(*this->backend, y.cview(), dy.cview(), dx.view());
+  kernels::cpu::relu_backward(*this->backend, y.cview(), dy.cview(), dx.view(), T{1});
 
   expect_all_near(ref, dx.data(), dx.size());
 }
@@ -89,7 +90,7 @@ TYPED_TEST(ElementwiseKernels, DropoutIsEquivalentToRef) {
     DenseT<T> y(this->backend, n, f);
     const ops::RowIds rows{nullptr, 1000};
 
-    kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.4f, kKey, rows);
+    kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.4f, kKey, rows, false);
 
     expect_all_near(dropout_ref(x, 0.4f, kKey, rows), y.data(), y.size());
   }
@@ -102,7 +103,7 @@ TYPED_TEST(ElementwiseKernels, DropoutDropsAFractionPAndScalesTheRest) {
   DenseT<T> y(this->backend, 1000, 257);
   const float p = 0.3f;
 
-  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), p, kKey, {});
+  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), p, kKey, {}, false);
 
   std::int64_t dropped = 0;
   for (std::int64_t i = 0; i < y.size(); ++i) {
@@ -126,8 +127,8 @@ TYPED_TEST(ElementwiseKernels, DropoutBackwardReusesForwardMask) {
   DenseT<T> dx(this->backend, 50, 37);
   const ops::RowIds rows{nullptr, 7};
 
-  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.5f, kKey, rows);
-  kernels::cpu::dropout(*this->backend, dy.cview(), dx.view(), 0.5f, kKey, rows);
+  kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.5f, kKey, rows, false);
+  kernels::cpu::dropout(*this->backend, dy.cview(), dx.view(), 0.5f, kKey, rows, false);
 
   for (std::int64_t i = 0; i < y.size(); ++i) {
     ASSERT_EQ(y.data()[i] == T{0}, dx.data()[i] == T{0}) << "element " << i;
@@ -148,9 +149,9 @@ TYPED_TEST(ElementwiseKernels, DropoutMaskFollowsGlobalRowIds) {
     ids[i] = 10 + i;
   const ConstDenseView<T> tile = whole.cview().slice_rows(10, 20);
 
-  kernels::cpu::dropout(*this->backend, whole.cview(), whole_out.view(), 0.5f, kKey, {});
-  kernels::cpu::dropout(*this->backend, tile, tile_out.view(), 0.5f, kKey, {nullptr, 10});
-  kernels::cpu::dropout(*this->backend, tile, listed_out.view(), 0.5f, kKey, {ids.data(), 0});
+  kernels::cpu::dropout(*this->backend, whole.cview(), whole_out.view(), 0.5f, kKey, {}, false);
+  kernels::cpu::dropout(*this->backend, tile, tile_out.view(), 0.5f, kKey, {nullptr, 10}, false);
+  kernels::cpu::dropout(*this->backend, tile, listed_out.view(), 0.5f, kKey, {ids.data(), 0}, false);
 
   const auto expected = as_doubles(whole_out.data() + 10 * 13, 10 * 13);
   expect_all_near(expected, tile_out.data(), tile_out.size());
@@ -165,11 +166,11 @@ TYPED_TEST(ElementwiseKernels, DropoutIsIdenticalWithOneAndTwoThreads) {
 
   {
     const ThreadCount threads(1);
-    kernels::cpu::dropout(*this->backend, x.cview(), one.view(), 0.25f, kKey, {});
+    kernels::cpu::dropout(*this->backend, x.cview(), one.view(), 0.25f, kKey, {}, false);
   }
   {
     const ThreadCount threads(2);
-    kernels::cpu::dropout(*this->backend, x.cview(), two.view(), 0.25f, kKey, {});
+    kernels::cpu::dropout(*this->backend, x.cview(), two.view(), 0.25f, kKey, {}, false);
   }
 
   for (std::int64_t i = 0; i < one.size(); ++i)
@@ -190,7 +191,7 @@ TYPED_TEST(ElementwiseKernels, DropoutCsrValuesAgreeWithDenseDropout) {
   std::vector<T> sparse_out(static_cast<std::size_t>(a.nnz()));
   const ops::RowIds rows{nullptr, 123};
 
-  kernels::cpu::dropout(*this->backend, dense.cview(), dense_out.view(), 0.5f, kKey, rows);
+  kernels::cpu::dropout(*this->backend, dense.cview(), dense_out.view(), 0.5f, kKey, rows, false);
   kernels::cpu::dropout_csr_values(*this->backend, a.view(), std::span<T>(sparse_out), 0.5f, kKey,
                                    rows);
 
@@ -221,5 +222,50 @@ TYPED_TEST(ElementwiseKernels, DropoutCsrValuesIsIdenticalWithOneAndTwoThreads) 
   EXPECT_EQ(one, two);
 }
 
+
+TYPED_TEST(ElementwiseKernels, ReluDropoutEqualsReluThenDropout) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 37, 70, 11);
+  DenseT<T> relu(this->backend, 37, 70), composed(this->backend, 37, 70),
+      fused(this->backend, 37, 70);
+  const ops::RowIds rows{nullptr, 5};
+
+  ops::relu_forward(*this->backend, x.cview(), relu.view());
+  ops::dropout_forward(*this->backend, relu.cview(), composed.view(), 0.3f, kKey, rows);
+  ops::relu_dropout_forward(*this->backend, x.cview(), fused.view(), 0.3f, kKey, rows);
+
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(composed.data()[i], fused.data()[i]) << i;
+}
+
+TYPED_TEST(ElementwiseKernels, ReluDropoutBackwardEqualsDropoutThenReluBackward) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 29, 67, 12);
+  const auto dy = random_dense<T>(this->backend, 29, 67, 13);
+  DenseT<T> relu(this->backend, 29, 67), y(this->backend, 29, 67), d_relu(this->backend, 29, 67),
+      composed(this->backend, 29, 67), fused(this->backend, 29, 67);
+  ops::relu_forward(*this->backend, x.cview(), relu.view());
+  ops::relu_dropout_forward(*this->backend, x.cview(), y.view(), 0.4f, kKey, {});
+
+  ops::dropout_backward(*this->backend, dy.cview(), d_relu.view(), 0.4f, kKey, {});
+  ops::relu_backward(*this->backend, relu.cview(), d_relu.cview(), composed.view());
+  ops::relu_dropout_backward(*this->backend, y.cview(), dy.cview(), fused.view(), 0.4f);
+
+  expect_all_near(as_doubles(composed.data(), composed.size()), fused.data(), fused.size());
+}
+
+TEST(RandomLanes, MatchesRandomBits4ForEveryColumn) {
+  const RngKey key = RngKey::make(0x123456789abcULL, RngPurpose::Dropout, 3, 7);
+
+  for (const std::int64_t row : {std::int64_t{0}, std::int64_t{5}, std::int64_t{123456789012}}) {
+    for (const std::uint32_t block : {0u, 16u, 1000u}) {
+      const kernels::cpu::RandomLanes lanes(key, row, block);
+      for (int c = 0; c < kernels::cpu::RandomLanes::kColumns; ++c) {
+        ASSERT_EQ(lanes.draws[c], random_bits4(key, row, block + c / 4)[c % 4])
+            << "row " << row << " block " << block << " column " << c;
+      }
+    }
+  }
+}
 } // namespace
 } // namespace tessera::testing

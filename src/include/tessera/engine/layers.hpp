@@ -96,4 +96,26 @@ class Dropout final : public Module<T> {
   Workspace<T> d_input_;
 };
 
+/// ReLU followed by dropout, fused: one pass forward and one backward, and no mask redrawn in
+/// backward (the output is positive exactly where the input was positive and kept). Draws the
+/// same masks as Dropout with the same layer index.
+template <typename T>
+class ReluDropout final : public Module<T> {
+ public:
+  ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
+
+  Context<T> forward(const Step& step, Input<T> x) override;
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override;
+  std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
+
+ private:
+  BackendPtr backend_;
+  float p_;
+  std::uint32_t layer_;
+  Workspace<T> output_;
+  Workspace<T> d_input_;
+};
+
 }  // namespace tessera

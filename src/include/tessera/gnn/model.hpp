@@ -28,7 +28,7 @@ std::vector<std::int64_t> parse_layer_sizes(const std::string& text);
 std::vector<std::int64_t> layer_sizes(std::int64_t in, std::int64_t hidden, int num_layers,
                                       std::int64_t classes);
 
-/// Dropout → GCNConv → ReLU → ... → Dropout → GCNConv over Â (and Âᵀ, the same object for a
+/// Dropout → GCNConv → ReLU+Dropout → ... → GCNConv over Â (and Âᵀ, the same object for a
 /// symmetric graph). Weights are initialized from `seed`.
 template <typename T>
 Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,

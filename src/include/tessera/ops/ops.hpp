@@ -69,6 +69,17 @@ template <typename T>
 void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
                       const RngKey& key, RowIds rows);
 
+/// y = max(x, 0) · mask / (1 - p) with dropout_forward's mask: ReLU then dropout in one pass.
+template <typename T>
+void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+                          const RngKey& key, RowIds rows);
+
+/// Backward of relu_dropout_forward from its output y: dx = dy / (1 - p) where y > 0, else 0
+/// (y > 0 exactly where the input was positive and kept, so no mask is redrawn).
+template <typename T>
+void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                           DenseView<T> dx, float p);
+
 /// Dropout on the stored values of a sparse matrix with the dense mask semantics:
 /// out_val[k] = in_val[k] · mask(row, col[k]) / (1 - p). Same structure, values only.
 template <typename T>
