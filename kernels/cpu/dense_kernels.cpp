@@ -101,15 +101,14 @@ void bias_grad(const Backend&, ConstDenseView<T> dy, std::span<T> d_bias, bool a
   const std::int64_t f = dy.cols;
   if (f == 0) return;
   // Each thread sums a fixed slice of rows in double; the partials are added in thread order,
-  // so the result is the same run to run for a given thread count. The partials are
-  // allocated per call (threads · f doubles).
+  // so the result is the same run to run for a given thread count.
   const int max_threads = omp_get_max_threads();
-  std::vector<double> partial(static_cast<std::size_t>(f) * max_threads);
+  double* partial = reusable_scratch<double>(static_cast<std::size_t>(f) * max_threads);
 #pragma omp parallel
   {
     const int thread = omp_get_thread_num();
     const int threads = omp_get_num_threads();
-    double* sum = partial.data() + thread * f;
+    double* sum = partial + thread * f;
     for (std::int64_t j = 0; j < f; ++j)
       sum[j] = 0.0;
     const Range rows = static_range(dy.rows, thread, threads);

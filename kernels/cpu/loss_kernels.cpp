@@ -53,8 +53,9 @@ double softmax_cross_entropy(const Backend&, ConstDenseView<T> logits,
   const auto selected = static_cast<std::int64_t>(rows.size());
   const double inv_norm = 1.0 / normalizer;
   // Per-thread loss sums added in thread order: reproducible for a given thread count.
-  // Allocated per call (one double per thread).
-  std::vector<double> partial(omp_get_max_threads(), 0.0);
+  const auto max_threads = static_cast<std::size_t>(omp_get_max_threads());
+  double* partial = reusable_scratch<double>(max_threads);
+  std::fill(partial, partial + max_threads, 0.0);
 #pragma omp parallel
   {
     if (want_grad) {

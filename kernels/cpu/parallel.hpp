@@ -5,6 +5,7 @@
 #include "tessera/core/types.hpp"
 
 #include <cstdint>
+#include <vector>
 
 namespace tessera::kernels::cpu {
 
@@ -45,6 +46,14 @@ inline std::int64_t balanced_row_begin(const Offset* row_ptr, std::int64_t rows,
 inline Range balanced_rows(const Offset* row_ptr, std::int64_t rows, int part, int parts) noexcept {
   return {balanced_row_begin(row_ptr, rows, part, parts),
           balanced_row_begin(row_ptr, rows, part + 1, parts)};
+}
+
+/// At least `n` elements of scratch for the calling thread, uninitialized, reused across calls:
+/// the per-thread partial sums of the reductions cost no allocation after the first epoch.
+template <typename T> T* reusable_scratch(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
 }
 
 } // namespace tessera::kernels::cpu

@@ -94,15 +94,15 @@ void spmm_transpose(const Backend&, CsrView<T> a, ConstDenseView<T> b, DenseView
   const std::int64_t size = c.size();
   if (size == 0) return;
   // Thread 0 sums straight into C, every other thread into a private copy of C that is added in
-  // thread order at the end (deterministic for a given thread count). The copies are allocated
-  // per call: (threads - 1) · k · n elements, small for the small k this kernel is meant for.
+  // thread order at the end (deterministic for a given thread count): (threads - 1) · k · n
+  // elements, small for the small k this kernel is meant for, and reused across calls.
   const int max_threads = omp_get_max_threads();
-  std::vector<T> scratch(static_cast<std::size_t>(size) * (max_threads - 1));
+  T* scratch = reusable_scratch<T>(static_cast<std::size_t>(size) * (max_threads - 1));
 #pragma omp parallel
   {
     const int thread = omp_get_thread_num();
     const int threads = omp_get_num_threads();
-    T* acc = thread == 0 ? c.data : scratch.data() + (thread - 1) * size;
+    T* acc = thread == 0 ? c.data : scratch + (thread - 1) * size;
     for (std::int64_t i = 0; i < size; ++i)
       acc[i] = T{0};
     const Range rows = a.rows == 0 ? Range{} : balanced_rows(a.row_ptr, a.rows, thread, threads);

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Single-process CPU performance of Tessera on a generated RMAT graph (Graph500 parameters,
+# edge factor 16, 128 features): SpMM effective bandwidth against the STREAM triad measured in
+# the same run (target >= 0.6 at 1 and 2 threads), and a full GCN epoch (hidden 128) against its
+# floor, the larger of bytes moved / triad and GEMM flops / sgemm rate (target <= 2x), with
+# peak memory against the bytes the run must hold (target <= 1.5x).
+#
+# Usage: scripts/bench/single.sh [--scale S] [--no-build]
+#   --scale S   RMAT scale: 2^S vertices (default 20, about 1M vertices; 16 for a quick look)
+#   --no-build  use the existing build instead of installing deps and building
+# Environment: TESSERA_BUILD_DIR (default <repo>/build). OPENBLAS_CORETYPE is set for this
+#   CPU's fast kernels unless given (see tessera_fast_blas_env in scripts/common.sh).
+set -euo pipefail
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+tessera_fast_blas_env
+
+scale=20
+build=1
+while (($# > 0)); do
+  case "$1" in
+    -h | --help)
+      tessera_usage "$0"
+      exit 0
+      ;;
+    --scale)
+      (($# >= 2)) || tessera_die "--scale needs a value"
+      [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--scale must be a positive integer, got '$2'"
+      scale="$2"
+      shift 2
+      ;;
+    --no-build)
+      build=0
+      shift
+      ;;
+    *) tessera_die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+
+if ((build)); then
+  tessera_install_deps
+  tessera_build "${TESSERA_BUILD_DIR}"
+fi
+kernels="${TESSERA_BUILD_DIR}/bench/tessera-bench-kernels"
+epoch="${TESSERA_BUILD_DIR}/bench/tessera-bench-gcn-epoch"
+for program in "${kernels}" "${epoch}"; do
+  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
+done
+
+tessera_log "SpMM and STREAM triad (Google Benchmark), RMAT scale ${scale}"
+TESSERA_BENCH_SCALE="${scale}" "${kernels}" --benchmark_filter='Triad|Spmm|Sgemm' \
+  --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+tessera_log "GCN epoch against its floor, RMAT scale ${scale}"
+"${epoch}" --scale "${scale}" --epochs 5 --threads 1 2
