@@ -88,8 +88,8 @@ double softmax_cross_entropy(const Backend&, ConstDenseView<T> logits,
     partial[omp_get_thread_num()] = loss;
   }
   double total = 0.0;
-  for (const double loss : partial)
-    total += loss;
+  for (std::size_t t = 0; t < max_threads; ++t)
+    total += partial[t];
   return total * inv_norm;
 }
 
