@@ -23,6 +23,13 @@ void check_probability(float p) {
   }
 }
 
+/// Elementwise layers write their input gradient; accumulating into it is not offered.
+void require_overwrite(const std::string& layer, GradientMode mode) {
+  if (mode == GradientMode::Accumulate) {
+    throw InvalidArgument(layer + " backward overwrites its input gradient; Accumulate is not offered");
+  }
+}
+
 void check_width(const std::string& layer, std::int64_t expected, std::int64_t got) {
   if (expected != got) {
     throw DimensionMismatch(layer + " expects " + std::to_string(expected) +
@@ -111,9 +118,7 @@ template <typename T>
 ConstDenseView<T> Relu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                     GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
-  if (input_mode == GradientMode::Accumulate) {
-    throw InvalidArgument("ReLU backward overwrites its input gradient; Accumulate is not offered");
-  }
+  require_overwrite(name(), input_mode);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
   ops::relu_backward(*backend_, ctx.output.dense, d_output, dx);
   return dx;
@@ -148,9 +153,7 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
                                        GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
   if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
-  if (input_mode == GradientMode::Accumulate) {
-    throw InvalidArgument("Dropout backward overwrites its input gradient; Accumulate is not offered");
-  }
+  require_overwrite(name(), input_mode);
   if (!ctx.step.training || p_ == 0.0f) return d_output;
   const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, layer_, ctx.step.epoch);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
@@ -191,9 +194,7 @@ template <typename T>
 ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                            GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
-  if (input_mode == GradientMode::Accumulate) {
-    throw InvalidArgument(name() + " backward overwrites its input gradient; Accumulate is not offered");
-  }
+  require_overwrite(name(), input_mode);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
   ops::relu_dropout_backward(*backend_, ctx.output.dense, d_output, dx,
                              ctx.step.training ? p_ : 0.0f);
