@@ -19,6 +19,12 @@ message(STATUS "OpenBLAS: ${OpenBLAS_LIBRARIES}")
 
 # METIS (partitioning): Debian ships no CMake config, hence cmake/FindMETIS.cmake.
 find_package(METIS REQUIRED)
+# Boost.Graph (header-only parts): connected components and Cuthill-McKee reordering.
+find_package(Boost 1.74 REQUIRED)
+if(NOT TARGET Boost::graph)
+  add_library(Boost::graph INTERFACE IMPORTED)
+  target_link_libraries(Boost::graph INTERFACE Boost::headers)
+endif()
 
 if(TESSERA_BUILD_APPS)
   find_package(CLI11 REQUIRED)

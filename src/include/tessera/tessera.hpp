@@ -19,3 +19,6 @@
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/ops/ops.hpp"
+#include "tessera/partition/local_graph.hpp"
+#include "tessera/partition/partition.hpp"
+#include "tessera/partition/store.hpp"

@@ -1,0 +1,46 @@
+// One rank's tile of a partitioned graph: owned rows and the ghost rows they read, in local
+// numbering, with the owned rows' features, labels and split.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/tensor.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/partition/partition.hpp"
+
+namespace tessera::partition {
+
+/// A tile. Local numbering: owned rows [0, n_owned) in ascending global id (or in RCM order when
+/// reordered), then ghost rows [n_owned, n_owned + n_ghost) grouped by owner part (ascending),
+/// sorted by global id within a group — so each neighbour's block arrives contiguously.
+struct LocalGraph {
+  int part = 0;
+  int num_parts = 0;
+  std::int64_t num_global_nodes = 0;
+  std::vector<GlobalId> owned_ids;        ///< [n_owned] global id of each owned row
+  std::vector<GlobalId> ghost_ids;        ///< [n_ghost] global id of each ghost row
+  std::vector<std::int32_t> ghost_owner;  ///< [n_ghost] owning part, non-decreasing
+  /// Global degree (neighbours in the whole graph, no self-loop) of every local vertex,
+  /// [n_owned + n_ghost]: what a rank needs to normalize its rows without the whole graph.
+  std::vector<std::int64_t> degree;
+  /// Rows of A for the owned vertices: [n_owned, n_owned + n_ghost], local column ids, sorted.
+  Csr adjacency;
+  datasets::Features features;              ///< owned rows only
+  std::vector<std::int32_t> labels;         ///< [n_owned] or empty
+  std::int32_t num_classes = 0;
+  std::vector<std::int32_t> train_idx, val_idx, test_idx;  ///< local owned row ids
+
+  std::int64_t n_owned() const { return static_cast<std::int64_t>(owned_ids.size()); }
+  std::int64_t n_ghost() const { return static_cast<std::int64_t>(ghost_ids.size()); }
+};
+
+/// Reorderings applied to the owned rows of each tile.
+enum class Reorder { None, Rcm };
+
+/// The tile of `part`: built from the whole dataset (only the partitioner does this).
+LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& partition,
+                             int part, Reorder reorder = Reorder::None);
+
+}  // namespace tessera::partition

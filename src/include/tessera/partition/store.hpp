@@ -1,0 +1,50 @@
+// The partition store: a directory with manifest.json and one folder per part, in a documented
+// little-endian binary format, so each rank loads its own tile without the whole graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/partition/local_graph.hpp"
+#include "tessera/partition/partition.hpp"
+
+namespace tessera::partition {
+
+/// Version of the store layout; a store of another version is refused.
+inline constexpr int kStoreFormatVersion = 1;
+
+/// What manifest.json records.
+struct Manifest {
+  int format_version = kStoreFormatVersion;
+  std::string dataset;           ///< dataset name or spec
+  std::string dataset_checksum;  ///< of the whole graph's structure, features and labels
+  std::string method;            ///< metis, metis-recursive, block, random
+  std::string vertex_weight;
+  std::vector<double> part_weights;
+  std::string reorder;           ///< none or rcm
+  std::uint64_t seed = 0;
+  int num_parts = 0;
+  std::int64_t num_nodes = 0;
+  std::vector<std::int64_t> part_nodes;         ///< [P]
+  std::vector<std::string> part_checksums;      ///< [P] over the part's files
+  Quality quality;
+};
+
+/// Writes the store for `dataset` cut by `partition` into `dir` (created; files written to a
+/// temporary name and renamed, the manifest last, so an interrupted write never looks complete).
+void write_store(const std::string& dir, const datasets::Dataset& dataset,
+                 const Partition& partition, const Options& options, Reorder reorder,
+                 const Quality& quality);
+
+/// Reads and validates dir/manifest.json. Throws IoError / FormatError naming the file.
+Manifest read_manifest(const std::string& dir);
+
+/// Loads part `part` reading only that part's files. Refuses (FormatError naming the file and the
+/// problem): another format version, a checksum mismatch, a truncated file, a store made for
+/// another part count (`expected_parts` > 0) or dataset (`expected_dataset` non-empty).
+LocalGraph load_part(const std::string& dir, int part, int expected_parts = 0,
+                     const std::string& expected_dataset = "");
+
+}  // namespace tessera::partition
