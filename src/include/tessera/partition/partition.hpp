@@ -44,6 +44,10 @@ struct Partition {
 /// Partitions the symmetric adjacency `a` (no self-loops needed). Throws MetisError when the
 /// graph does not fit METIS's index type (checked before METIS is called) or METIS fails,
 /// InvalidArgument for bad options (part count < 1 or > nodes, wrong part_weights length).
+/// Deterministic: the same graph, options and seed give the same owners. Every part owns at least
+/// one vertex: a part METIS or the random draw leaves empty (possible on tiny or disconnected
+/// graphs) receives the highest-id vertex of the then-largest part; block ranges are non-empty by
+/// construction. The random method ignores vertex weights (each vertex is one draw).
 Partition partition_graph(const Csr& a, const Options& options);
 
 /// Quality of a partition. Volume counts (vertex, remote part) pairs: vertex v must be sent to
@@ -64,9 +68,12 @@ struct Quality {
   std::int64_t broadcast_volume = 0;
 };
 
+/// Linear in the nonzeros. For the symmetric `a`, ghosts[q] == recv[q]. Throws InvalidArgument
+/// for owners outside [0, num_parts) and DimensionMismatch when owner.size() != rows.
 Quality measure(const Csr& a, const Partition& partition);
 
-/// Connected components of `a` (Boost.Graph): the number and the size of the largest.
+/// Connected components of the symmetric `a` (Boost.Graph): the number and the size of the
+/// largest. An isolated vertex is a component of its own.
 struct Components {
   std::int64_t count = 0;
   std::int64_t largest = 0;

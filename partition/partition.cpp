@@ -1,0 +1,364 @@
+// Cutting a graph into parts: METIS k-way and recursive bisection, the block and random
+// baselines, and the text forms of the partitioning options.
+#include "tessera/partition/partition.hpp"
+
+#include "partition/metis_limits.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/core/rng.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/core.h>
+#include <functional>
+#include <limits>
+#include <metis.h>
+#include <numeric>
+#include <string_view>
+
+namespace tessera::partition {
+
+namespace detail {
+
+void check_metis_limits(std::int64_t nodes, std::int64_t nnz) {
+  constexpr std::int64_t kMax = std::numeric_limits<idx_t>::max();
+  if (nodes > kMax || nnz > kMax) {
+    throw MetisError(fmt::format(
+        "graph has {} nodes and {} nonzeros (self-loops dropped), but METIS's idx_t is {}-bit "
+        "and holds at most {}; use the block or random method, or a METIS built with "
+        "IDXTYPEWIDTH=64",
+        nodes, nnz, IDXTYPEWIDTH, kMax));
+  }
+}
+
+} // namespace detail
+
+namespace {
+
+/// Sub-stream of RngPurpose::Split for the random baseline. Stream 0 is the permutation of
+/// datasets::make_random_split; sharing it would correlate owners with the train/val/test split.
+constexpr std::uint32_t kRandomPartitionStream = 1;
+
+void validate(const Csr& a, const Options& options) {
+  if (a.rows() != a.cols()) {
+    throw InvalidArgument("partition_graph needs a square adjacency, got " + a.shape());
+  }
+  if (options.num_parts < 1 || options.num_parts > a.rows()) {
+    throw InvalidArgument(fmt::format("part count must be in [1, {}] (the node count), got {}",
+                                      a.rows(), options.num_parts));
+  }
+  if (!options.part_weights.empty() &&
+      options.part_weights.size() != static_cast<std::size_t>(options.num_parts)) {
+    throw InvalidArgument(fmt::format("{} part weights given for {} parts",
+                                      options.part_weights.size(), options.num_parts));
+  }
+  for (const double w : options.part_weights) {
+    if (!std::isfinite(w) || w <= 0.0) {
+      throw InvalidArgument(fmt::format("part weights must be positive and finite, got {}", w));
+    }
+  }
+  if (options.feature_width < 0) {
+    throw InvalidArgument(
+        fmt::format("feature width must be non-negative, got {}", options.feature_width));
+  }
+}
+
+/// Each part's target share of the total vertex weight, summing to 1.
+std::vector<double> target_shares(const Options& options) {
+  const auto parts = static_cast<std::size_t>(options.num_parts);
+  if (options.part_weights.empty()) return std::vector<double>(parts, 1.0 / options.num_parts);
+  const double sum = std::accumulate(options.part_weights.begin(), options.part_weights.end(), 0.0);
+  std::vector<double> shares(parts);
+  for (std::size_t p = 0; p < parts; ++p)
+    shares[p] = options.part_weights[p] / sum;
+  return shares;
+}
+
+/// Neighbours of v other than v itself.
+std::int64_t degree_without_self_loop(const Csr& a, std::int64_t v) {
+  std::int64_t degree = 0;
+  for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k)
+    degree += a.col()[k] != v;
+  return degree;
+}
+
+/// [n] weight of each vertex, at least 1 so that isolated vertices still count.
+std::vector<std::int64_t> vertex_weights(const Csr& a, const Options& options) {
+  const std::int64_t n = a.rows();
+  std::vector<std::int64_t> weights(static_cast<std::size_t>(n), 1);
+  if (options.vertex_weight == VertexWeight::Uniform) return weights;
+  const std::int64_t extra =
+      options.vertex_weight == VertexWeight::Degree ? 1 : options.feature_width;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = 0; v < n; ++v) {
+    weights[v] = std::max<std::int64_t>(1, degree_without_self_loop(a, v) + extra);
+  }
+  return weights;
+}
+
+/// Moves one vertex into every empty part, taken from the then-largest part (its highest id), so
+/// every part owns at least one vertex. Needs parts <= owner.size().
+void fill_empty_parts(std::vector<std::int32_t>& owner, int parts) {
+  std::vector<std::int64_t> count(static_cast<std::size_t>(parts), 0);
+  for (const std::int32_t p : owner)
+    ++count[p];
+  for (int empty = 0; empty < parts; ++empty) {
+    if (count[empty] != 0) continue;
+    const auto largest =
+        static_cast<std::int32_t>(std::max_element(count.begin(), count.end()) - count.begin());
+    auto v = owner.size();
+    while (owner[--v] != largest) {
+    }
+    owner[v] = empty;
+    --count[largest];
+    ++count[empty];
+  }
+}
+
+// ---- METIS ----------------------------------------------------------------------------------
+
+const char* metis_status_name(int status) {
+  switch (status) {
+  case METIS_ERROR_INPUT:
+    return "METIS_ERROR_INPUT";
+  case METIS_ERROR_MEMORY:
+    return "METIS_ERROR_MEMORY";
+  case METIS_ERROR:
+    return "METIS_ERROR";
+  default:
+    return "unknown status";
+  }
+}
+
+/// The adjacency in METIS's arrays, self-loops dropped.
+struct MetisGraph {
+  std::vector<idx_t> xadj;   // [n + 1]
+  std::vector<idx_t> adjncy; // [nnz], at least one element so data() is never null
+};
+
+MetisGraph to_metis_graph(const Csr& a) {
+  const std::int64_t n = a.rows();
+  std::vector<std::int64_t> row_nnz(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = 0; v < n; ++v)
+    row_nnz[v] = degree_without_self_loop(a, v);
+  const std::int64_t nnz = std::accumulate(row_nnz.begin(), row_nnz.end(), std::int64_t{0});
+  detail::check_metis_limits(n, nnz); // before any idx_t array is sized or filled
+
+  MetisGraph g;
+  g.xadj.resize(static_cast<std::size_t>(n) + 1);
+  g.adjncy.resize(static_cast<std::size_t>(std::max<std::int64_t>(nnz, 1)));
+  g.xadj[0] = 0;
+  for (std::int64_t v = 0; v < n; ++v)
+    g.xadj[v + 1] = g.xadj[v] + static_cast<idx_t>(row_nnz[v]);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = 0; v < n; ++v) {
+    idx_t out = g.xadj[v];
+    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
+      if (a.col()[k] != v) g.adjncy[out++] = a.col()[k];
+    }
+  }
+  return g;
+}
+
+/// METIS's seed option: non-negative (METIS treats -1 as "its default seed").
+idx_t metis_seed(std::uint64_t seed) {
+  return static_cast<idx_t>((seed ^ (seed >> 31) ^ (seed >> 62)) & 0x7FFFFFFFu);
+}
+
+std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
+  MetisGraph g = to_metis_graph(a);
+
+  std::vector<idx_t> vwgt;
+  if (options.vertex_weight != VertexWeight::Uniform) {
+    const auto weights = vertex_weights(a, options);
+    const std::int64_t total = std::accumulate(weights.begin(), weights.end(), std::int64_t{0});
+    if (total > std::numeric_limits<idx_t>::max()) {
+      throw MetisError(fmt::format("total vertex weight {} exceeds METIS's idx_t (at most {}); "
+                                   "use uniform or degree weights",
+                                   total, std::numeric_limits<idx_t>::max()));
+    }
+    vwgt.assign(weights.begin(), weights.end());
+  }
+  const auto shares = target_shares(options);
+  std::vector<real_t> tpwgts(shares.begin(), shares.end());
+
+  idx_t metis_options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(metis_options);
+  metis_options[METIS_OPTION_SEED] = metis_seed(options.seed);
+
+  idx_t nvtxs = static_cast<idx_t>(a.rows());
+  idx_t ncon = 1;
+  idx_t nparts = options.num_parts;
+  idx_t objval = 0;
+  std::vector<idx_t> part(static_cast<std::size_t>(nvtxs));
+  const bool kway = options.method == Method::MetisKway;
+  const char* call = kway ? "METIS_PartGraphKway" : "METIS_PartGraphRecursive";
+  const auto metis = kway ? METIS_PartGraphKway : METIS_PartGraphRecursive;
+  const int status = metis(&nvtxs, &ncon, g.xadj.data(), g.adjncy.data(),
+                           vwgt.empty() ? nullptr : vwgt.data(), /*vsize=*/nullptr,
+                           /*adjwgt=*/nullptr, &nparts, tpwgts.data(), /*ubvec=*/nullptr,
+                           metis_options, &objval, part.data());
+  if (status != METIS_OK) {
+    throw MetisError(fmt::format("{}(nodes={}, nnz={}, parts={}) failed with {} ({})", call, nvtxs,
+                                 g.xadj.back(), nparts, metis_status_name(status), status));
+  }
+  return {part.begin(), part.end()};
+}
+
+// ---- baselines ------------------------------------------------------------------------------
+
+/// Contiguous id ranges: vertex v goes to the part whose share of the cumulative weight holds the
+/// midpoint of v's weight; ranges are then nudged so each holds at least one vertex.
+std::vector<std::int32_t> block_owner(const Csr& a, const Options& options) {
+  const std::int64_t n = a.rows();
+  const int parts = options.num_parts;
+  const auto weights = vertex_weights(a, options);
+  std::vector<std::int64_t> prefix(static_cast<std::size_t>(n) + 1, 0); // [n + 1]
+  std::partial_sum(weights.begin(), weights.end(), prefix.begin() + 1);
+  const auto total = static_cast<double>(prefix.back());
+  const auto shares = target_shares(options);
+
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(parts) + 1, 0); // [P + 1]
+  begin[parts] = n;
+  double cumulative = 0.0;
+  std::int64_t v = 0;
+  for (int p = 1; p < parts; ++p) {
+    cumulative += shares[p - 1];
+    const double target = cumulative * total;
+    while (v < n && 0.5 * static_cast<double>(prefix[v] + prefix[v + 1]) < target)
+      ++v;
+    begin[p] = v;
+  }
+  for (int p = 1; p < parts; ++p)
+    begin[p] = std::clamp(begin[p], begin[p - 1] + 1, n - (parts - p));
+
+  std::vector<std::int32_t> owner(static_cast<std::size_t>(n));
+  for (int p = 0; p < parts; ++p)
+    std::fill(owner.begin() + begin[p], owner.begin() + begin[p + 1], p);
+  return owner;
+}
+
+/// Each vertex to a part drawn from the counter-based generator: uniform_index for equal shares,
+/// otherwise the part whose cumulative share interval holds a uniform draw.
+std::vector<std::int32_t> random_owner(const Csr& a, const Options& options) {
+  const std::int64_t n = a.rows();
+  const int parts = options.num_parts;
+  const auto key = RngKey::make(options.seed, RngPurpose::Split, kRandomPartitionStream);
+  const auto shares = target_shares(options);
+  const bool equal =
+      std::adjacent_find(shares.begin(), shares.end(), std::not_equal_to<>()) == shares.end();
+  std::vector<double> upper(shares.size()); // [P] cumulative share, last one exactly 1
+  std::partial_sum(shares.begin(), shares.end(), upper.begin());
+  upper.back() = 1.0;
+
+  std::vector<std::int32_t> owner(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = 0; v < n; ++v) {
+    if (equal) {
+      owner[v] =
+          static_cast<std::int32_t>(uniform_index(key, v, 0, static_cast<std::uint32_t>(parts)));
+    } else {
+      const double u = uniform(key, v, 0);
+      owner[v] = static_cast<std::int32_t>(std::upper_bound(upper.begin(), upper.end() - 1, u) -
+                                           upper.begin());
+    }
+  }
+  return owner;
+}
+
+// ---- text forms -----------------------------------------------------------------------------
+
+template <typename Enum, std::size_t N>
+Enum parse_choice(const std::string& text, const std::pair<std::string_view, Enum> (&choices)[N],
+                  const char* what) {
+  std::string valid;
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+    valid += (valid.empty() ? "" : ", ") + std::string(name);
+  }
+  throw InvalidArgument(fmt::format("unknown {} '{}'; valid: {}", what, text, valid));
+}
+
+constexpr std::pair<std::string_view, Method> kMethods[] = {
+    {"metis", Method::MetisKway},
+    {"metis-recursive", Method::MetisRecursive},
+    {"block", Method::Block},
+    {"random", Method::Random}};
+
+constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
+    {"uniform", VertexWeight::Uniform},
+    {"degree", VertexWeight::Degree},
+    {"compute", VertexWeight::Compute}};
+
+} // namespace
+
+/// Parts METIS leaves empty (possible on tiny or disconnected graphs) and, for the random method,
+/// parts no draw landed in each receive one vertex from the then-largest part, so every part owns
+/// at least one vertex; block ranges are non-empty by construction.
+Partition partition_graph(const Csr& a, const Options& options) {
+  validate(a, options);
+  Partition result;
+  result.num_parts = options.num_parts;
+  if (options.num_parts == 1) {
+    result.owner.assign(static_cast<std::size_t>(a.rows()), 0);
+    return result;
+  }
+  switch (options.method) {
+  case Method::MetisKway:
+  case Method::MetisRecursive:
+    result.owner = metis_owner(a, options);
+    break;
+  case Method::Block:
+    result.owner = block_owner(a, options);
+    break;
+  case Method::Random:
+    result.owner = random_owner(a, options);
+    break;
+  }
+  fill_empty_parts(result.owner, options.num_parts);
+  return result;
+}
+
+std::string to_string(Method method) {
+  for (const auto& [name, value] : kMethods) {
+    if (value == method) return std::string(name);
+  }
+  throw InvalidArgument("unknown partition method " + std::to_string(static_cast<int>(method)));
+}
+
+Method parse_method(const std::string& text) {
+  return parse_choice(text, kMethods, "partition method");
+}
+
+VertexWeight parse_vertex_weight(const std::string& text) {
+  return parse_choice(text, kVertexWeights, "vertex weight");
+}
+
+std::vector<double> parse_part_weights(const std::string& text) {
+  const auto fail = [&](const std::string& why) {
+    return InvalidArgument(fmt::format("bad part weights '{}': {}; expected comma-separated "
+                                       "positive numbers such as 2,1,1,1",
+                                       text, why));
+  };
+  if (text.empty()) throw fail("empty");
+  std::vector<double> weights;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string_view item(text.data() + start, end - start);
+    double value = 0.0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
+      throw fail(fmt::format("item {} ('{}') is not a number", weights.size() + 1, item));
+    }
+    if (!std::isfinite(value) || value <= 0.0) {
+      throw fail(fmt::format("item {} ({}) is not positive", weights.size() + 1, value));
+    }
+    weights.push_back(value);
+    start = end + 1;
+  }
+  return weights;
+}
+
+} // namespace tessera::partition
