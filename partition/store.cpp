@@ -19,7 +19,7 @@
 //     feat_val.bin           float32 [feature nnz]
 //     labels.bin             int32 [n_owned] (or [0] when unlabelled)
 //     train_idx.bin, val_idx.bin, test_idx.bin   int32, local owned row ids, ascending
-// Each .bin file is a 64-byte header plus payload (format in store_binary.cpp).
+// Each .bin file is a 64-byte header plus payload (format in datasets/array_file.cpp).
 //
 // Checksums: dataset_checksum is the CRC-32 over the whole dataset's adjacency row_ptr, col and
 // val, its features (dense data, or sparse row_ptr, col, val) and labels, in that order;
@@ -32,7 +32,8 @@
 // manifest is renamed into place, last. Part folders beyond the new part count are removed.
 #include "tessera/partition/store.hpp"
 
-#include "partition/store_binary.hpp"
+#include "datasets/array_file.hpp"
+#include "datasets/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -47,7 +48,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 /// Written objects keep their keys in the order given, so manifests read top-down.
 using nlohmann::ordered_json;
-using namespace detail;
+using namespace datasets::detail;
 
 std::string part_folder(const std::string& dir, int part) {
   char name[32];

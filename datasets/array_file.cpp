@@ -1,10 +1,10 @@
-// Reading and writing the partition store's array files.
+// Reading and writing array files: the binary format of the partition store and native datasets.
 //
 // Array file format (version 1), all integers little-endian:
 //
 //   offset  size  field
 //        0     4  magic "TSRA"
-//        4     4  u32 format version (kStoreFormatVersion)
+//        4     4  u32 format version (kArrayFileVersion)
 //        8     4  u32 dtype code: 1 = int32, 2 = int64, 3 = float32, 4 = uint8
 //       12     4  u32 ndim: 1 or 2
 //       16     8  u64 shape[0]: rows (the element count of a 1-D array)
@@ -16,10 +16,9 @@
 //
 // A file is written to "<name>.tmp", flushed, then renamed onto "<name>", so a reader never
 // sees a half-written file under its final name.
-#include "partition/store_binary.hpp"
+#include "datasets/array_file.hpp"
 
 #include "tessera/core/error.hpp"
-#include "tessera/partition/store.hpp"
 
 #include <bit>
 #include <cerrno>
@@ -29,7 +28,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-namespace tessera::partition::detail {
+namespace tessera::datasets::detail {
 namespace {
 
 static_assert(std::endian::native == std::endian::little,
@@ -149,7 +148,7 @@ std::uint32_t write_array(const std::string& path, std::span<const T> data, std:
   const std::uint32_t crc = crc32_update(0, data.data(), payload_bytes);
   unsigned char head[kArrayHeaderBytes] = {};
   std::memcpy(head, kMagic, 4);
-  put32(head + 4, static_cast<std::uint32_t>(kStoreFormatVersion));
+  put32(head + 4, static_cast<std::uint32_t>(kArrayFileVersion));
   put32(head + 8, static_cast<std::uint32_t>(dtype_of<T>()));
   put32(head + 12, cols < 0 ? 1u : 2u);
   put64(head + 16, static_cast<std::uint64_t>(rows));
@@ -179,9 +178,9 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
   }
   if (std::memcmp(head, kMagic, 4) != 0) fail("bad magic (expected \"TSRA\")");
   const std::uint32_t version = get32(head + 4);
-  if (version != static_cast<std::uint32_t>(kStoreFormatVersion)) {
+  if (version != static_cast<std::uint32_t>(kArrayFileVersion)) {
     fail("format version " + std::to_string(version) + ", this build reads version " +
-         std::to_string(kStoreFormatVersion));
+         std::to_string(kArrayFileVersion));
   }
   const std::uint32_t dtype = get32(head + 8);
   const auto want_dtype = static_cast<std::uint32_t>(dtype_of<T>());
@@ -248,20 +247,5 @@ void write_text_file(const std::string& path, const std::string& text) {
   write_file_atomically(path, nullptr, 0, text.data(), text.size());
 }
 
-std::string read_text_file(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    throw IoError("cannot read '" + path + "': " + std::strerror(errno));
-  }
-  std::string text;
-  char chunk[65536];
-  std::size_t got = 0;
-  while ((got = std::fread(chunk, 1, sizeof chunk, file)) > 0)
-    text.append(chunk, got);
-  const bool failed = std::ferror(file) != 0;
-  std::fclose(file);
-  if (failed) throw IoError("cannot read '" + path + "': read error");
-  return text;
-}
 
-} // namespace tessera::partition::detail
+} // namespace tessera::datasets::detail

@@ -1,4 +1,4 @@
-// The partition store's array file: a 64-byte little-endian header (magic, version, dtype,
+// The array file of partition stores and native datasets: a 64-byte little-endian header (magic, version, dtype,
 // shape, payload size, CRC-32) followed by the raw payload; written via temp file + rename.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace tessera::partition::detail {
+namespace tessera::datasets::detail {
 
 /// Element type codes stored in the header.
 enum class StoreDType : std::uint32_t { I32 = 1, I64 = 2, F32 = 3, U8 = 4 };
@@ -28,6 +28,8 @@ template <> constexpr StoreDType dtype_of<std::uint8_t>() {
 }
 
 inline constexpr std::size_t kArrayHeaderBytes = 64;
+/// Version of the array file header; a file of another version is refused.
+inline constexpr std::uint32_t kArrayFileVersion = 1;
 
 /// CRC-32 (zlib) of `bytes` bytes continuing from `crc` (start with 0).
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t bytes) noexcept;
@@ -60,7 +62,5 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
 /// Writes `text` to `path` via `path.tmp` and a rename. Throws IoError naming the file.
 void write_text_file(const std::string& path, const std::string& text);
 
-/// The whole content of `path`. Throws IoError naming the file.
-std::string read_text_file(const std::string& path);
 
-} // namespace tessera::partition::detail
+} // namespace tessera::datasets::detail
