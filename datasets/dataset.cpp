@@ -23,7 +23,7 @@ using namespace detail;
 constexpr std::string_view kNames = "cora, cora-linqs, cora-gnnbench, minesweeper, facebook, "
                                     "email-eu-core, slashdot, 4elt";
 constexpr std::string_view kFormats =
-    "npz, planetoid, gnnbench, heterophilous, linqs, snap, metis, musae, mtx";
+    "native, npz, planetoid, gnnbench, heterophilous, linqs, snap, metis, musae, mtx";
 
 /// Throws IoError naming the missing file and the two ways to point at the data folder.
 void require_dataset_files(const std::string& name, const std::string& data_dir,
@@ -85,6 +85,7 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
   if (path.empty()) {
     throw InvalidArgument("dataset spec '" + format + ":' needs a path after the colon");
   }
+  if (format == "native") return load_native(backend, path);
   if (format == "npz") return load_any_npz(backend, path, options.split_index);
   if (format == "planetoid" || format == "gnnbench") return load_csr_npz(backend, path);
   if (format == "heterophilous") return load_heterophilous_npz(backend, path, options.split_index);
@@ -110,6 +111,7 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   if (head == "rmat") return generate_rmat(backend, rest, options.seed);
   if (head == "sbm") return generate_sbm(backend, rest, options.seed);
   if (colon != std::string::npos) return load_file(backend, head, rest, options);
+  if (is_native_dataset(spec)) return load_native(backend, spec);
   return load_named(backend, spec, options);
 }
 

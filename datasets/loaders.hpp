@@ -45,6 +45,12 @@ Dataset load_musae(const BackendPtr& backend, const std::string& edges_path);
 /// A Matrix Market coordinate matrix read as a graph (values ignored).
 Dataset load_matrix_market(const BackendPtr& backend, const std::string& path);
 
+/// True when `path` is a folder written by save_native (it holds dataset.json).
+bool is_native_dataset(const std::string& path);
+
+/// Reads a native dataset folder (see datasets/native.cpp for the layout).
+Dataset load_native(const BackendPtr& backend, const std::string& dir);
+
 /// R-MAT graph from "scale=..,edge-factor=..,features=..,classes=.." (empty = defaults).
 Dataset generate_rmat(const BackendPtr& backend, const std::string& params, std::uint64_t seed);
 

@@ -33,6 +33,7 @@
 #include "tessera/partition/store.hpp"
 
 #include "datasets/array_file.hpp"
+#include "datasets/graph_files.hpp"
 #include "datasets/text_input.hpp"
 #include "tessera/core/error.hpp"
 
@@ -72,9 +73,6 @@ const char* vertex_weight_name(VertexWeight weight) {
   return "uniform";
 }
 
-const char* feature_kind(const datasets::Features& features) {
-  return features.dense ? "dense" : features.sparse ? "sparse" : "none";
-}
 
 template <typename T> std::uint32_t crc_of(std::uint32_t crc, const T* data, std::int64_t count) {
   return crc32_update(crc, data, static_cast<std::size_t>(count) * sizeof(T));
@@ -127,43 +125,20 @@ std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGrap
   crcs.push_back(write_array(file("ghost_owner.bin"), span_of(tile.ghost_owner), tile.n_ghost()));
   crcs.push_back(write_array(file("degree.bin"), span_of(tile.degree),
                              static_cast<std::int64_t>(tile.degree.size())));
-  const Csr& a = tile.adjacency;
-  crcs.push_back(
-      write_array(file("adj_row_ptr.bin"), span_of(a.row_ptr(), a.rows() + 1), a.rows() + 1));
-  crcs.push_back(write_array(file("adj_col.bin"), span_of(a.col(), a.nnz()), a.nnz()));
-  crcs.push_back(write_array(file("adj_val.bin"), span_of(a.val(), a.nnz()), a.nnz()));
-  std::int64_t feature_nnz = 0;
-  if (tile.features.dense) {
-    const Dense& x = *tile.features.dense;
-    crcs.push_back(
-        write_array(file("features.bin"), span_of(x.data(), x.size()), x.rows(), x.cols()));
-  } else if (tile.features.sparse) {
-    const Csr& x = *tile.features.sparse;
-    feature_nnz = x.nnz();
-    crcs.push_back(
-        write_array(file("feat_row_ptr.bin"), span_of(x.row_ptr(), x.rows() + 1), x.rows() + 1));
-    crcs.push_back(write_array(file("feat_col.bin"), span_of(x.col(), x.nnz()), x.nnz()));
-    crcs.push_back(write_array(file("feat_val.bin"), span_of(x.val(), x.nnz()), x.nnz()));
-  }
-  crcs.push_back(write_array(file("labels.bin"), span_of(tile.labels),
-                             static_cast<std::int64_t>(tile.labels.size())));
-  crcs.push_back(write_array(file("train_idx.bin"), span_of(tile.train_idx),
-                             static_cast<std::int64_t>(tile.train_idx.size())));
-  crcs.push_back(write_array(file("val_idx.bin"), span_of(tile.val_idx),
-                             static_cast<std::int64_t>(tile.val_idx.size())));
-  crcs.push_back(write_array(file("test_idx.bin"), span_of(tile.test_idx),
-                             static_cast<std::int64_t>(tile.test_idx.size())));
+  write_graph_files(folder, tile.adjacency, tile.features, tile.labels, tile.train_idx,
+                    tile.val_idx, tile.test_idx, crcs);
+  const GraphFilesShape shape = graph_files_shape(tile.adjacency, tile.features);
 
   const ordered_json info = {{"part", tile.part},
                              {"num_parts", tile.num_parts},
                              {"num_global_nodes", tile.num_global_nodes},
                              {"n_owned", tile.n_owned()},
                              {"n_ghost", tile.n_ghost()},
-                             {"nnz", a.nnz()},
+                             {"nnz", shape.nnz},
                              {"num_classes", tile.num_classes},
-                             {"feature_kind", feature_kind(tile.features)},
-                             {"feature_width", tile.features.cols()},
-                             {"feature_nnz", feature_nnz}};
+                             {"feature_kind", shape.feature_kind},
+                             {"feature_width", shape.feature_width},
+                             {"feature_nnz", shape.feature_nnz}};
   write_text_file(file("part.json"), info.dump(2) + "\n");
   return crcs;
 }
@@ -232,46 +207,8 @@ json parse_json_file(const std::string& path) {
   throw FormatError("partition store file '" + path + "': " + problem);
 }
 
-/// Checks a CSR's row pointers and column ids read from `folder`.
-void check_csr(const std::string& path, const std::vector<Offset>& row_ptr,
-               const std::vector<LocalId>& col, std::int64_t cols) {
-  if (row_ptr.front() != 0 || row_ptr.back() != static_cast<Offset>(col.size())) {
-    fail(path, "row pointers run from " + std::to_string(row_ptr.front()) + " to " +
-                   std::to_string(row_ptr.back()) + ", expected 0 to " +
-                   std::to_string(col.size()));
-  }
-  for (std::size_t r = 0; r + 1 < row_ptr.size(); ++r) {
-    if (row_ptr[r] > row_ptr[r + 1])
-      fail(path, "row pointers decrease at row " + std::to_string(r));
-  }
-  for (std::size_t k = 0; k < col.size(); ++k) {
-    if (col[k] < 0 || col[k] >= cols) {
-      fail(path, "column id " + std::to_string(col[k]) + " at entry " + std::to_string(k) +
-                     " is outside [0, " + std::to_string(cols) + ")");
-    }
-  }
-}
 
-/// Copies arrays read from disk into an owned CSR.
-Csr make_csr(const BackendPtr& backend, std::int64_t rows, std::int64_t cols,
-             const std::vector<Offset>& row_ptr, const std::vector<LocalId>& col,
-             const std::vector<float>& val) {
-  Csr out(backend, rows, cols, static_cast<std::int64_t>(col.size()));
-  std::copy(row_ptr.begin(), row_ptr.end(), out.row_ptr());
-  std::copy(col.begin(), col.end(), out.col());
-  std::copy(val.begin(), val.end(), out.val());
-  return out;
-}
 
-void check_local_rows(const std::string& path, const std::vector<std::int32_t>& ids,
-                      std::int64_t n_owned) {
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= n_owned) {
-      fail(path, "row id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                     " is outside the owned rows [0, " + std::to_string(n_owned) + ")");
-    }
-  }
-}
 
 } // namespace
 
@@ -411,12 +348,6 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   tile.ghost_ids = take(read_array<GlobalId>(file("ghost_ids.bin"), false, n_ghost));
   tile.ghost_owner = take(read_array<std::int32_t>(file("ghost_owner.bin"), false, n_ghost));
   tile.degree = take(read_array<std::int64_t>(file("degree.bin"), false, n_local));
-  const auto adj_row_ptr = take(read_array<Offset>(file("adj_row_ptr.bin"), false, n_owned + 1));
-  const auto adj_col = take(read_array<LocalId>(file("adj_col.bin"), false, nnz));
-  const auto adj_val = take(read_array<float>(file("adj_val.bin"), false, nnz));
-  check_csr(file("adj_row_ptr.bin"), adj_row_ptr, adj_col, n_local);
-  const BackendPtr backend = make_cpu_backend();
-  tile.adjacency = make_csr(backend, n_owned, n_local, adj_row_ptr, adj_col, adj_val);
   for (std::size_t i = 0; i < tile.ghost_owner.size(); ++i) {
     const std::int32_t q = tile.ghost_owner[i];
     if (q < 0 || q >= manifest.num_parts || q == part || (i > 0 && q < tile.ghost_owner[i - 1])) {
@@ -426,33 +357,14 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     }
   }
 
-  if (kind == "dense") {
-    auto x = read_array<float>(file("features.bin"), true, n_owned, feature_width);
-    crcs.push_back(x.crc);
-    Dense dense(backend, n_owned, feature_width);
-    std::copy(x.data.begin(), x.data.end(), dense.data());
-    tile.features.dense = std::move(dense);
-  } else if (kind == "sparse") {
-    const auto row_ptr = take(read_array<Offset>(file("feat_row_ptr.bin"), false, n_owned + 1));
-    const auto col = take(read_array<LocalId>(file("feat_col.bin"), false, feature_nnz));
-    const auto val = take(read_array<float>(file("feat_val.bin"), false, feature_nnz));
-    check_csr(file("feat_row_ptr.bin"), row_ptr, col, feature_width);
-    tile.features.sparse = make_csr(backend, n_owned, feature_width, row_ptr, col, val);
-  } else if (kind != "none") {
-    fail(info_path, "feature_kind '" + kind + "', expected dense, sparse or none");
-  }
-
-  tile.labels = take(read_array<std::int32_t>(file("labels.bin"), false));
-  if (!tile.labels.empty() && static_cast<std::int64_t>(tile.labels.size()) != n_owned) {
-    fail(file("labels.bin"), std::to_string(tile.labels.size()) + " labels for " +
-                                 std::to_string(n_owned) + " owned rows");
-  }
-  tile.train_idx = take(read_array<std::int32_t>(file("train_idx.bin"), false));
-  tile.val_idx = take(read_array<std::int32_t>(file("val_idx.bin"), false));
-  tile.test_idx = take(read_array<std::int32_t>(file("test_idx.bin"), false));
-  check_local_rows(file("train_idx.bin"), tile.train_idx, n_owned);
-  check_local_rows(file("val_idx.bin"), tile.val_idx, n_owned);
-  check_local_rows(file("test_idx.bin"), tile.test_idx, n_owned);
+  GraphFiles graph =
+      read_graph_files(folder, {n_owned, n_local, nnz, kind, feature_width, feature_nnz}, crcs);
+  tile.adjacency = std::move(graph.adjacency);
+  tile.features = std::move(graph.features);
+  tile.labels = std::move(graph.labels);
+  tile.train_idx = std::move(graph.train_idx);
+  tile.val_idx = std::move(graph.val_idx);
+  tile.test_idx = std::move(graph.test_idx);
 
   const std::string checksum = part_checksum(crcs);
   if (checksum != manifest.part_checksums[part]) {

@@ -22,7 +22,8 @@ struct Options {
 void add_flags(CLI::App& app, Options& o) {
   app.add_option("--dataset", o.dataset,
                  "name under --data-dir (cora, cora-linqs, minesweeper, facebook, email-eu-core, "
-                 "slashdot, 4elt, ...), FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) "
+                 "slashdot, 4elt, ...), a native folder, FORMAT:PATH (npz:, linqs:, snap:, metis:, "
+                 "musae:, mtx:, native:) "
                  "or a generator (rmat:scale=S,..., sbm:nodes=N,...)")
       ->required();
   app.add_option("--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
@@ -30,7 +31,10 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--seed", o.seed, "seed of generated graphs and features")->capture_default_str();
   app.add_option("--split", o.split_index, "which stored split to keep (minesweeper has 10)")
       ->capture_default_str();
-  app.add_option("--out", o.out, "output .npz (numpy-readable, Planetoid-style keys)")->required();
+  app.add_option("--out", o.out,
+                 "output: FILE.npz (numpy-readable, Planetoid-style keys) or a folder in the native "
+                 "format, which --dataset DIR loads at disk speed")
+      ->required();
 }
 
 std::string describe_features(const tessera::datasets::Features& features) {
@@ -41,7 +45,7 @@ std::string describe_features(const tessera::datasets::Features& features) {
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Load a dataset and write it as an uncompressed .npz (np.load reads it)"};
+  CLI::App app{"Load a dataset once and write it as a native folder (fast to load) or an .npz"};
   Options o;
   add_flags(app, o);
   CLI11_PARSE(app, argc, argv);
@@ -58,7 +62,11 @@ int main(int argc, char** argv) {
                dataset.val_idx.size(), dataset.test_idx.size(), load_time.seconds());
 
     const tessera::Stopwatch save_time;
-    tessera::datasets::save_npz(dataset, o.out);
+    if (o.out.ends_with(".npz")) {
+      tessera::datasets::save_npz(dataset, o.out);
+    } else {
+      tessera::datasets::save_native(dataset, o.out);
+    }
     fmt::print("wrote {} in {:.2f} s\n", o.out, save_time.seconds());
   } catch (const tessera::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());

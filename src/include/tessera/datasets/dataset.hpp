@@ -52,7 +52,8 @@ struct LoadOptions {
 /// Loads `spec`:
 ///  - a name resolved under options.data_dir: cora (Planetoid split), cora-linqs, cora-gnnbench,
 ///    minesweeper, facebook, email-eu-core, slashdot, 4elt;
-///  - FORMAT:PATH with FORMAT one of npz (Planetoid-style or gnn-benchmark keys), planetoid,
+///  - a native dataset folder (save_native), by its path or as native:DIR;
+///  - FORMAT:PATH with FORMAT one of native, npz (Planetoid-style or gnn-benchmark keys), planetoid,
 ///    gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it), snap, metis,
 ///    musae (PATH = the edges csv), mtx;
 ///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
@@ -81,5 +82,10 @@ void row_normalize_features(Features& features);
 /// val_idx, test_idx <i8 when split. Written to a temporary file and renamed onto `path`.
 /// Throws IoError when the file cannot be written (also above 4 GiB: no zip64).
 void save_npz(const Dataset& dataset, const std::string& path);
+
+/// Writes `dataset` as a native dataset folder: binary array files with checksummed headers and a
+/// dataset.json written last, which "native:DIR" (or just DIR) loads at disk speed. Throws
+/// IoError naming the file.
+void save_native(const Dataset& dataset, const std::string& dir);
 
 }  // namespace tessera::datasets
