@@ -15,6 +15,7 @@
 #                              print the exact sudo line and exit 1 (not root)
 #   tessera_install_bench_deps the extras of the PyTorch comparison (torch, numpy, tcmalloc)
 #   tessera_fast_blas_env      export OPENBLAS_CORETYPE for this CPU's fast kernels unless set
+#   tessera_parse_bench_args SCRIPT SCALE ARGS...   --scale/--no-build/--help of the benchmarks
 #   tessera_build [DIR]        configure (Release, Ninja, native arch) and build with nproc jobs
 #   tessera_data_dir           print $TESSERA_DATA_DIR, else <repo>/../shared/datasets if it
 #                              exists, else nothing
@@ -98,6 +99,36 @@ tessera_fast_blas_env() {
       export OPENBLAS_CORETYPE=Haswell
     fi
   fi
+}
+
+# The flags single.sh and partition.sh share. Usage: tessera_parse_bench_args SCRIPT
+# DEFAULT_SCALE "$@". Sets the globals `scale` (--scale S, else DEFAULT_SCALE) and `build`
+# (0 with --no-build, else 1); --help prints SCRIPT's header and exits.
+# shellcheck disable=SC2034  # scale and build are read by the calling script
+tessera_parse_bench_args() {
+  local script="$1"
+  scale="$2"
+  build=1
+  shift 2
+  while (($# > 0)); do
+    case "$1" in
+      -h | --help)
+        tessera_usage "${script}"
+        exit 0
+        ;;
+      --scale)
+        (($# >= 2)) || tessera_die "--scale needs a value"
+        [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--scale must be a positive integer, got '$2'"
+        scale="$2"
+        shift 2
+        ;;
+      --no-build)
+        build=0
+        shift
+        ;;
+      *) tessera_die "unknown argument '$1' (see --help)" ;;
+    esac
+  done
 }
 
 tessera_install_bench_deps() {

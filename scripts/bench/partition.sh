@@ -15,27 +15,7 @@ set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-scale=20
-build=1
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --scale)
-      (($# >= 2)) || tessera_die "--scale needs a value"
-      [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--scale must be a positive integer, got '$2'"
-      scale="$2"
-      shift 2
-      ;;
-    --no-build)
-      build=0
-      shift
-      ;;
-    *) tessera_die "unknown argument '$1' (see --help)" ;;
-  esac
-done
+tessera_parse_bench_args "$0" 20 "$@"
 
 if ((build)); then
   tessera_install_deps
