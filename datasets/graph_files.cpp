@@ -86,6 +86,28 @@ GraphFilesShape graph_files_shape(const Csr& adjacency, const Features& features
           features.cols(), features.sparse ? features.sparse->nnz() : 0};
 }
 
+void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape) {
+  description["nnz"] = shape.nnz;
+  description["feature_kind"] = shape.feature_kind;
+  description["feature_width"] = shape.feature_width;
+  description["feature_nnz"] = shape.feature_nnz;
+}
+
+GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
+                           std::int64_t cols, const std::string& path) {
+  GraphFilesShape shape;
+  shape.rows = rows;
+  shape.cols = cols;
+  description.at("nnz").get_to(shape.nnz);
+  description.at("feature_kind").get_to(shape.feature_kind);
+  description.at("feature_width").get_to(shape.feature_width);
+  description.at("feature_nnz").get_to(shape.feature_nnz);
+  if (rows < 0 || cols < 0 || shape.nnz < 0 || shape.feature_width < 0 || shape.feature_nnz < 0) {
+    throw FormatError(path + ": negative size in the description");
+  }
+  return shape;
+}
+
 void write_graph_files(const std::string& folder, const Csr& adjacency, const Features& features,
                        std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
                        std::span<const std::int32_t> val, std::span<const std::int32_t> test,

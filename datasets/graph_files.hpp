@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tessera/core/tensor.hpp"
 #include "tessera/datasets/dataset.hpp"
 
@@ -27,6 +29,16 @@ struct GraphFilesShape {
 
 /// The shape of the file set write_graph_files writes for these arrays.
 GraphFilesShape graph_files_shape(const Csr& adjacency, const Features& features);
+
+/// Adds the shape's counts (nnz, feature_kind, feature_width, feature_nnz) to the JSON that
+/// describes a folder (native dataset.json, a store's part.json).
+void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape);
+
+/// The shape recorded by add_shape, for a [rows, cols] adjacency. Throws
+/// nlohmann::json::exception when a field is missing, FormatError naming `path` when a count is
+/// negative.
+GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
+                           std::int64_t cols, const std::string& path);
 
 /// A graph file set read back.
 struct GraphFiles {

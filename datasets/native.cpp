@@ -46,16 +46,11 @@ void save_native(const Dataset& dataset, const std::string& dir) {
   std::vector<std::uint32_t> crcs;
   detail::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels,
                             dataset.train_idx, dataset.val_idx, dataset.test_idx, crcs);
-  const detail::GraphFilesShape shape =
-      detail::graph_files_shape(dataset.adjacency, dataset.features);
-  const nlohmann::ordered_json description = {{"format_version", kNativeFormatVersion},
-                                              {"name", dataset.name},
-                                              {"num_nodes", dataset.num_nodes},
-                                              {"num_classes", dataset.num_classes},
-                                              {"nnz", shape.nnz},
-                                              {"feature_kind", shape.feature_kind},
-                                              {"feature_width", shape.feature_width},
-                                              {"feature_nnz", shape.feature_nnz}};
+  nlohmann::ordered_json description = {{"format_version", kNativeFormatVersion},
+                                        {"name", dataset.name},
+                                        {"num_nodes", dataset.num_nodes},
+                                        {"num_classes", dataset.num_classes}};
+  detail::add_shape(description, detail::graph_files_shape(dataset.adjacency, dataset.features));
   detail::write_text_file(description_path(dir), description.dump(2) + "\n");
 }
 
@@ -74,24 +69,17 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
   try {
     const nlohmann::json description = nlohmann::json::parse(detail::read_text_file(path));
     description.at("format_version").get_to(version);
+    if (version != kNativeFormatVersion) {
+      throw FormatError(path + ": native dataset format version " + std::to_string(version) +
+                        ", this build reads version " + std::to_string(kNativeFormatVersion));
+    }
     description.at("name").get_to(ds.name);
     description.at("num_nodes").get_to(ds.num_nodes);
     description.at("num_classes").get_to(ds.num_classes);
-    description.at("nnz").get_to(shape.nnz);
-    description.at("feature_kind").get_to(shape.feature_kind);
-    description.at("feature_width").get_to(shape.feature_width);
-    description.at("feature_nnz").get_to(shape.feature_nnz);
+    shape = detail::read_shape(description, ds.num_nodes, ds.num_nodes, path);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
-  if (version != kNativeFormatVersion) {
-    throw FormatError(path + ": native dataset format version " + std::to_string(version) +
-                      ", this build reads version " + std::to_string(kNativeFormatVersion));
-  }
-  if (ds.num_nodes < 0 || shape.nnz < 0 || shape.feature_width < 0 || shape.feature_nnz < 0) {
-    throw FormatError(path + ": negative size in the dataset description");
-  }
-  shape.rows = shape.cols = ds.num_nodes;
   std::vector<std::uint32_t> crcs;
   detail::GraphFiles graph = detail::read_graph_files(dir, shape, crcs);
   ds.adjacency = std::move(graph.adjacency);

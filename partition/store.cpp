@@ -127,18 +127,14 @@ std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGrap
                              static_cast<std::int64_t>(tile.degree.size())));
   write_graph_files(folder, tile.adjacency, tile.features, tile.labels, tile.train_idx,
                     tile.val_idx, tile.test_idx, crcs);
-  const GraphFilesShape shape = graph_files_shape(tile.adjacency, tile.features);
 
-  const ordered_json info = {{"part", tile.part},
-                             {"num_parts", tile.num_parts},
-                             {"num_global_nodes", tile.num_global_nodes},
-                             {"n_owned", tile.n_owned()},
-                             {"n_ghost", tile.n_ghost()},
-                             {"nnz", shape.nnz},
-                             {"num_classes", tile.num_classes},
-                             {"feature_kind", shape.feature_kind},
-                             {"feature_width", shape.feature_width},
-                             {"feature_nnz", shape.feature_nnz}};
+  ordered_json info = {{"part", tile.part},
+                       {"num_parts", tile.num_parts},
+                       {"num_global_nodes", tile.num_global_nodes},
+                       {"n_owned", tile.n_owned()},
+                       {"n_ghost", tile.n_ghost()},
+                       {"num_classes", tile.num_classes}};
+  add_shape(info, graph_files_shape(tile.adjacency, tile.features));
   write_text_file(file("part.json"), info.dump(2) + "\n");
   return crcs;
 }
@@ -309,8 +305,8 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   const std::string info_path = file("part.json");
   const json info = parse_json_file(info_path);
-  std::int64_t n_owned = 0, n_ghost = 0, nnz = 0, feature_width = 0, feature_nnz = 0;
-  std::string kind;
+  std::int64_t n_owned = 0, n_ghost = 0;
+  GraphFilesShape shape;
   LocalGraph tile;
   try {
     info.at("part").get_to(tile.part);
@@ -318,11 +314,8 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     info.at("num_global_nodes").get_to(tile.num_global_nodes);
     info.at("n_owned").get_to(n_owned);
     info.at("n_ghost").get_to(n_ghost);
-    info.at("nnz").get_to(nnz);
     info.at("num_classes").get_to(tile.num_classes);
-    info.at("feature_kind").get_to(kind);
-    info.at("feature_width").get_to(feature_width);
-    info.at("feature_nnz").get_to(feature_nnz);
+    shape = read_shape(info, n_owned, n_owned + n_ghost, info_path);
   } catch (const json::exception& e) {
     fail(info_path, std::string("malformed part description: ") + e.what());
   }
@@ -334,9 +327,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
                         std::to_string(manifest.num_parts) + " with " +
                         std::to_string(manifest.part_nodes[part]));
   }
-  if (n_ghost < 0 || nnz < 0 || feature_width < 0 || feature_nnz < 0) {
-    fail(info_path, "negative size");
-  }
+  if (n_ghost < 0) fail(info_path, "negative ghost count " + std::to_string(n_ghost));
   const std::int64_t n_local = n_owned + n_ghost;
 
   std::vector<std::uint32_t> crcs;
@@ -357,8 +348,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     }
   }
 
-  GraphFiles graph =
-      read_graph_files(folder, {n_owned, n_local, nnz, kind, feature_width, feature_nnz}, crcs);
+  GraphFiles graph = read_graph_files(folder, shape, crcs);
   tile.adjacency = std::move(graph.adjacency);
   tile.features = std::move(graph.features);
   tile.labels = std::move(graph.labels);

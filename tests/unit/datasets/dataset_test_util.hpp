@@ -109,8 +109,9 @@ inline void expect_canonical_adjacency(const Dataset& ds) {
   }
 }
 
-inline void expect_same_dataset(const Dataset& a, const Dataset& b) {
-  EXPECT_EQ(a.num_nodes, b.num_nodes);
+/// Compares what datasets and partition tiles both hold: adjacency, features, labels, split.
+template <typename Graph>
+void expect_same_graph_fields(const Graph& a, const Graph& b) {
   expect_same_csr(a.adjacency, b.adjacency);
   ASSERT_EQ(a.features.dense.has_value(), b.features.dense.has_value());
   ASSERT_EQ(a.features.sparse.has_value(), b.features.sparse.has_value());
@@ -121,6 +122,11 @@ inline void expect_same_dataset(const Dataset& a, const Dataset& b) {
   EXPECT_EQ(a.train_idx, b.train_idx);
   EXPECT_EQ(a.val_idx, b.val_idx);
   EXPECT_EQ(a.test_idx, b.test_idx);
+}
+
+inline void expect_same_dataset(const Dataset& a, const Dataset& b) {
+  EXPECT_EQ(a.num_nodes, b.num_nodes);
+  expect_same_graph_fields(a, b);
 }
 
 } // namespace tessera::datasets::tests

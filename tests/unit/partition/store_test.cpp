@@ -20,8 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using datasets::Dataset;
 using datasets::tests::cpu;
-using datasets::tests::expect_same_csr;
-using datasets::tests::expect_same_dense;
+using datasets::tests::expect_same_graph_fields;
 using datasets::tests::read_bytes;
 using datasets::tests::TempDir;
 using ::testing::AllOf;
@@ -124,16 +123,7 @@ void expect_same_tile(const LocalGraph& a, const LocalGraph& b) {
   EXPECT_EQ(a.ghost_ids, b.ghost_ids);
   EXPECT_EQ(a.ghost_owner, b.ghost_owner);
   EXPECT_EQ(a.degree, b.degree);
-  expect_same_csr(a.adjacency, b.adjacency);
-  ASSERT_EQ(a.features.dense.has_value(), b.features.dense.has_value());
-  ASSERT_EQ(a.features.sparse.has_value(), b.features.sparse.has_value());
-  if (a.features.dense) expect_same_dense(*a.features.dense, *b.features.dense);
-  if (a.features.sparse) expect_same_csr(*a.features.sparse, *b.features.sparse);
-  EXPECT_EQ(a.labels, b.labels);
-  EXPECT_EQ(a.num_classes, b.num_classes);
-  EXPECT_EQ(a.train_idx, b.train_idx);
-  EXPECT_EQ(a.val_idx, b.val_idx);
-  EXPECT_EQ(a.test_idx, b.test_idx);
+  expect_same_graph_fields(a, b);
 }
 
 /// Every file under `dir` by relative path, with its bytes.
