@@ -104,26 +104,6 @@ std::size_t Linear<T>::bytes() const {
   return 2 * (weight_.value.bytes() + bias_.value.bytes()) + output_.bytes() + d_input_.bytes();
 }
 
-// ---- ReLU ------------------------------------------------------------------------------------
-
-template <typename T>
-Context<T> Relu<T>::forward(const Step& step, Input<T> x) {
-  if (x.is_sparse()) throw InvalidArgument("ReLU takes a dense input");
-  DenseView<T> y = output_.get(x.rows(), x.cols());
-  ops::relu_forward(*backend_, x.dense, y);
-  return make_context<T>(step, x, y);
-}
-
-template <typename T>
-ConstDenseView<T> Relu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                                    GradientMode input_mode, GradientMode) {
-  if (input_mode == GradientMode::Ignore) return {};
-  require_overwrite(name(), input_mode);
-  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
-  ops::relu_backward(*backend_, ctx.output.dense, d_output, dx);
-  return dx;
-}
-
 // ---- Dropout ---------------------------------------------------------------------------------
 
 template <typename T>
@@ -209,7 +189,6 @@ std::string ReluDropout<T>::name() const {
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                      \
   template class Linear<T>;                                                                        \
-  template class Relu<T>;                                                                          \
   template class Dropout<T>;                                                                       \
   template class ReluDropout<T>
 TESSERA_INSTANTIATE(float);

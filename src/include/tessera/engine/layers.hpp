@@ -55,23 +55,6 @@ class Linear final : public Module<T> {
   Workspace<T> d_input_; // [n, in]
 };
 
-/// y = max(x, 0).
-template <typename T>
-class Relu final : public Module<T> {
- public:
-  explicit Relu(BackendPtr backend) : backend_(backend), output_(backend), d_input_(backend) {}
-
-  Context<T> forward(const Step& step, Input<T> x) override;
-  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                             GradientMode input_mode, GradientMode param_mode) override;
-  std::string name() const override { return "ReLU"; }
-  std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
-
- private:
-  BackendPtr backend_;
-  Workspace<T> output_;
-  Workspace<T> d_input_;
-};
 
 /// Inverted dropout with masks drawn from the counter RNG keyed by (seed, epoch, layer,
 /// global row id, column): identical on any tiling and backend. Identity when not training.
@@ -100,7 +83,7 @@ class Dropout final : public Module<T> {
 /// backward (the output is positive exactly where the input was positive and kept). Draws the
 /// same masks as Dropout with the same layer index.
 template <typename T>
-class ReluDropout final : public Module<T> {
+class ReluDropout : public Module<T> {
  public:
   ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
@@ -116,6 +99,14 @@ class ReluDropout final : public Module<T> {
   std::uint32_t layer_;
   Workspace<T> output_;
   Workspace<T> d_input_;
+};
+
+/// y = max(x, 0): ReLU+Dropout with p = 0, so both share one pass and one backward.
+template <typename T>
+class Relu final : public ReluDropout<T> {
+ public:
+  explicit Relu(BackendPtr backend) : ReluDropout<T>(std::move(backend), 0.0f, 0) {}
+  std::string name() const override { return "ReLU"; }
 };
 
 }  // namespace tessera
