@@ -57,6 +57,10 @@ void validate(const Csr& a, const Options& options) {
       throw InvalidArgument(fmt::format("part weights must be positive and finite, got {}", w));
     }
   }
+  if (options.objective == Objective::Volume && options.method != Method::MetisKway) {
+    throw InvalidArgument("the volume objective needs METIS k-way (--method metis); " +
+                          to_string(options.method) + " minimizes no volume");
+  }
   if (options.feature_width < 0) {
     throw InvalidArgument(
         fmt::format("feature width must be non-negative, got {}", options.feature_width));
@@ -186,6 +190,7 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
   idx_t metis_options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(metis_options);
   metis_options[METIS_OPTION_SEED] = metis_seed(options.seed);
+  if (options.objective == Objective::Volume) metis_options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_VOL;
 
   idx_t nvtxs = static_cast<idx_t>(a.rows());
   idx_t ncon = 1;
@@ -280,6 +285,15 @@ Enum parse_choice(const std::string& text, const std::pair<std::string_view, Enu
   throw InvalidArgument(fmt::format("unknown {} '{}'; valid: {}", what, text, valid));
 }
 
+template <typename Enum, std::size_t N>
+std::string choice_name(Enum value, const std::pair<std::string_view, Enum> (&choices)[N],
+                        const char* what) {
+  for (const auto& [name, choice] : choices) {
+    if (choice == value) return std::string(name);
+  }
+  throw InvalidArgument(fmt::format("unknown {} {}", what, static_cast<int>(value)));
+}
+
 constexpr std::pair<std::string_view, Method> kMethods[] = {
     {"metis", Method::MetisKway},
     {"metis-recursive", Method::MetisRecursive},
@@ -290,6 +304,10 @@ constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
     {"uniform", VertexWeight::Uniform},
     {"degree", VertexWeight::Degree},
     {"compute", VertexWeight::Compute}};
+
+constexpr std::pair<std::string_view, Objective> kObjectives[] = {
+    {"cut", Objective::EdgeCut},
+    {"volume", Objective::Volume}};
 
 } // namespace
 
@@ -320,11 +338,14 @@ Partition partition_graph(const Csr& a, const Options& options) {
   return result;
 }
 
-std::string to_string(Method method) {
-  for (const auto& [name, value] : kMethods) {
-    if (value == method) return std::string(name);
-  }
-  throw InvalidArgument("unknown partition method " + std::to_string(static_cast<int>(method)));
+std::string to_string(Method method) { return choice_name(method, kMethods, "partition method"); }
+
+std::string to_string(VertexWeight weight) {
+  return choice_name(weight, kVertexWeights, "vertex weight");
+}
+
+std::string to_string(Objective objective) {
+  return choice_name(objective, kObjectives, "partition objective");
 }
 
 Method parse_method(const std::string& text) {
@@ -333,6 +354,10 @@ Method parse_method(const std::string& text) {
 
 VertexWeight parse_vertex_weight(const std::string& text) {
   return parse_choice(text, kVertexWeights, "vertex weight");
+}
+
+Objective parse_objective(const std::string& text) {
+  return parse_choice(text, kObjectives, "partition objective");
 }
 
 std::vector<double> parse_part_weights(const std::string& text) {

@@ -61,18 +61,6 @@ std::string manifest_path(const std::string& dir) {
   return (fs::path(dir) / "manifest.json").string();
 }
 
-const char* vertex_weight_name(VertexWeight weight) {
-  switch (weight) {
-  case VertexWeight::Uniform:
-    return "uniform";
-  case VertexWeight::Degree:
-    return "degree";
-  case VertexWeight::Compute:
-    return "compute";
-  }
-  return "uniform";
-}
-
 
 template <typename T> std::uint32_t crc_of(std::uint32_t crc, const T* data, std::int64_t count) {
   return crc32_update(crc, data, static_cast<std::size_t>(count) * sizeof(T));
@@ -179,6 +167,7 @@ ordered_json manifest_to_json(const Manifest& m) {
           {"dataset_checksum", m.dataset_checksum},
           {"method", m.method},
           {"vertex_weight", m.vertex_weight},
+          {"objective", m.objective},
           {"part_weights", m.part_weights},
           {"reorder", m.reorder},
           {"seed", m.seed},
@@ -226,7 +215,8 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   manifest.dataset = dataset.name;
   manifest.dataset_checksum = dataset_checksum(dataset);
   manifest.method = to_string(options.method);
-  manifest.vertex_weight = vertex_weight_name(options.vertex_weight);
+  manifest.vertex_weight = to_string(options.vertex_weight);
+  manifest.objective = to_string(options.objective);
   manifest.part_weights = options.part_weights;
   manifest.reorder = reorder == Reorder::Rcm ? "rcm" : "none";
   manifest.seed = options.seed;
@@ -264,6 +254,7 @@ Manifest read_manifest(const std::string& dir) {
     j.at("dataset_checksum").get_to(m.dataset_checksum);
     j.at("method").get_to(m.method);
     j.at("vertex_weight").get_to(m.vertex_weight);
+    j.at("objective").get_to(m.objective);
     j.at("part_weights").get_to(m.part_weights);
     j.at("reorder").get_to(m.reorder);
     j.at("seed").get_to(m.seed);

@@ -23,9 +23,16 @@ enum class VertexWeight {
   Compute   ///< degree + feature width: the per-vertex cost of one GCN layer
 };
 
+/// What METIS k-way minimizes. Recursive bisection always minimizes the edge cut.
+enum class Objective {
+  EdgeCut,  ///< edges between parts (METIS's default; fastest)
+  Volume    ///< total communication volume, the rows a halo exchange moves (about 2x slower)
+};
+
 struct Options {
   int num_parts = 2;
   Method method = Method::MetisKway;
+  Objective objective = Objective::EdgeCut;
   VertexWeight vertex_weight = VertexWeight::Uniform;
   /// Feature width used by VertexWeight::Compute.
   std::int64_t feature_width = 0;
@@ -43,7 +50,8 @@ struct Partition {
 
 /// Partitions the symmetric adjacency `a` (no self-loops needed). Throws MetisError when the
 /// graph does not fit METIS's index type (checked before METIS is called) or METIS fails,
-/// InvalidArgument for bad options (part count < 1 or > nodes, wrong part_weights length).
+/// InvalidArgument for bad options (part count < 1 or > nodes, wrong part_weights length, the
+/// volume objective with a method other than METIS k-way).
 /// Deterministic: the same graph, options and seed give the same owners. Every part owns at least
 /// one vertex: a part METIS or the random draw leaves empty (possible on tiny or disconnected
 /// graphs) receives the highest-id vertex of the then-largest part; block ranges are non-empty by
@@ -81,8 +89,11 @@ struct Components {
 Components connected_components(const Csr& a);
 
 std::string to_string(Method method);
+std::string to_string(VertexWeight weight);
+std::string to_string(Objective objective);
 Method parse_method(const std::string& text);  ///< metis, metis-recursive, block, random
 VertexWeight parse_vertex_weight(const std::string& text);  ///< uniform, degree, compute
+Objective parse_objective(const std::string& text);          ///< cut, volume
 /// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text.
 std::vector<double> parse_part_weights(const std::string& text);
 

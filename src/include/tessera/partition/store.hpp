@@ -21,7 +21,8 @@ struct Manifest {
   std::string dataset;           ///< dataset name or spec
   std::string dataset_checksum;  ///< of the whole graph's structure, features and labels
   std::string method;            ///< metis, metis-recursive, block, random
-  std::string vertex_weight;
+  std::string vertex_weight;     ///< uniform, degree, compute
+  std::string objective;         ///< cut or volume (METIS k-way)
   std::vector<double> part_weights;
   std::string reorder;           ///< none or rcm
   std::uint64_t seed = 0;
