@@ -1,5 +1,7 @@
 # Finds Tessera's dependencies (all from Debian's packages) and defines imported targets.
 find_package(OpenMP REQUIRED)
+# MPI (Open MPI from Debian): ranks and halo exchanges; PUBLIC, as mpirun launches our apps.
+find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(fmt REQUIRED)

@@ -24,7 +24,15 @@
   /* d_bias (+)= column sums of dy. dy: [n, f], d_bias: [f]. */                                    \
   template <typename T>                                                                            \
   void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias,                \
-                 bool accumulate);
+                 bool accumulate);                                                                 \
+  /* out[i, :] = x[rows[i], :]. x: [n, f], rows: [m], out: [m, f]. */                            \
+  template <typename T>                                                                            \
+  void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,     \
+                   DenseView<T> out);                                                              \
+  /* out[rows[i], :] += x[i, :]. x: [m, f], rows: [m] distinct, out: [n, f]. */                  \
+  template <typename T>                                                                            \
+  void scatter_add_rows(const Backend& backend, ConstDenseView<T> x,                               \
+                        std::span<const LocalId> rows, DenseView<T> out);
 
 /// Explicit instantiation of the family for value type T, used by every backend's source.
 #define TESSERA_INSTANTIATE_DENSE_KERNELS(T)                                                       \
@@ -33,7 +41,11 @@
   template void copy<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                          \
   template void add_bias<T>(const Backend&, DenseView<T>, std::span<const T>);                     \
   template void axpy<T>(const Backend&, T, std::span<const T>, std::span<T>);                      \
-  template void bias_grad<T>(const Backend&, ConstDenseView<T>, std::span<T>, bool)
+  template void bias_grad<T>(const Backend&, ConstDenseView<T>, std::span<T>, bool);              \
+  template void gather_rows<T>(const Backend&, ConstDenseView<T>, std::span<const LocalId>,        \
+                               DenseView<T>);                                                      \
+  template void scatter_add_rows<T>(const Backend&, ConstDenseView<T>, std::span<const LocalId>,   \
+                                    DenseView<T>)
 
 namespace tessera::kernels {
 namespace cpu {

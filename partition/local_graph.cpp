@@ -197,3 +197,87 @@ LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& 
 }
 
 } // namespace tessera::partition
+
+namespace tessera::partition {
+
+namespace {
+
+/// new_of_old[old] for a permutation given as old_of_new.
+std::vector<LocalId> inverse(const std::vector<LocalId>& old_of_new) {
+  std::vector<LocalId> new_of_old(old_of_new.size());
+  for (std::size_t i = 0; i < old_of_new.size(); ++i)
+    new_of_old[old_of_new[i]] = static_cast<LocalId>(i);
+  return new_of_old;
+}
+
+/// Rows of m in the order old_of_new, with column ids below `renumbered` mapped through
+/// new_of_old and every row's columns re-sorted.
+Csr permute_rows(const Csr& m, const std::vector<LocalId>& old_of_new,
+                 const std::vector<LocalId>& new_of_old, std::int64_t renumbered) {
+  Csr out(m.backend(), m.rows(), m.cols(), m.nnz());
+  std::vector<std::pair<LocalId, float>> row;
+  Offset at = 0;
+  for (std::size_t i = 0; i < old_of_new.size(); ++i) {
+    const LocalId r = old_of_new[i];
+    row.clear();
+    for (Offset k = m.row_ptr()[r]; k < m.row_ptr()[r + 1]; ++k) {
+      const LocalId c = m.col()[k];
+      row.emplace_back(c < renumbered ? new_of_old[c] : c, m.val()[k]);
+    }
+    std::sort(row.begin(), row.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [c, value] : row) {
+      out.col()[at] = c;
+      out.val()[at] = value;
+      ++at;
+    }
+    out.row_ptr()[i + 1] = at;
+  }
+  return out;
+}
+
+void renumber_split(std::vector<std::int32_t>& split, const std::vector<LocalId>& new_of_old) {
+  for (std::int32_t& r : split) r = new_of_old[r];
+  std::sort(split.begin(), split.end());
+}
+
+}  // namespace
+
+std::int64_t order_interior_first(LocalGraph& tile) {
+  const std::int64_t n_owned = tile.n_owned();
+  const Csr& a = tile.adjacency;
+  std::vector<LocalId> interior, boundary;
+  for (std::int64_t r = 0; r < n_owned; ++r) {
+    // Columns are sorted and ghosts numbered after the owned rows: the last one tells.
+    const bool reads_ghost = a.row_ptr()[r + 1] > a.row_ptr()[r] && a.col()[a.row_ptr()[r + 1] - 1] >= n_owned;
+    (reads_ghost ? boundary : interior).push_back(static_cast<LocalId>(r));
+  }
+  const auto n_interior = static_cast<std::int64_t>(interior.size());
+  std::vector<LocalId> old_of_new = std::move(interior);
+  old_of_new.insert(old_of_new.end(), boundary.begin(), boundary.end());
+  const std::vector<LocalId> new_of_old = inverse(old_of_new);
+
+  const auto permute = [&](auto& values) {
+    auto copy = values;
+    for (std::size_t i = 0; i < old_of_new.size(); ++i) values[i] = copy[old_of_new[i]];
+  };
+  permute(tile.owned_ids);
+  permute(tile.degree);  // its ghost entries stay where they are
+  if (!tile.labels.empty()) permute(tile.labels);
+  tile.adjacency = permute_rows(tile.adjacency, old_of_new, new_of_old, n_owned);
+  if (tile.features.dense) {
+    const Dense& x = *tile.features.dense;
+    Dense out(x.backend(), x.rows(), x.cols());
+    for (std::int64_t i = 0; i < n_owned; ++i)
+      std::copy_n(x.data() + old_of_new[i] * x.cols(), x.cols(), out.data() + i * x.cols());
+    tile.features.dense = std::move(out);
+  } else if (tile.features.sparse) {
+    tile.features.sparse = permute_rows(*tile.features.sparse, old_of_new, new_of_old, 0);
+  }
+  renumber_split(tile.train_idx, new_of_old);
+  renumber_split(tile.val_idx, new_of_old);
+  renumber_split(tile.test_idx, new_of_old);
+  return n_interior;
+}
+
+}  // namespace tessera::partition

@@ -1,9 +1,12 @@
-// tessera-train: train a GCN on one dataset and report accuracy, timings and memory.
+// tessera-train: train a GCN on one dataset, in one process or across the ranks of mpirun, and
+// report accuracy, timings, communication and memory.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fmt/core.h>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include <tessera/tessera.hpp>
@@ -30,6 +33,10 @@ struct Options {
   std::string order = "auto";
   int log_every = 10;
   std::string report;
+  std::string partition_dir;
+  std::string partition_method = "metis";
+  bool no_feature_cache = false;
+  std::string inject_failure;
 };
 
 void add_flags(CLI::App& app, Options& o) {
@@ -64,6 +71,18 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--log-every", o.log_every, "print a log line every k epochs when not on a terminal")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--report", o.report, "write a JSON run report to this path");
+  app.add_option("--partition-dir", o.partition_dir,
+                 "partition store (tessera-partition --out) with one part per rank; each rank "
+                 "loads only its part (default: rank 0 partitions the graph in memory)");
+  app.add_option("--partition-method", o.partition_method,
+                 "in-memory partitioning: metis, metis-recursive, block or random")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"metis", "metis-recursive", "block", "random"}));
+  app.add_flag("--no-feature-cache", o.no_feature_cache,
+               "fetch ghost input features every epoch instead of once (to measure the cache)");
+  app.add_option("--inject-failure", o.inject_failure,
+                 "testing: RANK:EPOCH makes that rank throw after that epoch")
+      ->group("Testing");
 }
 
 tessera::GcnOrder parse_order(const std::string& text) {
@@ -92,6 +111,10 @@ tessera::gnn::TrainJob make_job(const Options& o) {
   job.train.adam.lr = o.lr;
   job.train.adam.weight_decay = o.weight_decay;
   job.train.adam.decoupled = o.optimizer == "adamw";
+  job.partition_dir = o.partition_dir;
+  job.partition.method = tessera::partition::parse_method(o.partition_method);
+  job.partition.seed = o.seed;
+  job.cache_input_features = !o.no_feature_cache;
   return job;
 }
 
@@ -120,31 +143,99 @@ class ProgressPrinter {
   bool tty_;
 };
 
+/// --inject-failure RANK:EPOCH → {rank, epoch}; {-1, -1} when not given.
+std::pair<int, int> parse_failure(const std::string& text) {
+  if (text.empty()) return {-1, -1};
+  const auto colon = text.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    return {std::stoi(text.substr(0, colon)), std::stoi(text.substr(colon + 1))};
+  } catch (const std::exception&) {
+    throw tessera::InvalidArgument("--inject-failure expects RANK:EPOCH, got '" + text + "'");
+  }
+}
+
+/// The per-rank spread of the distributed figures, as a short table.
+void print_distributed_table(const tessera::RunReport& report) {
+  const auto row = [&](const char* label, const std::string& key, double scale, const char* unit) {
+    fmt::print("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", label,
+               report.get_number(key + ".max") * scale, report.get_number(key + ".mean") * scale,
+               report.get_number(key + ".min") * scale, unit);
+  };
+  fmt::print("per rank (median epoch)     max       mean        min\n");
+  row("epoch", "timing.epoch_ms", 1.0, "ms");
+  row("compute", "timing.compute_ms", 1.0, "ms");
+  row("communication", "timing.comm_ms", 1.0, "ms");
+  row("waiting for halos", "timing.wait_ms", 1.0, "ms");
+  row("halo sent", "comm.halo_bytes_sent_per_epoch", 1.0 / (1 << 20), "MiB");
+  row("halo received", "comm.halo_bytes_received_per_epoch", 1.0 / (1 << 20), "MiB");
+  row("owned rows", "distributed.owned_nodes", 1.0, "");
+  row("ghost rows", "distributed.ghost_nodes", 1.0, "");
+  row("peak memory", "memory.peak_rss_bytes", 1.0 / (1 << 20), "MiB");
+  const double moved = report.get_number("comm.halo_bytes_per_epoch");
+  const double broadcast = report.get_number("comm.broadcast_1d_bytes_per_epoch");
+  fmt::print("halo bytes per epoch, all ranks: {:.2f} MiB ({:.1f}x less than a 1D broadcast); "
+             "ghost input rows served from the cache: {}\n",
+             moved / (1 << 20), moved > 0 ? broadcast / moved : 0.0,
+             static_cast<std::int64_t>(report.get_number("halo.cache_hit_rows")));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Train a graph convolutional network (Kipf & Welling) on one dataset."};
+  std::unique_ptr<tessera::comm::MpiEnvironment> mpi;
+  std::shared_ptr<tessera::comm::Communicator> comm;
+  try {
+    mpi = std::make_unique<tessera::comm::MpiEnvironment>(&argc, &argv);
+    comm = tessera::comm::make_mpi_communicator();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "[rank {}] error: {}\n", tessera::comm::world_rank(), e.what());
+    return 1;
+  }
+  const int rank = comm->rank();
+
+  CLI::App app{"Train a graph convolutional network (Kipf & Welling) on one dataset; under "
+               "mpirun -np P, across P ranks that each hold one tile of the graph."};
   Options options;
   add_flags(app, options);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+  }
 
   try {
-    const tessera::gnn::TrainJob job = make_job(options);
+    tessera::gnn::TrainJob job = make_job(options);
+    job.comm = comm;
+    const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
     ProgressPrinter progress(options.epochs, options.log_every);
+    const auto on_epoch = [&](const tessera::gnn::EpochStats& s) {
+      if (rank == 0) progress(s);
+      if (rank == fail_rank && s.epoch == fail_epoch) {
+        throw std::runtime_error(fmt::format("injected failure after epoch {}", s.epoch));
+      }
+    };
     const tessera::gnn::TrainOutcome outcome = tessera::gnn::run_train_job(
-        job, [&](const std::string& line) { fmt::print("{}\n", line); }, std::ref(progress));
-    fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); "
-               "final test accuracy {:.2f}%\n",
-               100.0 * outcome.result.test_at_best_val.accuracy, outcome.result.best_epoch,
-               100.0 * outcome.result.best_val.accuracy, 100.0 * outcome.result.final_test.accuracy);
-    fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", outcome.result.median_step_ms,
-               static_cast<double>(tessera::peak_rss_bytes()) / (1 << 20));
-    if (!options.report.empty()) {
-      outcome.report.write(options.report);
-      fmt::print("report written to {}\n", options.report);
+        job, [&](const std::string& line) { if (rank == 0) fmt::print("{}\n", line); }, on_epoch);
+    if (rank == 0) {
+      fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); "
+                 "final test accuracy {:.2f}%\n",
+                 100.0 * outcome.result.test_at_best_val.accuracy, outcome.result.best_epoch,
+                 100.0 * outcome.result.best_val.accuracy,
+                 100.0 * outcome.result.final_test.accuracy);
+      fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", outcome.result.median_step_ms,
+                 static_cast<double>(tessera::peak_rss_bytes()) / (1 << 20));
+      if (outcome.report.has("distributed.ranks")) print_distributed_table(outcome.report);
+      if (!options.report.empty()) {
+        outcome.report.write(options.report);
+        fmt::print("report written to {}\n", options.report);
+      }
     }
   } catch (const std::exception& e) {
-    fmt::print(stderr, "[rank 0] error: {}\n", e.what());
+    fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
+    std::fflush(stderr);
+    // Other ranks may be waiting in a collective for this one: end the whole job now.
+    if (comm->size() > 1) comm->abort(1);
     return 1;
   }
   return 0;

@@ -75,6 +75,35 @@ template <typename T> void copy(const Backend&, ConstDenseView<T> x, DenseView<T
     y.data[i] = x.data[i];
 }
 
+template <typename T>
+void gather_rows(const Backend&, ConstDenseView<T> x, std::span<const LocalId> rows,
+                 DenseView<T> out) {
+  const std::int64_t f = x.cols;
+  const auto m = static_cast<std::int64_t>(rows.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < m; ++i) {
+    const T* src = x.data + static_cast<std::int64_t>(rows[i]) * f;
+    T* dst = out.data + i * f;
+#pragma omp simd
+    for (std::int64_t c = 0; c < f; ++c) dst[c] = src[c];
+  }
+}
+
+template <typename T>
+void scatter_add_rows(const Backend&, ConstDenseView<T> x, std::span<const LocalId> rows,
+                      DenseView<T> out) {
+  const std::int64_t f = x.cols;
+  const auto m = static_cast<std::int64_t>(rows.size());
+  // Rows are distinct, so threads never write the same output row.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < m; ++i) {
+    const T* src = x.data + i * f;
+    T* dst = out.data + static_cast<std::int64_t>(rows[i]) * f;
+#pragma omp simd
+    for (std::int64_t c = 0; c < f; ++c) dst[c] += src[c];
+  }
+}
+
 template <typename T> void add_bias(const Backend&, DenseView<T> x, std::span<const T> bias) {
   const std::int64_t f = x.cols;
   const T* bias_data = bias.data();

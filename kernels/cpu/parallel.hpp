@@ -27,8 +27,9 @@ inline Range static_range(std::int64_t n, int part, int parts) noexcept {
 /// Binary search on row_ptr[r] + r, which is strictly increasing.
 inline std::int64_t balanced_row_begin(const Offset* row_ptr, std::int64_t rows, int part,
                                        int parts) noexcept {
-  const std::int64_t total = row_ptr[rows] + rows;
-  const std::int64_t target = total * part / parts; // total < 2^48, so no overflow
+  // row_ptr[0] is non-zero for a row slice of a larger matrix (CsrView::row_slice).
+  const std::int64_t total = row_ptr[rows] - row_ptr[0] + rows;
+  const std::int64_t target = row_ptr[0] + total * part / parts; // total < 2^48: no overflow
   std::int64_t lo = 0;
   std::int64_t hi = rows;
   while (lo < hi) {

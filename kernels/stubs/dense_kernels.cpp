@@ -15,6 +15,16 @@ template <typename T> void copy(const Backend&, ConstDenseView<T>, DenseView<T>)
   not_compiled("copy");
 }
 
+template <typename T>
+void gather_rows(const Backend&, ConstDenseView<T>, std::span<const LocalId>, DenseView<T>) {
+  not_compiled("gather_rows");
+}
+
+template <typename T>
+void scatter_add_rows(const Backend&, ConstDenseView<T>, std::span<const LocalId>, DenseView<T>) {
+  not_compiled("scatter_add_rows");
+}
+
 template <typename T> void add_bias(const Backend&, DenseView<T>, std::span<const T>) {
   not_compiled("add_bias");
 }

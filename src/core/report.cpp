@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -53,6 +54,34 @@ void RunReport::append(std::string_view key,
   nlohmann::json object = nlohmann::json::object();
   for (const auto& [name, value] : fields) object[name] = value;
   array.push_back(std::move(object));
+}
+
+namespace {
+
+/// The node at a dotted key, or nullptr.
+const nlohmann::json* find(const nlohmann::json& root, std::string_view key) {
+  const nlohmann::json* node = &root;
+  std::size_t start = 0;
+  while (start <= key.size()) {
+    const std::size_t dot = std::min(key.find('.', start), key.size());
+    const std::string part(key.substr(start, dot - start));
+    if (!node->is_object() || !node->contains(part)) return nullptr;
+    node = &(*node)[part];
+    start = dot + 1;
+  }
+  return node;
+}
+
+}  // namespace
+
+bool RunReport::has(std::string_view key) const { return find(impl_->root, key) != nullptr; }
+
+double RunReport::get_number(std::string_view key) const {
+  const nlohmann::json* node = find(impl_->root, key);
+  if (node == nullptr || !node->is_number()) {
+    throw InvalidArgument("the run report has no number at '" + std::string(key) + "'");
+  }
+  return node->get<double>();
 }
 
 std::string RunReport::dump() const { return impl_->root.dump(2); }

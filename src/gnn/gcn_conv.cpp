@@ -20,6 +20,7 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
       bias_(detail::make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",
                                  out_features, bias)),
       mid_(backend),
+      x_local_(backend),
       output_(backend),
       d_mid_(backend),
       d_input_(backend) {
@@ -30,26 +31,87 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
 }
 
 template <typename T>
+void GcnConv<T>::distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+  if (halo == nullptr || halo->plan().n_owned() != adjacency_->rows() ||
+      halo->plan().n_local() != adjacency_->cols() || n_interior < 0 ||
+      n_interior > adjacency_->rows()) {
+    throw DimensionMismatch(name() + ": the halo plan does not fit adjacency " +
+                            adjacency_->shape() + " with " + std::to_string(n_interior) +
+                            " interior rows");
+  }
+  halo_ = halo;
+  n_interior_ = n_interior;
+}
+
+namespace {
+
+/// y = Â · x, the interior rows [0, n_interior) while `request` is in flight, the rest after.
+/// Â: [m, n_local], x: [n_local, f] whose ghost rows `request` is filling, y: [m, f].
+template <typename T>
+void aggregate_overlapped(const Backend& backend, comm::HaloExchange<T>& halo,
+                          typename comm::HaloExchange<T>::Request& request, CsrView<T> a,
+                          std::int64_t n_interior, ConstDenseView<T> x, DenseView<T> y) {
+  ops::spmm(backend, a.row_slice(0, n_interior), x, y.slice_rows(0, n_interior));
+  halo.wait(request);
+  ops::spmm(backend, a.row_slice(n_interior, a.rows), x, y.slice_rows(n_interior, a.rows));
+}
+
+/// dx = Âᵀ · dy on all local rows, ghost rows first so their scatter-add to the owners runs
+/// while the owned rows are computed; the owners' contributions are added last. Âᵀ: [n_local,
+/// n_owned], dy: [n_owned, f], dx: [n_local, f]; on return dx's owned rows are complete.
+template <typename T>
+void transpose_aggregate_overlapped(const Backend& backend, comm::HaloExchange<T>& halo,
+                                    CsrView<T> a_t, ConstDenseView<T> dy, DenseView<T> dx) {
+  const std::int64_t n_owned = halo.plan().n_owned();
+  ops::spmm(backend, a_t.row_slice(n_owned, a_t.rows), dy, dx.slice_rows(n_owned, a_t.rows));
+  auto request = halo.start_scatter_add(dx);
+  ops::spmm(backend, a_t.row_slice(0, n_owned), dy, dx.slice_rows(0, n_owned));
+  halo.wait(request);
+}
+
+}  // namespace
+
+template <typename T>
 Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
-  if (x.cols() != in || x.rows() != adjacency_->cols()) {
+  const std::int64_t n = adjacency_->rows(), n_local = adjacency_->cols();
+  // Distributed, an input of the owned rows only gets its ghost rows from the halo.
+  const bool exchange = halo_ != nullptr && x.rows() == n && n != n_local;
+  if (x.cols() != in || (x.rows() != n_local && !exchange)) {
     throw DimensionMismatch(name() + ": input " + shape_string(x.rows(), x.cols()) +
                             " does not fit adjacency " + adjacency_->shape() + " and weight " +
                             weight_.value.shape());
   }
-  const std::int64_t n = adjacency_->rows();
+  if (exchange && x.is_sparse()) {
+    throw InvalidArgument(name() + ": a sparse input must come with its ghost rows");
+  }
   DenseView<T> y = output_.get(n, out);
   if (transform_first_) {
-    DenseView<T> xw = mid_.get(x.rows(), out);  // [n_in_rows, out]
-    detail::multiply_weight(*backend_, x, weight_.value.cview(), xw);
-    ops::spmm(*backend_, adjacency_->view(), ConstDenseView<T>(xw), y);
+    DenseView<T> xw = mid_.get(n_local, out);  // [n_local, out]: x·W, ghost rows from the halo
+    if (exchange) {
+      detail::multiply_weight(*backend_, x, weight_.value.cview(), xw.slice_rows(0, n));
+      auto request = halo_->start_gather(xw);
+      aggregate_overlapped(*backend_, *halo_, request, adjacency_->view(), n_interior_,
+                           ConstDenseView<T>(xw), y);
+    } else {
+      detail::multiply_weight(*backend_, x, weight_.value.cview(), xw);
+      ops::spmm(*backend_, adjacency_->view(), ConstDenseView<T>(xw), y);
+    }
   } else {
     if (x.is_sparse()) {
       throw InvalidArgument(name() + ": aggregate-first needs a dense input; use transform-first "
                                      "for sparse features");
     }
     DenseView<T> ax = mid_.get(n, in);  // [n, in]
-    ops::spmm(*backend_, adjacency_->view(), x.dense, ax);
+    if (exchange) {
+      DenseView<T> x_local = x_local_.get(n_local, in);  // [n_local, in]
+      ops::copy(*backend_, x.dense, x_local.slice_rows(0, n));
+      auto request = halo_->start_gather(x_local);
+      aggregate_overlapped(*backend_, *halo_, request, adjacency_->view(), n_interior_,
+                           ConstDenseView<T>(x_local), ax);
+    } else {
+      ops::spmm(*backend_, adjacency_->view(), x.dense, ax);
+    }
     ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::No, T{1}, ConstDenseView<T>(ax),
               weight_.value.cview(), T{0}, y);
   }
@@ -61,15 +123,27 @@ template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
+  const std::int64_t n = adjacency_->rows(), n_local = adjacency_->cols();
+  const bool exchange = halo_ != nullptr && ctx.input.rows() == n && n != n_local;
   if (input_mode != GradientMode::Ignore && ctx.input.is_sparse()) {
     throw InvalidArgument(name() + ": no gradient for a sparse input");
+  }
+  if (input_mode != GradientMode::Ignore && halo_ != nullptr && !exchange) {
+    throw InvalidArgument(name() + ": no input gradient for an input with ghost rows (the "
+                                   "owners' rows would miss the ghosts' share)");
   }
   detail::bias_gradient(*backend_, d_output, bias_, param_mode);
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
   if (transform_first_) {
-    // y = Â·(x·W): d(xW) = Âᵀ·dy; dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
-    DenseView<T> d_xw = d_mid_.get(ctx.input.rows(), out);
-    ops::spmm(*backend_, adjacency_t_->view(), d_output, d_xw);
+    // y = Â·(x·W): d(xW) = Âᵀ·dy; dW = xᵀ·d(xW); dx = d(xW)·Wᵀ. Distributed, the ghost rows of
+    // d(xW) belong to their owners' rows of x·W and are added there.
+    DenseView<T> d_xw = d_mid_.get(n_local, out);  // [n_local, out]
+    if (exchange) {
+      transpose_aggregate_overlapped(*backend_, *halo_, adjacency_t_->view(), d_output, d_xw);
+      d_xw = d_xw.slice_rows(0, n);
+    } else {
+      ops::spmm(*backend_, adjacency_t_->view(), d_output, d_xw);
+    }
     detail::weight_gradient(*backend_, ctx.input, ConstDenseView<T>(d_xw), weight_, param_mode,
                             d_input_);
     if (input_mode == GradientMode::Ignore) return {};
@@ -79,7 +153,6 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
     return dx;
   }
   // y = (Â·x)·W: dW = (Âx)ᵀ·dy; d(Âx) = dy·Wᵀ; dx = Âᵀ·d(Âx).
-  const std::int64_t n = adjacency_->rows();
   DenseView<T> ax = mid_.get(n, in);
   detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(ax)), d_output, weight_,
                           param_mode, d_input_);
@@ -90,7 +163,12 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   DenseView<T> d_ax = d_mid_.get(n, in);
   ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, d_output,
             weight_.value.cview(), T{0}, d_ax);
-  DenseView<T> dx = d_input_.get(ctx.input.rows(), in);
+  DenseView<T> dx = d_input_.get(n_local, in);  // [n_local, in]
+  if (exchange) {
+    transpose_aggregate_overlapped(*backend_, *halo_, adjacency_t_->view(),
+                                   ConstDenseView<T>(d_ax), dx);
+    return dx.slice_rows(0, n);
+  }
   ops::spmm(*backend_, adjacency_t_->view(), ConstDenseView<T>(d_ax), dx);
   return dx;
 }
@@ -110,7 +188,8 @@ std::string GcnConv<T>::name() const {
 
 template <typename T>
 std::size_t GcnConv<T>::bytes() const {
-  return 2 * (weight_.value.bytes() + bias_.value.bytes()) + mid_.bytes() + output_.bytes() +
+  return 2 * (weight_.value.bytes() + bias_.value.bytes()) + mid_.bytes() + x_local_.bytes() +
+         output_.bytes() +
          d_mid_.bytes() + d_input_.bytes();
 }
 

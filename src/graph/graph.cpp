@@ -155,30 +155,25 @@ CsrT<T> transpose(const CsrT<T>& a) {
 template CsrT<float> transpose(const CsrT<float>&);
 template CsrT<double> transpose(const CsrT<double>&);
 
-Csr gcn_normalize(const Csr& a) {
-  if (a.rows() != a.cols()) {
-    throw DimensionMismatch("gcn_normalize needs a square adjacency, got " + a.shape());
-  }
-  const std::int64_t n = a.rows();
+namespace {
+
+/// Â from A: a unit self-loop is added at (r, r) of rows that lack one, and every value is
+/// scaled by inv_sqrt_degree[r] · inv_sqrt_degree[c]. a: [m, n] with m <= n; inv_sqrt_degree: [n].
+Csr normalize_with(const Csr& a, const std::vector<float>& inv_sqrt_degree) {
+  const std::int64_t m = a.rows();
   const Offset* rp = a.row_ptr();
   const LocalId* col = a.col();
-
-  // Row sizes of A + I and the degrees D of A + I.
-  std::vector<Offset> count(n);
-  std::vector<float> inv_sqrt_degree(n);
+  std::vector<Offset> count(m);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < n; ++r) {
+  for (std::int64_t r = 0; r < m; ++r) {
     const bool has_loop = std::binary_search(col + rp[r], col + rp[r + 1], static_cast<LocalId>(r));
-    double degree = has_loop ? 0.0 : 1.0;
-    for (Offset k = rp[r]; k < rp[r + 1]; ++k) degree += a.val()[k];
     count[r] = rp[r + 1] - rp[r] + (has_loop ? 0 : 1);
-    inv_sqrt_degree[r] = degree > 0.0 ? static_cast<float>(1.0 / std::sqrt(degree)) : 0.0f;
   }
 
-  Csr out(a.backend(), n, n, std::accumulate(count.begin(), count.end(), Offset{0}));
+  Csr out(a.backend(), m, a.cols(), std::accumulate(count.begin(), count.end(), Offset{0}));
   exclusive_scan(count, out.row_ptr());
 #pragma omp parallel for schedule(static)
-  for (std::int64_t r = 0; r < n; ++r) {
+  for (std::int64_t r = 0; r < m; ++r) {
     Offset dst = out.row_ptr()[r];
     bool placed_loop = false;
     const auto emit = [&](LocalId c, float v) {
@@ -196,6 +191,44 @@ Csr gcn_normalize(const Csr& a) {
     if (!placed_loop) emit(static_cast<LocalId>(r), 1.0f);
   }
   return out;
+}
+
+float inv_sqrt(double degree) {
+  return degree > 0.0 ? static_cast<float>(1.0 / std::sqrt(degree)) : 0.0f;
+}
+
+}  // namespace
+
+Csr gcn_normalize(const Csr& a) {
+  if (a.rows() != a.cols()) {
+    throw DimensionMismatch("gcn_normalize needs a square adjacency, got " + a.shape());
+  }
+  const std::int64_t n = a.rows();
+  const Offset* rp = a.row_ptr();
+  const LocalId* col = a.col();
+
+  // Degrees of A + I: row sums of A plus the self-loop a row lacks.
+  std::vector<float> inv_sqrt_degree(n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    const bool has_loop = std::binary_search(col + rp[r], col + rp[r + 1], static_cast<LocalId>(r));
+    double degree = has_loop ? 0.0 : 1.0;
+    for (Offset k = rp[r]; k < rp[r + 1]; ++k) degree += a.val()[k];
+    inv_sqrt_degree[r] = inv_sqrt(degree);
+  }
+  return normalize_with(a, inv_sqrt_degree);
+}
+
+Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree) {
+  if (a.rows() > a.cols() || static_cast<std::int64_t>(degree.size()) != a.cols()) {
+    throw DimensionMismatch("gcn_normalize_tile: rows " + a.shape() + " with " +
+                            std::to_string(degree.size()) + " degrees; need rows <= columns and "
+                            "one degree per column");
+  }
+  std::vector<float> inv_sqrt_degree(degree.size());
+  for (std::size_t c = 0; c < degree.size(); ++c)
+    inv_sqrt_degree[c] = inv_sqrt(static_cast<double>(degree[c]) + 1.0);
+  return normalize_with(a, inv_sqrt_degree);
 }
 
 bool is_symmetric(const Csr& a) {

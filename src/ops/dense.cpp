@@ -3,6 +3,8 @@
 #include "src/ops/checks.hpp"
 #include "tessera/ops/ops.hpp"
 
+#include <string>
+
 namespace tessera::ops {
 
 template <typename T>
@@ -38,6 +40,52 @@ template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, Den
     return kernels::cpu::copy(backend, x, y);
   case DeviceKind::Cuda:
     return kernels::cuda::copy(backend, x, y);
+  }
+}
+
+namespace {
+
+/// rows[i] must index one of `n` rows.
+void check_row_ids(const char* op, std::span<const LocalId> rows, std::int64_t n) {
+  for (const LocalId r : rows) {
+    if (r < 0 || r >= n) {
+      throw InvalidArgument(std::string(op) + ": row " + std::to_string(r) + " outside [0, " +
+                            std::to_string(n) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                 DenseView<T> out) {
+  if (out.rows != static_cast<std::int64_t>(rows.size()) || out.cols != x.cols) {
+    detail::throw_mismatch("gather_rows", "out of [rows.size(), x.cols]", "x", detail::shape(x),
+                           "out", detail::shape(out));
+  }
+  check_row_ids("gather_rows", rows, x.rows);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::gather_rows(backend, x, rows, out);
+  case DeviceKind::Cuda:
+    return kernels::cuda::gather_rows(backend, x, rows, out);
+  }
+}
+
+template <typename T>
+void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                      DenseView<T> out) {
+  if (x.rows != static_cast<std::int64_t>(rows.size()) || out.cols != x.cols) {
+    detail::throw_mismatch("scatter_add_rows", "x of [rows.size(), out.cols]", "x",
+                           detail::shape(x), "out", detail::shape(out));
+  }
+  check_row_ids("scatter_add_rows", rows, out.rows);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::scatter_add_rows(backend, x, rows, out);
+  case DeviceKind::Cuda:
+    return kernels::cuda::scatter_add_rows(backend, x, rows, out);
   }
 }
 
@@ -89,6 +137,14 @@ template void gemm<double>(const Backend&, Transpose, Transpose, double, ConstDe
                            ConstDenseView<double>, double, DenseView<double>);
 template void copy<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void copy<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
+template void gather_rows<float>(const Backend&, ConstDenseView<float>, std::span<const LocalId>,
+                                 DenseView<float>);
+template void gather_rows<double>(const Backend&, ConstDenseView<double>,
+                                  std::span<const LocalId>, DenseView<double>);
+template void scatter_add_rows<float>(const Backend&, ConstDenseView<float>,
+                                      std::span<const LocalId>, DenseView<float>);
+template void scatter_add_rows<double>(const Backend&, ConstDenseView<double>,
+                                       std::span<const LocalId>, DenseView<double>);
 template void add_bias<float>(const Backend&, DenseView<float>, std::span<const float>);
 template void add_bias<double>(const Backend&, DenseView<double>, std::span<const double>);
 template void axpy<float>(const Backend&, float, std::span<const float>, std::span<float>);

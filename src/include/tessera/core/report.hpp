@@ -30,6 +30,11 @@ class RunReport {
   /// Appends a JSON object given as (name, value) pairs to the array at `key`.
   void append(std::string_view key, const std::vector<std::pair<std::string, double>>& fields);
 
+  /// Whether a value is stored at `key`.
+  bool has(std::string_view key) const;
+  /// The number at `key`; throws InvalidArgument when there is none.
+  double get_number(std::string_view key) const;
+
   /// The report as indented JSON text.
   std::string dump() const;
   /// Writes the report to `path` atomically (temporary file, then rename). Throws IoError.

@@ -142,7 +142,13 @@ struct CsrView {
   const LocalId* col = nullptr;
   const T* val = nullptr;
 
-  std::int64_t nnz() const noexcept { return rows == 0 ? 0 : row_ptr[rows]; }
+  std::int64_t nnz() const noexcept { return rows == 0 ? 0 : row_ptr[rows] - row_ptr[0]; }
+
+  /// Rows [begin, end) as a matrix of their own: same columns, row_ptr offsets still index the
+  /// whole matrix's col and val (every kernel reads col[row_ptr[r]] ... col[row_ptr[r + 1]]).
+  CsrView row_slice(std::int64_t begin, std::int64_t end) const noexcept {
+    return {end - begin, cols, row_ptr + begin, col, val};
+  }
 };
 
 /// An owning CSR matrix. Csr = CsrT<float>.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 
@@ -20,6 +21,15 @@ enum class GcnOrder {
 
 /// One graph convolution over a fixed normalized adjacency. The adjacency and its transpose
 /// (the same object for a symmetric graph) must outlive the layer.
+///
+/// Distributed (see distribute()), the adjacency is one rank's tile Â: [n_owned, n_local] in
+/// owned-then-ghost numbering, and the input is either
+///  - [n_local, in]: ghost rows already present (the cached input features of layer 0): no
+///    exchange at all, forward or backward;
+///  - [n_owned, in]: the ghost rows are gathered from their owners — of x (aggregate first) or
+///    of x·W (transform first), whichever is narrower — while the interior rows aggregate; the
+///    backward scatter-adds the ghost rows' gradient (of the same width) to their owners, and
+///    only when a gradient needs it.
 template <typename T>
 class GcnConv final : public Module<T> {
  public:
@@ -37,6 +47,12 @@ class GcnConv final : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override;
 
+  /// Makes the layer run on a tile: `halo` (outliving the layer) moves its ghost rows, and the
+  /// owned rows [0, n_interior) read no ghost (see partition::order_interior_first).
+  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
+  /// The layer's exchanges (nullptr when not distributed).
+  const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
+
   bool transforms_first() const noexcept { return transform_first_; }
   Parameter<T>& weight() { return weight_; }
   const Parameter<T>& weight() const { return weight_; }
@@ -46,9 +62,12 @@ class GcnConv final : public Module<T> {
   const CsrT<T>* adjacency_;
   const CsrT<T>* adjacency_t_;
   bool transform_first_;
+  comm::HaloExchange<T>* halo_ = nullptr;
+  std::int64_t n_interior_ = 0;
   Parameter<T> weight_;  // [in, out]
   Parameter<T> bias_;    // [1, out] or empty
   Workspace<T> mid_;     // [n, out] = x·W (transform first) or [n, in] = Â·x (aggregate first)
+  Workspace<T> x_local_; // [n_local, in]: the input with its ghost rows (aggregate first, halo)
   Workspace<T> output_;  // [n, out]
   Workspace<T> d_mid_;   // gradient of mid_
   Workspace<T> d_input_; // [n, in]

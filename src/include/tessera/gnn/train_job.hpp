@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "tessera/comm/communicator.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/trainer.hpp"
+#include "tessera/partition/partition.hpp"
 
 namespace tessera::gnn {
 
@@ -25,6 +27,17 @@ struct TrainJob {
   int num_layers = 2;
   GcnConfig model;  ///< layer_sizes inside are filled from the fields above
   TrainConfig train;
+
+  /// The job's ranks. Null or one rank without partition_dir: the whole graph in one process.
+  std::shared_ptr<comm::Communicator> comm;
+  /// A partition store with one part per rank: each rank loads only its part (and `dataset`,
+  /// when given, must be the store's dataset). Empty: rank 0 loads and partitions the graph
+  /// with `partition` and sends every rank its tile.
+  std::string partition_dir;
+  partition::Options partition;
+  /// Ghost input features are fetched once and reused every epoch (exact). Off only to measure
+  /// what the cache saves.
+  bool cache_input_features = true;
 };
 
 struct TrainOutcome {
@@ -33,8 +46,10 @@ struct TrainOutcome {
   RunReport report;
 };
 
-/// Loads the dataset, builds Â and the model, trains, and fills the report. `log` receives
-/// human-readable setup lines; `on_epoch` each epoch's stats.
+/// Loads the dataset (or this rank's tile), builds Â and the model, trains, and fills the
+/// report. `log` receives human-readable setup lines; `on_epoch` each epoch's stats. With a
+/// communicator of several ranks (or a partition store): collective, every rank returns the
+/// same metrics, and the report holds per-rank figures as max/mean/min.
 TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const std::string&)>& log,
                            const std::function<void(const EpochStats&)>& on_epoch = {});
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tessera/core/tensor.hpp"
@@ -35,6 +36,11 @@ CsrT<T> transpose(const CsrT<T>& a);
 /// Â = D^-1/2 (A + I) D^-1/2 for a square A: a unit self-loop is added to rows that lack one,
 /// and D is the row sum of A + I. Values of A are used as edge weights.
 Csr gcn_normalize(const Csr& a);
+
+/// Â for one rank's tile: a: [n_owned, n_local] unweighted rows of the owned vertices, whose
+/// local ids are 0..n_owned-1 (self-loop at (r, r)); degree: [n_local] global degrees without
+/// self-loops. Gives the same values as gcn_normalize of the whole graph on those rows.
+Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree);
 
 /// True when A equals Aᵀ in structure and values.
 bool is_symmetric(const Csr& a);

@@ -42,6 +42,18 @@ void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
 template <typename T>
 void copy(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 
+/// out[i, :] = x[rows[i], :] (packs the rows a halo sends). x: [n, f], rows: [m] in [0, n),
+/// out: [m, f].
+template <typename T>
+void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                 DenseView<T> out);
+
+/// out[rows[i], :] += x[i, :] (adds received halo rows into their owners). x: [m, f], rows: [m]
+/// distinct, in [0, n), out: [n, f].
+template <typename T>
+void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                      DenseView<T> out);
+
 /// x[r, :] += bias for every row. x: [n, f], bias: [f].
 template <typename T>
 void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias);

@@ -2,7 +2,9 @@
 // numbering, with the owned rows' features, labels and split.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,5 +44,16 @@ enum class Reorder { None, Rcm };
 /// The tile of `part`: built from the whole dataset (only the partitioner does this).
 LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& partition,
                              int part, Reorder reorder = Reorder::None);
+
+/// Renumbers the owned rows so the interior ones (no ghost neighbour) come first, keeping the
+/// relative order within each group; returns the interior count. Everything indexed by owned
+/// row (ids, degrees, adjacency rows and columns, features, labels, splits) follows. Lets a
+/// rank aggregate rows [0, n_interior) while the ghost rows are still in flight.
+std::int64_t order_interior_first(LocalGraph& tile);
+
+/// The tile as one byte string and back, to hand a tile from the partitioning rank to its
+/// owner. Throws FormatError when the bytes are not a whole tile.
+std::vector<std::byte> tile_to_bytes(const LocalGraph& tile);
+LocalGraph tile_from_bytes(const BackendPtr& backend, std::span<const std::byte> bytes);
 
 }  // namespace tessera::partition

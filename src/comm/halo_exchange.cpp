@@ -1,0 +1,239 @@
+// Halo gather and scatter-add: pack, post, and (for scatter-add) unpack-add on wait.
+#include "tessera/comm/halo_exchange.hpp"
+
+#include <fmt/core.h>
+#include <algorithm>
+#include <vector>
+
+#include "tessera/core/error.hpp"
+#include "tessera/core/timer.hpp"
+#include "tessera/ops/ops.hpp"
+
+namespace tessera::comm {
+
+namespace {
+
+template <typename T>
+std::span<const std::byte> row_bytes(ConstDenseView<T> x, std::int64_t begin, std::int64_t count) {
+  return std::as_bytes(std::span<const T>(x.data + begin * x.cols,
+                                          static_cast<std::size_t>(count * x.cols)));
+}
+
+template <typename T>
+std::span<std::byte> row_bytes(DenseView<T> x, std::int64_t begin, std::int64_t count) {
+  return std::as_writable_bytes(
+      std::span<T>(x.data + begin * x.cols, static_cast<std::size_t>(count * x.cols)));
+}
+
+}  // namespace
+
+template <typename T>
+HaloExchange<T>::HaloExchange(std::shared_ptr<Communicator> comm,
+                              std::shared_ptr<const HaloPlan> plan, BackendPtr backend, int tag)
+    : comm_(std::move(comm)), plan_(std::move(plan)), backend_(std::move(backend)), tag_(tag) {}
+
+template <typename T>
+void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
+  if (x.rows != plan_->n_local()) {
+    throw DimensionMismatch(fmt::format("halo {} on rank {}: matrix {} has {} rows, the plan "
+                                        "{} ({} owned + {} ghost)",
+                                        what, comm_->rank(), shape_string(x.rows, x.cols), x.rows,
+                                        plan_->n_local(), plan_->n_owned(), plan_->n_ghost()));
+  }
+}
+
+template <typename T>
+DenseView<T> HaloExchange<T>::buffer(std::int64_t width) {
+  const std::int64_t size = plan_->num_send_rows() * width;
+  if (buffer_.size() < size) buffer_ = Buffer<T>(backend_, size);
+  return DenseView<T>(buffer_.data(), plan_->num_send_rows(), width);
+}
+
+template <typename T>
+typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) {
+  check_shape("gather", x);
+  const Stopwatch clock;
+  const std::int64_t n_owned = plan_->n_owned();
+  DenseView<T> packed = buffer(x.cols);  // [num_send_rows, w]
+  ops::gather_rows(*backend_, ConstDenseView<T>(x), std::span<const LocalId>(plan_->send_rows()),
+                   packed);
+
+  std::vector<SendMessage> sends;
+  std::vector<RecvMessage> recvs;
+  for (const HaloPlan::Block& b : plan_->send_blocks())
+    sends.push_back({b.peer, row_bytes(ConstDenseView<T>(packed), b.begin, b.count)});
+  for (const HaloPlan::Block& b : plan_->recv_blocks())
+    recvs.push_back({b.peer, row_bytes(x, n_owned + b.begin, b.count)});
+
+  Request request;
+  request.kind_ = Request::Kind::Gather;
+  request.x_ = x;
+  request.pending_ = comm_->start_exchange(sends, recvs, tag_);
+  ++stats_.exchanges;
+  stats_.bytes_sent += static_cast<std::int64_t>(packed.size() * sizeof(T));
+  stats_.bytes_received += static_cast<std::int64_t>(plan_->n_ghost() * x.cols * sizeof(T));
+  stats_.start_seconds += clock.seconds();
+  return request;
+}
+
+template <typename T>
+typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T> dx) {
+  check_shape("scatter-add", dx);
+  const Stopwatch clock;
+  const std::int64_t n_owned = plan_->n_owned();
+  DenseView<T> received = buffer(dx.cols);  // [num_send_rows, w]
+
+  std::vector<SendMessage> sends;
+  std::vector<RecvMessage> recvs;
+  for (const HaloPlan::Block& b : plan_->recv_blocks())
+    sends.push_back({b.peer, row_bytes(ConstDenseView<T>(dx), n_owned + b.begin, b.count)});
+  for (const HaloPlan::Block& b : plan_->send_blocks())
+    recvs.push_back({b.peer, row_bytes(received, b.begin, b.count)});
+
+  Request request;
+  request.kind_ = Request::Kind::ScatterAdd;
+  request.x_ = dx;
+  request.pending_ = comm_->start_exchange(sends, recvs, tag_);
+  ++stats_.exchanges;
+  stats_.bytes_sent += static_cast<std::int64_t>(plan_->n_ghost() * dx.cols * sizeof(T));
+  stats_.bytes_received += static_cast<std::int64_t>(received.size() * sizeof(T));
+  stats_.start_seconds += clock.seconds();
+  return request;
+}
+
+template <typename T>
+void HaloExchange<T>::wait(Request& request) {
+  if (!request.active()) throw InvalidArgument("HaloExchange::wait on a request not started");
+  const Stopwatch clock;
+  request.pending_->wait();
+  request.pending_.reset();
+  if (request.kind_ == Request::Kind::ScatterAdd) {
+    // A row read by several peers appears once per peer block: add block by block (rows are
+    // distinct within a block), in rank order.
+    const DenseView<T> received = buffer(request.x_.cols);
+    const std::span<const LocalId> rows(plan_->send_rows());
+    for (const HaloPlan::Block& b : plan_->send_blocks()) {
+      const ConstDenseView<T> block(received.data + b.begin * received.cols, b.count,
+                                    received.cols);
+      ops::scatter_add_rows(*backend_, block,
+                            rows.subspan(static_cast<std::size_t>(b.begin),
+                                         static_cast<std::size_t>(b.count)),
+                            request.x_);
+    }
+  }
+  stats_.wait_seconds += clock.seconds();
+}
+
+template <typename T>
+void HaloExchange<T>::gather(DenseView<T> x) {
+  Request request = start_gather(x);
+  wait(request);
+}
+
+template <typename T>
+void HaloExchange<T>::scatter_add(DenseView<T> dx) {
+  Request request = start_scatter_add(dx);
+  wait(request);
+}
+
+namespace {
+
+constexpr int kSparseCountTag = 7010;
+constexpr int kSparseRowTag = 7011;
+
+template <typename T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v, std::int64_t begin, std::int64_t count) {
+  return std::as_bytes(std::span<const T>(v).subspan(static_cast<std::size_t>(begin),
+                                                     static_cast<std::size_t>(count)));
+}
+
+template <typename T>
+std::span<std::byte> bytes_of(T* data, std::int64_t begin, std::int64_t count) {
+  return std::as_writable_bytes(std::span<T>(data + begin, static_cast<std::size_t>(count)));
+}
+
+}  // namespace
+
+Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
+                       HaloStats* stats) {
+  if (owned.rows() != plan.n_owned()) {
+    throw DimensionMismatch(fmt::format("gather_sparse_rows on rank {}: matrix {} for {} owned rows",
+                                        comm.rank(), owned.shape(), plan.n_owned()));
+  }
+  const std::int64_t n_owned = plan.n_owned();
+  // 1. Row lengths of the rows each peer reads, and of our ghost rows.
+  std::vector<Offset> send_length(static_cast<std::size_t>(plan.num_send_rows()));
+  for (std::size_t i = 0; i < send_length.size(); ++i) {
+    const LocalId r = plan.send_rows()[i];
+    send_length[i] = owned.row_ptr()[r + 1] - owned.row_ptr()[r];
+  }
+  std::vector<Offset> ghost_length(static_cast<std::size_t>(plan.n_ghost()));
+  {
+    std::vector<SendMessage> sends;
+    std::vector<RecvMessage> recvs;
+    for (const HaloPlan::Block& b : plan.send_blocks())
+      sends.push_back({b.peer, bytes_of(send_length, b.begin, b.count)});
+    for (const HaloPlan::Block& b : plan.recv_blocks())
+      recvs.push_back({b.peer, bytes_of(ghost_length.data(), b.begin, b.count)});
+    comm.start_exchange(sends, recvs, kSparseCountTag)->wait();
+  }
+
+  // 2. The local matrix: owned rows copied, ghost rows' space reserved from their lengths.
+  const Offset owned_nnz = owned.nnz();
+  Offset ghost_nnz = 0;
+  for (const Offset length : ghost_length) ghost_nnz += length;
+  Csr local(owned.backend(), plan.n_local(), owned.cols(), owned_nnz + ghost_nnz);
+  std::copy_n(owned.row_ptr(), n_owned + 1, local.row_ptr());
+  std::copy_n(owned.col(), owned_nnz, local.col());
+  std::copy_n(owned.val(), owned_nnz, local.val());
+  for (std::int64_t g = 0; g < plan.n_ghost(); ++g)
+    local.row_ptr()[n_owned + g + 1] = local.row_ptr()[n_owned + g] + ghost_length[g];
+
+  // 3. Columns and values of the rows each peer reads, packed per block.
+  std::vector<LocalId> send_col;
+  std::vector<float> send_val;
+  std::vector<std::int64_t> block_begin;  // per send block, offset into send_col
+  for (const HaloPlan::Block& b : plan.send_blocks()) {
+    block_begin.push_back(static_cast<std::int64_t>(send_col.size()));
+    for (std::int64_t i = b.begin; i < b.begin + b.count; ++i) {
+      const LocalId r = plan.send_rows()[i];
+      send_col.insert(send_col.end(), owned.col() + owned.row_ptr()[r], owned.col() + owned.row_ptr()[r + 1]);
+      send_val.insert(send_val.end(), owned.val() + owned.row_ptr()[r], owned.val() + owned.row_ptr()[r + 1]);
+    }
+  }
+  block_begin.push_back(static_cast<std::int64_t>(send_col.size()));
+  std::vector<SendMessage> sends;
+  std::vector<RecvMessage> recvs;
+  for (std::size_t k = 0; k < plan.send_blocks().size(); ++k) {
+    const int peer = plan.send_blocks()[k].peer;
+    const std::int64_t count = block_begin[k + 1] - block_begin[k];
+    sends.push_back({peer, bytes_of(send_col, block_begin[k], count)});
+    sends.push_back({peer, bytes_of(send_val, block_begin[k], count)});
+  }
+  for (const HaloPlan::Block& b : plan.recv_blocks()) {
+    const Offset begin = local.row_ptr()[n_owned + b.begin];
+    const Offset count = local.row_ptr()[n_owned + b.begin + b.count] - begin;
+    recvs.push_back({b.peer, bytes_of(local.col(), begin, count)});
+    recvs.push_back({b.peer, bytes_of(local.val(), begin, count)});
+  }
+  comm.start_exchange(sends, recvs, kSparseRowTag)->wait();
+  for (std::int64_t k = owned_nnz; k < local.nnz(); ++k) {
+    if (local.col()[k] < 0 || local.col()[k] >= local.cols()) {
+      throw FormatError(fmt::format("gather_sparse_rows on rank {}: received column {} outside "
+                                    "[0, {})", comm.rank(), local.col()[k], local.cols()));
+    }
+  }
+  if (stats != nullptr) {
+    ++stats->exchanges;
+    stats->bytes_sent += static_cast<std::int64_t>(send_length.size() * sizeof(Offset) +
+                                                   send_col.size() * (sizeof(LocalId) + sizeof(float)));
+    stats->bytes_received += static_cast<std::int64_t>(
+        ghost_length.size() * sizeof(Offset) + ghost_nnz * (sizeof(LocalId) + sizeof(float)));
+  }
+  return local;
+}
+
+template class HaloExchange<float>;
+template class HaloExchange<double>;
+
+}  // namespace tessera::comm

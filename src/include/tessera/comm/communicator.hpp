@@ -1,0 +1,97 @@
+// Ranks and the messages between them: an abstract Communicator (collectives and split-phase
+// point-to-point exchanges) and its MPI implementation, with an RAII MPI environment.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tessera::comm {
+
+/// One message of an exchange: the bytes to send to, or receive from, `peer`.
+struct SendMessage {
+  int peer = 0;
+  std::span<const std::byte> data;
+};
+struct RecvMessage {
+  int peer = 0;
+  std::span<std::byte> data;
+};
+
+/// Messages in flight; wait() returns once every send buffer may be reused and every receive
+/// buffer holds its data. Destroying a Pending that was not waited for waits (never throws).
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  virtual void wait() = 0;
+};
+
+/// The ranks of one job. Collective calls must be made by every rank in the same order.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Element-wise sum over all ranks, in place. Collective.
+  virtual void allreduce_sum(std::span<float> values) = 0;
+  virtual void allreduce_sum(std::span<double> values) = 0;
+  virtual void allreduce_sum(std::span<std::int64_t> values) = 0;
+  /// Element-wise maximum over all ranks, in place. Collective.
+  virtual void allreduce_max(std::span<double> values) = 0;
+
+  /// send: [size] one value per destination rank; returns [size] the value each rank sent here.
+  /// Collective.
+  virtual std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) = 0;
+
+  /// Each rank gets `root`'s values of `values` (resized on non-root ranks by the root's count).
+  /// Collective.
+  virtual void broadcast(std::vector<std::byte>& values, int root) = 0;
+
+  /// Every rank's `value`, in rank order. Collective.
+  virtual std::vector<double> allgather(double value) = 0;
+
+  /// Starts sending and receiving the given messages (tag separates concurrent exchanges);
+  /// returns at once. Buffers must stay alive and untouched until wait(). Not collective: only
+  /// the ranks named as peers take part.
+  virtual std::unique_ptr<Pending> start_exchange(std::span<const SendMessage> sends,
+                                                  std::span<const RecvMessage> recvs, int tag) = 0;
+
+  /// Blocking point-to-point transfer of one byte string (used to hand out tiles).
+  virtual void send(std::span<const std::byte> data, int peer, int tag) = 0;
+  virtual std::vector<std::byte> receive(int peer, int tag) = 0;
+
+  virtual void barrier() = 0;
+
+  /// Ends the whole job at once with `code` (every rank exits; used when one rank fails).
+  [[noreturn]] virtual void abort(int code) noexcept = 0;
+
+  /// "MPI (4 ranks)" and the like.
+  virtual std::string describe() const = 0;
+};
+
+/// Initializes MPI (thread level FUNNELED: only the main thread calls MPI while OpenMP threads
+/// compute) and finalizes it when destroyed. Throws MpiError when the library cannot give that
+/// level. When MPI is already initialized it neither initializes nor finalizes.
+class MpiEnvironment {
+ public:
+  MpiEnvironment(int* argc, char*** argv);
+  ~MpiEnvironment();
+  MpiEnvironment(const MpiEnvironment&) = delete;
+  MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+
+ private:
+  bool owns_ = false;
+};
+
+/// A communicator over a duplicate of MPI_COMM_WORLD. Needs an initialized MPI.
+std::shared_ptr<Communicator> make_mpi_communicator();
+
+/// This process's rank in MPI_COMM_WORLD, or 0 when MPI is not initialized; for error messages.
+int world_rank() noexcept;
+
+}  // namespace tessera::comm

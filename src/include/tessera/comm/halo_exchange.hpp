@@ -1,0 +1,91 @@
+// Split-phase halo exchanges over a HaloPlan: gather (owner → ghost) and scatter-add
+// (ghost → owner), with reusable buffers and byte counters.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+
+namespace tessera::comm {
+
+/// What one HaloExchange has moved since it was made (or reset).
+struct HaloStats {
+  std::int64_t exchanges = 0;
+  std::int64_t bytes_sent = 0;
+  std::int64_t bytes_received = 0;
+  double start_seconds = 0.0;  ///< packing and posting messages
+  double wait_seconds = 0.0;   ///< blocked in wait(), including the scatter-add's unpack
+};
+
+/// Exchanges rows of [n_owned + n_ghost, w] matrices laid out as the plan's local numbering.
+/// One exchange may be in flight at a time; every rank of the plan must start the same kind
+/// of exchange with the same width in the same order (each exchange is collective over the
+/// plan's peers).
+template <typename T>
+class HaloExchange {
+ public:
+  /// A started exchange; pass it to wait(). Move-only.
+  class Request {
+   public:
+    Request() = default;
+    bool active() const noexcept { return pending_ != nullptr; }
+
+   private:
+    friend class HaloExchange;
+    enum class Kind { Gather, ScatterAdd };
+    Kind kind_ = Kind::Gather;
+    DenseView<T> x_;
+    std::unique_ptr<Pending> pending_;
+  };
+
+  /// tag: separates this exchange's messages from other exchanges on the same communicator.
+  HaloExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
+               BackendPtr backend, int tag);
+
+  /// Starts filling the ghost rows of x ([n_local, w]) with their owners' rows. The owned rows
+  /// are read now; the ghost rows must not be read or written until wait().
+  Request start_gather(DenseView<T> x);
+  /// Starts adding the ghost rows of dx ([n_local, w]) into their owners' rows on other ranks;
+  /// this rank's owned rows receive the others' contributions at wait(). Ghost rows are left
+  /// as they are; owned rows must not be touched until wait().
+  Request start_scatter_add(DenseView<T> dx);
+  /// Completes the exchange (for scatter-add, adds the received rows, peer by peer in rank
+  /// order, so the sum is the same every run).
+  void wait(Request& request);
+
+  /// gather then wait.
+  void gather(DenseView<T> x);
+  /// scatter-add then wait.
+  void scatter_add(DenseView<T> dx);
+
+  const HaloPlan& plan() const noexcept { return *plan_; }
+  const HaloStats& stats() const noexcept { return stats_; }
+  void reset_stats() noexcept { stats_ = {}; }
+  /// Bytes of the reusable buffers.
+  std::size_t bytes() const noexcept { return buffer_.bytes(); }
+
+ private:
+  void check_shape(const char* what, DenseView<T> x) const;
+  /// [num_send_rows, w] view of the reusable buffer.
+  DenseView<T> buffer(std::int64_t width);
+
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<const HaloPlan> plan_;
+  BackendPtr backend_;
+  int tag_;
+  Buffer<T> buffer_;  // packed rows to send (gather) or received rows (scatter-add)
+  HaloStats stats_;
+};
+
+/// The one-off gather of a sparse matrix's rows: owned: [n_owned, f] CSR; returns [n_local, f]
+/// with the owned rows followed by every ghost row copied from its owner. (Sparse input
+/// features are static: fetched once, then reused.) `stats` (optional) receives the bytes
+/// moved. Collective over the plan's peers.
+Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
+                       HaloStats* stats = nullptr);
+
+}  // namespace tessera::comm
