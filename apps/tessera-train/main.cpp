@@ -207,6 +207,8 @@ int main(int argc, char** argv) {
   try {
     tessera::gnn::TrainJob job = make_job(options);
     job.comm = comm;
+    // With a store, the dataset is the store's unless named explicitly (then it must match).
+    if (!options.partition_dir.empty() && app.count("--dataset") == 0) job.dataset.clear();
     const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
     ProgressPrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const tessera::gnn::EpochStats& s) {

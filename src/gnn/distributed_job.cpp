@@ -184,12 +184,14 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos;
   std::vector<std::int64_t> exchange_widths;  // per convolution, what its halo moves
   for (const auto& module : model.modules()) {
-    if (auto* conv = dynamic_cast<GcnConv<float>*>(module.get())) {
-      halos.push_back(std::make_unique<comm::HaloExchange<float>>(
-          job.comm, plan, backend, kLayerTagBase + static_cast<int>(halos.size())));
-      conv->distribute(halos.back().get(), n_interior);
-      exchange_widths.push_back(std::min(conv->weight().value.rows(), conv->weight().value.cols()));
-    }
+    auto* conv = dynamic_cast<GcnConv<float>*>(module.get());
+    if (conv == nullptr) continue;
+    exchange_widths.push_back(std::min(conv->weight().value.rows(), conv->weight().value.cols()));
+    // The first layer reads the cached ghost input rows and exchanges nothing.
+    if (exchange_widths.size() == 1 && job.cache_input_features) continue;
+    halos.push_back(std::make_unique<comm::HaloExchange<float>>(
+        job.comm, plan, backend, kLayerTagBase + static_cast<int>(exchange_widths.size())));
+    conv->distribute(halos.back().get(), n_interior);
   }
   say(fmt::format("model: {} parameters\n{}", model.num_parameters(), model.summary()));
 
@@ -258,11 +260,16 @@ TrainOutcome run_distributed_job(const TrainJob& job,
                  (i == 0 ? 1.0 : 2.0);
   }
   report.set("comm.broadcast_1d_bytes_per_epoch", broadcast);
-  for (std::size_t i = 0; i < halos.size(); ++i) {
-    std::vector<double> per_rank{static_cast<double>(halos[i]->stats().bytes_sent)};
-    report.set(fmt::format("comm.layer_bytes_sent.conv{}", i), comm.allgather(per_rank[0]));
+  // Per layer and rank, over the whole run (training and evaluation); zero for a layer that
+  // reads cached rows.
+  const std::size_t first_with_halo = exchange_widths.size() - halos.size();
+  for (std::size_t i = 0; i < exchange_widths.size(); ++i) {
+    const comm::HaloStats stats =
+        i < first_with_halo ? comm::HaloStats{} : halos[i - first_with_halo]->stats();
+    report.set(fmt::format("comm.layer_bytes_sent.conv{}", i),
+               comm.allgather(static_cast<double>(stats.bytes_sent)));
     report.set(fmt::format("comm.layer_bytes_received.conv{}", i),
-               comm.allgather(static_cast<double>(halos[i]->stats().bytes_received)));
+               comm.allgather(static_cast<double>(stats.bytes_received)));
   }
   // Every forward pass reads the ghost input rows from the cache instead of the network.
   const auto passes = static_cast<std::int64_t>(result.history.size()) +

@@ -75,9 +75,9 @@ template <typename T>
 Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
   const std::int64_t n = adjacency_->rows(), n_local = adjacency_->cols();
-  // Distributed, an input of the owned rows only gets its ghost rows from the halo.
-  const bool exchange = halo_ != nullptr && x.rows() == n && n != n_local;
-  if (x.cols() != in || (x.rows() != n_local && !exchange)) {
+  // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
+  const bool exchange = halo_ != nullptr;
+  if (x.cols() != in || x.rows() != (exchange ? n : n_local)) {
     throw DimensionMismatch(name() + ": input " + shape_string(x.rows(), x.cols()) +
                             " does not fit adjacency " + adjacency_->shape() + " and weight " +
                             weight_.value.shape());
@@ -124,13 +124,9 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
                                        GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
   const std::int64_t n = adjacency_->rows(), n_local = adjacency_->cols();
-  const bool exchange = halo_ != nullptr && ctx.input.rows() == n && n != n_local;
+  const bool exchange = halo_ != nullptr;
   if (input_mode != GradientMode::Ignore && ctx.input.is_sparse()) {
     throw InvalidArgument(name() + ": no gradient for a sparse input");
-  }
-  if (input_mode != GradientMode::Ignore && halo_ != nullptr && !exchange) {
-    throw InvalidArgument(name() + ": no input gradient for an input with ghost rows (the "
-                                   "owners' rows would miss the ghosts' share)");
   }
   detail::bias_gradient(*backend_, d_output, bias_, param_mode);
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};

@@ -22,14 +22,14 @@ enum class GcnOrder {
 /// One graph convolution over a fixed normalized adjacency. The adjacency and its transpose
 /// (the same object for a symmetric graph) must outlive the layer.
 ///
-/// Distributed (see distribute()), the adjacency is one rank's tile Â: [n_owned, n_local] in
-/// owned-then-ghost numbering, and the input is either
-///  - [n_local, in]: ghost rows already present (the cached input features of layer 0): no
-///    exchange at all, forward or backward;
-///  - [n_owned, in]: the ghost rows are gathered from their owners — of x (aggregate first) or
-///    of x·W (transform first), whichever is narrower — while the interior rows aggregate; the
-///    backward scatter-adds the ghost rows' gradient (of the same width) to their owners, and
-///    only when a gradient needs it.
+/// On one rank's tile the adjacency is Â: [n_owned, n_local] in owned-then-ghost numbering.
+/// Without a halo the input is [n_local, in] with its ghost rows present (the cached input
+/// features of layer 0): nothing is exchanged, and the input gradient, which would miss the
+/// other ranks' share, must not be asked for. With a halo (distribute()) the input is
+/// [n_owned, in] and the ghost rows are gathered from their owners — of x (aggregate first) or
+/// of x·W (transform first), whichever is narrower — while the interior rows aggregate; the
+/// backward scatter-adds the ghost rows' gradient (same width) to their owners, only when a
+/// gradient needs it. Every rank must give the same layers a halo.
 template <typename T>
 class GcnConv final : public Module<T> {
  public:
@@ -47,8 +47,8 @@ class GcnConv final : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override;
 
-  /// Makes the layer run on a tile: `halo` (outliving the layer) moves its ghost rows, and the
-  /// owned rows [0, n_interior) read no ghost (see partition::order_interior_first).
+  /// Makes the layer exchange its ghost rows through `halo` (outliving the layer); the owned
+  /// rows [0, n_interior) read no ghost (see partition::order_interior_first).
   void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
   /// The layer's exchanges (nullptr when not distributed).
   const comm::HaloExchange<T>* halo() const noexcept { return halo_; }

@@ -1,0 +1,222 @@
+// The central property of distributed training: P ranks compute what one process computes —
+// the same per-epoch loss (relative 1e-5) and accuracies with dropout on — on Cora and on a
+// generated graph, with the tile from rank 0 or from a partition store; and the refusals.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <unistd.h>
+
+#include <tessera/tessera.hpp>
+
+#include "tests/mpi/mpi_test_main.hpp"
+#include "tests/test_data.hpp"
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::world;
+
+gnn::TrainJob cora_job(std::uint64_t seed, int epochs) {
+  gnn::TrainJob job;
+  job.dataset = "cora";
+  job.load.data_dir = testing::shared_data_dir();
+  job.threads = 1;
+  job.hidden = 16;
+  job.model.dropout = 0.5f;
+  job.train.epochs = epochs;
+  job.train.seed = seed;
+  return job;
+}
+
+/// Three layers over a community graph: 24 → 32 → 32 → 4, so the first two layers aggregate
+/// first (moving the narrower input) and the last transforms first.
+gnn::TrainJob generated_job() {
+  gnn::TrainJob job;
+  job.dataset = "sbm:nodes=3000,classes=4,avg-degree=8,p-in=0.8,features=24,noise=1.5";
+  job.threads = 1;
+  job.hidden = 32;
+  job.num_layers = 3;
+  job.model.dropout = 0.5f;
+  job.train.epochs = 20;
+  job.train.seed = 7;
+  return job;
+}
+
+gnn::TrainResult serial(gnn::TrainJob job) {
+  job.comm = nullptr;
+  return gnn::run_train_job(job, {}).result;
+}
+
+gnn::TrainResult distributed(gnn::TrainJob job) {
+  job.comm = world();
+  return gnn::run_train_job(job, {}).result;
+}
+
+void expect_same_training(const gnn::TrainResult& one, const gnn::TrainResult& many) {
+  ASSERT_EQ(one.history.size(), many.history.size());
+  for (std::size_t e = 0; e < one.history.size(); ++e) {
+    const gnn::EpochStats& a = one.history[e];
+    const gnn::EpochStats& b = many.history[e];
+    SCOPED_TRACE("epoch " + std::to_string(a.epoch));
+    EXPECT_NEAR(b.train_loss, a.train_loss, 1e-5 * std::abs(a.train_loss));
+    EXPECT_NEAR(b.val.loss, a.val.loss, 1e-5 * std::abs(a.val.loss));
+    EXPECT_DOUBLE_EQ(b.train.accuracy, a.train.accuracy);
+    EXPECT_DOUBLE_EQ(b.val.accuracy, a.val.accuracy);
+    EXPECT_DOUBLE_EQ(b.test.accuracy, a.test.accuracy);
+  }
+}
+
+TEST(DistributedTraining, CoraMatchesOneProcessEveryEpochWithDropout) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  const gnn::TrainJob job = cora_job(3, 20);
+
+  const gnn::TrainResult one = serial(job);
+  const gnn::TrainResult many = distributed(job);
+
+  expect_same_training(one, many);
+}
+
+TEST(DistributedTraining, GeneratedGraphMatchesOneProcessInBothProductOrders) {
+  const gnn::TrainJob job = generated_job();
+
+  const gnn::TrainResult one = serial(job);
+  const gnn::TrainResult many = distributed(job);
+
+  expect_same_training(one, many);
+}
+
+TEST(DistributedTraining, WithoutTheFeatureCacheTheResultIsTheSame) {
+  gnn::TrainJob job = generated_job();
+  job.cache_input_features = false;
+
+  const gnn::TrainResult one = serial(job);
+  const gnn::TrainResult many = distributed(job);
+
+  expect_same_training(one, many);
+}
+
+TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
+  gnn::TrainJob job = generated_job();
+  job.partition.method = partition::Method::Block;
+
+  expect_same_training(serial(job), distributed(job));
+}
+
+/// A partition store of `parts` parts of the job's dataset, written by rank 0 into a folder
+/// every rank can read; removed when destroyed.
+class StoreFolder {
+ public:
+  StoreFolder(const gnn::TrainJob& job, int parts) {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("tessera-mpi-store-" + std::to_string(parts) + "-" + std::to_string(::getppid())))
+                .string();
+    if (world()->rank() == 0) {
+      const auto backend = make_cpu_backend(1);
+      const auto data = datasets::load_dataset(backend, job.dataset, job.load);
+      partition::Options options;
+      options.num_parts = parts;
+      const auto owners = partition::partition_graph(data.adjacency, options);
+      partition::write_store(path_, data, owners, options, partition::Reorder::Rcm,
+                             partition::measure(data.adjacency, owners));
+    }
+    world()->barrier();
+  }
+  ~StoreFolder() {
+    world()->barrier();
+    if (world()->rank() == 0) std::filesystem::remove_all(path_);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(DistributedTraining, EachRankLoadingItsPartFromAStoreMatchesOneProcess) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  gnn::TrainJob job = cora_job(5, 10);
+  const StoreFolder store(job, world()->size());
+  gnn::TrainJob from_store = job;
+  from_store.partition_dir = store.path();
+
+  expect_same_training(serial(job), distributed(from_store));
+}
+
+TEST(DistributedTraining, StoreForAnotherRankCountIsRefusedBeforeTraining) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  gnn::TrainJob job = cora_job(0, 5);
+  const StoreFolder store(job, world()->size() + 1);
+  job.partition_dir = store.path();
+
+  try {
+    distributed(job);
+    FAIL() << "expected a refusal";
+  } catch (const FormatError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("store has " + std::to_string(world()->size() + 1) +
+                                    " parts, this job has " + std::to_string(world()->size()) +
+                                    " ranks"));
+  }
+}
+
+TEST(DistributedTraining, StoreOfAnotherDatasetIsRefused) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  gnn::TrainJob job = cora_job(0, 5);
+  const StoreFolder store(job, world()->size());
+  job.partition_dir = store.path();
+  job.dataset = "citeseer";
+
+  try {
+    distributed(job);
+    FAIL() << "expected a refusal";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("made for dataset 'cora'"));
+  }
+}
+
+TEST(DistributedTraining, ReportHoldsPerRankFiguresAndTheCache) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank without a store trains in one process";
+  gnn::TrainJob job = generated_job();
+  job.train.epochs = 3;
+  job.comm = world();
+
+  const gnn::TrainOutcome outcome = gnn::run_train_job(job, {});
+
+  const RunReport& r = outcome.report;
+  EXPECT_EQ(r.get_number("distributed.ranks"), world()->size());
+  for (const char* key : {"timing.epoch_ms", "timing.compute_ms", "timing.comm_ms",
+                          "timing.wait_ms", "comm.halo_bytes_sent_per_epoch",
+                          "memory.peak_rss_bytes"}) {
+    EXPECT_LE(r.get_number(std::string(key) + ".min"), r.get_number(std::string(key) + ".mean"))
+        << key;
+    EXPECT_LE(r.get_number(std::string(key) + ".mean"), r.get_number(std::string(key) + ".max"))
+        << key;
+  }
+  EXPECT_TRUE(r.has("comm.layer_bytes_sent.conv2"));
+  EXPECT_GT(r.get_number("comm.halo_bytes_per_epoch"), 0.0);
+  EXPECT_GT(r.get_number("halo.cache_hit_rows"), 0.0);
+  EXPECT_LT(r.get_number("comm.halo_bytes_per_epoch"),
+            r.get_number("comm.broadcast_1d_bytes_per_epoch"));
+}
+
+// Published 81.5 %; the 1-process mean is the reference (scripts/bench/accuracy.sh).
+TEST(DistributedTraining, CoraAtFourRanksReachesTheOneProcessMeanAccuracyOverTenSeeds) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  if (world()->size() != 4) GTEST_SKIP() << "the 10-seed accuracy gate runs at 4 ranks";
+  std::vector<double> one, many;
+
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    one.push_back(serial(cora_job(seed, 200)).test_at_best_val.accuracy);
+    many.push_back(distributed(cora_job(seed, 200)).test_at_best_val.accuracy);
+  }
+
+  const double mean_one = std::accumulate(one.begin(), one.end(), 0.0) / 10.0;
+  const double mean_many = std::accumulate(many.begin(), many.end(), 0.0) / 10.0;
+  EXPECT_NEAR(mean_many, mean_one, 0.002);
+  EXPECT_GT(mean_many, 0.80);
+}
+
+}  // namespace
+}  // namespace tessera
