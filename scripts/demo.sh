@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tessera demo: installs missing Debian packages, builds, then trains a 2-layer GCN
-# with tessera-train on its built-in generated graph (100 epochs) and, when the shared
-# datasets are present, on Cora's public Planetoid split (200 epochs).
+# with tessera-train on its built-in generated graph (100 epochs, one process, then 2 MPI
+# ranks that each hold one METIS tile) and, when the shared datasets are present, on Cora's
+# public Planetoid split (200 epochs, one process and 2 ranks).
 #
 # Usage: scripts/demo.sh [--help]
 # Environment: TESSERA_BUILD_DIR (default <repo>/build),
@@ -25,13 +26,20 @@ tessera_build "${TESSERA_BUILD_DIR}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 [[ -x "${train}" ]] || tessera_die "${train} was not built"
 
+# Two ranks on this machine's cores: one OpenMP thread each.
+mpi=(mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+
 tessera_log "training on the built-in generated graph"
 "${train}" --epochs 100
+tessera_log "the same on 2 MPI ranks (rank 0 partitions with METIS, each rank trains its tile)"
+"${mpi[@]}" "${train}" --epochs 100 --log-every 50
 
 data_dir="$(tessera_data_dir)"
 if [[ -n "${data_dir}" && -d "${data_dir}/cora_planetoid" ]]; then
   tessera_log "training on Cora (public split) from ${data_dir}"
   "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200
+  tessera_log "Cora on 2 MPI ranks: the same losses and accuracy"
+  "${mpi[@]}" "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200 --log-every 50
 else
   echo "note: Cora skipped: no datasets found (set TESSERA_DATA_DIR to a folder holding" \
     "cora_planetoid/, or place them in <repo>/../shared/datasets)." >&2

@@ -115,13 +115,6 @@ void report_spread(RunReport& report, comm::Communicator& comm, const std::strin
   report.set(key + ".min", *std::min_element(all.begin(), all.end()));
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  return values[mid];
-}
-
 /// Medians over the training steps after the first (which allocates) of one per-epoch figure.
 template <typename F>
 double step_median(const TrainResult& result, F figure) {
@@ -200,13 +193,7 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   distribution.rows = ops::RowIds{local_ids.data(), 0};
   distribution.halo_totals = [&halos] {
     comm::HaloStats sum;
-    for (const auto& h : halos) {
-      sum.exchanges += h->stats().exchanges;
-      sum.bytes_sent += h->stats().bytes_sent;
-      sum.bytes_received += h->stats().bytes_received;
-      sum.start_seconds += h->stats().start_seconds;
-      sum.wait_seconds += h->stats().wait_seconds;
-    }
+    for (const auto& h : halos) sum += h->stats();
     return sum;
   };
   const NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};

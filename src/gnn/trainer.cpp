@@ -42,13 +42,6 @@ SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits,
   return m;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  const std::size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  return values[mid];
-}
-
 /// Sums every parameter's gradient over the ranks with one allreduce: the gradients are packed
 /// into one buffer (allocated once), reduced, and unpacked.
 class GradientAllreduce {

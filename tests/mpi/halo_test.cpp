@@ -121,7 +121,9 @@ TEST(HaloExchange, GatherThenScatterAddIsAdjoint) {
 
   EXPECT_NEAR(sums[0], sums[1], 1e-12 * std::abs(sums[0]));
   EXPECT_EQ(halo.stats().exchanges, 2);
-  if (world()->size() > 1) EXPECT_GT(plan->n_ghost(), 0);
+  if (world()->size() > 1) {
+    EXPECT_GT(plan->n_ghost(), 0);
+  }
 }
 
 TEST(HaloExchange, SparseRowGatherMatchesTheDenseGather) {

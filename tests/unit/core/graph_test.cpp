@@ -82,6 +82,33 @@ TEST(GcnNormalize, EqualsDenseFormula) {
   }
 }
 
+TEST(GcnNormalizeTile, EqualsTheWholeGraphsRowsWithGlobalDegrees) {
+  // Path 0-1-2-3; the tile owns {1, 2} (local 0, 1) and reads ghosts 0 and 3 (local 2, 3).
+  const Csr whole = graph::gcn_normalize(
+      graph::build_symmetric_csr(cpu(), edges_of(4, {{0, 1}, {1, 2}, {2, 3}})));
+  const Csr rows = graph::build_symmetric_csr(cpu(), edges_of(4, {{0, 1}, {0, 2}, {1, 3}}));
+  Csr tile_rows(cpu(), 2, 4, 4);  // the first two rows of `rows`: local edges of owned 0 and 1
+  std::copy_n(rows.row_ptr(), 3, tile_rows.row_ptr());
+  std::copy_n(rows.col(), 4, tile_rows.col());
+  std::copy_n(rows.val(), 4, tile_rows.val());
+  const std::vector<std::int64_t> degree = {2, 2, 1, 1};  // of global 1, 2, 0, 3
+
+  const Csr tile = graph::gcn_normalize_tile(tile_rows, degree);
+
+  const auto w = to_dense(whole);
+  const auto t = to_dense(tile);
+  const int global[4] = {1, 2, 0, 3};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(t[i][j], w[global[i]][global[j]]) << i << "," << j;
+}
+
+TEST(GcnNormalizeTile, RefusesADegreeListOfTheWrongLength) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(3, {{0, 1}}));
+  const std::vector<std::int64_t> degree = {1, 1};
+
+  EXPECT_THROW(graph::gcn_normalize_tile(a, degree), DimensionMismatch);
+}
+
 TEST(GcnNormalize, IsolatedNodeGetsUnitSelfLoop) {
   const Csr a_hat = graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges_of(3, {{0, 1}})));
 

@@ -25,6 +25,20 @@ TEST(RunReport, DottedKeysNestAndArraysAppend) {
   EXPECT_NE(text.find("\"loss\": 0.25"), std::string::npos);
 }
 
+TEST(RunReport, NumbersReadBackByDottedKey) {
+  RunReport report;
+  report.set("timing.epoch_ms.max", 2.5);
+  report.set("distributed.ranks", 4);
+  report.set("dataset.name", "cora");
+
+  EXPECT_DOUBLE_EQ(report.get_number("timing.epoch_ms.max"), 2.5);
+  EXPECT_DOUBLE_EQ(report.get_number("distributed.ranks"), 4.0);
+  EXPECT_TRUE(report.has("timing.epoch_ms"));
+  EXPECT_FALSE(report.has("timing.wait_ms"));
+  EXPECT_THROW(report.get_number("dataset.name"), InvalidArgument);
+  EXPECT_THROW(report.get_number("no.such.key"), InvalidArgument);
+}
+
 TEST(RunReport, WriteReplacesTheFileAndLeavesNoTemporary) {
   const auto path = std::filesystem::temp_directory_path() / "tessera_report_test.json";
   RunReport report;

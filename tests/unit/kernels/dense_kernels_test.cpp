@@ -113,6 +113,36 @@ TYPED_TEST(DenseKernels, CopyIsEquivalentToRef) {
   expect_all_near(as_doubles(x.data(), x.size()), y.data(), y.size());
 }
 
+TYPED_TEST(DenseKernels, GatherRowsIsEquivalentToRef) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 20, 33, 2);
+  const std::vector<LocalId> rows = {19, 0, 7, 7, 3};  // repeats allowed
+  DenseT<T> out(this->backend, 5, 33);
+
+  kernels::cpu::gather_rows(*this->backend, x.cview(), std::span<const LocalId>(rows), out.view());
+
+  std::vector<double> ref;
+  for (const LocalId r : rows)
+    for (std::int64_t c = 0; c < 33; ++c) ref.push_back(static_cast<double>(x(r, c)));
+  expect_all_near(ref, out.data(), out.size());
+}
+
+TYPED_TEST(DenseKernels, ScatterAddRowsIsEquivalentToRef) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 4, 17, 3);
+  auto out = random_dense<T>(this->backend, 9, 17, 4);
+  const std::vector<LocalId> rows = {8, 2, 5, 0};
+  std::vector<double> ref = as_doubles(out.data(), out.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (std::int64_t c = 0; c < 17; ++c)
+      ref[rows[i] * 17 + c] += static_cast<double>(x(static_cast<std::int64_t>(i), c));
+
+  kernels::cpu::scatter_add_rows(*this->backend, x.cview(), std::span<const LocalId>(rows),
+                                 out.view());
+
+  expect_all_near(ref, out.data(), out.size());
+}
+
 TYPED_TEST(DenseKernels, AddBiasIsEquivalentToRef) {
   using T = TypeParam;
   for (const auto& [n, f] :

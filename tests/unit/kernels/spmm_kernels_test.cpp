@@ -139,6 +139,23 @@ TYPED_TEST(SpmmKernels, SpmmIsTheSameWithOneAndTwoThreads) {
     ASSERT_EQ(one.data()[i], two.data()[i]) << i;
 }
 
+TYPED_TEST(SpmmKernels, SpmmOfARowSliceIsThoseRowsOfTheWholeProduct) {
+  using T = TypeParam;
+  const auto a = random_csr<T>(this->backend, 97, 40, 0.2, 8, 5);
+  const auto b = random_dense<T>(this->backend, 40, 19, 9);
+  const std::vector<double> whole = spmm_ref(a, b);
+
+  for (const int threads : {1, 2}) {
+    const ThreadCount scope(threads);
+    auto c = this->poisoned(60, 19);
+    kernels::cpu::spmm(*this->backend, a.view().row_slice(37, 97), b.cview(), c.view());
+
+    SCOPED_TRACE(::testing::Message() << threads << " threads");
+    expect_all_near(std::vector<double>(whole.begin() + 37 * 19, whole.end()), c.data(), c.size());
+  }
+  EXPECT_EQ(a.view().row_slice(37, 97).nnz(), a.row_ptr()[97] - a.row_ptr()[37]);
+}
+
 TYPED_TEST(SpmmKernels, SpmmTransposeMatchesHandComputedProduct) {
   using T = TypeParam;
   // A = [[1, 0],   B = [[1, 2],   Aᵀ·B = [[1·1 + 3·5, 1·2 + 3·6],  = [[16, 20],

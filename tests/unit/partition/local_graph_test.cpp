@@ -274,6 +274,61 @@ TEST(LocalGraph, SparseFeaturesKeepOwnedRowsInLocalOrder) {
   EXPECT_THAT(std::vector<float>(x.val(), x.val() + x.nnz()), ElementsAre(1, 2, 7));
 }
 
+TEST(OrderInteriorFirst, RowsWithoutGhostsComeFirstAndTheTileStaysConsistent) {
+  const Dataset ds = grid_dataset();
+  LocalGraph tile = build_local_graph(ds, split_at(20, 10), 0);
+  const std::set<GlobalId> train_before = split_globals(tile, tile.train_idx);
+  const std::set<GlobalId> test_before = split_globals(tile, tile.test_idx);
+
+  const std::int64_t n_interior = order_interior_first(tile);
+
+  // Part 0 holds grid rows 0-1 and half of row 2 (ids 0..9); ids 6..9 touch part 1.
+  EXPECT_EQ(n_interior, 6);
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r) {
+    bool reads_ghost = false;
+    for (Offset k = tile.adjacency.row_ptr()[r]; k < tile.adjacency.row_ptr()[r + 1]; ++k)
+      reads_ghost = reads_ghost || tile.adjacency.col()[k] >= tile.n_owned();
+    EXPECT_EQ(reads_ghost, r >= n_interior) << "row " << r;
+  }
+  expect_tile_matches_dataset(ds, tile);
+  EXPECT_EQ(split_globals(tile, tile.train_idx), train_before);
+  EXPECT_EQ(split_globals(tile, tile.test_idx), test_before);
+  EXPECT_TRUE(std::is_sorted(tile.train_idx.begin(), tile.train_idx.end()));
+  EXPECT_THAT(std::vector<std::int64_t>(tile.degree.begin(), tile.degree.begin() + 2),
+              ElementsAre(2, 3));  // ids 0 and 1, corner and edge of the grid
+}
+
+TEST(TileBytes, RoundTripGivesTheSameTile) {
+  const Dataset ds = eight_vertex_dataset();
+  const LocalGraph tile = build_local_graph(ds, Partition{3, kOwner8}, 1);
+
+  const LocalGraph back = tile_from_bytes(cpu(), tile_to_bytes(tile));
+
+  EXPECT_EQ(back.part, 1);
+  EXPECT_EQ(back.num_parts, 3);
+  EXPECT_EQ(back.num_global_nodes, 8);
+  EXPECT_EQ(back.owned_ids, tile.owned_ids);
+  EXPECT_EQ(back.ghost_ids, tile.ghost_ids);
+  EXPECT_EQ(back.ghost_owner, tile.ghost_owner);
+  EXPECT_EQ(back.degree, tile.degree);
+  EXPECT_EQ(back.train_idx, tile.train_idx);
+  EXPECT_EQ(back.val_idx, tile.val_idx);
+  EXPECT_EQ(back.test_idx, tile.test_idx);
+  expect_tile_matches_dataset(ds, back);
+}
+
+TEST(TileBytes, TruncatedOrPaddedBytesAreRefused) {
+  const Dataset ds = eight_vertex_dataset();
+  const std::vector<std::byte> bytes = tile_to_bytes(build_local_graph(ds, Partition{3, kOwner8}, 0));
+
+  for (const std::size_t size : {std::size_t{0}, std::size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
+    EXPECT_THROW(tile_from_bytes(cpu(), std::span(bytes).first(size)), FormatError) << size;
+  }
+  std::vector<std::byte> padded = bytes;
+  padded.push_back(std::byte{0});
+  EXPECT_THROW(tile_from_bytes(cpu(), padded), FormatError);
+}
+
 TEST(LocalGraph, RefusesAPartOutsideThePartitionAndAShortOwnerVector) {
   const Dataset ds = eight_vertex_dataset();
 

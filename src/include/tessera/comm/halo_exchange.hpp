@@ -19,6 +19,15 @@ struct HaloStats {
   std::int64_t bytes_received = 0;
   double start_seconds = 0.0;  ///< packing and posting messages
   double wait_seconds = 0.0;   ///< blocked in wait(), including the scatter-add's unpack
+
+  HaloStats& operator+=(const HaloStats& other) noexcept {
+    exchanges += other.exchanges;
+    bytes_sent += other.bytes_sent;
+    bytes_received += other.bytes_received;
+    start_seconds += other.start_seconds;
+    wait_seconds += other.wait_seconds;
+    return *this;
+  }
 };
 
 /// Exchanges rows of [n_owned + n_ghost, w] matrices laid out as the plan's local numbering.

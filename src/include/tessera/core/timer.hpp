@@ -1,7 +1,9 @@
 // Wall-clock timing of named phases, for progress lines and the run report.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 namespace tessera {
 
@@ -17,5 +19,13 @@ class Stopwatch {
   using clock = std::chrono::steady_clock;
   clock::time_point start_;
 };
+
+/// The median of timings (the upper one of an even count); 0 for none.
+inline double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  const auto mid = values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2);
+  std::nth_element(values.begin(), mid, values.end());
+  return *mid;
+}
 
 }  // namespace tessera
