@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/core.h>
 #include <memory>
 #include <stdexcept>
@@ -118,11 +119,18 @@ tessera::gnn::TrainJob make_job(const Options& o) {
   return job;
 }
 
+/// Whether a launcher started this process: mpirun hands every rank a pseudo-terminal even when
+/// its own output goes to a pipe or file, so isatty() cannot tell.
+bool under_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+         std::getenv("PMI_RANK") != nullptr;
+}
+
 /// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise.
 class ProgressPrinter {
  public:
   ProgressPrinter(int epochs, int log_every)
-      : epochs_(epochs), log_every_(log_every), tty_(isatty(STDOUT_FILENO) != 0) {}
+      : epochs_(epochs), log_every_(log_every), tty_(isatty(STDOUT_FILENO) != 0 && !under_mpirun()) {}
 
   void operator()(const tessera::gnn::EpochStats& s) {
     const std::string line = fmt::format(

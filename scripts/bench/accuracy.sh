@@ -4,8 +4,10 @@
 # prints each seed's test accuracy and mean ± sample std. One lucky seed proves nothing.
 #
 # Usage: scripts/bench/accuracy.sh [--seeds N] [--dataset SPEC] [--epochs E] [--hidden H]
-#            [--dropout P] [--lr X] [--weight-decay W] [--no-build] [TESSERA_TRAIN_FLAGS...]
+#            [--dropout P] [--lr X] [--weight-decay W] [--ranks R] [--no-build]
+#            [TESSERA_TRAIN_FLAGS...]
 #   --seeds N      runs with --seed 0..N-1 (default 10)
+#   --ranks R      train on R MPI ranks (mpirun, one OpenMP thread each; default 1: no mpirun)
 #   --dataset SPEC dataset for tessera-train (default cora)
 #   --no-build     use the existing build instead of installing deps and building
 #   Other flags (e.g. --threads 2, --data-dir DIR) go to tessera-train unchanged.
@@ -24,6 +26,7 @@ hidden=16
 dropout=0.5
 lr=0.01
 weight_decay=5e-4
+ranks=1
 build=1
 extra=()
 has_data_dir=0
@@ -33,7 +36,7 @@ while (($# > 0)); do
       tessera_usage "$0"
       exit 0
       ;;
-    --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay)
+    --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay | --ranks)
       (($# >= 2)) || tessera_die "$1 needs a value"
       case "$1" in
         --seeds) seeds="$2" ;;
@@ -43,6 +46,7 @@ while (($# > 0)); do
         --dropout) dropout="$2" ;;
         --lr) lr="$2" ;;
         --weight-decay) weight_decay="$2" ;;
+        --ranks) ranks="$2" ;;
       esac
       shift 2
       ;;
@@ -58,6 +62,11 @@ while (($# > 0)); do
   esac
 done
 [[ "${seeds}" =~ ^[1-9][0-9]*$ ]] || tessera_die "--seeds must be a positive integer, got '${seeds}'"
+[[ "${ranks}" =~ ^[1-9][0-9]*$ ]] || tessera_die "--ranks must be a positive integer, got '${ranks}'"
+launch=()
+if ((ranks > 1)); then
+  launch=(mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
+fi
 
 if ((build)); then
   tessera_install_deps
@@ -74,12 +83,12 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 
-echo "tessera-train --dataset ${dataset} --epochs ${epochs} --hidden ${hidden}" \
+echo "${launch[*]} tessera-train --dataset ${dataset} --epochs ${epochs} --hidden ${hidden}" \
   "--dropout ${dropout} --lr ${lr} --weight-decay ${weight_decay} ${extra[*]}"
 reports=()
 for ((seed = 0; seed < seeds; ++seed)); do
   report="${work}/seed${seed}.json"
-  if ! "${train}" --dataset "${dataset}" --epochs "${epochs}" --hidden "${hidden}" \
+  if ! "${launch[@]}" "${train}" --dataset "${dataset}" --epochs "${epochs}" --hidden "${hidden}" \
     --dropout "${dropout}" --lr "${lr}" --weight-decay "${weight_decay}" \
     --seed "${seed}" --report "${report}" "${extra[@]}" >"${work}/seed${seed}.log" 2>&1; then
     echo "seed ${seed}: tessera-train failed; the end of its output:" >&2
