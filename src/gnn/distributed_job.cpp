@@ -1,7 +1,11 @@
 // run_train_job over P ranks: each rank gets its tile (from a partition store, or from rank 0,
 // which partitions in memory), builds its Â and halo plan, and trains its rows of one model.
+#include <algorithm>
 #include <fmt/core.h>
+#include <memory>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "src/gnn/job_parts.hpp"
 #include "tessera/comm/halo_plan.hpp"

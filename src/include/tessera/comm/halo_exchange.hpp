@@ -58,9 +58,10 @@ class HaloExchange {
   /// Starts filling the ghost rows of x ([n_local, w]) with their owners' rows. The owned rows
   /// are read now; the ghost rows must not be read or written until wait().
   Request start_gather(DenseView<T> x);
-  /// Starts adding the ghost rows of dx ([n_local, w]) into their owners' rows on other ranks;
-  /// this rank's owned rows receive the others' contributions at wait(). Ghost rows are left
-  /// as they are; owned rows must not be touched until wait().
+  /// Starts adding the ghost rows of dx ([n_local, w]) into their owners' rows on other ranks.
+  /// The ghost rows are read until wait() and must not change; the other ranks' contributions
+  /// to this rank's owned rows arrive in a separate buffer and are added at wait() to whatever
+  /// the owned rows hold then (so they may still be computed while the messages fly).
   Request start_scatter_add(DenseView<T> dx);
   /// Completes the exchange (for scatter-add, adds the received rows, peer by peer in rank
   /// order, so the sum is the same every run).
