@@ -4,11 +4,14 @@
 #include <sys/mman.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
+#include <vector>
 
 #include <cblas.h>
 #include <omp.h>
 
+#include "kernels/backend_kernels.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -64,6 +67,20 @@ class CpuBackend final : public Backend {
 
   void deallocate(void* ptr, std::size_t) const noexcept override { std::free(ptr); }
 
+  void copy_from_host(void* dst, const void* src, std::size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void copy_within(void* dst, const void* src, std::size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+  }
+  void zero_bytes(void* dst, std::size_t bytes) const override {
+    if (bytes > 0) std::memset(dst, 0, bytes);
+  }
+  void synchronize() const override {}
+
   std::string describe() const override {
     return "cpu (" + std::to_string(num_threads()) + " threads, OpenBLAS " + blas_core_name() + ")";
   }
@@ -76,6 +93,37 @@ BackendPtr make_cpu_backend(int num_threads) {
     throw InvalidArgument("thread count must be >= 0, got " + std::to_string(num_threads));
   }
   return std::make_shared<CpuBackend>(num_threads);
+}
+
+}  // namespace tessera
+
+namespace tessera {
+
+bool cuda_compiled() noexcept { return kernels::cuda::compiled(); }
+
+int cuda_device_count() noexcept { return kernels::cuda::device_count(); }
+
+BackendPtr make_cuda_backend(int device) { return kernels::cuda::make_backend(device); }
+
+void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* src,
+                std::size_t bytes) {
+  if (bytes == 0) return;
+  const bool to_host = to.kind() == DeviceKind::Cpu, from_host = from.kind() == DeviceKind::Cpu;
+  if (to_host && from_host) {
+    std::memcpy(dst, src, bytes);
+  } else if (from_host) {
+    to.copy_from_host(dst, src, bytes);
+  } else if (to_host) {
+    from.copy_to_host(dst, src, bytes);
+  } else if (to.device_id() == from.device_id()) {
+    from.synchronize();  // the data may still be computed on the source's stream
+    to.copy_within(dst, src, bytes);
+    to.synchronize();
+  } else {
+    std::vector<std::byte> staging(bytes);  // between two devices, through the host
+    from.copy_to_host(staging.data(), src, bytes);
+    to.copy_from_host(dst, staging.data(), bytes);
+  }
 }
 
 }  // namespace tessera

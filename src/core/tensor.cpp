@@ -18,19 +18,45 @@ std::string shape_string(std::int64_t rows, std::int64_t cols) {
 template <typename T>
 DenseT<T> DenseT<T>::zeros(BackendPtr backend, std::int64_t rows, std::int64_t cols) {
   DenseT out(std::move(backend), rows, cols);
-  out.fill(T{0});
+  out.backend()->zero_bytes(out.data(), out.bytes());
   return out;
 }
 
 template <typename T>
 void DenseT<T>::fill(T value) {
+  if (backend()->kind() != DeviceKind::Cpu) {
+    throw InvalidArgument("DenseT::fill writes host memory; this matrix lives on " +
+                          backend()->describe());
+  }
   T* p = data();
   const std::int64_t n = size();
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) p[i] = value;
 }
 
+template <typename T>
+DenseT<T> to_backend(const DenseT<T>& x, const BackendPtr& target) {
+  DenseT<T> out(target, x.rows(), x.cols());
+  copy_bytes(*target, out.data(), *x.backend(), x.data(), x.bytes());
+  return out;
+}
+
+template <typename T>
+CsrT<T> to_backend(const CsrT<T>& x, const BackendPtr& target) {
+  CsrT<T> out(target, x.rows(), x.cols(), x.nnz());
+  copy_bytes(*target, out.row_ptr(), *x.backend(), x.row_ptr(),
+             static_cast<std::size_t>(x.rows() + 1) * sizeof(Offset));
+  copy_bytes(*target, out.col(), *x.backend(), x.col(),
+             static_cast<std::size_t>(x.nnz()) * sizeof(LocalId));
+  copy_bytes(*target, out.val(), *x.backend(), x.val(), static_cast<std::size_t>(x.nnz()) * sizeof(T));
+  return out;
+}
+
 template class DenseT<float>;
 template class DenseT<double>;
+template DenseT<float> to_backend(const DenseT<float>&, const BackendPtr&);
+template DenseT<double> to_backend(const DenseT<double>&, const BackendPtr&);
+template CsrT<float> to_backend(const CsrT<float>&, const BackendPtr&);
+template CsrT<double> to_backend(const CsrT<double>&, const BackendPtr&);
 
 }  // namespace tessera

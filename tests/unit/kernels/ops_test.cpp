@@ -23,6 +23,11 @@ public:
   int num_threads() const noexcept override { return 1; }
   void* allocate(std::size_t) const override { throw std::bad_alloc(); }
   void deallocate(void*, std::size_t) const noexcept override {}
+  void copy_from_host(void*, const void*, std::size_t) const override {}
+  void copy_to_host(void*, const void*, std::size_t) const override {}
+  void copy_within(void*, const void*, std::size_t) const override {}
+  void zero_bytes(void*, std::size_t) const override {}
+  void synchronize() const override {}
   std::string describe() const override { return "fake cuda"; }
 };
 
@@ -192,7 +197,15 @@ TEST_F(Ops, AdamRejectsMismatchedSizesAndStepZero) {
                InvalidArgument);
 }
 
+TEST(CudaBackend, DeviceCountIsZeroWithoutCudaAndMakingOneIsRefused) {
+  if (cuda_compiled()) GTEST_SKIP() << "this build has the CUDA backend";
+
+  EXPECT_EQ(cuda_device_count(), 0);
+  EXPECT_THROW(make_cuda_backend(0), NotCompiled);
+}
+
 TEST_F(Ops, CudaBackendThrowsNotCompiledInACpuOnlyBuild) {
+  if (cuda_compiled()) GTEST_SKIP() << "this build has the CUDA backend";
   const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
   const auto b = random_dense<float>(cpu, 5, 3, 2);
   DenseT<float> c(cpu, 4, 3);

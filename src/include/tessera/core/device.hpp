@@ -1,4 +1,4 @@
-// Backend: where tensors live and kernels run (Ginkgo's executor). CPU now; CUDA plugs in here.
+// Backend: where tensors live and kernels run (Ginkgo's executor): CPU cores or one CUDA device.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,17 @@ class Backend {
   virtual void* allocate(std::size_t bytes) const = 0;
   /// Frees memory from allocate(); never throws.
   virtual void deallocate(void* ptr, std::size_t bytes) const noexcept = 0;
+
+  /// Copies `bytes` from host memory into this backend's memory (returns when `src` may be
+  /// reused), from this backend's memory to host memory (returns when `dst` holds the data), or
+  /// within this backend's memory (queued in order with the kernels).
+  virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) const = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) const = 0;
+  virtual void copy_within(void* dst, const void* src, std::size_t bytes) const = 0;
+  /// Sets `bytes` of this backend's memory to zero.
+  virtual void zero_bytes(void* dst, std::size_t bytes) const = 0;
+  /// Returns when all work queued on this backend has finished (CUDA: its stream).
+  virtual void synchronize() const = 0;
   /// A short description for logs and reports ("cpu (2 threads)").
   virtual std::string describe() const = 0;
 };
@@ -43,5 +54,22 @@ std::string blas_performance_warning();
 /// The host backend. num_threads = 0 keeps OpenMP's default (OMP_NUM_THREADS or all cores);
 /// a positive value sets the OpenMP thread count for the process.
 BackendPtr make_cpu_backend(int num_threads = 0);
+
+/// Whether this build has the CUDA backend (TESSERA_WITH_CUDA).
+bool cuda_compiled() noexcept;
+
+/// CUDA devices this process can use: 0 when the build has no CUDA backend, the driver is
+/// missing or too old, or there is no GPU (never throws).
+int cuda_device_count() noexcept;
+
+/// A backend on CUDA device `device`: its own stream, cuBLAS and cuSPARSE handles, and a
+/// stream-ordered caching allocator. Throws NotCompiled in a build without CUDA, and
+/// InvalidArgument / CudaError when the device does not exist or cannot be used.
+BackendPtr make_cuda_backend(int device = 0);
+
+/// Copies `bytes` from memory of backend `from` to memory of backend `to` (any pair of host and
+/// devices). Returns when `dst` holds the data.
+void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* src,
+                std::size_t bytes);
 
 }  // namespace tessera

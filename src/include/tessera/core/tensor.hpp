@@ -191,11 +191,17 @@ class CsrT {
 
 using Csr = CsrT<float>;
 
+/// A copy of `x` in the memory of `target` (host ↔ device, or between devices).
+template <typename T>
+DenseT<T> to_backend(const DenseT<T>& x, const BackendPtr& target);
+template <typename T>
+CsrT<T> to_backend(const CsrT<T>& x, const BackendPtr& target);
+
 template <typename T>
 CsrT<T>::CsrT(BackendPtr backend, std::int64_t rows, std::int64_t cols, std::int64_t nnz)
     : row_ptr_(backend, rows + 1), col_(backend, nnz), val_(backend, nnz), rows_(rows), cols_(cols) {
   if (rows < 0 || cols < 0) throw InvalidArgument("negative CSR shape " + shape_string(rows, cols));
-  row_ptr_[0] = 0;
+  row_ptr_.backend()->zero_bytes(row_ptr_.data(), sizeof(Offset));  // host or device memory
 }
 
 template <typename T>

@@ -1,0 +1,14 @@
+// The backend entry points of a build without CUDA: no devices, and NotCompiled on use.
+#include "kernels/backend_kernels.hpp"
+
+#include "kernels/stubs/not_compiled.hpp"
+
+namespace tessera::kernels::cuda {
+
+bool compiled() noexcept { return false; }
+
+int device_count() noexcept { return 0; }
+
+BackendPtr make_backend(int) { not_compiled("backend"); }
+
+}  // namespace tessera::kernels::cuda
