@@ -7,7 +7,8 @@
 
 #include <span>
 
-// Declared once, expanded into every backend namespace below. Shapes are checked by src/ops.
+// Declared once, expanded into every backend namespace below. Shapes are checked by src/ops;
+// row ids are checked by the CPU kernels and trusted by the device ones (they live there).
 #define TESSERA_DECLARE_DENSE_KERNELS                                                              \
   /* C = alpha · op(A) · op(B) + beta · C. op(A): [m, k], op(B): [k, n], c: [m, n]. */          \
   template <typename T>                                                                            \

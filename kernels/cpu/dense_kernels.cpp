@@ -75,9 +75,24 @@ template <typename T> void copy(const Backend&, ConstDenseView<T> x, DenseView<T
     y.data[i] = x.data[i];
 }
 
+namespace {
+
+/// rows[i] must index one of `n` rows (a serial pass, small next to the copy that follows).
+void check_row_ids(const char* op, std::span<const LocalId> rows, std::int64_t n) {
+  for (const LocalId r : rows) {
+    if (r < 0 || r >= n) {
+      throw InvalidArgument(std::string(op) + ": row " + std::to_string(r) + " outside [0, " +
+                            std::to_string(n) + ")");
+    }
+  }
+}
+
+} // namespace
+
 template <typename T>
 void gather_rows(const Backend&, ConstDenseView<T> x, std::span<const LocalId> rows,
                  DenseView<T> out) {
+  check_row_ids("gather_rows", rows, x.rows);
   const std::int64_t f = x.cols;
   const auto m = static_cast<std::int64_t>(rows.size());
 #pragma omp parallel for schedule(static)
@@ -92,6 +107,7 @@ void gather_rows(const Backend&, ConstDenseView<T> x, std::span<const LocalId> r
 template <typename T>
 void scatter_add_rows(const Backend&, ConstDenseView<T> x, std::span<const LocalId> rows,
                       DenseView<T> out) {
+  check_row_ids("scatter_add_rows", rows, out.rows);
   const std::int64_t f = x.cols;
   const auto m = static_cast<std::int64_t>(rows.size());
   // Rows are distinct, so threads never write the same output row.

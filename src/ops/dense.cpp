@@ -3,8 +3,6 @@
 #include "src/ops/checks.hpp"
 #include "tessera/ops/ops.hpp"
 
-#include <string>
-
 namespace tessera::ops {
 
 template <typename T>
@@ -43,19 +41,6 @@ template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, Den
   }
 }
 
-namespace {
-
-/// rows[i] must index one of `n` rows.
-void check_row_ids(const char* op, std::span<const LocalId> rows, std::int64_t n) {
-  for (const LocalId r : rows) {
-    if (r < 0 || r >= n) {
-      throw InvalidArgument(std::string(op) + ": row " + std::to_string(r) + " outside [0, " +
-                            std::to_string(n) + ")");
-    }
-  }
-}
-
-}  // namespace
 
 template <typename T>
 void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
@@ -64,7 +49,6 @@ void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const Lo
     detail::throw_mismatch("gather_rows", "out of [rows.size(), x.cols]", "x", detail::shape(x),
                            "out", detail::shape(out));
   }
-  check_row_ids("gather_rows", rows, x.rows);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
     return kernels::cpu::gather_rows(backend, x, rows, out);
@@ -80,7 +64,6 @@ void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<con
     detail::throw_mismatch("scatter_add_rows", "x of [rows.size(), out.cols]", "x",
                            detail::shape(x), "out", detail::shape(out));
   }
-  check_row_ids("scatter_add_rows", rows, out.rows);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
     return kernels::cpu::scatter_add_rows(backend, x, rows, out);

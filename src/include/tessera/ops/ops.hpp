@@ -42,8 +42,8 @@ void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
 template <typename T>
 void copy(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 
-/// out[i, :] = x[rows[i], :] (packs the rows a halo sends). x: [n, f], rows: [m] in [0, n),
-/// out: [m, f].
+/// out[i, :] = x[rows[i], :] (packs the rows a halo sends). x: [n, f], rows: [m] in [0, n)
+/// in the backend's memory (checked on the CPU, trusted on a GPU), out: [m, f].
 template <typename T>
 void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
                  DenseView<T> out);

@@ -1,0 +1,98 @@
+// Device kernels of the elementwise family: ReLU and dropout with the CPU's Philox masks.
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.hpp"
+
+namespace tessera::kernels::cuda::launch {
+
+namespace {
+
+__device__ inline std::int64_t row_id(RowIds ids, std::int64_t r) {
+  return ids.ids != nullptr ? ids.ids[r] : ids.offset + r;
+}
+
+template <typename T>
+__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    y[i] = x[i] < T{0} ? T{0} : x[i];  // NaN propagates, as on the CPU
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t size, T scale) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    dx[i] = y[i] > T{0} ? scale * dy[i] : T{0};
+}
+
+/// One thread per (row, block of four columns): one Philox call gives its four draws.
+template <typename T>
+__global__ void dropout_kernel(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p,
+                               RngKey key, RowIds ids, bool relu, T scale) {
+  const std::int64_t blocks_per_row = (cols + 3) / 4;
+  for (std::int64_t i = thread_index(); i < rows * blocks_per_row; i += grid_stride()) {
+    const std::int64_t r = i / blocks_per_row;
+    const auto block = static_cast<std::uint32_t>(i % blocks_per_row);
+    const auto bits = random_bits4(key, row_id(ids, r), block);
+    for (int j = 0; j < 4; ++j) {
+      const std::int64_t c = 4 * static_cast<std::int64_t>(block) + j;
+      if (c >= cols) break;
+      const T in = x[r * cols + c];
+      const T kept = bits_to_unit_float(bits[j]) >= p ? scale : T{0};
+      y[r * cols + c] = (relu && in < T{0} ? T{0} : in) * kept;
+    }
+  }
+}
+
+template <typename T>
+__global__ void dropout_csr_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                   const T* val, T* out, std::int64_t rows, float p, RngKey key,
+                                   RowIds ids, T scale) {
+  for (std::int64_t r = thread_index(); r < rows; r += grid_stride()) {
+    const std::int64_t id = row_id(ids, r);
+    for (std::int64_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+      const auto c = static_cast<std::uint32_t>(col[k]);
+      const auto bits = random_bits4(key, id, c / 4);
+      out[k] = val[k] * (bits_to_unit_float(bits[c % 4]) >= p ? scale : T{0});
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+  relu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
+}
+
+template <typename T>
+void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream) {
+  relu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, scale);
+}
+
+template <typename T>
+void dropout(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p, RngKey key,
+             RowIds ids, bool relu, cudaStream_t stream) {
+  const T scale = T{1} / (T{1} - static_cast<T>(p));
+  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(
+      x, y, rows, cols, p, key, ids, relu, scale);
+}
+
+template <typename T>
+void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val,
+                        T* out, std::int64_t rows, float p, RngKey key, RowIds ids,
+                        cudaStream_t stream) {
+  const T scale = T{1} / (T{1} - static_cast<T>(p));
+  dropout_csr_kernel<<<blocks_for(rows), kBlock, 0, stream>>>(row_ptr, col, val, out, rows, p,
+                                                              key, ids, scale);
+}
+
+#define TESSERA_INSTANTIATE(T)                                                                    \
+  template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                        \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);          \
+  template void dropout<T>(const T*, T*, std::int64_t, std::int64_t, float, RngKey, RowIds, bool, \
+                           cudaStream_t);                                                         \
+  template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,     \
+                                      std::int64_t, float, RngKey, RowIds, cudaStream_t);
+TESSERA_INSTANTIATE(float)
+TESSERA_INSTANTIATE(double)
+#undef TESSERA_INSTANTIATE
+
+}  // namespace tessera::kernels::cuda::launch

@@ -1,0 +1,51 @@
+// CUDA elementwise kernels: ReLU and dropout with the CPU's counter-based masks (elementwise.cu).
+#include "kernels/elementwise_kernels.hpp"
+
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/launch.hpp"
+
+namespace tessera::kernels::cuda {
+
+namespace {
+
+launch::RowIds device_rows(ops::RowIds rows) { return {rows.ids, rows.offset}; }
+
+}  // namespace
+
+template <typename T> void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  if (x.size() == 0) return;
+  launch::relu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());
+  check_launch("relu_forward");
+}
+
+template <typename T>
+void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                   DenseView<T> dx, T scale) {
+  if (y.size() == 0) return;
+  launch::relu_backward(y.data, dy.data, dx.data, y.size(), scale, as_cuda(backend).stream());
+  check_launch("relu_backward");
+}
+
+template <typename T>
+void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+             const RngKey& key, ops::RowIds rows, bool relu) {
+  if (x.size() == 0) return;
+  launch::dropout(x.data, y.data, x.rows, x.cols, p, key, device_rows(rows), relu,
+                  as_cuda(backend).stream());
+  check_launch("dropout");
+}
+
+template <typename T>
+void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
+                        const RngKey& key, ops::RowIds rows) {
+  if (in.rows == 0) return;
+  launch::dropout_csr_values(in.row_ptr, in.col, in.val, out_val.data(), in.rows, p, key,
+                             device_rows(rows), as_cuda(backend).stream());
+  check_launch("dropout_csr_values");
+}
+
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(float);
+TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(double);
+
+}  // namespace tessera::kernels::cuda

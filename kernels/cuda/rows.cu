@@ -1,0 +1,88 @@
+// Device kernels of the dense family that cuBLAS does not cover: bias, axpy, row gather and
+// scatter-add (halo pack / unpack), and value permutation (transposed CSR values).
+#include "kernels/cuda/grid.cuh"
+#include "kernels/cuda/launch.hpp"
+
+namespace tessera::kernels::cuda::launch {
+
+namespace {
+
+template <typename T>
+__global__ void add_bias_kernel(T* x, const T* bias, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) x[i] += bias[i % cols];
+}
+
+template <typename T>
+__global__ void axpy_kernel(T alpha, const T* x, T* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) y[i] += alpha * x[i];
+}
+
+template <typename T>
+__global__ void gather_rows_kernel(const T* x, const std::int32_t* rows, T* out,
+                                   std::int64_t count, std::int64_t cols) {
+  for (std::int64_t i = thread_index(); i < count * cols; i += grid_stride()) {
+    const std::int64_t r = i / cols, c = i % cols;
+    out[i] = x[static_cast<std::int64_t>(rows[r]) * cols + c];
+  }
+}
+
+template <typename T>
+__global__ void scatter_add_rows_kernel(const T* x, const std::int32_t* rows, T* out,
+                                        std::int64_t count, std::int64_t cols) {
+  // Rows are distinct: no two threads add into the same element.
+  for (std::int64_t i = thread_index(); i < count * cols; i += grid_stride()) {
+    const std::int64_t r = i / cols, c = i % cols;
+    out[static_cast<std::int64_t>(rows[r]) * cols + c] += x[i];
+  }
+}
+
+template <typename T>
+__global__ void permute_values_kernel(const T* in, const std::int64_t* perm, T* out,
+                                      std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) out[i] = in[perm[i]];
+}
+
+}  // namespace
+
+template <typename T>
+void add_bias(T* x, const T* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  add_bias_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(x, bias, rows, cols);
+}
+
+template <typename T>
+void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+  axpy_kernel<<<blocks_for(size), kBlock, 0, stream>>>(alpha, x, y, size);
+}
+
+template <typename T>
+void gather_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
+                 std::int64_t cols, cudaStream_t stream) {
+  gather_rows_kernel<<<blocks_for(count * cols), kBlock, 0, stream>>>(x, rows, out, count, cols);
+}
+
+template <typename T>
+void scatter_add_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
+                      std::int64_t cols, cudaStream_t stream) {
+  scatter_add_rows_kernel<<<blocks_for(count * cols), kBlock, 0, stream>>>(x, rows, out, count,
+                                                                           cols);
+}
+
+template <typename T>
+void permute_values(const T* in, const std::int64_t* perm, T* out, std::int64_t size,
+                    cudaStream_t stream) {
+  permute_values_kernel<<<blocks_for(size), kBlock, 0, stream>>>(in, perm, out, size);
+}
+
+#define TESSERA_INSTANTIATE(T)                                                                     \
+  template void add_bias<T>(T*, const T*, std::int64_t, std::int64_t, cudaStream_t);               \
+  template void axpy<T>(T, const T*, T*, std::int64_t, cudaStream_t);                              \
+  template void gather_rows<T>(const T*, const std::int32_t*, T*, std::int64_t, std::int64_t,      \
+                               cudaStream_t);                                                      \
+  template void scatter_add_rows<T>(const T*, const std::int32_t*, T*, std::int64_t, std::int64_t, \
+                                    cudaStream_t);                                                 \
+  template void permute_values<T>(const T*, const std::int64_t*, T*, std::int64_t, cudaStream_t);
+TESSERA_INSTANTIATE(float)
+TESSERA_INSTANTIATE(double)
+#undef TESSERA_INSTANTIATE
+
+}  // namespace tessera::kernels::cuda::launch
