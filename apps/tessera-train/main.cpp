@@ -29,6 +29,7 @@ struct Options {
   int eval_every = 1;
   std::uint64_t seed = 0;
   int threads = 0;
+  std::string device = "cpu";
   int split_index = 0;
   bool normalize_features = true;
   std::string order = "auto";
@@ -63,6 +64,11 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--seed", o.seed, "seed of weights, dropout and generated data")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--device", o.device,
+                 "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
+                 "(a GPU when the node has one for the rank, else the CPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")->capture_default_str();
   app.add_option("--normalize-features", o.normalize_features,
                  "row-normalize input features (Kipf & Welling, PyG NormalizeFeatures)")
@@ -99,6 +105,7 @@ tessera::gnn::TrainJob make_job(const Options& o) {
   job.load.split_index = o.split_index;
   job.load.seed = o.seed;
   job.threads = o.threads;
+  job.device = tessera::parse_device_choice(o.device);
   job.normalize_features = o.normalize_features;
   if (!o.layers.empty()) job.layer_sizes = tessera::gnn::parse_layer_sizes(o.layers);
   job.hidden = o.hidden;
@@ -119,18 +126,12 @@ tessera::gnn::TrainJob make_job(const Options& o) {
   return job;
 }
 
-/// Whether a launcher started this process: mpirun hands every rank a pseudo-terminal even when
-/// its own output goes to a pipe or file, so isatty() cannot tell.
-bool under_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
-         std::getenv("PMI_RANK") != nullptr;
-}
-
-/// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise.
+/// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise
+/// (mpirun hands every rank a pseudo-terminal even when its own output goes to a file).
 class ProgressPrinter {
  public:
   ProgressPrinter(int epochs, int log_every)
-      : epochs_(epochs), log_every_(log_every), tty_(isatty(STDOUT_FILENO) != 0 && !under_mpirun()) {}
+      : epochs_(epochs), log_every_(log_every), tty_(isatty(STDOUT_FILENO) != 0 && !tessera::comm::launched_by_mpi()) {}
 
   void operator()(const tessera::gnn::EpochStats& s) {
     const std::string line = fmt::format(
@@ -194,8 +195,13 @@ int main(int argc, char** argv) {
   std::unique_ptr<tessera::comm::MpiEnvironment> mpi;
   std::shared_ptr<tessera::comm::Communicator> comm;
   try {
-    mpi = std::make_unique<tessera::comm::MpiEnvironment>(&argc, &argv);
-    comm = tessera::comm::make_mpi_communicator();
+    // Without a launcher this is a one-rank job: MPI (and its plugins) is not even started.
+    if (tessera::comm::launched_by_mpi()) {
+      mpi = std::make_unique<tessera::comm::MpiEnvironment>(&argc, &argv);
+      comm = tessera::comm::make_mpi_communicator();
+    } else {
+      comm = tessera::comm::make_self_communicator();
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "[rank {}] error: {}\n", tessera::comm::world_rank(), e.what());
     return 1;

@@ -30,7 +30,24 @@ std::span<std::byte> row_bytes(DenseView<T> x, std::int64_t begin, std::int64_t 
 template <typename T>
 HaloExchange<T>::HaloExchange(std::shared_ptr<Communicator> comm,
                               std::shared_ptr<const HaloPlan> plan, BackendPtr backend, int tag)
-    : comm_(std::move(comm)), plan_(std::move(plan)), backend_(std::move(backend)), tag_(tag) {}
+    : comm_(std::move(comm)), plan_(std::move(plan)), backend_(std::move(backend)), tag_(tag) {
+  const std::vector<LocalId>& rows = plan_->send_rows();
+  send_rows_ = Buffer<LocalId>(backend_, static_cast<std::int64_t>(rows.size()));
+  backend_->copy_from_host(send_rows_.data(), rows.data(), rows.size() * sizeof(LocalId));
+  staged_ = backend_->kind() != DeviceKind::Cpu && !comm_->accepts_device_memory();
+}
+
+namespace {
+
+/// [begin, begin + count) of a host staging buffer of rows of `width` values of T.
+template <typename T>
+std::span<std::byte> stage_rows(std::vector<std::byte>& stage, std::int64_t begin,
+                                std::int64_t count, std::int64_t width) {
+  return std::span<std::byte>(stage).subspan(static_cast<std::size_t>(begin * width) * sizeof(T),
+                                             static_cast<std::size_t>(count * width) * sizeof(T));
+}
+
+}  // namespace
 
 template <typename T>
 void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
@@ -53,17 +70,26 @@ template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) {
   check_shape("gather", x);
   const Stopwatch clock;
-  const std::int64_t n_owned = plan_->n_owned();
-  DenseView<T> packed = buffer(x.cols);  // [num_send_rows, w]
-  ops::gather_rows(*backend_, ConstDenseView<T>(x), std::span<const LocalId>(plan_->send_rows()),
-                   packed);
+  const std::int64_t n_owned = plan_->n_owned(), w = x.cols;
+  DenseView<T> packed = buffer(w);  // [num_send_rows, w]
+  ops::gather_rows(*backend_, ConstDenseView<T>(x), send_rows_.span(), packed);
 
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
-  for (const HaloPlan::Block& b : plan_->send_blocks())
-    sends.push_back({b.peer, row_bytes(ConstDenseView<T>(packed), b.begin, b.count)});
-  for (const HaloPlan::Block& b : plan_->recv_blocks())
-    recvs.push_back({b.peer, row_bytes(x, n_owned + b.begin, b.count)});
+  if (staged_) {
+    send_stage_.resize(static_cast<std::size_t>(packed.size()) * sizeof(T));
+    recv_stage_.resize(static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
+    backend_->copy_to_host(send_stage_.data(), packed.data, send_stage_.size());
+    for (const HaloPlan::Block& b : plan_->send_blocks())
+      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
+    for (const HaloPlan::Block& b : plan_->recv_blocks())
+      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
+  } else {
+    for (const HaloPlan::Block& b : plan_->send_blocks())
+      sends.push_back({b.peer, row_bytes(ConstDenseView<T>(packed), b.begin, b.count)});
+    for (const HaloPlan::Block& b : plan_->recv_blocks())
+      recvs.push_back({b.peer, row_bytes(x, n_owned + b.begin, b.count)});
+  }
 
   Request request;
   request.kind_ = Request::Kind::Gather;
@@ -71,7 +97,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) 
   request.pending_ = comm_->start_exchange(sends, recvs, tag_);
   ++stats_.exchanges;
   stats_.bytes_sent += static_cast<std::int64_t>(packed.size() * sizeof(T));
-  stats_.bytes_received += static_cast<std::int64_t>(plan_->n_ghost() * x.cols * sizeof(T));
+  stats_.bytes_received += static_cast<std::int64_t>(plan_->n_ghost() * w * sizeof(T));
   stats_.start_seconds += clock.seconds();
   return request;
 }
@@ -80,22 +106,32 @@ template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T> dx) {
   check_shape("scatter-add", dx);
   const Stopwatch clock;
-  const std::int64_t n_owned = plan_->n_owned();
-  DenseView<T> received = buffer(dx.cols);  // [num_send_rows, w]
+  const std::int64_t n_owned = plan_->n_owned(), w = dx.cols;
+  DenseView<T> received = buffer(w);  // [num_send_rows, w]
 
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
-  for (const HaloPlan::Block& b : plan_->recv_blocks())
-    sends.push_back({b.peer, row_bytes(ConstDenseView<T>(dx), n_owned + b.begin, b.count)});
-  for (const HaloPlan::Block& b : plan_->send_blocks())
-    recvs.push_back({b.peer, row_bytes(received, b.begin, b.count)});
+  if (staged_) {
+    send_stage_.resize(static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
+    recv_stage_.resize(static_cast<std::size_t>(received.size()) * sizeof(T));
+    backend_->copy_to_host(send_stage_.data(), dx.row(n_owned), send_stage_.size());
+    for (const HaloPlan::Block& b : plan_->recv_blocks())
+      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
+    for (const HaloPlan::Block& b : plan_->send_blocks())
+      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
+  } else {
+    for (const HaloPlan::Block& b : plan_->recv_blocks())
+      sends.push_back({b.peer, row_bytes(ConstDenseView<T>(dx), n_owned + b.begin, b.count)});
+    for (const HaloPlan::Block& b : plan_->send_blocks())
+      recvs.push_back({b.peer, row_bytes(received, b.begin, b.count)});
+  }
 
   Request request;
   request.kind_ = Request::Kind::ScatterAdd;
   request.x_ = dx;
   request.pending_ = comm_->start_exchange(sends, recvs, tag_);
   ++stats_.exchanges;
-  stats_.bytes_sent += static_cast<std::int64_t>(plan_->n_ghost() * dx.cols * sizeof(T));
+  stats_.bytes_sent += static_cast<std::int64_t>(plan_->n_ghost() * w * sizeof(T));
   stats_.bytes_received += static_cast<std::int64_t>(received.size() * sizeof(T));
   stats_.start_seconds += clock.seconds();
   return request;
@@ -107,11 +143,20 @@ void HaloExchange<T>::wait(Request& request) {
   const Stopwatch clock;
   request.pending_->wait();
   request.pending_.reset();
+  const std::int64_t w = request.x_.cols;
+  if (staged_ && request.kind_ == Request::Kind::Gather) {
+    backend_->copy_from_host(request.x_.row(plan_->n_owned()), recv_stage_.data(),
+                             static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
+  }
   if (request.kind_ == Request::Kind::ScatterAdd) {
+    if (staged_) {
+      backend_->copy_from_host(buffer(w).data, recv_stage_.data(),
+                               static_cast<std::size_t>(plan_->num_send_rows() * w) * sizeof(T));
+    }
     // A row read by several peers appears once per peer block: add block by block (rows are
     // distinct within a block), in rank order.
-    const DenseView<T> received = buffer(request.x_.cols);
-    const std::span<const LocalId> rows(plan_->send_rows());
+    const DenseView<T> received = buffer(w);
+    const std::span<const LocalId> rows = send_rows_.span();
     for (const HaloPlan::Block& b : plan_->send_blocks()) {
       const ConstDenseView<T> block(received.data + b.begin * received.cols, b.count,
                                     received.cols);

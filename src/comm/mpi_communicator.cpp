@@ -55,6 +55,11 @@ class MpiCommunicator final : public Communicator {
     TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TESSERA_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TESSERA_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    MPI_Comm node = MPI_COMM_NULL;
+    TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+    TESSERA_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+    TESSERA_MPI_CHECK(MPI_Comm_size(node, &local_size_));
+    TESSERA_MPI_CHECK(MPI_Comm_free(&node));
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -64,6 +69,8 @@ class MpiCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const override { return local_rank_; }
+  int local_size() const override { return local_size_; }
 
   void allreduce_sum(std::span<float> v) override { allreduce(v.data(), v.size(), MPI_FLOAT, MPI_SUM); }
   void allreduce_sum(std::span<double> v) override { allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_SUM); }
@@ -165,6 +172,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Linear, ReLU and Dropout modules and Glorot initialization.
 #include "tessera/engine/layers.hpp"
 
+#include <vector>
+
 #include <cmath>
 
 #include "src/engine/weight_products.hpp"
@@ -43,11 +45,15 @@ template <typename T>
 void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
   const double limit = std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols()));
   const RngKey key = RngKey::make(seed, RngPurpose::WeightInit, layer);
+  // Drawn on the host (the same values for every backend), then copied where w lives.
+  std::vector<T> host(static_cast<std::size_t>(w.size()));
   for (std::int64_t r = 0; r < w.rows(); ++r) {
     for (std::int64_t c = 0; c < w.cols(); ++c) {
-      w(r, c) = static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
+      host[static_cast<std::size_t>(r * w.cols() + c)] =
+          static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
     }
   }
+  w.backend()->copy_from_host(w.data(), host.data(), host.size() * sizeof(T));
 }
 
 // ---- Linear ----------------------------------------------------------------------------------

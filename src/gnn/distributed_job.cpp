@@ -140,8 +140,10 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   };
   TrainOutcome out;
   RunReport& report = out.report;
-  const BackendPtr backend = make_cpu_backend(job.threads);
-  say(fmt::format("backend: {} on each of {}", backend->describe(), comm.describe()));
+  // Tiles are read and prepared on the host; the model runs on this rank's backend.
+  const BackendPtr host = make_cpu_backend(job.threads);
+  const BackendPtr backend = select_backend(job.device, comm.local_rank(), job.threads);
+  say(fmt::format("backend of rank 0: {}; {}", backend->describe(), comm.describe()));
   if (const std::string warning = blas_performance_warning(); !warning.empty()) {
     say("warning: " + warning);
   }
@@ -149,7 +151,7 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   Stopwatch clock;
   std::string dataset_name;
   partition::LocalGraph tile = job.partition_dir.empty()
-                                   ? partition_in_memory(job, comm, backend, dataset_name, say)
+                                   ? partition_in_memory(job, comm, host, dataset_name, say)
                                    : load_from_store(job, comm, dataset_name);
   if (tile.features.cols() == 0 || tile.num_classes < 2) {
     throw InvalidArgument("dataset '" + dataset_name + "' has no features or no class labels "
@@ -168,16 +170,25 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   std::vector<GlobalId> local_ids = tile.owned_ids;  // [n_local]: dropout masks follow them
   local_ids.insert(local_ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
   comm::HaloStats feature_fetch;
-  const datasets::Features features =
-      input_features(tile, job.comm, plan, backend, job.cache_input_features, feature_fetch);
+  const datasets::Features host_features =
+      input_features(tile, job.comm, plan, host, job.cache_input_features, feature_fetch);
   tile.features = {};
+  // What the model reads, in the backend's memory (the host arrays themselves on the CPU).
+  const bool on_host = backend->kind() == DeviceKind::Cpu;
+  const Csr a_device = on_host ? Csr() : to_backend(a_hat, backend);
+  const Csr a_t_device = on_host ? Csr() : to_backend(a_hat_t, backend);
+  const datasets::Features device_features = on_host ? datasets::Features{} : features_on(host_features, backend);
+  const datasets::Features& features = on_host ? host_features : device_features;
+  Buffer<GlobalId> ids(backend, static_cast<std::int64_t>(local_ids.size()));
+  backend->copy_from_host(ids.data(), local_ids.data(), local_ids.size() * sizeof(GlobalId));
   const double setup_s = clock.seconds();
   say(fmt::format("tiles ready in {:.2f} s (load {:.2f} s): rank 0 owns {} rows ({} interior), "
                   "reads {} ghosts",
                   load_s + setup_s, load_s, tile.n_owned(), n_interior, tile.n_ghost()));
 
   const GcnConfig model_config = detail::model_config(job, features.cols(), tile.num_classes);
-  Sequential<float> model = build_gcn(backend, a_hat, a_hat_t, model_config, job.train.seed);
+  Sequential<float> model = build_gcn(backend, on_host ? a_hat : a_device,
+                                      on_host ? a_hat_t : a_t_device, model_config, job.train.seed);
   std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos;
   std::vector<std::int64_t> exchange_widths;  // per convolution, what its halo moves
   for (const auto& module : model.modules()) {
@@ -194,7 +205,7 @@ TrainOutcome run_distributed_job(const TrainJob& job,
 
   Distribution distribution;
   distribution.comm = &comm;
-  distribution.rows = ops::RowIds{local_ids.data(), 0};
+  distribution.rows = ops::RowIds{ids.data(), 0};
   distribution.halo_totals = [&halos] {
     comm::HaloStats sum;
     for (const auto& h : halos) sum += h->stats();

@@ -18,6 +18,14 @@ inline void check_trainable(const datasets::Dataset& d) {
   }
 }
 
+/// A copy of the features in `backend`'s memory.
+inline datasets::Features features_on(const datasets::Features& f, const BackendPtr& backend) {
+  datasets::Features out;
+  if (f.dense) out.dense = to_backend(*f.dense, backend);
+  if (f.sparse) out.sparse = to_backend(*f.sparse, backend);
+  return out;
+}
+
 inline Input<float> feature_input(const datasets::Features& f) {
   if (f.is_sparse()) return Input<float>(f.sparse->view());
   return Input<float>(f.dense->cview());

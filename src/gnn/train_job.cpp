@@ -22,14 +22,16 @@ TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const s
   };
   TrainOutcome out;
   RunReport& report = out.report;
-  const BackendPtr backend = make_cpu_backend(job.threads);
+  const BackendPtr host = make_cpu_backend(job.threads);
+  const BackendPtr backend =
+      select_backend(job.device, job.comm ? job.comm->local_rank() : 0, job.threads);
   say("backend: " + backend->describe());
   if (const std::string warning = blas_performance_warning(); !warning.empty()) {
     say("warning: " + warning);
   }
 
   Stopwatch clock;
-  datasets::Dataset data = datasets::load_dataset(backend, job.dataset, job.load);
+  datasets::Dataset data = datasets::load_dataset(host, job.dataset, job.load);
   detail::check_trainable(data);
   if (!data.has_split()) {
     datasets::make_random_split(data, 0.6, 0.2, job.train.seed);
@@ -50,11 +52,17 @@ TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const s
 
   const GcnConfig model_config =
       detail::model_config(job, data.features.cols(), data.num_classes);
-  Sequential<float> model = build_gcn(backend, a_hat, a_hat, model_config, job.train.seed);
+  // On a GPU the model reads device copies of Â and the features.
+  const bool on_host = backend->kind() == DeviceKind::Cpu;
+  const Csr a_hat_device = on_host ? Csr() : to_backend(a_hat, backend);
+  const Csr& a = on_host ? a_hat : a_hat_device;
+  const datasets::Features features = on_host ? datasets::Features{} : detail::features_on(data.features, backend);
+  Sequential<float> model = build_gcn(backend, a, a, model_config, job.train.seed);
   say(fmt::format("model: {} parameters\n{}", model.num_parameters(), model.summary()));
 
   const NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
-  out.result = train_node_classifier(backend, model, detail::feature_input(data.features), labels,
+  out.result = train_node_classifier(backend, model,
+                                     detail::feature_input(on_host ? data.features : features), labels,
                                      job.train, on_epoch);
 
   detail::report_config(report, job, model_config);

@@ -53,16 +53,17 @@ class GradientAllreduce {
     packed_.resize(total);
   }
 
+  /// Gradients may live on a device: they are staged through the host buffer.
   void run() {
     std::size_t at = 0;
     for (const Parameter<float>* p : params_) {
-      std::copy_n(p->grad.data(), p->grad.size(), packed_.data() + at);
+      p->grad.backend()->copy_to_host(packed_.data() + at, p->grad.data(), p->grad.bytes());
       at += static_cast<std::size_t>(p->grad.size());
     }
     comm_.allreduce_sum(std::span<float>(packed_));
     at = 0;
     for (Parameter<float>* p : params_) {
-      std::copy_n(packed_.data() + at, p->grad.size(), p->grad.data());
+      p->grad.backend()->copy_from_host(p->grad.data(), packed_.data() + at, p->grad.bytes());
       at += static_cast<std::size_t>(p->grad.size());
     }
   }
@@ -78,6 +79,27 @@ struct SplitCounts {
   double train = 0.0, val = 0.0, test = 0.0;
 };
 
+/// The labels and splits where the backend's kernels read them: the caller's host arrays on the
+/// CPU, device copies otherwise.
+class LabelsOnBackend {
+ public:
+  LabelsOnBackend(const BackendPtr& backend, const NodeLabels& host) : view_(host) {
+    if (backend->kind() == DeviceKind::Cpu) return;
+    const auto upload = [&](std::span<const std::int32_t> values, Buffer<std::int32_t>& buffer) {
+      buffer = Buffer<std::int32_t>(backend, static_cast<std::int64_t>(values.size()));
+      backend->copy_from_host(buffer.data(), values.data(), values.size_bytes());
+      return std::span<const std::int32_t>(buffer.data(), values.size());
+    };
+    view_ = {upload(host.labels, labels_), upload(host.train, train_), upload(host.val, val_),
+             upload(host.test, test_)};
+  }
+  const NodeLabels& view() const noexcept { return view_; }
+
+ private:
+  NodeLabels view_;
+  Buffer<std::int32_t> labels_, train_, val_, test_;
+};
+
 SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
   std::vector<std::int64_t> counts{static_cast<std::int64_t>(labels.train.size()),
                                    static_cast<std::int64_t>(labels.val.size()),
@@ -91,7 +113,7 @@ SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
 }  // namespace
 
 TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& model,
-                                  Input<float> features, const NodeLabels& labels,
+                                  Input<float> features, const NodeLabels& host_labels,
                                   const TrainConfig& config,
                                   const std::function<void(const EpochStats&)>& on_epoch,
                                   const Distribution* distribution) {
@@ -109,7 +131,9 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   std::optional<GradientAllreduce> gradient_sum;
   if (comm != nullptr) gradient_sum.emplace(*comm, model.parameters());
   Dense d_logits;  // [n, classes], allocated on the first epoch
-  const SplitCounts counts = split_counts(labels, comm);
+  const SplitCounts counts = split_counts(host_labels, comm);
+  const LabelsOnBackend labels_on_backend(backend, host_labels);
+  const NodeLabels& labels = labels_on_backend.view();
 
   TrainResult result;
   result.history.reserve(static_cast<std::size_t>(config.epochs));
@@ -127,7 +151,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     Stopwatch step_clock, phase;
     const ConstDenseView<float> logits = model.forward(train_step, features);
     result.phases.forward += phase.seconds();
-    if (epoch == 1) check_labels(labels, logits.rows, comm != nullptr);
+    if (epoch == 1) check_labels(host_labels, logits.rows, comm != nullptr);
     phase.restart();
     if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
       d_logits = Dense(backend, logits.rows, logits.cols);

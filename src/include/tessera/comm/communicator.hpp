@@ -36,6 +36,10 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// Rank and count among the ranks that share this node (MPI_COMM_TYPE_SHARED): which GPU
+  /// of the node a rank takes.
+  virtual int local_rank() const = 0;
+  virtual int local_size() const = 0;
 
   /// Element-wise sum over all ranks, in place. Collective.
   virtual void allreduce_sum(std::span<float> values) = 0;
@@ -54,6 +58,10 @@ class Communicator {
 
   /// Every rank's `value`, in rank order. Collective.
   virtual std::vector<double> allgather(double value) = 0;
+
+  /// Whether start_exchange and the reductions may be given device memory (NCCL, a CUDA-aware
+  /// MPI); when not, callers stage device data through host buffers.
+  virtual bool accepts_device_memory() const { return false; }
 
   /// Starts sending and receiving the given messages (tag separates concurrent exchanges);
   /// returns at once. Buffers must stay alive and untouched until wait(). Not collective: only
@@ -90,6 +98,12 @@ class MpiEnvironment {
 
 /// A communicator over a duplicate of MPI_COMM_WORLD. Needs an initialized MPI.
 std::shared_ptr<Communicator> make_mpi_communicator();
+
+/// The communicator of a one-process job that never initializes MPI (no launcher, no plugins).
+std::shared_ptr<Communicator> make_self_communicator();
+
+/// Whether an MPI launcher (mpirun, srun with PMI/PMIx) started this process.
+bool launched_by_mpi() noexcept;
 
 /// This process's rank in MPI_COMM_WORLD, or 0 when MPI is not initialized; for error messages.
 int world_rank() noexcept;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_plan.hpp"
@@ -30,7 +32,9 @@ struct HaloStats {
   }
 };
 
-/// Exchanges rows of [n_owned + n_ghost, w] matrices laid out as the plan's local numbering.
+/// Exchanges rows of [n_owned + n_ghost, w] matrices laid out as the plan's local numbering, in
+/// the memory of the exchange's backend. Device rows travel through host buffers when the
+/// communicator cannot take device memory (Debian's Open MPI is not CUDA-aware).
 /// One exchange may be in flight at a time; every rank of the plan must start the same kind
 /// of exchange with the same width in the same order (each exchange is collective over the
 /// plan's peers).
@@ -76,7 +80,9 @@ class HaloExchange {
   const HaloStats& stats() const noexcept { return stats_; }
   void reset_stats() noexcept { stats_ = {}; }
   /// Bytes of the reusable buffers.
-  std::size_t bytes() const noexcept { return buffer_.bytes(); }
+  std::size_t bytes() const noexcept {
+    return buffer_.bytes() + send_stage_.size() + recv_stage_.size();
+  }
 
  private:
   void check_shape(const char* what, DenseView<T> x) const;
@@ -88,6 +94,9 @@ class HaloExchange {
   BackendPtr backend_;
   int tag_;
   Buffer<T> buffer_;  // packed rows to send (gather) or received rows (scatter-add)
+  Buffer<LocalId> send_rows_;  // the plan's send rows in the backend's memory
+  bool staged_ = false;        // device data through host buffers
+  std::vector<std::byte> send_stage_, recv_stage_;
   HaloStats stats_;
 };
 

@@ -67,6 +67,18 @@ int cuda_device_count() noexcept;
 /// InvalidArgument / CudaError when the device does not exist or cannot be used.
 BackendPtr make_cuda_backend(int device = 0);
 
+/// Where a process trains: the CPU, a GPU (required), or a GPU when one is free (else the CPU).
+enum class DeviceChoice { Cpu, Cuda, Auto };
+
+/// "cpu", "cuda" or "auto"; throws InvalidArgument otherwise.
+DeviceChoice parse_device_choice(const std::string& text);
+
+/// The backend of a process that is rank `local_rank` among the ranks of one node: Cpu gives
+/// the CPU backend (`cpu_threads` as in make_cpu_backend); Cuda gives GPU `local_rank` and
+/// throws InvalidArgument when the node has no such GPU; Auto gives GPU `local_rank` when the
+/// node has one, else the CPU — so one job can mix GPU and CPU ranks.
+BackendPtr select_backend(DeviceChoice choice, int local_rank, int cpu_threads = 0);
+
 /// Copies `bytes` from memory of backend `from` to memory of backend `to` (any pair of host and
 /// devices). Returns when `dst` holds the data.
 void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* src,

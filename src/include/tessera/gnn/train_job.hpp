@@ -20,6 +20,9 @@ struct TrainJob {
   std::string dataset;
   datasets::LoadOptions load;
   int threads = 0;  ///< 0: OpenMP's default
+  /// Where each rank trains (select_backend with the rank's place on its node). The data is
+  /// loaded and prepared on the host either way.
+  DeviceChoice device = DeviceChoice::Cpu;
   bool normalize_features = true;
   /// Explicit sizes ({in, ..., classes}); when empty: in, hidden × (num_layers - 1), classes.
   std::vector<std::int64_t> layer_sizes;

@@ -22,7 +22,8 @@ struct TrainConfig {
   std::uint64_t seed = 0;
 };
 
-/// The labelled rows of each split and the labels, all local row ids.
+/// The labelled rows of each split and the labels, all local row ids, in host memory (the
+/// trainer copies them to a device backend itself).
 struct NodeLabels {
   std::span<const std::int32_t> labels;
   std::span<const std::int32_t> train, val, test;
@@ -72,8 +73,9 @@ struct Distribution {
   std::function<comm::HaloStats()> halo_totals;
 };
 
-/// Trains `model` on `features` for config.epochs full-batch steps. `on_epoch` (optional) is
-/// called after every epoch. Buffers are allocated in the first epoch and reused after.
+/// Trains `model` on `features` for config.epochs full-batch steps on `backend`, where the model
+/// and the features live. `on_epoch` (optional) is called after every epoch. Buffers are
+/// allocated in the first epoch and reused after.
 ///
 /// With `distribution`, each rank passes its tile (logits of its owned rows; labels and splits
 /// in local ids): losses and accuracies are normalized by the global counts, the weight
