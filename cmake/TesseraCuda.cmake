@@ -3,6 +3,7 @@
 # skips it. Defaults CMAKE_CUDA_ARCHITECTURES to 80;90: "native" fails on machines without a
 # GPU, and the CI machine has none.
 set(TESSERA_CUDA OFF)
+set(TESSERA_NCCL OFF)
 if(NOT TESSERA_WITH_CUDA MATCHES "^(AUTO|ON|OFF)$")
   message(FATAL_ERROR "TESSERA_WITH_CUDA must be AUTO, ON or OFF, got '${TESSERA_WITH_CUDA}'")
 endif()
@@ -31,5 +32,9 @@ endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
 set(TESSERA_CUDA ON)
+# NCCL (halo exchanges and gradient sums between GPU ranks) when it is found; without it GPU
+# ranks exchange through MPI and host memory.
+find_package(NCCL QUIET)
+set(TESSERA_NCCL ${NCCL_FOUND})
 message(STATUS "CUDA backend: on (nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures "
-               "${CMAKE_CUDA_ARCHITECTURES})")
+               "${CMAKE_CUDA_ARCHITECTURES}); NCCL: ${NCCL_FOUND} ${NCCL_VERSION}")

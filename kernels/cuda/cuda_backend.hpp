@@ -54,6 +54,7 @@ class CudaBackend final : public Backend {
   void copy_within(void* dst, const void* src, std::size_t bytes) const override;
   void zero_bytes(void* dst, std::size_t bytes) const override;
   void synchronize() const override;
+  void* native_stream() const noexcept override { return stream_; }
   std::string describe() const override;
 
   cudaStream_t stream() const noexcept { return stream_; }

@@ -189,6 +189,15 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   const GcnConfig model_config = detail::model_config(job, features.cols(), tile.num_classes);
   Sequential<float> model = build_gcn(backend, on_host ? a_hat : a_device,
                                       on_host ? a_hat_t : a_t_device, model_config, job.train.seed);
+  // GPU ranks exchange halos and sum gradients through NCCL when every rank has a GPU; with
+  // any CPU rank in the job, everything goes through MPI and host memory.
+  std::vector<std::int64_t> gpu_ranks{backend->kind() == DeviceKind::Cuda ? 1 : 0};
+  comm.allreduce_sum(std::span<std::int64_t>(gpu_ranks));
+  const bool nccl = gpu_ranks[0] == comm.size() && comm.size() > 1 && comm::nccl_compiled();
+  const std::shared_ptr<comm::Communicator> device_comm =
+      nccl ? comm::make_nccl_communicator(job.comm, backend) : job.comm;
+  say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
+                  comm.size(), device_comm->describe()));
   std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos;
   std::vector<std::int64_t> exchange_widths;  // per convolution, what its halo moves
   for (const auto& module : model.modules()) {
@@ -198,13 +207,13 @@ TrainOutcome run_distributed_job(const TrainJob& job,
     // The first layer reads the cached ghost input rows and exchanges nothing.
     if (exchange_widths.size() == 1 && job.cache_input_features) continue;
     halos.push_back(std::make_unique<comm::HaloExchange<float>>(
-        job.comm, plan, backend, kLayerTagBase + static_cast<int>(exchange_widths.size())));
+        device_comm, plan, backend, kLayerTagBase + static_cast<int>(exchange_widths.size())));
     conv->distribute(halos.back().get(), n_interior);
   }
   say(fmt::format("model: {} parameters\n{}", model.num_parameters(), model.summary()));
 
   Distribution distribution;
-  distribution.comm = &comm;
+  distribution.comm = device_comm.get();
   distribution.rows = ops::RowIds{ids.data(), 0};
   distribution.halo_totals = [&halos] {
     comm::HaloStats sum;
@@ -226,6 +235,7 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   report.set("dataset.features", features.cols());
   report.set("dataset.classes", static_cast<std::int64_t>(tile.num_classes));
   report.set("distributed.ranks", comm.size());
+  report.set("distributed.communicator", device_comm->describe());
   report.set("distributed.partition",
              job.partition_dir.empty() ? partition::to_string(job.partition.method) + " (in memory)"
                                        : job.partition_dir);

@@ -289,3 +289,34 @@ TEST(CudaBackendWithoutGpu, AskingForADeviceThatIsNotThereIsRefused) {
 
 }  // namespace
 }  // namespace tessera::testing
+
+namespace tessera::testing {
+namespace {
+
+TEST(NcclCommunicator, NeedsACudaBackendOrSaysItIsNotCompiled) {
+  const auto host = comm::make_self_communicator();
+
+  if (comm::nccl_compiled()) {
+    EXPECT_THROW(comm::make_nccl_communicator(host, make_cpu_backend()), InvalidArgument);
+  } else {
+    EXPECT_THROW(comm::make_nccl_communicator(host, make_cpu_backend()), NotCompiled);
+  }
+}
+
+TEST_F(CudaTest, NcclSumOfDeviceMemoryOverOneRankIsTheIdentity) {
+  if (!comm::nccl_compiled()) GTEST_SKIP() << "this build has no NCCL";
+  const auto nccl = comm::make_nccl_communicator(comm::make_self_communicator(), gpu);
+  const auto x = random_dense<float>(cpu, 1, 100, 25);
+  auto x_gpu = to_backend(x, gpu);
+
+  nccl->allreduce_sum(std::span<float>(x_gpu.data(), 100));
+  gpu->synchronize();
+
+  const auto back = to_backend(x_gpu, cpu);
+  EXPECT_EQ(std::vector<float>(back.data(), back.data() + 100),
+            std::vector<float>(x.data(), x.data() + 100));
+  EXPECT_TRUE(nccl->accepts_device_memory());
+}
+
+}  // namespace
+}  // namespace tessera::testing

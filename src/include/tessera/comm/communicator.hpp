@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/device.hpp"
+
 namespace tessera::comm {
 
 /// One message of an exchange: the bytes to send to, or receive from, `peer`.
@@ -101,6 +103,17 @@ std::shared_ptr<Communicator> make_mpi_communicator();
 
 /// The communicator of a one-process job that never initializes MPI (no launcher, no plugins).
 std::shared_ptr<Communicator> make_self_communicator();
+
+/// Whether this build has NCCL (it comes with the CUDA backend when NCCL is found).
+bool nccl_compiled() noexcept;
+
+/// A communicator for ranks that all train on GPUs: exchanges of device memory and float sums
+/// of device memory run through NCCL on `gpu`'s stream (stream-ordered: wait() returns at once
+/// and later kernels on that stream see the data); host memory and the other collectives go
+/// through `host`. Collective over host's ranks (the NCCL id is broadcast over it). Throws
+/// NotCompiled without NCCL, InvalidArgument when `gpu` is not a CUDA backend.
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> host,
+                                                     BackendPtr gpu);
 
 /// Whether an MPI launcher (mpirun, srun with PMI/PMIx) started this process.
 bool launched_by_mpi() noexcept;

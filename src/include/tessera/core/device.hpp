@@ -37,6 +37,9 @@ class Backend {
   virtual void zero_bytes(void* dst, std::size_t bytes) const = 0;
   /// Returns when all work queued on this backend has finished (CUDA: its stream).
   virtual void synchronize() const = 0;
+  /// The native stream work is queued on (a cudaStream_t for CUDA), or nullptr (CPU); for
+  /// libraries that must join it, such as NCCL.
+  virtual void* native_stream() const noexcept { return nullptr; }
   /// A short description for logs and reports ("cpu (2 threads)").
   virtual std::string describe() const = 0;
 };
