@@ -4,16 +4,14 @@
 // stream synchronization.
 //
 //   tessera-bench-cuda [--scale S] [--repeats R]     (R-MAT 2^S nodes, edge factor 16)
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
+#include "machine_rates.hpp"
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <exception>
-#include <vector>
-
+#include <fmt/core.h>
 #include <tessera/tessera.hpp>
-
-#include "machine_rates.hpp"
+#include <vector>
 
 namespace {
 
@@ -21,9 +19,9 @@ using tessera::BackendPtr;
 using tessera::Stopwatch;
 
 /// Median seconds of `run` over `repeats` timed calls after two untimed ones.
-template <typename F>
-double median_seconds(const BackendPtr& gpu, int repeats, F&& run) {
-  for (int i = 0; i < 2; ++i) run();
+template <typename F> double median_seconds(const BackendPtr& gpu, int repeats, F&& run) {
+  for (int i = 0; i < 2; ++i)
+    run();
   gpu->synchronize();
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
@@ -49,9 +47,8 @@ int run(int scale, int repeats) {
   const std::int64_t copy_floats = std::int64_t{1} << 28;
   tessera::Dense src = tessera::Dense::zeros(gpu, 1, copy_floats);
   tessera::Dense dst(gpu, 1, copy_floats);
-  const double copy_s = median_seconds(gpu, repeats, [&] {
-    tessera::ops::copy(*gpu, src.cview(), dst.view());
-  });
+  const double copy_s =
+      median_seconds(gpu, repeats, [&] { tessera::ops::copy(*gpu, src.cview(), dst.view()); });
   const double copy_gbps = 2.0 * static_cast<double>(src.bytes()) / copy_s / 1e9;
 
   tessera::datasets::LoadOptions load;
@@ -64,12 +61,13 @@ int run(int scale, int repeats) {
   for (const std::int64_t width : {16, 32, 64, 128, 256}) {
     const tessera::Dense b = tessera::Dense::zeros(gpu, a.cols(), width);
     tessera::Dense c(gpu, a.rows(), width);
-    const double s = median_seconds(gpu, repeats, [&] {
-      tessera::ops::spmm(*gpu, a.view(), b.cview(), c.view());
-    });
+    const double s = median_seconds(
+        gpu, repeats, [&] { tessera::ops::spmm(*gpu, a.view(), b.cview(), c.view()); });
     const double gbps = tessera::bench::spmm_bytes(a.rows(), a.nnz(), width) / s / 1e9;
     fmt::print("{:>6} {:>12.3f} {:>12.1f} {:>14.2f}{}\n", width, 1e3 * s, gbps, gbps / copy_gbps,
-               width >= 64 ? (gbps / copy_gbps >= 0.5 ? "  (target >= 0.5: met)" : "  (target >= 0.5: MISSED)") : "");
+               width >= 64 ? (gbps / copy_gbps >= 0.5 ? "  (target >= 0.5: met)"
+                                                      : "  (target >= 0.5: MISSED)")
+                           : "");
   }
   fmt::print("device-to-device copy: {:.1f} GB/s\n", copy_gbps);
 
@@ -86,16 +84,18 @@ int run(int scale, int repeats) {
   return 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"cuSPARSE SpMM bandwidth against a device-to-device copy, and the GEMM rate."};
   int scale = 20;
   int repeats = 10;
   app.add_option("--scale", scale, "R-MAT scale: 2^S nodes, edge factor 16")
-      ->capture_default_str()->check(CLI::Range(4, 26));
+      ->capture_default_str()
+      ->check(CLI::Range(4, 26));
   app.add_option("--repeats", repeats, "timed repetitions (median)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
     return run(scale, repeats);

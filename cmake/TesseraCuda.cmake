@@ -30,6 +30,11 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
   set(CMAKE_CUDA_ARCHITECTURES 80 90)
 endif()
 enable_language(CUDA)
+# CMake 3.25 does not know how nvcc spells C++20; tell it, so CUDA_STANDARD 20 works.
+if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+endif()
 find_package(CUDAToolkit REQUIRED)
 set(TESSERA_CUDA ON)
 # NCCL (halo exchanges and gradient sums between GPU ranks) when it is found; without it GPU

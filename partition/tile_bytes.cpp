@@ -1,31 +1,28 @@
 // A tile as one byte string: what the partitioning rank sends each rank when no store is used.
+#include "tessera/core/error.hpp"
+#include "tessera/partition/local_graph.hpp"
+
 #include <cstring>
 #include <fmt/core.h>
 #include <type_traits>
-
-#include "tessera/core/error.hpp"
-#include "tessera/partition/local_graph.hpp"
 
 namespace tessera::partition {
 
 namespace {
 
-constexpr std::uint32_t kTileMagic = 0x454C4954;  // "TILE"
+constexpr std::uint32_t kTileMagic = 0x454C4954; // "TILE"
 
 class Writer {
- public:
-  template <typename T>
-  void value(const T& v) {
+public:
+  template <typename T> void value(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     raw(&v, sizeof(T));
   }
-  template <typename T>
-  void array(const T* data, std::int64_t count) {
+  template <typename T> void array(const T* data, std::int64_t count) {
     value(count);
     raw(data, static_cast<std::size_t>(count) * sizeof(T));
   }
-  template <typename T>
-  void vector(const std::vector<T>& v) {
+  template <typename T> void vector(const std::vector<T>& v) {
     array(v.data(), static_cast<std::int64_t>(v.size()));
   }
   void csr(const Csr& m) {
@@ -37,7 +34,7 @@ class Writer {
   }
   std::vector<std::byte> take() { return std::move(bytes_); }
 
- private:
+private:
   void raw(const void* data, std::size_t size) {
     const auto* p = static_cast<const std::byte*>(data);
     bytes_.insert(bytes_.end(), p, p + size);
@@ -46,25 +43,23 @@ class Writer {
 };
 
 class Reader {
- public:
+public:
   Reader(const BackendPtr& backend, std::span<const std::byte> bytes)
       : backend_(backend), bytes_(bytes) {}
 
-  template <typename T>
-  T value() {
+  template <typename T> T value() {
     T v;
     raw(&v, sizeof(T));
     return v;
   }
   /// Reads an array's count, checks it is `expected` (when >= 0), and copies it into `out`.
-  template <typename T>
-  void array(T* out, std::int64_t expected) {
+  template <typename T> void array(T* out, std::int64_t expected) {
     const auto count = value<std::int64_t>();
-    if (count != expected) fail(fmt::format("an array of {} entries where {} belong", count, expected));
+    if (count != expected)
+      fail(fmt::format("an array of {} entries where {} belong", count, expected));
     raw(out, static_cast<std::size_t>(count) * sizeof(T));
   }
-  template <typename T>
-  std::vector<T> vector() {
+  template <typename T> std::vector<T> vector() {
     const auto count = value<std::int64_t>();
     if (count < 0 || static_cast<std::size_t>(count) * sizeof(T) > bytes_.size() - at_)
       fail(fmt::format("an array of {} entries", count));
@@ -89,7 +84,7 @@ class Reader {
     if (at_ != bytes_.size()) fail(fmt::format("{} bytes left over", bytes_.size() - at_));
   }
 
- private:
+private:
   void raw(void* out, std::size_t size) {
     if (size > bytes_.size() - at_) fail(fmt::format("{} bytes needed at offset {}", size, at_));
     std::memcpy(out, bytes_.data() + at_, size);
@@ -104,7 +99,7 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-}  // namespace
+} // namespace
 
 std::vector<std::byte> tile_to_bytes(const LocalGraph& tile) {
   Writer w;
@@ -174,11 +169,10 @@ LocalGraph tile_from_bytes(const BackendPtr& backend, std::span<const std::byte>
       (!tile.labels.empty() && static_cast<std::int64_t>(tile.labels.size()) != tile.n_owned())) {
     throw FormatError(fmt::format("tile bytes: part {} has {} owned and {} ghost rows but "
                                   "adjacency {}, {} degrees, {} feature rows, {} labels",
-                                  tile.part, tile.n_owned(), tile.n_ghost(),
-                                  tile.adjacency.shape(), tile.degree.size(),
-                                  tile.features.rows(), tile.labels.size()));
+                                  tile.part, tile.n_owned(), tile.n_ghost(), tile.adjacency.shape(),
+                                  tile.degree.size(), tile.features.rows(), tile.labels.size()));
   }
   return tile;
 }
 
-}  // namespace tessera::partition
+} // namespace tessera::partition

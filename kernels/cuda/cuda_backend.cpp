@@ -1,15 +1,14 @@
 // The CUDA backend and the checks every CUDA entry point uses.
 #include "kernels/cuda/cuda_backend.hpp"
 
-#include <fmt/core.h>
-
-#include <cstdint>
-#include <limits>
-#include <vector>
-
 #include "kernels/backend_kernels.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "tessera/core/error.hpp"
+
+#include <cstdint>
+#include <fmt/core.h>
+#include <limits>
+#include <vector>
 
 namespace tessera::kernels::cuda {
 
@@ -20,7 +19,7 @@ int current_device() noexcept {
   return cudaGetDevice(&device) == cudaSuccess ? device : -1;
 }
 
-}  // namespace
+} // namespace
 
 void check(cudaError_t status, const char* call, std::source_location where) {
   if (status == cudaSuccess) return;
@@ -70,7 +69,8 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
   plans_.clear();
-  for (auto& [slot, s] : scratch_) cudaFree(s.ptr);
+  for (auto& [slot, s] : scratch_)
+    cudaFree(s.ptr);
   if (cusparse_ != nullptr) cusparseDestroy(cusparse_);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -127,11 +127,14 @@ void CudaBackend::zero_bytes(void* dst, std::size_t bytes) const {
   TESSERA_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
 }
 
-void CudaBackend::synchronize() const { TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+void CudaBackend::synchronize() const {
+  TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
 
 std::string CudaBackend::describe() const {
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess) return fmt::format("cuda:{}", device_);
+  if (cudaGetDeviceProperties(&prop, device_) != cudaSuccess)
+    return fmt::format("cuda:{}", device_);
   return fmt::format("cuda:{} ({}, {:.0f} GiB, sm_{}{})", device_, prop.name,
                      static_cast<double>(prop.totalGlobalMem) / (1 << 30), prop.major, prop.minor);
 }
@@ -155,7 +158,7 @@ namespace {
 template <typename T>
 const T* ones(const CudaBackend& backend, int slot, std::int64_t n, std::int64_t& filled) {
   auto* data = static_cast<T*>(backend.scratch(slot, static_cast<std::size_t>(n) * sizeof(T)));
-  if (filled < n) {  // the buffer only ever holds ones: fill it from the host when it grows
+  if (filled < n) { // the buffer only ever holds ones: fill it from the host when it grows
     const std::vector<T> host(static_cast<std::size_t>(n), T{1});
     backend.copy_from_host(data, host.data(), host.size() * sizeof(T));
     filled = n;
@@ -163,7 +166,7 @@ const T* ones(const CudaBackend& backend, int slot, std::int64_t n, std::int64_t
   return data;
 }
 
-}  // namespace
+} // namespace
 
 const float* CudaBackend::ones_float(std::int64_t n) const {
   return ones<float>(*this, kOnesFloat, n, ones_float_count_);
@@ -172,12 +175,14 @@ const double* CudaBackend::ones_double(std::int64_t n) const {
   return ones<double>(*this, kOnesDouble, n, ones_double_count_);
 }
 
-bool compiled() noexcept { return true; }
+bool compiled() noexcept {
+  return true;
+}
 
 int device_count() noexcept {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky error; no driver or no device means no GPU
+    cudaGetLastError(); // clear the sticky error; no driver or no device means no GPU
     return 0;
   }
   return count;
@@ -192,4 +197,4 @@ BackendPtr make_backend(int device) {
   return std::make_shared<CudaBackend>(device);
 }
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

@@ -3,17 +3,16 @@
 // (SpMM plans, scratch buffers). Private to kernels/cuda.
 #pragma once
 
+#include "tessera/core/device.hpp"
+
+#include <cstddef>
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
-
-#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
-
-#include "tessera/core/device.hpp"
 
 namespace tessera::kernels::cuda {
 
@@ -38,7 +37,7 @@ struct SpmmPlanKeyHash {
 };
 
 class CudaBackend final : public Backend {
- public:
+public:
   explicit CudaBackend(int device);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
@@ -63,8 +62,7 @@ class CudaBackend final : public Backend {
 
   /// The plan for `key`, made by `make` on first use and kept until the matrix's row pointer
   /// memory is freed through this backend. P is any type; plans of one key share one type.
-  template <typename P, typename Make>
-  P& plan(const SpmmPlanKey& key, Make make) const {
+  template <typename P, typename Make> P& plan(const SpmmPlanKey& key, Make make) const {
     const std::lock_guard lock(mutex_);
     auto it = plans_.find(key);
     if (it == plans_.end()) it = plans_.emplace(key, std::shared_ptr<void>(make())).first;
@@ -78,7 +76,7 @@ class CudaBackend final : public Backend {
   const float* ones_float(std::int64_t n) const;
   const double* ones_double(std::int64_t n) const;
 
- private:
+private:
   int device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -101,4 +99,4 @@ inline const CudaBackend& as_cuda(const Backend& backend) {
 /// Scratch slots, one per user, so two kernels never share a buffer while both are live.
 enum ScratchSlot : int { kLossScratch = 1, kReduceScratch, kFlagScratch, kOnesFloat, kOnesDouble };
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

@@ -5,7 +5,6 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
-
 #include <source_location>
 
 namespace tessera::kernels::cuda {
@@ -20,6 +19,6 @@ void check(cusparseStatus_t status, const char* call,
 /// After a kernel launch: throws CudaError naming `kernel` when the launch failed.
 void check_launch(const char* kernel, std::source_location where = std::source_location::current());
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda
 
 #define TESSERA_CUDA_CHECK(call) ::tessera::kernels::cuda::check((call), #call)

@@ -16,7 +16,7 @@ cublasOperation_t to_cublas(ops::Transpose t) {
   return t == ops::Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 void gemm(const Backend& backend, ops::Transpose trans_a, ops::Transpose trans_b, T alpha,
@@ -45,7 +45,8 @@ template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, Den
   backend.copy_within(y.data, x.data, static_cast<std::size_t>(x.size()) * sizeof(T));
 }
 
-template <typename T> void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias) {
+template <typename T>
+void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias) {
   if (x.size() == 0) return;
   launch::add_bias(x.data, bias.data(), x.rows, x.cols, as_cuda(backend).stream());
   check_launch("add_bias");
@@ -75,8 +76,8 @@ void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias
                       &beta, d_bias.data(), 1),
           "cublasSgemv");
   } else {
-    check(cublasDgemv(be.cublas(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_double(dy.rows),
-                      1, &beta, d_bias.data(), 1),
+    check(cublasDgemv(be.cublas(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_double(dy.rows), 1,
+                      &beta, d_bias.data(), 1),
           "cublasDgemv");
   }
 }
@@ -85,8 +86,8 @@ template <typename T>
 void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
                  DenseView<T> out) {
   if (out.size() == 0) return;
-  launch::gather_rows(x.data, rows.data(), out.data, static_cast<std::int64_t>(rows.size()),
-                      x.cols, as_cuda(backend).stream());
+  launch::gather_rows(x.data, rows.data(), out.data, static_cast<std::int64_t>(rows.size()), x.cols,
+                      as_cuda(backend).stream());
   check_launch("gather_rows");
 }
 
@@ -102,4 +103,4 @@ void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<con
 TESSERA_INSTANTIATE_DENSE_KERNELS(float);
 TESSERA_INSTANTIATE_DENSE_KERNELS(double);
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

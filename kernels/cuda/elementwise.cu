@@ -10,10 +10,9 @@ __device__ inline std::int64_t row_id(RowIds ids, std::int64_t r) {
   return ids.ids != nullptr ? ids.ids[r] : ids.offset + r;
 }
 
-template <typename T>
-__global__ void relu_forward_kernel(const T* x, T* y, std::int64_t size) {
+template <typename T> __global__ void relu_forward_kernel(const T* x, T* y, std::int64_t size) {
   for (std::int64_t i = thread_index(); i < size; i += grid_stride())
-    y[i] = x[i] < T{0} ? T{0} : x[i];  // NaN propagates, as on the CPU
+    y[i] = x[i] < T{0} ? T{0} : x[i]; // NaN propagates, as on the CPU
 }
 
 template <typename T>
@@ -55,15 +54,15 @@ __global__ void dropout_csr_kernel(const std::int64_t* row_ptr, const std::int32
   }
 }
 
-}  // namespace
+} // namespace
 
-template <typename T>
-void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
   relu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
 }
 
 template <typename T>
-void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream) {
+void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale,
+                   cudaStream_t stream) {
   relu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, scale);
 }
 
@@ -71,28 +70,27 @@ template <typename T>
 void dropout(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p, RngKey key,
              RowIds ids, bool relu, cudaStream_t stream) {
   const T scale = T{1} / (T{1} - static_cast<T>(p));
-  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(
-      x, y, rows, cols, p, key, ids, relu, scale);
+  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(x, y, rows, cols, p,
+                                                                             key, ids, relu, scale);
 }
 
 template <typename T>
-void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val,
-                        T* out, std::int64_t rows, float p, RngKey key, RowIds ids,
-                        cudaStream_t stream) {
+void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val, T* out,
+                        std::int64_t rows, float p, RngKey key, RowIds ids, cudaStream_t stream) {
   const T scale = T{1} / (T{1} - static_cast<T>(p));
-  dropout_csr_kernel<<<blocks_for(rows), kBlock, 0, stream>>>(row_ptr, col, val, out, rows, p,
-                                                              key, ids, scale);
+  dropout_csr_kernel<<<blocks_for(rows), kBlock, 0, stream>>>(row_ptr, col, val, out, rows, p, key,
+                                                              ids, scale);
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                    \
-  template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                        \
-  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);          \
-  template void dropout<T>(const T*, T*, std::int64_t, std::int64_t, float, RngKey, RowIds, bool, \
-                           cudaStream_t);                                                         \
-  template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,     \
+#define TESSERA_INSTANTIATE(T)                                                                     \
+  template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
+  template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);           \
+  template void dropout<T>(const T*, T*, std::int64_t, std::int64_t, float, RngKey, RowIds, bool,  \
+                           cudaStream_t);                                                          \
+  template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,      \
                                       std::int64_t, float, RngKey, RowIds, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

@@ -9,11 +9,14 @@ namespace tessera::kernels::cuda {
 
 namespace {
 
-launch::RowIds device_rows(ops::RowIds rows) { return {rows.ids, rows.offset}; }
+launch::RowIds device_rows(ops::RowIds rows) {
+  return {rows.ids, rows.offset};
+}
 
-}  // namespace
+} // namespace
 
-template <typename T> void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+template <typename T>
+void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
   if (x.size() == 0) return;
   launch::relu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());
   check_launch("relu_forward");
@@ -48,4 +51,4 @@ void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_
 TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(float);
 TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(double);
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

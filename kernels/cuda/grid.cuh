@@ -10,7 +10,8 @@ constexpr int kBlock = 256;
 
 /// Blocks for `work` items with a grid-stride loop (capped; the loop covers the rest).
 inline unsigned blocks_for(std::int64_t work) {
-  return static_cast<unsigned>(std::clamp<std::int64_t>((work + kBlock - 1) / kBlock, 1, 65535 * 8));
+  return static_cast<unsigned>(
+      std::clamp<std::int64_t>((work + kBlock - 1) / kBlock, 1, 65535 * 8));
 }
 
 /// Index of this thread in a grid-stride loop, and the stride.
@@ -21,4 +22,4 @@ __device__ inline std::int64_t grid_stride() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
 }
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

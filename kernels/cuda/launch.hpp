@@ -3,11 +3,10 @@
 // free of Tessera's tensor headers so nvcc compiles only device code.
 #pragma once
 
-#include <cuda_runtime_api.h>
+#include "tessera/core/rng.hpp"
 
 #include <cstdint>
-
-#include "tessera/core/rng.hpp"
+#include <cuda_runtime_api.h>
 
 namespace tessera::kernels::cuda::launch {
 
@@ -18,8 +17,7 @@ struct RowIds {
 };
 
 // ---- elementwise.cu ----
-template <typename T>
-void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
+template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream);
 /// y = a(x) · mask / (1 - p) with the CPU's mask: keep where uniform(key, id(r), c) >= p.
@@ -27,15 +25,13 @@ template <typename T>
 void dropout(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p, RngKey key,
              RowIds ids, bool relu, cudaStream_t stream);
 template <typename T>
-void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val,
-                        T* out, std::int64_t rows, float p, RngKey key, RowIds ids,
-                        cudaStream_t stream);
+void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val, T* out,
+                        std::int64_t rows, float p, RngKey key, RowIds ids, cudaStream_t stream);
 
 // ---- rows.cu: dense helpers ----
 template <typename T>
 void add_bias(T* x, const T* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
-template <typename T>
-void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream);
+template <typename T> void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void gather_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
                  std::int64_t cols, cudaStream_t stream);
@@ -59,8 +55,8 @@ void softmax_cross_entropy(const T* logits, std::int64_t n, std::int64_t c,
 /// *correct += selected rows whose argmax (lowest index on ties) is the label.
 template <typename T>
 void count_correct(const T* logits, std::int64_t n, std::int64_t c, const std::int32_t* labels,
-                   const std::int32_t* rows, std::int64_t selected,
-                   unsigned long long* correct, std::int64_t* bad, cudaStream_t stream);
+                   const std::int32_t* rows, std::int64_t selected, unsigned long long* correct,
+                   std::int64_t* bad, cudaStream_t stream);
 /// *sum = the sum of values[0, size) in a fixed order (deterministic).
 void sum(const double* values, std::int64_t size, double* sum, void* scratch,
          std::size_t scratch_bytes, cudaStream_t stream);
@@ -73,4 +69,4 @@ template <typename T>
 void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t size, T step_size, T bc2_sqrt,
                T beta1, T beta2, T eps, T shrink, T l2, cudaStream_t stream);
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

@@ -1,17 +1,16 @@
 // Device kernels of the loss family: masked softmax cross-entropy (per-row losses, summed in a
 // fixed order by CUB) and argmax accuracy.
-#include <cub/device/device_reduce.cuh>
-
 #include "kernels/cuda/grid.cuh"
 #include "kernels/cuda/launch.hpp"
+
+#include <cub/device/device_reduce.cuh>
 
 namespace tessera::kernels::cuda::launch {
 
 namespace {
 
 /// Index of the largest of x[0, c), the lowest on ties (as the CPU kernel).
-template <typename T>
-__device__ std::int64_t argmax(const T* x, std::int64_t c) {
+template <typename T> __device__ std::int64_t argmax(const T* x, std::int64_t c) {
   std::int64_t best = 0;
   for (std::int64_t j = 1; j < c; ++j)
     if (x[j] > x[best]) best = j;
@@ -30,10 +29,9 @@ __device__ bool valid(const std::int32_t* labels, std::int32_t r, std::int64_t n
 
 template <typename T>
 __global__ void softmax_cross_entropy_kernel(const T* logits, std::int64_t n, std::int64_t c,
-                                             const std::int32_t* labels,
-                                             const std::int32_t* rows, std::int64_t selected,
-                                             double inv_norm, T* d_logits, double* loss_per_row,
-                                             std::int64_t* bad) {
+                                             const std::int32_t* labels, const std::int32_t* rows,
+                                             std::int64_t selected, double inv_norm, T* d_logits,
+                                             double* loss_per_row, std::int64_t* bad) {
   for (std::int64_t i = thread_index(); i < selected; i += grid_stride()) {
     const std::int32_t r = rows[i];
     if (!valid(labels, r, n, c, i, bad)) {
@@ -43,7 +41,8 @@ __global__ void softmax_cross_entropy_kernel(const T* logits, std::int64_t n, st
     const T* x = logits + static_cast<std::int64_t>(r) * c;
     const T max = x[argmax(x, c)];
     double sum = 0.0;
-    for (std::int64_t j = 0; j < c; ++j) sum += exp(static_cast<double>(x[j] - max));
+    for (std::int64_t j = 0; j < c; ++j)
+      sum += exp(static_cast<double>(x[j] - max));
     const double log_sum = log(sum);
     const std::int32_t label = labels[r];
     loss_per_row[i] = -(static_cast<double>(x[label] - max) - log_sum);
@@ -69,7 +68,7 @@ __global__ void count_correct_kernel(const T* logits, std::int64_t n, std::int64
   }
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 void softmax_cross_entropy(const T* logits, std::int64_t n, std::int64_t c,
@@ -85,7 +84,7 @@ void count_correct(const T* logits, std::int64_t n, std::int64_t c, const std::i
                    const std::int32_t* rows, std::int64_t selected, unsigned long long* correct,
                    std::int64_t* bad, cudaStream_t stream) {
   count_correct_kernel<<<blocks_for(selected), kBlock, 0, stream>>>(logits, n, c, labels, rows,
-                                                                   selected, correct, bad);
+                                                                    selected, correct, bad);
 }
 
 std::size_t sum_scratch_bytes(std::int64_t size) {
@@ -100,15 +99,15 @@ void sum(const double* values, std::int64_t size, double* sum, void* scratch,
   cub::DeviceReduce::Sum(scratch, scratch_bytes, values, sum, size, stream);
 }
 
-#define TESSERA_INSTANTIATE(T)                                                                    \
-  template void softmax_cross_entropy<T>(const T*, std::int64_t, std::int64_t,                    \
-                                         const std::int32_t*, const std::int32_t*, std::int64_t,  \
-                                         double, T*, double*, std::int64_t*, cudaStream_t);       \
-  template void count_correct<T>(const T*, std::int64_t, std::int64_t, const std::int32_t*,       \
-                                 const std::int32_t*, std::int64_t, unsigned long long*,          \
+#define TESSERA_INSTANTIATE(T)                                                                     \
+  template void softmax_cross_entropy<T>(const T*, std::int64_t, std::int64_t,                     \
+                                         const std::int32_t*, const std::int32_t*, std::int64_t,   \
+                                         double, T*, double*, std::int64_t*, cudaStream_t);        \
+  template void count_correct<T>(const T*, std::int64_t, std::int64_t, const std::int32_t*,        \
+                                 const std::int32_t*, std::int64_t, unsigned long long*,           \
                                  std::int64_t*, cudaStream_t);
 TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

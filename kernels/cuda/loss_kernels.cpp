@@ -2,14 +2,13 @@
 // the selection done on the device and reported here.
 #include "kernels/loss_kernels.hpp"
 
-#include <fmt/core.h>
-
-#include <cstring>
-
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/launch.hpp"
 #include "tessera/core/error.hpp"
+
+#include <cstring>
+#include <fmt/core.h>
 
 namespace tessera::kernels::cuda {
 
@@ -24,8 +23,8 @@ struct LossScratch {
 };
 
 LossScratch loss_scratch(const CudaBackend& be, std::int64_t selected) {
-  auto* base = static_cast<char*>(
-      be.scratch(kLossScratch, 2 * sizeof(double) + static_cast<std::size_t>(selected) * sizeof(double)));
+  auto* base = static_cast<char*>(be.scratch(
+      kLossScratch, 2 * sizeof(double) + static_cast<std::size_t>(selected) * sizeof(double)));
   be.zero_bytes(base, 2 * sizeof(double));
   return {reinterpret_cast<std::int64_t*>(base), reinterpret_cast<double*>(base + sizeof(double)),
           reinterpret_cast<double*>(base + 2 * sizeof(double))};
@@ -34,7 +33,7 @@ LossScratch loss_scratch(const CudaBackend& be, std::int64_t selected) {
 /// Copies the flag and the result back; throws for a bad selection.
 double finish(const CudaBackend& be, const LossScratch& s, std::span<const std::int32_t> rows,
               const char* op) {
-  double host[2] = {0.0, 0.0};  // [flag, result]
+  double host[2] = {0.0, 0.0}; // [flag, result]
   be.copy_to_host(host, s.bad, sizeof(host));
   std::int64_t bad = 0;
   std::memcpy(&bad, &host[0], sizeof(bad));
@@ -46,7 +45,7 @@ double finish(const CudaBackend& be, const LossScratch& s, std::span<const std::
   return host[1];
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 double softmax_cross_entropy(const Backend& backend, ConstDenseView<T> logits,
@@ -55,7 +54,8 @@ double softmax_cross_entropy(const Backend& backend, ConstDenseView<T> logits,
                              DenseView<T> d_logits) {
   const auto& be = as_cuda(backend);
   const bool want_grad = d_logits.size() > 0;
-  if (want_grad) be.zero_bytes(d_logits.data, static_cast<std::size_t>(d_logits.size()) * sizeof(T));
+  if (want_grad)
+    be.zero_bytes(d_logits.data, static_cast<std::size_t>(d_logits.size()) * sizeof(T));
   const auto selected = static_cast<std::int64_t>(rows.size());
   if (selected == 0) return 0.0;
   const LossScratch s = loss_scratch(be, selected);
@@ -77,9 +77,8 @@ std::int64_t count_correct(const Backend& backend, ConstDenseView<T> logits,
   const auto selected = static_cast<std::int64_t>(rows.size());
   if (selected == 0) return 0;
   const LossScratch s = loss_scratch(be, 0);
-  launch::count_correct(logits.data, logits.rows, logits.cols, labels.data(), rows.data(),
-                        selected, reinterpret_cast<unsigned long long*>(s.result), s.bad,
-                        be.stream());
+  launch::count_correct(logits.data, logits.rows, logits.cols, labels.data(), rows.data(), selected,
+                        reinterpret_cast<unsigned long long*>(s.result), s.bad, be.stream());
   check_launch("count_correct");
   const double result = finish(be, s, rows, "count_correct");
   std::uint64_t correct = 0;
@@ -90,4 +89,4 @@ std::int64_t count_correct(const Backend& backend, ConstDenseView<T> logits,
 TESSERA_INSTANTIATE_LOSS_KERNELS(float);
 TESSERA_INSTANTIATE_LOSS_KERNELS(double);
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

@@ -19,13 +19,13 @@ __global__ void adam_kernel(T* p, const T* g, T* m, T* v, std::int64_t size, T s
   }
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 void adam_step(T* param, const T* grad, T* m, T* v, std::int64_t size, T step_size, T bc2_sqrt,
                T beta1, T beta2, T eps, T shrink, T l2, cudaStream_t stream) {
-  adam_kernel<<<blocks_for(size), kBlock, 0, stream>>>(param, grad, m, v, size, step_size,
-                                                       bc2_sqrt, beta1, beta2, eps, shrink, l2);
+  adam_kernel<<<blocks_for(size), kBlock, 0, stream>>>(param, grad, m, v, size, step_size, bc2_sqrt,
+                                                       beta1, beta2, eps, shrink, l2);
 }
 
 template void adam_step<float>(float*, const float*, float*, float*, std::int64_t, float, float,
@@ -33,4 +33,4 @@ template void adam_step<float>(float*, const float*, float*, float*, std::int64_
 template void adam_step<double>(double*, const double*, double*, double*, std::int64_t, double,
                                 double, double, double, double, double, double, cudaStream_t);
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

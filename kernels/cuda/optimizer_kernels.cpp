@@ -1,11 +1,11 @@
 // CUDA optimizer kernels: Adam / AdamW with the CPU kernel's scalars (optimizer.cu), and zeroing.
 #include "kernels/optimizer_kernels.hpp"
 
-#include <cmath>
-
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/launch.hpp"
+
+#include <cmath>
 
 namespace tessera::kernels::cuda {
 
@@ -33,4 +33,4 @@ template <typename T> void zero(const Backend& backend, std::span<T> x) {
 TESSERA_INSTANTIATE_OPTIMIZER_KERNELS(float);
 TESSERA_INSTANTIATE_OPTIMIZER_KERNELS(double);
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

@@ -9,17 +9,18 @@ namespace {
 
 template <typename T>
 __global__ void add_bias_kernel(T* x, const T* bias, std::int64_t rows, std::int64_t cols) {
-  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) x[i] += bias[i % cols];
+  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride())
+    x[i] += bias[i % cols];
+}
+
+template <typename T> __global__ void axpy_kernel(T alpha, const T* x, T* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    y[i] += alpha * x[i];
 }
 
 template <typename T>
-__global__ void axpy_kernel(T alpha, const T* x, T* y, std::int64_t size) {
-  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) y[i] += alpha * x[i];
-}
-
-template <typename T>
-__global__ void gather_rows_kernel(const T* x, const std::int32_t* rows, T* out,
-                                   std::int64_t count, std::int64_t cols) {
+__global__ void gather_rows_kernel(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
+                                   std::int64_t cols) {
   for (std::int64_t i = thread_index(); i < count * cols; i += grid_stride()) {
     const std::int64_t r = i / cols, c = i % cols;
     out[i] = x[static_cast<std::int64_t>(rows[r]) * cols + c];
@@ -39,18 +40,18 @@ __global__ void scatter_add_rows_kernel(const T* x, const std::int32_t* rows, T*
 template <typename T>
 __global__ void permute_values_kernel(const T* in, const std::int64_t* perm, T* out,
                                       std::int64_t size) {
-  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) out[i] = in[perm[i]];
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    out[i] = in[perm[i]];
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 void add_bias(T* x, const T* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   add_bias_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(x, bias, rows, cols);
 }
 
-template <typename T>
-void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+template <typename T> void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream) {
   axpy_kernel<<<blocks_for(size), kBlock, 0, stream>>>(alpha, x, y, size);
 }
 
@@ -85,4 +86,4 @@ TESSERA_INSTANTIATE(float)
 TESSERA_INSTANTIATE(double)
 #undef TESSERA_INSTANTIATE
 
-}  // namespace tessera::kernels::cuda::launch
+} // namespace tessera::kernels::cuda::launch

@@ -4,19 +4,18 @@
 // so A's values may change between calls (dropout on sparse features) but its structure not.
 #include "kernels/spmm_kernels.hpp"
 
-#include <fmt/core.h>
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/launch.hpp"
+#include "tessera/core/error.hpp"
 
 #include <cstdint>
+#include <fmt/core.h>
 #include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/launch.hpp"
-#include "tessera/core/error.hpp"
 
 namespace tessera::kernels::cuda {
 
@@ -24,7 +23,7 @@ namespace {
 
 /// Device memory owned by a plan (plain cudaMalloc: plans die inside the backend's deallocate).
 class DeviceArray {
- public:
+public:
   DeviceArray() = default;
   explicit DeviceArray(std::size_t bytes) {
     if (bytes > 0) TESSERA_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
@@ -39,34 +38,32 @@ class DeviceArray {
   }
   void* get() const noexcept { return ptr_; }
 
- private:
+private:
   void* ptr_ = nullptr;
 };
 
-template <typename I>
-DeviceArray upload(const CudaBackend& be, const std::vector<I>& host) {
+template <typename I> DeviceArray upload(const CudaBackend& be, const std::vector<I>& host) {
   DeviceArray out(host.size() * sizeof(I));
   be.copy_from_host(out.get(), host.data(), host.size() * sizeof(I));
   return out;
 }
 
-template <typename T>
-constexpr cudaDataType value_type() {
+template <typename T> constexpr cudaDataType value_type() {
   return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
 }
 
 /// One product C = S · B for a fixed sparse S and width: S's descriptor (over 32-bit offsets
 /// that start at 0), B and C descriptors whose data pointers are set per call, the workspace.
 struct SpmmPlan {
-  DeviceArray offsets;   // int32 [rows + 1]
-  DeviceArray columns;   // int32 [nnz] (transposed plans only; others use A's columns)
-  DeviceArray perm;      // int64 [nnz] transposed plans: value k of Aᵀ is A's value perm[k]
-  DeviceArray values;    // T [nnz] transposed plans: the gathered values
+  DeviceArray offsets; // int32 [rows + 1]
+  DeviceArray columns; // int32 [nnz] (transposed plans only; others use A's columns)
+  DeviceArray perm;    // int64 [nnz] transposed plans: value k of Aᵀ is A's value perm[k]
+  DeviceArray values;  // T [nnz] transposed plans: the gathered values
   DeviceArray workspace;
   cusparseSpMatDescr_t sparse = nullptr;
   cusparseDnMatDescr_t b = nullptr, c = nullptr;
   std::int64_t nnz = 0;
-  Offset base = 0;  // row_ptr[0] of A (non-zero for a row slice): A's arrays start there
+  Offset base = 0; // row_ptr[0] of A (non-zero for a row slice): A's arrays start there
 
   SpmmPlan() = default;
   SpmmPlan(const SpmmPlan&) = delete;
@@ -78,7 +75,7 @@ struct SpmmPlan {
   }
 };
 
-constexpr cusparseSpMMAlg_t kAlgorithm = CUSPARSE_SPMM_CSR_ALG2;  // row-major B and C
+constexpr cusparseSpMMAlg_t kAlgorithm = CUSPARSE_SPMM_CSR_ALG2; // row-major B and C
 
 /// The host copy of A's structure (row pointers rebased to 0, and columns when asked).
 struct HostStructure {
@@ -93,7 +90,8 @@ HostStructure host_structure(const CudaBackend& be, CsrView<T> a, bool with_colu
   be.copy_to_host(row_ptr.data(), a.row_ptr, row_ptr.size() * sizeof(Offset));
   const Offset base = row_ptr.front();
   const Offset nnz = row_ptr.back() - base;
-  if (nnz > std::numeric_limits<std::int32_t>::max() || a.rows >= std::numeric_limits<std::int32_t>::max()) {
+  if (nnz > std::numeric_limits<std::int32_t>::max() ||
+      a.rows >= std::numeric_limits<std::int32_t>::max()) {
     throw InvalidArgument(fmt::format("CUDA SpMM: a matrix of {} rows and {} nonzeros exceeds the "
                                       "32-bit indices of this backend; split the tile",
                                       a.rows, nnz));
@@ -110,18 +108,19 @@ HostStructure host_structure(const CudaBackend& be, CsrView<T> a, bool with_colu
   return s;
 }
 
-/// Descriptors and workspace for S [rows, cols] with `nnz` values at `values` times a width.
+/// Descriptors and workspace for S [rows, cols] with `nnz` values at `values` times B
+/// [cols, width] into C [rows, width] (their data pointers are reset on every call).
 template <typename T>
 void describe(const CudaBackend& be, SpmmPlan& plan, std::int64_t rows, std::int64_t cols,
-              void* columns, void* values, std::int64_t width) {
+              void* columns, void* values, std::int64_t width, const T* b, T* c) {
   check(cusparseCreateCsr(&plan.sparse, rows, cols, plan.nnz, plan.offsets.get(), columns, values,
                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
                           value_type<T>()),
         "cusparseCreateCsr");
-  // Data pointers are placeholders until each call sets them.
-  check(cusparseCreateDnMat(&plan.b, cols, width, width, nullptr, value_type<T>(), CUSPARSE_ORDER_ROW),
+  check(cusparseCreateDnMat(&plan.b, cols, width, width, const_cast<T*>(b), value_type<T>(),
+                            CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat");
-  check(cusparseCreateDnMat(&plan.c, rows, width, width, nullptr, value_type<T>(), CUSPARSE_ORDER_ROW),
+  check(cusparseCreateDnMat(&plan.c, rows, width, width, c, value_type<T>(), CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat");
   const T one = 1, zero = 0;
   std::size_t bytes = 0;
@@ -133,28 +132,31 @@ void describe(const CudaBackend& be, SpmmPlan& plan, std::int64_t rows, std::int
 }
 
 template <typename T>
-SpmmPlan* make_plan(const CudaBackend& be, CsrView<T> a, std::int64_t width) {
+SpmmPlan* make_plan(const CudaBackend& be, CsrView<T> a, const T* b, T* c, std::int64_t width) {
   auto plan = std::make_unique<SpmmPlan>();
   const HostStructure s = host_structure(be, a, false);
   plan->nnz = s.offsets.back();
   plan->base = s.base;
-  if (plan->nnz == 0) return plan.release();  // the product is zero: no descriptors needed
+  if (plan->nnz == 0) return plan.release(); // the product is zero: no descriptors needed
   plan->offsets = upload(be, s.offsets);
   describe<T>(be, *plan, a.rows, a.cols, const_cast<LocalId*>(a.col + s.base),
-              const_cast<T*>(a.val + s.base), width);
+              const_cast<T*>(a.val + s.base), width, b, c);
   return plan.release();
 }
 
 /// The plan of Aᵀ [cols, rows]: its structure by a counting sort of A's columns, on the host
 /// once; perm maps each of Aᵀ's values to A's.
 template <typename T>
-SpmmPlan* make_transposed_plan(const CudaBackend& be, CsrView<T> a, std::int64_t width) {
+SpmmPlan* make_transposed_plan(const CudaBackend& be, CsrView<T> a, const T* b, T* c,
+                               std::int64_t width) {
   auto plan = std::make_unique<SpmmPlan>();
   const HostStructure s = host_structure(be, a, true);
   const std::int64_t nnz = s.offsets.back();
   std::vector<std::int32_t> offsets(static_cast<std::size_t>(a.cols) + 1, 0);
-  for (const std::int32_t c : s.columns) ++offsets[static_cast<std::size_t>(c) + 1];
-  for (std::size_t i = 1; i < offsets.size(); ++i) offsets[i] += offsets[i - 1];
+  for (const std::int32_t c : s.columns)
+    ++offsets[static_cast<std::size_t>(c) + 1];
+  for (std::size_t i = 1; i < offsets.size(); ++i)
+    offsets[i] += offsets[i - 1];
   std::vector<std::int32_t> cursor(offsets.begin(), offsets.end() - 1);
   std::vector<std::int32_t> columns(static_cast<std::size_t>(nnz));
   std::vector<std::int64_t> perm(static_cast<std::size_t>(nnz));
@@ -172,7 +174,7 @@ SpmmPlan* make_transposed_plan(const CudaBackend& be, CsrView<T> a, std::int64_t
   plan->columns = upload(be, columns);
   plan->perm = upload(be, perm);
   plan->values = DeviceArray(static_cast<std::size_t>(nnz) * sizeof(T));
-  describe<T>(be, *plan, a.cols, a.rows, plan->columns.get(), plan->values.get(), width);
+  describe<T>(be, *plan, a.cols, a.rows, plan->columns.get(), plan->values.get(), width, b, c);
   return plan.release();
 }
 
@@ -192,22 +194,22 @@ void run(const CudaBackend& be, SpmmPlan& plan, const T* b, T* c, std::int64_t c
         "cusparseSpMM");
 }
 
-template <typename T>
-SpmmPlanKey key_of(CsrView<T> a, std::int64_t width, bool transpose) {
+template <typename T> SpmmPlanKey key_of(CsrView<T> a, std::int64_t width, bool transpose) {
   return {a.row_ptr, a.col, a.val, a.rows, a.cols, -1, width, transpose};
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
   const auto& be = as_cuda(backend);
   if (c.size() == 0) return;
-  if (b.rows == 0) {  // no columns to read: the product is zero
+  if (b.rows == 0) { // no columns to read: the product is zero
     be.zero_bytes(c.data, static_cast<std::size_t>(c.size()) * sizeof(T));
     return;
   }
-  SpmmPlan& plan = be.plan<SpmmPlan>(key_of(a, b.cols, false), [&] { return make_plan(be, a, b.cols); });
+  SpmmPlan& plan = be.plan<SpmmPlan>(key_of(a, b.cols, false),
+                                     [&] { return make_plan(be, a, b.data, c.data, b.cols); });
   run(be, plan, b.data, c.data, c.size());
 }
 
@@ -219,8 +221,8 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
     be.zero_bytes(c.data, static_cast<std::size_t>(c.size()) * sizeof(T));
     return;
   }
-  SpmmPlan& plan = be.plan<SpmmPlan>(key_of(a, b.cols, true),
-                                     [&] { return make_transposed_plan(be, a, b.cols); });
+  SpmmPlan& plan = be.plan<SpmmPlan>(
+      key_of(a, b.cols, true), [&] { return make_transposed_plan(be, a, b.data, c.data, b.cols); });
   if (plan.nnz > 0) {
     launch::permute_values(a.val + plan.base, static_cast<const std::int64_t*>(plan.perm.get()),
                            static_cast<T*>(plan.values.get()), plan.nnz, be.stream());
@@ -232,4 +234,4 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
 TESSERA_INSTANTIATE_SPMM_KERNELS(float);
 TESSERA_INSTANTIATE_SPMM_KERNELS(double);
 
-}  // namespace tessera::kernels::cuda
+} // namespace tessera::kernels::cuda

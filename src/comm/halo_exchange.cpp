@@ -1,13 +1,13 @@
 // Halo gather and scatter-add: pack, post, and (for scatter-add) unpack-add on wait.
 #include "tessera/comm/halo_exchange.hpp"
 
-#include <fmt/core.h>
-#include <algorithm>
-#include <vector>
-
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/ops/ops.hpp"
+
+#include <algorithm>
+#include <fmt/core.h>
+#include <vector>
 
 namespace tessera::comm {
 
@@ -15,8 +15,8 @@ namespace {
 
 template <typename T>
 std::span<const std::byte> row_bytes(ConstDenseView<T> x, std::int64_t begin, std::int64_t count) {
-  return std::as_bytes(std::span<const T>(x.data + begin * x.cols,
-                                          static_cast<std::size_t>(count * x.cols)));
+  return std::as_bytes(
+      std::span<const T>(x.data + begin * x.cols, static_cast<std::size_t>(count * x.cols)));
 }
 
 template <typename T>
@@ -25,7 +25,7 @@ std::span<std::byte> row_bytes(DenseView<T> x, std::int64_t begin, std::int64_t 
       std::span<T>(x.data + begin * x.cols, static_cast<std::size_t>(count * x.cols)));
 }
 
-}  // namespace
+} // namespace
 
 template <typename T>
 HaloExchange<T>::HaloExchange(std::shared_ptr<Communicator> comm,
@@ -47,10 +47,9 @@ std::span<std::byte> stage_rows(std::vector<std::byte>& stage, std::int64_t begi
                                              static_cast<std::size_t>(count * width) * sizeof(T));
 }
 
-}  // namespace
+} // namespace
 
-template <typename T>
-void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
+template <typename T> void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
   if (x.rows != plan_->n_local()) {
     throw DimensionMismatch(fmt::format("halo {} on rank {}: matrix {} has {} rows, the plan "
                                         "{} ({} owned + {} ghost)",
@@ -59,8 +58,7 @@ void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
   }
 }
 
-template <typename T>
-DenseView<T> HaloExchange<T>::buffer(std::int64_t width) {
+template <typename T> DenseView<T> HaloExchange<T>::buffer(std::int64_t width) {
   const std::int64_t size = plan_->num_send_rows() * width;
   if (buffer_.size() < size) buffer_ = Buffer<T>(backend_, size);
   return DenseView<T>(buffer_.data(), plan_->num_send_rows(), width);
@@ -71,7 +69,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) 
   check_shape("gather", x);
   const Stopwatch clock;
   const std::int64_t n_owned = plan_->n_owned(), w = x.cols;
-  DenseView<T> packed = buffer(w);  // [num_send_rows, w]
+  DenseView<T> packed = buffer(w); // [num_send_rows, w]
   ops::gather_rows(*backend_, ConstDenseView<T>(x), send_rows_.span(), packed);
 
   std::vector<SendMessage> sends;
@@ -107,7 +105,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T
   check_shape("scatter-add", dx);
   const Stopwatch clock;
   const std::int64_t n_owned = plan_->n_owned(), w = dx.cols;
-  DenseView<T> received = buffer(w);  // [num_send_rows, w]
+  DenseView<T> received = buffer(w); // [num_send_rows, w]
 
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
@@ -137,8 +135,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T
   return request;
 }
 
-template <typename T>
-void HaloExchange<T>::wait(Request& request) {
+template <typename T> void HaloExchange<T>::wait(Request& request) {
   if (!request.active()) throw InvalidArgument("HaloExchange::wait on a request not started");
   const Stopwatch clock;
   request.pending_->wait();
@@ -160,23 +157,21 @@ void HaloExchange<T>::wait(Request& request) {
     for (const HaloPlan::Block& b : plan_->send_blocks()) {
       const ConstDenseView<T> block(received.data + b.begin * received.cols, b.count,
                                     received.cols);
-      ops::scatter_add_rows(*backend_, block,
-                            rows.subspan(static_cast<std::size_t>(b.begin),
-                                         static_cast<std::size_t>(b.count)),
-                            request.x_);
+      ops::scatter_add_rows(
+          *backend_, block,
+          rows.subspan(static_cast<std::size_t>(b.begin), static_cast<std::size_t>(b.count)),
+          request.x_);
     }
   }
   stats_.wait_seconds += clock.seconds();
 }
 
-template <typename T>
-void HaloExchange<T>::gather(DenseView<T> x) {
+template <typename T> void HaloExchange<T>::gather(DenseView<T> x) {
   Request request = start_gather(x);
   wait(request);
 }
 
-template <typename T>
-void HaloExchange<T>::scatter_add(DenseView<T> dx) {
+template <typename T> void HaloExchange<T>::scatter_add(DenseView<T> dx) {
   Request request = start_scatter_add(dx);
   wait(request);
 }
@@ -187,7 +182,8 @@ constexpr int kSparseCountTag = 7010;
 constexpr int kSparseRowTag = 7011;
 
 template <typename T>
-std::span<const std::byte> bytes_of(const std::vector<T>& v, std::int64_t begin, std::int64_t count) {
+std::span<const std::byte> bytes_of(const std::vector<T>& v, std::int64_t begin,
+                                    std::int64_t count) {
   return std::as_bytes(std::span<const T>(v).subspan(static_cast<std::size_t>(begin),
                                                      static_cast<std::size_t>(count)));
 }
@@ -197,13 +193,14 @@ std::span<std::byte> bytes_of(T* data, std::int64_t begin, std::int64_t count) {
   return std::as_writable_bytes(std::span<T>(data + begin, static_cast<std::size_t>(count)));
 }
 
-}  // namespace
+} // namespace
 
 Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
                        HaloStats* stats) {
   if (owned.rows() != plan.n_owned()) {
-    throw DimensionMismatch(fmt::format("gather_sparse_rows on rank {}: matrix {} for {} owned rows",
-                                        comm.rank(), owned.shape(), plan.n_owned()));
+    throw DimensionMismatch(
+        fmt::format("gather_sparse_rows on rank {}: matrix {} for {} owned rows", comm.rank(),
+                    owned.shape(), plan.n_owned()));
   }
   const std::int64_t n_owned = plan.n_owned();
   // 1. Row lengths of the rows each peer reads, and of our ghost rows.
@@ -226,7 +223,8 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
   // 2. The local matrix: owned rows copied, ghost rows' space reserved from their lengths.
   const Offset owned_nnz = owned.nnz();
   Offset ghost_nnz = 0;
-  for (const Offset length : ghost_length) ghost_nnz += length;
+  for (const Offset length : ghost_length)
+    ghost_nnz += length;
   Csr local(owned.backend(), plan.n_local(), owned.cols(), owned_nnz + ghost_nnz);
   std::copy_n(owned.row_ptr(), n_owned + 1, local.row_ptr());
   std::copy_n(owned.col(), owned_nnz, local.col());
@@ -237,13 +235,15 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
   // 3. Columns and values of the rows each peer reads, packed per block.
   std::vector<LocalId> send_col;
   std::vector<float> send_val;
-  std::vector<std::int64_t> block_begin;  // per send block, offset into send_col
+  std::vector<std::int64_t> block_begin; // per send block, offset into send_col
   for (const HaloPlan::Block& b : plan.send_blocks()) {
     block_begin.push_back(static_cast<std::int64_t>(send_col.size()));
     for (std::int64_t i = b.begin; i < b.begin + b.count; ++i) {
       const LocalId r = plan.send_rows()[i];
-      send_col.insert(send_col.end(), owned.col() + owned.row_ptr()[r], owned.col() + owned.row_ptr()[r + 1]);
-      send_val.insert(send_val.end(), owned.val() + owned.row_ptr()[r], owned.val() + owned.row_ptr()[r + 1]);
+      send_col.insert(send_col.end(), owned.col() + owned.row_ptr()[r],
+                      owned.col() + owned.row_ptr()[r + 1]);
+      send_val.insert(send_val.end(), owned.val() + owned.row_ptr()[r],
+                      owned.val() + owned.row_ptr()[r + 1]);
     }
   }
   block_begin.push_back(static_cast<std::int64_t>(send_col.size()));
@@ -265,13 +265,14 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
   for (std::int64_t k = owned_nnz; k < local.nnz(); ++k) {
     if (local.col()[k] < 0 || local.col()[k] >= local.cols()) {
       throw FormatError(fmt::format("gather_sparse_rows on rank {}: received column {} outside "
-                                    "[0, {})", comm.rank(), local.col()[k], local.cols()));
+                                    "[0, {})",
+                                    comm.rank(), local.col()[k], local.cols()));
     }
   }
   if (stats != nullptr) {
     ++stats->exchanges;
-    stats->bytes_sent += static_cast<std::int64_t>(send_length.size() * sizeof(Offset) +
-                                                   send_col.size() * (sizeof(LocalId) + sizeof(float)));
+    stats->bytes_sent += static_cast<std::int64_t>(
+        send_length.size() * sizeof(Offset) + send_col.size() * (sizeof(LocalId) + sizeof(float)));
     stats->bytes_received += static_cast<std::int64_t>(
         ghost_length.size() * sizeof(Offset) + ghost_nnz * (sizeof(LocalId) + sizeof(float)));
   }
@@ -281,4 +282,4 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
 template class HaloExchange<float>;
 template class HaloExchange<double>;
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

@@ -1,11 +1,11 @@
 // Building a HaloPlan: ghost ids travel to their owners, who learn which rows to send.
 #include "tessera/comm/halo_plan.hpp"
 
+#include "tessera/core/error.hpp"
+
 #include <algorithm>
 #include <fmt/core.h>
 #include <utility>
-
-#include "tessera/core/error.hpp"
 
 namespace tessera::comm {
 
@@ -31,7 +31,7 @@ void check_ghost_owners(const Communicator& comm, std::span<const std::int32_t> 
   }
 }
 
-}  // namespace
+} // namespace
 
 HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids,
                          std::span<const GlobalId> ghost_ids,
@@ -44,7 +44,8 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
 
   // What we receive: the ghost groups, contiguous by owner.
   std::vector<std::int64_t> recv_counts(static_cast<std::size_t>(ranks), 0);
-  for (const std::int32_t owner : ghost_owner) ++recv_counts[owner];
+  for (const std::int32_t owner : ghost_owner)
+    ++recv_counts[owner];
   std::int64_t begin = 0;
   for (int q = 0; q < ranks; ++q) {
     if (recv_counts[q] > 0) plan.recv_.push_back({q, begin, recv_counts[q]});
@@ -58,7 +59,7 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
     if (send_counts[q] > 0) plan.send_.push_back({q, begin, send_counts[q]});
     begin += send_counts[q];
   }
-  std::vector<GlobalId> wanted(static_cast<std::size_t>(begin));  // [num_send_rows]
+  std::vector<GlobalId> wanted(static_cast<std::size_t>(begin)); // [num_send_rows]
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
   for (const Block& b : plan.recv_) {
@@ -66,9 +67,9 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
                                                              static_cast<std::size_t>(b.count)))});
   }
   for (const Block& b : plan.send_) {
-    recvs.push_back({b.peer, std::as_writable_bytes(std::span<GlobalId>(wanted).subspan(
-                                 static_cast<std::size_t>(b.begin),
-                                 static_cast<std::size_t>(b.count)))});
+    recvs.push_back(
+        {b.peer, std::as_writable_bytes(std::span<GlobalId>(wanted).subspan(
+                     static_cast<std::size_t>(b.begin), static_cast<std::size_t>(b.count)))});
   }
   comm.start_exchange(sends, recvs, kPlanTag)->wait();
 
@@ -80,8 +81,8 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
   plan.send_rows_.resize(wanted.size());
   for (const Block& b : plan.send_) {
     for (std::int64_t i = b.begin; i < b.begin + b.count; ++i) {
-      const auto it = std::lower_bound(by_id.begin(), by_id.end(),
-                                       std::pair<GlobalId, LocalId>{wanted[i], 0});
+      const auto it =
+          std::lower_bound(by_id.begin(), by_id.end(), std::pair<GlobalId, LocalId>{wanted[i], 0});
       if (it == by_id.end() || it->first != wanted[i]) {
         throw InvalidArgument(fmt::format("halo plan: rank {} asks rank {} for vertex {}, which "
                                           "rank {} does not own (tiles from different partitions?)",
@@ -93,4 +94,4 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
   return plan;
 }
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

@@ -1,12 +1,11 @@
 // The MPI implementation of Communicator, and the MPI environment.
-#include <mpi.h>
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/error.hpp"
 
 #include <algorithm>
 #include <climits>
 #include <fmt/core.h>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/core/error.hpp"
+#include <mpi.h>
 
 namespace tessera::comm {
 
@@ -29,26 +28,26 @@ void check(int code, const char* call) {
 constexpr std::size_t kMaxPiece = std::size_t{1} << 30;
 
 class MpiPending final : public Pending {
- public:
+public:
   explicit MpiPending(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
   ~MpiPending() override {
-    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                                        MPI_STATUSES_IGNORE);
+    if (!requests_.empty())
+      MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
   }
   void wait() override {
     if (requests_.empty()) return;
-    const int code = MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                                 MPI_STATUSES_IGNORE);
+    const int code =
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
     requests_.clear();
     check(code, "MPI_Waitall");
   }
 
- private:
+private:
   std::vector<MPI_Request> requests_;
 };
 
 class MpiCommunicator final : public Communicator {
- public:
+public:
   MpiCommunicator() {
     TESSERA_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
     // Errors come back as codes, which check() turns into exceptions naming the call.
@@ -56,7 +55,8 @@ class MpiCommunicator final : public Communicator {
     TESSERA_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TESSERA_MPI_CHECK(MPI_Comm_size(comm_, &size_));
     MPI_Comm node = MPI_COMM_NULL;
-    TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+    TESSERA_MPI_CHECK(
+        MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
     TESSERA_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
     TESSERA_MPI_CHECK(MPI_Comm_size(node, &local_size_));
     TESSERA_MPI_CHECK(MPI_Comm_free(&node));
@@ -72,20 +72,27 @@ class MpiCommunicator final : public Communicator {
   int local_rank() const override { return local_rank_; }
   int local_size() const override { return local_size_; }
 
-  void allreduce_sum(std::span<float> v) override { allreduce(v.data(), v.size(), MPI_FLOAT, MPI_SUM); }
-  void allreduce_sum(std::span<double> v) override { allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_SUM); }
+  void allreduce_sum(std::span<float> v) override {
+    allreduce(v.data(), v.size(), MPI_FLOAT, MPI_SUM);
+  }
+  void allreduce_sum(std::span<double> v) override {
+    allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_SUM);
+  }
   void allreduce_sum(std::span<std::int64_t> v) override {
     allreduce(v.data(), v.size(), MPI_INT64_T, MPI_SUM);
   }
-  void allreduce_max(std::span<double> v) override { allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_MAX); }
+  void allreduce_max(std::span<double> v) override {
+    allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_MAX);
+  }
 
   std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) override {
     if (static_cast<int>(send.size()) != size_) {
-      throw InvalidArgument(fmt::format("alltoall needs one value per rank ({}), got {}", size_,
-                                        send.size()));
+      throw InvalidArgument(
+          fmt::format("alltoall needs one value per rank ({}), got {}", size_, send.size()));
     }
     std::vector<std::int64_t> recv(send.size());
-    TESSERA_MPI_CHECK(MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, comm_));
+    TESSERA_MPI_CHECK(
+        MPI_Alltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, comm_));
     return recv;
   }
 
@@ -113,16 +120,16 @@ class MpiCommunicator final : public Communicator {
       for (std::size_t at = 0; at < m.data.size(); at += kMaxPiece) {
         const auto piece = static_cast<int>(std::min(kMaxPiece, m.data.size() - at));
         requests.emplace_back();
-        TESSERA_MPI_CHECK(MPI_Irecv(m.data.data() + at, piece, MPI_BYTE, m.peer, tag, comm_,
-                                    &requests.back()));
+        TESSERA_MPI_CHECK(
+            MPI_Irecv(m.data.data() + at, piece, MPI_BYTE, m.peer, tag, comm_, &requests.back()));
       }
     }
     for (const SendMessage& m : sends) {
       for (std::size_t at = 0; at < m.data.size(); at += kMaxPiece) {
         const auto piece = static_cast<int>(std::min(kMaxPiece, m.data.size() - at));
         requests.emplace_back();
-        TESSERA_MPI_CHECK(MPI_Isend(m.data.data() + at, piece, MPI_BYTE, m.peer, tag, comm_,
-                                    &requests.back()));
+        TESSERA_MPI_CHECK(
+            MPI_Isend(m.data.data() + at, piece, MPI_BYTE, m.peer, tag, comm_, &requests.back()));
       }
     }
     return std::make_unique<MpiPending>(std::move(requests));
@@ -153,20 +160,19 @@ class MpiCommunicator final : public Communicator {
 
   [[noreturn]] void abort(int code) noexcept override {
     MPI_Abort(MPI_COMM_WORLD, code);
-    std::abort();  // MPI_Abort does not return; this satisfies [[noreturn]]
+    std::abort(); // MPI_Abort does not return; this satisfies [[noreturn]]
   }
 
   std::string describe() const override {
     return fmt::format("MPI ({} rank{})", size_, size_ == 1 ? "" : "s");
   }
 
- private:
+private:
   void allreduce(void* data, std::size_t count, MPI_Datatype type, MPI_Op op) {
     if (count > static_cast<std::size_t>(INT_MAX)) {
       throw InvalidArgument(fmt::format("allreduce of {} values exceeds MPI's int count", count));
     }
-    TESSERA_MPI_CHECK(
-        MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_));
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op, comm_));
   }
 
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -176,7 +182,7 @@ class MpiCommunicator final : public Communicator {
   int local_size_ = 1;
 };
 
-}  // namespace
+} // namespace
 
 MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int initialized = 0;
@@ -200,7 +206,8 @@ MpiEnvironment::~MpiEnvironment() {
 std::shared_ptr<Communicator> make_mpi_communicator() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (!initialized) throw MpiError("make_mpi_communicator: MPI is not initialized (MpiEnvironment)");
+  if (!initialized)
+    throw MpiError("make_mpi_communicator: MPI is not initialized (MpiEnvironment)");
   return std::make_shared<MpiCommunicator>();
 }
 
@@ -214,4 +221,4 @@ int world_rank() noexcept {
   return rank;
 }
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

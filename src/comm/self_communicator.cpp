@@ -1,28 +1,27 @@
 // The communicator of a job with one process and no MPI: every collective is the identity.
-#include <fmt/core.h>
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/core/error.hpp"
+#include <fmt/core.h>
 
 namespace tessera::comm {
 
 namespace {
 
 class SelfPending final : public Pending {
- public:
+public:
   void wait() override {}
 };
 
 class SelfCommunicator final : public Communicator {
- public:
+public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
   int local_rank() const override { return 0; }
   int local_size() const override { return 1; }
-  bool accepts_device_memory() const override { return true; }  // nothing ever moves
+  bool accepts_device_memory() const override { return true; } // nothing ever moves
 
   void allreduce_sum(std::span<float>) override {}
   void allreduce_sum(std::span<double>) override {}
@@ -30,7 +29,8 @@ class SelfCommunicator final : public Communicator {
   void allreduce_max(std::span<double>) override {}
   std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) override {
     if (send.size() != 1) {
-      throw InvalidArgument(fmt::format("alltoall on one rank needs one value, got {}", send.size()));
+      throw InvalidArgument(
+          fmt::format("alltoall on one rank needs one value, got {}", send.size()));
     }
     return {send.begin(), send.end()};
   }
@@ -50,13 +50,13 @@ class SelfCommunicator final : public Communicator {
   [[noreturn]] void abort(int code) noexcept override { std::exit(code); }
   std::string describe() const override { return "one process"; }
 
- private:
+private:
   [[noreturn]] static void no_peer(int peer) {
     throw InvalidArgument(fmt::format("a one-rank job has no rank {}", peer));
   }
 };
 
-}  // namespace
+} // namespace
 
 std::shared_ptr<Communicator> make_self_communicator() {
   return std::make_shared<SelfCommunicator>();
@@ -69,4 +69,4 @@ bool launched_by_mpi() noexcept {
   return false;
 }
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

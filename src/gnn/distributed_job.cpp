@@ -1,18 +1,18 @@
 // run_train_job over P ranks: each rank gets its tile (from a partition store, or from rank 0,
 // which partitions in memory), builds its Â and halo plan, and trains its rows of one model.
-#include <algorithm>
-#include <fmt/core.h>
-#include <memory>
-#include <numeric>
-#include <string>
-#include <vector>
-
 #include "src/gnn/job_parts.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/store.hpp"
+
+#include <algorithm>
+#include <fmt/core.h>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
 
 namespace tessera::gnn::detail {
 
@@ -98,7 +98,8 @@ datasets::Features input_features(partition::LocalGraph& tile,
   } else {
     const Csr& s = *tile.features.sparse;
     for (std::int64_t r = 0; r < n_owned; ++r) {
-      for (Offset k = s.row_ptr()[r]; k < s.row_ptr()[r + 1]; ++k) x(r, s.col()[k]) = s.val()[k];
+      for (Offset k = s.row_ptr()[r]; k < s.row_ptr()[r + 1]; ++k)
+        x(r, s.col()[k]) = s.val()[k];
     }
   }
   if (cache) {
@@ -115,13 +116,13 @@ void report_spread(RunReport& report, comm::Communicator& comm, const std::strin
                    double value) {
   const std::vector<double> all = comm.allgather(value);
   report.set(key + ".max", *std::max_element(all.begin(), all.end()));
-  report.set(key + ".mean", std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size()));
+  report.set(key + ".mean",
+             std::accumulate(all.begin(), all.end(), 0.0) / static_cast<double>(all.size()));
   report.set(key + ".min", *std::min_element(all.begin(), all.end()));
 }
 
 /// Medians over the training steps after the first (which allocates) of one per-epoch figure.
-template <typename F>
-double step_median(const TrainResult& result, F figure) {
+template <typename F> double step_median(const TrainResult& result, F figure) {
   std::vector<double> values;
   for (const EpochStats& s : result.history) {
     if (s.epoch > 1 || result.history.size() == 1) values.push_back(figure(s));
@@ -129,7 +130,7 @@ double step_median(const TrainResult& result, F figure) {
   return median(std::move(values));
 }
 
-}  // namespace
+} // namespace
 
 TrainOutcome run_distributed_job(const TrainJob& job,
                                  const std::function<void(const std::string&)>& log,
@@ -154,7 +155,8 @@ TrainOutcome run_distributed_job(const TrainJob& job,
                                    ? partition_in_memory(job, comm, host, dataset_name, say)
                                    : load_from_store(job, comm, dataset_name);
   if (tile.features.cols() == 0 || tile.num_classes < 2) {
-    throw InvalidArgument("dataset '" + dataset_name + "' has no features or no class labels "
+    throw InvalidArgument("dataset '" + dataset_name +
+                          "' has no features or no class labels "
                           "to train on");
   }
   if (job.normalize_features) datasets::row_normalize_features(tile.features);
@@ -162,12 +164,12 @@ TrainOutcome run_distributed_job(const TrainJob& job,
 
   clock.restart();
   const std::int64_t n_interior = partition::order_interior_first(tile);
-  const Csr a_hat = graph::gcn_normalize_tile(tile.adjacency, tile.degree);  // [n_owned, n_local]
-  const Csr a_hat_t = graph::transpose(a_hat);                               // [n_local, n_owned]
+  const Csr a_hat = graph::gcn_normalize_tile(tile.adjacency, tile.degree); // [n_owned, n_local]
+  const Csr a_hat_t = graph::transpose(a_hat);                              // [n_local, n_owned]
   tile.adjacency = Csr();
   const auto plan = std::make_shared<const comm::HaloPlan>(
       comm::HaloPlan::build(comm, tile.owned_ids, tile.ghost_ids, tile.ghost_owner));
-  std::vector<GlobalId> local_ids = tile.owned_ids;  // [n_local]: dropout masks follow them
+  std::vector<GlobalId> local_ids = tile.owned_ids; // [n_local]: dropout masks follow them
   local_ids.insert(local_ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
   comm::HaloStats feature_fetch;
   const datasets::Features host_features =
@@ -177,7 +179,8 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   const bool on_host = backend->kind() == DeviceKind::Cpu;
   const Csr a_device = on_host ? Csr() : to_backend(a_hat, backend);
   const Csr a_t_device = on_host ? Csr() : to_backend(a_hat_t, backend);
-  const datasets::Features device_features = on_host ? datasets::Features{} : features_on(host_features, backend);
+  const datasets::Features device_features =
+      on_host ? datasets::Features{} : features_on(host_features, backend);
   const datasets::Features& features = on_host ? host_features : device_features;
   Buffer<GlobalId> ids(backend, static_cast<std::int64_t>(local_ids.size()));
   backend->copy_from_host(ids.data(), local_ids.data(), local_ids.size() * sizeof(GlobalId));
@@ -199,7 +202,7 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
                   comm.size(), device_comm->describe()));
   std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos;
-  std::vector<std::int64_t> exchange_widths;  // per convolution, what its halo moves
+  std::vector<std::int64_t> exchange_widths; // per convolution, what its halo moves
   for (const auto& module : model.modules()) {
     auto* conv = dynamic_cast<GcnConv<float>*>(module.get());
     if (conv == nullptr) continue;
@@ -217,12 +220,13 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   distribution.rows = ops::RowIds{ids.data(), 0};
   distribution.halo_totals = [&halos] {
     comm::HaloStats sum;
-    for (const auto& h : halos) sum += h->stats();
+    for (const auto& h : halos)
+      sum += h->stats();
     return sum;
   };
   const NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
-  out.result = train_node_classifier(backend, model, feature_input(features), labels,
-                                     job.train, on_epoch, &distribution);
+  out.result = train_node_classifier(backend, model, feature_input(features), labels, job.train,
+                                     on_epoch, &distribution);
 
   // ---- report: the same on every rank (collective) ----
   const TrainResult& result = out.result;
@@ -287,9 +291,8 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   const auto passes = static_cast<std::int64_t>(result.history.size()) +
                       std::count_if(result.history.begin(), result.history.end(),
                                     [](const EpochStats& s) { return s.evaluated; });
-  std::vector<std::int64_t> cache{
-      job.cache_input_features ? tile.n_ghost() * passes : 0,
-      feature_fetch.bytes_received};
+  std::vector<std::int64_t> cache{job.cache_input_features ? tile.n_ghost() * passes : 0,
+                                  feature_fetch.bytes_received};
   comm.allreduce_sum(std::span<std::int64_t>(cache));
   report.set("halo.cache_hit_rows", cache[0]);
   report.set("halo.feature_fetch_bytes", cache[1]);
@@ -302,4 +305,4 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   return out;
 }
 
-}  // namespace tessera::gnn::detail
+} // namespace tessera::gnn::detail

@@ -10,20 +10,14 @@ template <typename T>
 GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
                     std::int64_t in_features, std::int64_t out_features, bool bias,
                     std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
-    : backend_(backend),
-      adjacency_(&adjacency),
-      adjacency_t_(&adjacency_t),
+    : backend_(backend), adjacency_(&adjacency), adjacency_t_(&adjacency_t),
       transform_first_(order == GcnOrder::TransformThenAggregate ||
                        (order == GcnOrder::Auto && out_features < in_features)),
       weight_(detail::make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight",
                                      in_features, out_features, seed, layer_index)),
       bias_(detail::make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",
                                  out_features, bias)),
-      mid_(backend),
-      x_local_(backend),
-      output_(backend),
-      d_mid_(backend),
-      d_input_(backend) {
+      mid_(backend), x_local_(backend), output_(backend), d_mid_(backend), d_input_(backend) {
   if (adjacency.rows() != adjacency_t.cols() || adjacency.cols() != adjacency_t.rows()) {
     throw DimensionMismatch("GcnConv: adjacency " + adjacency.shape() + " and its transpose " +
                             adjacency_t.shape() + " do not match");
@@ -69,10 +63,9 @@ void transpose_aggregate_overlapped(const Backend& backend, comm::HaloExchange<T
   halo.wait(request);
 }
 
-}  // namespace
+} // namespace
 
-template <typename T>
-Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
+template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
   const std::int64_t n = adjacency_->rows(), n_local = adjacency_->cols();
   // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
@@ -87,7 +80,7 @@ Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   }
   DenseView<T> y = output_.get(n, out);
   if (transform_first_) {
-    DenseView<T> xw = mid_.get(n_local, out);  // [n_local, out]: x·W, ghost rows from the halo
+    DenseView<T> xw = mid_.get(n_local, out); // [n_local, out]: x·W, ghost rows from the halo
     if (exchange) {
       detail::multiply_weight(*backend_, x, weight_.value.cview(), xw.slice_rows(0, n));
       auto request = halo_->start_gather(xw);
@@ -102,9 +95,9 @@ Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
       throw InvalidArgument(name() + ": aggregate-first needs a dense input; use transform-first "
                                      "for sparse features");
     }
-    DenseView<T> ax = mid_.get(n, in);  // [n, in]
+    DenseView<T> ax = mid_.get(n, in); // [n, in]
     if (exchange) {
-      DenseView<T> x_local = x_local_.get(n_local, in);  // [n_local, in]
+      DenseView<T> x_local = x_local_.get(n_local, in); // [n_local, in]
       ops::copy(*backend_, x.dense, x_local.slice_rows(0, n));
       auto request = halo_->start_gather(x_local);
       aggregate_overlapped(*backend_, *halo_, request, adjacency_->view(), n_interior_,
@@ -133,7 +126,7 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   if (transform_first_) {
     // y = Â·(x·W): d(xW) = Âᵀ·dy; dW = xᵀ·d(xW); dx = d(xW)·Wᵀ. Distributed, the ghost rows of
     // d(xW) belong to their owners' rows of x·W and are added there.
-    DenseView<T> d_xw = d_mid_.get(n_local, out);  // [n_local, out]
+    DenseView<T> d_xw = d_mid_.get(n_local, out); // [n_local, out]
     if (exchange) {
       transpose_aggregate_overlapped(*backend_, *halo_, adjacency_t_->view(), d_output, d_xw);
       d_xw = d_xw.slice_rows(0, n);
@@ -150,8 +143,8 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   }
   // y = (Â·x)·W: dW = (Âx)ᵀ·dy; d(Âx) = dy·Wᵀ; dx = Âᵀ·d(Âx).
   DenseView<T> ax = mid_.get(n, in);
-  detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(ax)), d_output, weight_,
-                          param_mode, d_input_);
+  detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(ax)), d_output, weight_, param_mode,
+                          d_input_);
   if (input_mode == GradientMode::Ignore) return {};
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(name() + ": aggregate-first backward overwrites its input gradient");
@@ -159,37 +152,33 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   DenseView<T> d_ax = d_mid_.get(n, in);
   ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, d_output,
             weight_.value.cview(), T{0}, d_ax);
-  DenseView<T> dx = d_input_.get(n_local, in);  // [n_local, in]
+  DenseView<T> dx = d_input_.get(n_local, in); // [n_local, in]
   if (exchange) {
-    transpose_aggregate_overlapped(*backend_, *halo_, adjacency_t_->view(),
-                                   ConstDenseView<T>(d_ax), dx);
+    transpose_aggregate_overlapped(*backend_, *halo_, adjacency_t_->view(), ConstDenseView<T>(d_ax),
+                                   dx);
     return dx.slice_rows(0, n);
   }
   ops::spmm(*backend_, adjacency_t_->view(), ConstDenseView<T>(d_ax), dx);
   return dx;
 }
 
-template <typename T>
-std::vector<Parameter<T>*> GcnConv<T>::parameters() {
+template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {
   if (bias_.value.empty()) return {&weight_};
   return {&weight_, &bias_};
 }
 
-template <typename T>
-std::string GcnConv<T>::name() const {
+template <typename T> std::string GcnConv<T>::name() const {
   return "GCNConv(" + std::to_string(weight_.value.rows()) + " -> " +
          std::to_string(weight_.value.cols()) + ", " +
          (transform_first_ ? "transform-first" : "aggregate-first") + ")";
 }
 
-template <typename T>
-std::size_t GcnConv<T>::bytes() const {
+template <typename T> std::size_t GcnConv<T>::bytes() const {
   return 2 * (weight_.value.bytes() + bias_.value.bytes()) + mid_.bytes() + x_local_.bytes() +
-         output_.bytes() +
-         d_mid_.bytes() + d_input_.bytes();
+         output_.bytes() + d_mid_.bytes() + d_input_.bytes();
 }
 
 template class GcnConv<float>;
 template class GcnConv<double>;
 
-}  // namespace tessera
+} // namespace tessera

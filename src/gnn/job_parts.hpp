@@ -1,10 +1,10 @@
 // Pieces shared by the single-process and the distributed training job.
 #pragma once
 
-#include <fmt/core.h>
-
 #include "tessera/core/error.hpp"
 #include "tessera/gnn/train_job.hpp"
+
+#include <fmt/core.h>
 
 namespace tessera::gnn::detail {
 
@@ -88,4 +88,4 @@ TrainOutcome run_distributed_job(const TrainJob& job,
                                  const std::function<void(const std::string&)>& log,
                                  const std::function<void(const EpochStats&)>& on_epoch);
 
-}  // namespace tessera::gnn::detail
+} // namespace tessera::gnn::detail

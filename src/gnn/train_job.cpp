@@ -2,15 +2,13 @@
 #include "tessera/gnn/train_job.hpp"
 
 #include "src/gnn/job_parts.hpp"
-
-#include <fmt/core.h>
-
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/graph/graph.hpp"
 
-namespace tessera::gnn {
+#include <fmt/core.h>
 
+namespace tessera::gnn {
 
 TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const std::string&)>& log,
                            const std::function<void(const EpochStats&)>& on_epoch) {
@@ -47,23 +45,23 @@ TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const s
 
   clock.restart();
   const Csr a_hat = graph::gcn_normalize(data.adjacency);
-  data.adjacency = Csr();  // Â replaces A; the raw adjacency is not needed for training
+  data.adjacency = Csr(); // Â replaces A; the raw adjacency is not needed for training
   const double normalize_s = clock.seconds();
 
-  const GcnConfig model_config =
-      detail::model_config(job, data.features.cols(), data.num_classes);
+  const GcnConfig model_config = detail::model_config(job, data.features.cols(), data.num_classes);
   // On a GPU the model reads device copies of Â and the features.
   const bool on_host = backend->kind() == DeviceKind::Cpu;
   const Csr a_hat_device = on_host ? Csr() : to_backend(a_hat, backend);
   const Csr& a = on_host ? a_hat : a_hat_device;
-  const datasets::Features features = on_host ? datasets::Features{} : detail::features_on(data.features, backend);
+  const datasets::Features features =
+      on_host ? datasets::Features{} : detail::features_on(data.features, backend);
   Sequential<float> model = build_gcn(backend, a, a, model_config, job.train.seed);
   say(fmt::format("model: {} parameters\n{}", model.num_parameters(), model.summary()));
 
   const NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
   out.result = train_node_classifier(backend, model,
-                                     detail::feature_input(on_host ? data.features : features), labels,
-                                     job.train, on_epoch);
+                                     detail::feature_input(on_host ? data.features : features),
+                                     labels, job.train, on_epoch);
 
   detail::report_config(report, job, model_config);
   report.set("backend", backend->describe());
@@ -87,4 +85,4 @@ TrainOutcome run_train_job(const TrainJob& job, const std::function<void(const s
   return out;
 }
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

@@ -1,13 +1,13 @@
 // The full-batch training loop for node classification.
 #include "tessera/gnn/trainer.hpp"
 
-#include <algorithm>
-#include <optional>
-#include <utility>
-
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/engine/optimizer.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
 
 namespace tessera::gnn {
 
@@ -32,8 +32,8 @@ void check_labels(const NodeLabels& labels, std::int64_t rows, bool distributed)
 
 /// This rank's share of a split's metrics: loss and accuracy divided by the global count, so
 /// the shares of all ranks sum to the split's metrics.
-SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits,
-                     const NodeLabels& labels, std::span<const std::int32_t> rows, double count) {
+SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits, const NodeLabels& labels,
+                     std::span<const std::int32_t> rows, double count) {
   if (rows.empty()) return {};
   SplitMetrics m;
   m.loss = ops::softmax_cross_entropy<float>(backend, logits, labels.labels, rows, count, {});
@@ -46,12 +46,13 @@ SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits,
 /// into one buffer (allocated once), reduced, and unpacked. The buffer lives on the gradients'
 /// device when the communicator takes device memory (NCCL), else on the host.
 class GradientAllreduce {
- public:
+public:
   GradientAllreduce(comm::Communicator& comm, const BackendPtr& backend,
                     std::vector<Parameter<float>*> params)
       : comm_(comm), backend_(backend), params_(std::move(params)) {
     std::int64_t total = 0;
-    for (const Parameter<float>* p : params_) total += p->grad.size();
+    for (const Parameter<float>* p : params_)
+      total += p->grad.size();
     const bool on_device = backend->kind() != DeviceKind::Cpu && comm.accepts_device_memory();
     packed_ = Buffer<float>(on_device ? backend : make_cpu_backend(), total);
   }
@@ -79,7 +80,7 @@ class GradientAllreduce {
     }
   }
 
- private:
+private:
   comm::Communicator& comm_;
   BackendPtr backend_;
   std::vector<Parameter<float>*> params_;
@@ -94,7 +95,7 @@ struct SplitCounts {
 /// The labels and splits where the backend's kernels read them: the caller's host arrays on the
 /// CPU, device copies otherwise.
 class LabelsOnBackend {
- public:
+public:
   LabelsOnBackend(const BackendPtr& backend, const NodeLabels& host) : view_(host) {
     if (backend->kind() == DeviceKind::Cpu) return;
     const auto upload = [&](std::span<const std::int32_t> values, Buffer<std::int32_t>& buffer) {
@@ -107,7 +108,7 @@ class LabelsOnBackend {
   }
   const NodeLabels& view() const noexcept { return view_; }
 
- private:
+private:
   NodeLabels view_;
   Buffer<std::int32_t> labels_, train_, val_, test_;
 };
@@ -122,7 +123,7 @@ SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
           static_cast<double>(counts[2])};
 }
 
-}  // namespace
+} // namespace
 
 TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& model,
                                   Input<float> features, const NodeLabels& host_labels,
@@ -142,7 +143,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   Adam<float> optimizer(backend, model.parameters(), config.adam);
   std::optional<GradientAllreduce> gradient_sum;
   if (comm != nullptr) gradient_sum.emplace(*comm, backend, model.parameters());
-  Dense d_logits;  // [n, classes], allocated on the first epoch
+  Dense d_logits; // [n, classes], allocated on the first epoch
   const SplitCounts counts = split_counts(host_labels, comm);
   const LabelsOnBackend labels_on_backend(backend, host_labels);
   const NodeLabels& labels = labels_on_backend.view();
@@ -200,8 +201,8 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       stats.val = measure(be, eval_logits, labels, labels.val, counts.val);
       stats.test = measure(be, eval_logits, labels, labels.test, counts.test);
       if (comm != nullptr) {
-        double shares[] = {stats.train.loss, stats.train.accuracy, stats.val.loss,
-                           stats.val.accuracy, stats.test.loss, stats.test.accuracy};
+        double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
+                           stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
         comm->allreduce_sum(std::span<double>(shares));
         stats.train = {shares[0], shares[1]};
         stats.val = {shares[2], shares[3]};
@@ -223,4 +224,4 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   return result;
 }
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

@@ -1,36 +1,31 @@
 // Every CUDA kernel against the CPU reference on random data with odd sizes, empty rows and
 // widths that are not multiples of 32; dropout masks must be bit-identical to the CPU's.
 // Skipped (with the reason) where there is no GPU.
-#include <gtest/gtest.h>
+#include "tests/cuda/cuda_test_util.hpp"
+#include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>
 #include <cstdint>
+#include <gtest/gtest.h>
 #include <limits>
 #include <random>
-#include <vector>
-
 #include <tessera/tessera.hpp>
-
-#include "tests/cuda/cuda_test_util.hpp"
-#include "unit/kernels/kernel_test_util.hpp"
+#include <vector>
 
 namespace tessera::testing {
 namespace {
 
-template <typename T>
-class CudaKernels : public CudaTest {};
+template <typename T> class CudaKernels : public CudaTest {};
 TYPED_TEST_SUITE(CudaKernels, ValueTypes);
 
 /// Expects the device result `got` within tolerance of the host result `ref`.
-template <typename T>
-void expect_matches(const DenseT<T>& ref, const DenseT<T>& got_host) {
+template <typename T> void expect_matches(const DenseT<T>& ref, const DenseT<T>& got_host) {
   ASSERT_EQ(ref.rows(), got_host.rows());
   ASSERT_EQ(ref.cols(), got_host.cols());
   expect_all_near(as_doubles(ref.data(), ref.size()), got_host.data(), got_host.size());
 }
 
-template <typename T>
-void expect_identical(const DenseT<T>& ref, const DenseT<T>& got_host) {
+template <typename T> void expect_identical(const DenseT<T>& ref, const DenseT<T>& got_host) {
   ASSERT_EQ(ref.size(), got_host.size());
   for (std::int64_t i = 0; i < ref.size(); ++i)
     ASSERT_EQ(ref.data()[i], got_host.data()[i]) << "element " << i;
@@ -39,16 +34,21 @@ void expect_identical(const DenseT<T>& ref, const DenseT<T>& got_host) {
 TYPED_TEST(CudaKernels, GemmIsEquivalentToRef) {
   using T = TypeParam;
   using ops::Transpose;
-  for (const auto& [ta, tb] : {std::pair{Transpose::No, Transpose::No}, {Transpose::Yes, Transpose::No},
-                              {Transpose::No, Transpose::Yes}, {Transpose::Yes, Transpose::Yes}}) {
+  for (const auto& [ta, tb] : {std::pair{Transpose::No, Transpose::No},
+                               {Transpose::Yes, Transpose::No},
+                               {Transpose::No, Transpose::Yes},
+                               {Transpose::Yes, Transpose::Yes}}) {
     const std::int64_t m = 37, k = 29, n = 45;
-    const auto a = random_dense<T>(this->cpu, ta == Transpose::No ? m : k, ta == Transpose::No ? k : m, 1);
-    const auto b = random_dense<T>(this->cpu, tb == Transpose::No ? k : n, tb == Transpose::No ? n : k, 2);
+    const auto a =
+        random_dense<T>(this->cpu, ta == Transpose::No ? m : k, ta == Transpose::No ? k : m, 1);
+    const auto b =
+        random_dense<T>(this->cpu, tb == Transpose::No ? k : n, tb == Transpose::No ? n : k, 2);
     auto c = random_dense<T>(this->cpu, m, n, 3);
     auto c_gpu = this->up(c);
 
     ops::gemm(*this->cpu, ta, tb, T{0.5}, a.cview(), b.cview(), T{2}, c.view());
-    ops::gemm(*this->gpu, ta, tb, T{0.5}, this->up(a).cview(), this->up(b).cview(), T{2}, c_gpu.view());
+    ops::gemm(*this->gpu, ta, tb, T{0.5}, this->up(a).cview(), this->up(b).cview(), T{2},
+              c_gpu.view());
 
     expect_matches(c, this->down(c_gpu));
   }
@@ -101,7 +101,7 @@ TYPED_TEST(CudaKernels, GatherAndScatterAddRowsAreEquivalentToRef) {
 TYPED_TEST(CudaKernels, SpmmIsEquivalentToRef) {
   using T = TypeParam;
   for (const std::int64_t width : {1, 7, 33, 64, 129}) {
-    const auto a = random_csr<T>(this->cpu, 211, 150, 0.05, 10 + width, 4);  // every 4th row empty
+    const auto a = random_csr<T>(this->cpu, 211, 150, 0.05, 10 + width, 4); // every 4th row empty
     const auto b = random_dense<T>(this->cpu, 150, width, 11);
     DenseT<T> c(this->cpu, 211, width);
     DenseT<T> c_gpu(this->gpu, 211, width);
@@ -109,7 +109,7 @@ TYPED_TEST(CudaKernels, SpmmIsEquivalentToRef) {
     const auto b_gpu = this->up(b);
 
     ops::spmm(*this->cpu, a.view(), b.cview(), c.view());
-    for (int call = 0; call < 2; ++call)  // the second call reuses the cached plan
+    for (int call = 0; call < 2; ++call) // the second call reuses the cached plan
       ops::spmm(*this->gpu, a_gpu.view(), b_gpu.cview(), c_gpu.view());
 
     SCOPED_TRACE("width " + std::to_string(width));
@@ -143,7 +143,8 @@ TYPED_TEST(CudaKernels, SpmmTransposeIsEquivalentToRefAfterTheValuesChange) {
   for (int round = 0; round < 2; ++round) {
     // The plan keeps Aᵀ's structure; values are read from A on every call.
     CsrT<T> scaled = a.template cast<T>();
-    for (std::int64_t k = 0; k < scaled.nnz(); ++k) scaled.val()[k] *= static_cast<T>(round + 1);
+    for (std::int64_t k = 0; k < scaled.nnz(); ++k)
+      scaled.val()[k] *= static_cast<T>(round + 1);
     copy_bytes(*this->gpu, a_gpu.val(), *this->cpu, scaled.val(), scaled.nnz() * sizeof(T));
     ops::spmm_transpose(*this->cpu, scaled.view(), b.cview(), c.view());
     ops::spmm_transpose(*this->gpu, a_gpu.view(), b_gpu.cview(), c_gpu.view());
@@ -171,10 +172,11 @@ TYPED_TEST(CudaKernels, ReluIsEquivalentToRef) {
 
 TYPED_TEST(CudaKernels, DropoutMasksAreBitIdenticalToTheCpu) {
   using T = TypeParam;
-  const auto x = random_dense<T>(this->cpu, 83, 70, 18);  // 70: not a multiple of 4 or 32
+  const auto x = random_dense<T>(this->cpu, 83, 70, 18); // 70: not a multiple of 4 or 32
   const std::vector<GlobalId> ids = [] {
     std::vector<GlobalId> v(83);
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 1000003 * static_cast<GlobalId>(i) + 5;
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = 1000003 * static_cast<GlobalId>(i) + 5;
     return v;
   }();
   const auto ids_gpu = this->up(ids);
@@ -211,18 +213,18 @@ TYPED_TEST(CudaKernels, SoftmaxCrossEntropyAndAccuracyAreEquivalentToRef) {
   using T = TypeParam;
   const auto logits = random_dense<T>(this->cpu, 200, 7, 20);
   std::vector<std::int32_t> labels(200);
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int32_t>((i * 5) % 7);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    labels[i] = static_cast<std::int32_t>((i * 5) % 7);
   const std::vector<std::int32_t> rows = {0, 3, 17, 42, 99, 150, 199};
   const auto logits_gpu = this->up(logits);
   const auto labels_gpu = this->up(labels);
   const auto rows_gpu = this->up(rows);
   DenseT<T> grad(this->cpu, 200, 7), grad_gpu(this->gpu, 200, 7);
 
-  const double loss = ops::softmax_cross_entropy<T>(*this->cpu, logits.cview(), labels, rows, 140.0,
-                                                    grad.view());
-  const double loss_gpu = ops::softmax_cross_entropy<T>(*this->gpu, logits_gpu.cview(),
-                                                        labels_gpu.span(), rows_gpu.span(), 140.0,
-                                                        grad_gpu.view());
+  const double loss =
+      ops::softmax_cross_entropy<T>(*this->cpu, logits.cview(), labels, rows, 140.0, grad.view());
+  const double loss_gpu = ops::softmax_cross_entropy<T>(
+      *this->gpu, logits_gpu.cview(), labels_gpu.span(), rows_gpu.span(), 140.0, grad_gpu.view());
   const std::int64_t correct = ops::count_correct<T>(*this->cpu, logits.cview(), labels, rows);
   const std::int64_t correct_gpu =
       ops::count_correct<T>(*this->gpu, logits_gpu.cview(), labels_gpu.span(), rows_gpu.span());
@@ -238,8 +240,8 @@ TYPED_TEST(CudaKernels, LossRefusesALabelOutOfRangeNamingTheSelection) {
   const auto labels = this->up(std::vector<std::int32_t>{0, 1, 2, 3, 0, 1, 2, 0, 1, 2});
   const auto rows = this->up(std::vector<std::int32_t>{0, 3});
 
-  EXPECT_THROW(ops::softmax_cross_entropy<T>(*this->gpu, logits.cview(), labels.span(),
-                                             rows.span(), 2.0, DenseView<T>()),
+  EXPECT_THROW(ops::softmax_cross_entropy<T>(*this->gpu, logits.cview(), labels.span(), rows.span(),
+                                             2.0, DenseView<T>()),
                InvalidArgument);
 }
 
@@ -275,7 +277,8 @@ TEST_F(CudaTest, ZeroAndCopiesRoundTrip) {
   ops::zero(*gpu, std::span<float>(x_gpu.data(), 45));
   const DenseT<float> zeroed = to_backend(x_gpu, cpu);
 
-  EXPECT_EQ(std::vector<float>(y.data(), y.data() + 45), std::vector<float>(x.data(), x.data() + 45));
+  EXPECT_EQ(std::vector<float>(y.data(), y.data() + 45),
+            std::vector<float>(x.data(), x.data() + 45));
   EXPECT_EQ(std::vector<float>(zeroed.data(), zeroed.data() + 45), std::vector<float>(45, 0.0f));
 }
 
@@ -287,8 +290,8 @@ TEST(CudaBackendWithoutGpu, AskingForADeviceThatIsNotThereIsRefused) {
   EXPECT_THROW(make_cuda_backend(-1), InvalidArgument);
 }
 
-}  // namespace
-}  // namespace tessera::testing
+} // namespace
+} // namespace tessera::testing
 
 namespace tessera::testing {
 namespace {
@@ -318,5 +321,5 @@ TEST_F(CudaTest, NcclSumOfDeviceMemoryOverOneRankIsTheIdentity) {
   EXPECT_TRUE(nccl->accepts_device_memory());
 }
 
-}  // namespace
-}  // namespace tessera::testing
+} // namespace
+} // namespace tessera::testing

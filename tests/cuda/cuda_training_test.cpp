@@ -1,13 +1,11 @@
 // A whole training run on the GPU against the same run on the CPU: same masks, same weights,
 // per-epoch losses within 1e-4 (relative) and the same accuracies up to a few argmax flips.
-#include <gtest/gtest.h>
-
-#include <cmath>
-
-#include <tessera/tessera.hpp>
-
 #include "tests/cuda/cuda_test_util.hpp"
 #include "tests/test_data.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <tessera/tessera.hpp>
 
 namespace tessera::testing {
 namespace {
@@ -59,5 +57,5 @@ TEST(CudaTraining, DeviceCudaWithoutAGpuIsRefusedNamingTheFix) {
   }
 }
 
-}  // namespace
-}  // namespace tessera::testing
+} // namespace
+} // namespace tessera::testing

@@ -1,18 +1,16 @@
 // The central property of distributed training: P ranks compute what one process computes —
 // the same per-epoch loss (relative 1e-5) and accuracies with dropout on — on Cora and on a
 // generated graph, with the tile from rank 0 or from a partition store; and the refusals.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include "tests/mpi/mpi_test_main.hpp"
+#include "tests/test_data.hpp"
 
 #include <cmath>
 #include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <numeric>
-#include <unistd.h>
-
 #include <tessera/tessera.hpp>
-
-#include "tests/mpi/mpi_test_main.hpp"
-#include "tests/test_data.hpp"
+#include <unistd.h>
 
 namespace tessera {
 namespace {
@@ -109,7 +107,7 @@ TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
 /// A partition store of `parts` parts of the job's dataset, written by rank 0 into a folder
 /// every rank can read; removed when destroyed.
 class StoreFolder {
- public:
+public:
   StoreFolder(const gnn::TrainJob& job, int parts) {
     path_ = (std::filesystem::temp_directory_path() /
              ("tessera-mpi-store-" + std::to_string(parts) + "-" + std::to_string(::getppid())))
@@ -131,7 +129,7 @@ class StoreFolder {
   }
   const std::string& path() const { return path_; }
 
- private:
+private:
   std::string path_;
 };
 
@@ -155,9 +153,9 @@ TEST(DistributedTraining, StoreForAnotherRankCountIsRefusedBeforeTraining) {
     distributed(job);
     FAIL() << "expected a refusal";
   } catch (const FormatError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("store has " + std::to_string(world()->size() + 1) +
-                                    " parts, this job has " + std::to_string(world()->size()) +
-                                    " ranks"));
+    EXPECT_THAT(e.what(),
+                HasSubstr("store has " + std::to_string(world()->size() + 1) +
+                          " parts, this job has " + std::to_string(world()->size()) + " ranks"));
   }
 }
 
@@ -186,9 +184,9 @@ TEST(DistributedTraining, ReportHoldsPerRankFiguresAndTheCache) {
 
   const RunReport& r = outcome.report;
   EXPECT_EQ(r.get_number("distributed.ranks"), world()->size());
-  for (const char* key : {"timing.epoch_ms", "timing.compute_ms", "timing.comm_ms",
-                          "timing.wait_ms", "comm.halo_bytes_sent_per_epoch",
-                          "memory.peak_rss_bytes"}) {
+  for (const char* key :
+       {"timing.epoch_ms", "timing.compute_ms", "timing.comm_ms", "timing.wait_ms",
+        "comm.halo_bytes_sent_per_epoch", "memory.peak_rss_bytes"}) {
     EXPECT_LE(r.get_number(std::string(key) + ".min"), r.get_number(std::string(key) + ".mean"))
         << key;
     EXPECT_LE(r.get_number(std::string(key) + ".mean"), r.get_number(std::string(key) + ".max"))
@@ -218,5 +216,5 @@ TEST(DistributedTraining, CoraAtFourRanksReachesTheOneProcessMeanAccuracyOverTen
   EXPECT_GT(mean_many, 0.80);
 }
 
-}  // namespace
-}  // namespace tessera
+} // namespace
+} // namespace tessera

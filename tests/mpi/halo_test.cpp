@@ -1,14 +1,12 @@
 // Halo plans and exchanges across real ranks: a hand-written 4-rank plan, gather contents, the
 // adjoint identity of gather and scatter-add, and the one-off sparse row gather.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include "tests/mpi/mpi_test_main.hpp"
 
 #include <cmath>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <random>
-
 #include <tessera/tessera.hpp>
-
-#include "tests/mpi/mpi_test_main.hpp"
 
 namespace tessera {
 namespace {
@@ -21,8 +19,8 @@ using testing::world;
 partition::LocalGraph random_tile(int nodes, std::uint64_t seed) {
   const auto backend = make_cpu_backend(1);
   const auto data = datasets::load_dataset(
-      backend,
-      "sbm:nodes=" + std::to_string(nodes) + ",classes=4,avg-degree=6,p-in=0.6,features=8", {"", 0, seed});
+      backend, "sbm:nodes=" + std::to_string(nodes) + ",classes=4,avg-degree=6,p-in=0.6,features=8",
+      {"", 0, seed});
   partition::Options options;
   options.num_parts = world()->size();
   options.method = partition::Method::Random;
@@ -57,13 +55,19 @@ TEST(HaloPlan, HandWrittenFourRankPlanSendsWhatEachPeerReads) {
 
   using Block = std::tuple<int, std::int64_t, std::int64_t>;
   std::vector<Block> send, recv;
-  for (const auto& b : plan.send_blocks()) send.emplace_back(b.peer, b.begin, b.count);
-  for (const auto& b : plan.recv_blocks()) recv.emplace_back(b.peer, b.begin, b.count);
+  for (const auto& b : plan.send_blocks())
+    send.emplace_back(b.peer, b.begin, b.count);
+  for (const auto& b : plan.recv_blocks())
+    recv.emplace_back(b.peer, b.begin, b.count);
   const std::vector<std::vector<LocalId>> expected_rows = {{1, 2, 2, 0}, {1, 0}, {0, 1}, {1}};
-  const std::vector<std::vector<Block>> expected_send = {
-      {{1, 0, 2}, {2, 2, 1}, {3, 3, 1}}, {{0, 0, 1}, {2, 1, 1}}, {{0, 0, 1}, {1, 1, 1}}, {{0, 0, 1}}};
-  const std::vector<std::vector<Block>> expected_recv = {
-      {{1, 0, 1}, {2, 1, 1}, {3, 2, 1}}, {{0, 0, 2}, {2, 2, 1}}, {{0, 0, 1}, {1, 1, 1}}, {{0, 0, 1}}};
+  const std::vector<std::vector<Block>> expected_send = {{{1, 0, 2}, {2, 2, 1}, {3, 3, 1}},
+                                                         {{0, 0, 1}, {2, 1, 1}},
+                                                         {{0, 0, 1}, {1, 1, 1}},
+                                                         {{0, 0, 1}}};
+  const std::vector<std::vector<Block>> expected_recv = {{{1, 0, 1}, {2, 1, 1}, {3, 2, 1}},
+                                                         {{0, 0, 2}, {2, 2, 1}},
+                                                         {{0, 0, 1}, {1, 1, 1}},
+                                                         {{0, 0, 1}}};
   EXPECT_EQ(plan.send_rows(), expected_rows[world()->rank()]);
   EXPECT_EQ(send, expected_send[world()->rank()]);
   EXPECT_EQ(recv, expected_recv[world()->rank()]);
@@ -73,16 +77,19 @@ TEST(HaloPlan, HandWrittenFourRankGatherCopiesOwnerRows) {
   if (world()->size() != 4) GTEST_SKIP() << "needs exactly 4 ranks";
   const HandTile& t = kHandTiles[world()->rank()];
   const auto backend = make_cpu_backend(1);
-  auto plan = std::make_shared<const HaloPlan>(HaloPlan::build(*world(), t.owned, t.ghosts, t.owners));
+  auto plan =
+      std::make_shared<const HaloPlan>(HaloPlan::build(*world(), t.owned, t.ghosts, t.owners));
   Dense x = Dense::zeros(backend, plan->n_local(), 3);
   for (std::size_t r = 0; r < t.owned.size(); ++r)
-    for (int c = 0; c < 3; ++c) x(static_cast<std::int64_t>(r), c) = static_cast<float>(10 * t.owned[r] + c);
+    for (int c = 0; c < 3; ++c)
+      x(static_cast<std::int64_t>(r), c) = static_cast<float>(10 * t.owned[r] + c);
 
   HaloExchange<float>(world(), plan, backend, 1).gather(x.view());
 
   for (std::size_t g = 0; g < t.ghosts.size(); ++g) {
     for (int c = 0; c < 3; ++c) {
-      EXPECT_EQ(x(plan->n_owned() + static_cast<std::int64_t>(g), c), static_cast<float>(10 * t.ghosts[g] + c));
+      EXPECT_EQ(x(plan->n_owned() + static_cast<std::int64_t>(g), c),
+                static_cast<float>(10 * t.ghosts[g] + c));
     }
   }
 }
@@ -102,21 +109,24 @@ TEST(HaloExchange, GatherThenScatterAddIsAdjoint) {
   const std::int64_t n_owned = plan->n_owned(), n_local = plan->n_local(), width = 5;
   std::mt19937 rng(static_cast<unsigned>(17 + world()->rank()));
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-  DenseT<double> x = DenseT<double>::zeros(backend, n_local, width);  // owned rows random
-  DenseT<double> y(backend, n_local, width);                          // every row random
+  DenseT<double> x = DenseT<double>::zeros(backend, n_local, width); // owned rows random
+  DenseT<double> y(backend, n_local, width);                         // every row random
   for (std::int64_t r = 0; r < n_local; ++r)
     for (std::int64_t c = 0; c < width; ++c) {
       if (r < n_owned) x(r, c) = uniform(rng);
       y(r, c) = uniform(rng);
     }
   DenseT<double> x_owned = DenseT<double>::zeros(backend, n_owned, width);
-  for (std::int64_t i = 0; i < n_owned * width; ++i) x_owned.data()[i] = x.data()[i];
+  for (std::int64_t i = 0; i < n_owned * width; ++i)
+    x_owned.data()[i] = x.data()[i];
 
   halo.gather(x.view());       // x = G · x_owned on all local rows
-  double sums[2] = {0.0, 0.0};  // <G x, y> over local rows; <x, Gᵀ y> over owned rows
-  for (std::int64_t i = 0; i < n_local * width; ++i) sums[0] += x.data()[i] * y.data()[i];
-  halo.scatter_add(y.view());  // owned rows of y = Gᵀ · y
-  for (std::int64_t i = 0; i < n_owned * width; ++i) sums[1] += x_owned.data()[i] * y.data()[i];
+  double sums[2] = {0.0, 0.0}; // <G x, y> over local rows; <x, Gᵀ y> over owned rows
+  for (std::int64_t i = 0; i < n_local * width; ++i)
+    sums[0] += x.data()[i] * y.data()[i];
+  halo.scatter_add(y.view()); // owned rows of y = Gᵀ · y
+  for (std::int64_t i = 0; i < n_owned * width; ++i)
+    sums[1] += x_owned.data()[i] * y.data()[i];
   world()->allreduce_sum(std::span<double>(sums));
 
   EXPECT_NEAR(sums[0], sums[1], 1e-12 * std::abs(sums[0]));
@@ -157,10 +167,12 @@ TEST(HaloExchange, SparseRowGatherMatchesTheDenseGather) {
   ASSERT_EQ(local.rows(), plan->n_local());
   for (std::int64_t r = 0; r < local.rows(); ++r) {
     std::vector<float> row(width, 0.0f);
-    for (Offset k = local.row_ptr()[r]; k < local.row_ptr()[r + 1]; ++k) row[local.col()[k]] = local.val()[k];
-    for (int c = 0; c < width; ++c) ASSERT_EQ(row[c], dense(r, c)) << "row " << r << " col " << c;
+    for (Offset k = local.row_ptr()[r]; k < local.row_ptr()[r + 1]; ++k)
+      row[local.col()[k]] = local.val()[k];
+    for (int c = 0; c < width; ++c)
+      ASSERT_EQ(row[c], dense(r, c)) << "row " << r << " col " << c;
   }
 }
 
-}  // namespace
-}  // namespace tessera
+} // namespace
+} // namespace tessera

@@ -1,11 +1,10 @@
 // main() of the MPI tests: every rank runs every test; rank 0 prints the usual output, the
 // others only their failures, and the job fails when any rank does.
-#include <gtest/gtest.h>
-#include <mpi.h>
+#include "tests/mpi/mpi_test_main.hpp"
 
 #include <cstdio>
-
-#include "tests/mpi/mpi_test_main.hpp"
+#include <gtest/gtest.h>
+#include <mpi.h>
 
 namespace tessera::testing {
 
@@ -14,25 +13,25 @@ std::shared_ptr<comm::Communicator> world() {
   return communicator;
 }
 
-}  // namespace tessera::testing
+} // namespace tessera::testing
 
 namespace {
 
 /// Prints a failed assertion of a rank other than 0, prefixed with the rank.
 class RankFailurePrinter final : public ::testing::EmptyTestEventListener {
- public:
+public:
   explicit RankFailurePrinter(int rank) : rank_(rank) {}
   void OnTestPartResult(const ::testing::TestPartResult& result) override {
     if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, result.file_name(),
-                 result.line_number(), result.summary());
+    std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_, result.file_name(), result.line_number(),
+                 result.summary());
   }
 
- private:
+private:
   int rank_;
 };
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   const tessera::comm::MpiEnvironment mpi(&argc, &argv);

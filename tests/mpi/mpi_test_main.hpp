@@ -2,7 +2,6 @@
 #pragma once
 
 #include <memory>
-
 #include <tessera/comm/communicator.hpp>
 
 namespace tessera::testing {
@@ -10,4 +9,4 @@ namespace tessera::testing {
 /// The communicator over all ranks of the test job (made once, after MPI_Init).
 std::shared_ptr<comm::Communicator> world();
 
-}  // namespace tessera::testing
+} // namespace tessera::testing

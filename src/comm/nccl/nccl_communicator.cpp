@@ -1,17 +1,16 @@
 // The NCCL communicator: device-memory exchanges (grouped ncclSend / ncclRecv) and float sums
 // (ncclAllReduce) on the GPU backend's stream; host-memory traffic and every other collective
 // go through the MPI communicator it was made from.
-#include <cuda_runtime_api.h>
-#include <fmt/core.h>
-#include <nccl.h>
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/error.hpp"
 
 #include <cstdlib>
 #include <cstring>
+#include <cuda_runtime_api.h>
+#include <fmt/core.h>
 #include <memory>
+#include <nccl.h>
 #include <vector>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/core/error.hpp"
 
 namespace tessera::comm {
 
@@ -40,12 +39,12 @@ bool on_device(const void* ptr) {
 /// Stream-ordered: kernels queued after it on the same stream see the data, so waiting
 /// costs the host nothing.
 class StreamOrdered final : public Pending {
- public:
+public:
   void wait() override {}
 };
 
 class NcclCommunicator final : public Communicator {
- public:
+public:
   NcclCommunicator(std::shared_ptr<Communicator> host, BackendPtr gpu)
       : host_(std::move(host)), gpu_(std::move(gpu)) {
     const int rank = host_->rank();
@@ -82,7 +81,9 @@ class NcclCommunicator final : public Communicator {
   std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) override {
     return host_->alltoall(send);
   }
-  void broadcast(std::vector<std::byte>& values, int root) override { host_->broadcast(values, root); }
+  void broadcast(std::vector<std::byte>& values, int root) override {
+    host_->broadcast(values, root);
+  }
   std::vector<double> allgather(double value) override { return host_->allgather(value); }
 
   std::unique_ptr<Pending> start_exchange(std::span<const SendMessage> sends,
@@ -112,22 +113,25 @@ class NcclCommunicator final : public Communicator {
     ncclCommAbort(comm_);
     comm_ = nullptr;
     host_->abort(code);
-    std::abort();  // not reached: the host communicator ends the job
+    std::abort(); // not reached: the host communicator ends the job
   }
   std::string describe() const override {
-    return fmt::format("NCCL {}.{}.{} over {}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH, host_->describe());
+    return fmt::format("NCCL {}.{}.{} over {}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH,
+                       host_->describe());
   }
 
- private:
+private:
   std::shared_ptr<Communicator> host_;
   BackendPtr gpu_;
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
 };
 
-}  // namespace
+} // namespace
 
-bool nccl_compiled() noexcept { return true; }
+bool nccl_compiled() noexcept {
+  return true;
+}
 
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> host,
                                                      BackendPtr gpu) {
@@ -137,4 +141,4 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
   return std::make_shared<NcclCommunicator>(std::move(host), std::move(gpu));
 }
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

@@ -4,11 +4,13 @@
 
 namespace tessera::comm {
 
-bool nccl_compiled() noexcept { return false; }
+bool nccl_compiled() noexcept {
+  return false;
+}
 
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator>, BackendPtr) {
   throw NotCompiled("NCCL: this build has no NCCL (it comes with the CUDA backend when nccl.h "
                     "and libnccl are found)");
 }
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

@@ -2,14 +2,14 @@
 // point-to-point exchanges) and its MPI implementation, with an RAII MPI environment.
 #pragma once
 
+#include "tessera/core/device.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-#include "tessera/core/device.hpp"
 
 namespace tessera::comm {
 
@@ -26,14 +26,14 @@ struct RecvMessage {
 /// Messages in flight; wait() returns once every send buffer may be reused and every receive
 /// buffer holds its data. Destroying a Pending that was not waited for waits (never throws).
 class Pending {
- public:
+public:
   virtual ~Pending() = default;
   virtual void wait() = 0;
 };
 
 /// The ranks of one job. Collective calls must be made by every rank in the same order.
 class Communicator {
- public:
+public:
   virtual ~Communicator() = default;
 
   virtual int rank() const = 0;
@@ -88,13 +88,13 @@ class Communicator {
 /// compute) and finalizes it when destroyed. Throws MpiError when the library cannot give that
 /// level. When MPI is already initialized it neither initializes nor finalizes.
 class MpiEnvironment {
- public:
+public:
   MpiEnvironment(int* argc, char*** argv);
   ~MpiEnvironment();
   MpiEnvironment(const MpiEnvironment&) = delete;
   MpiEnvironment& operator=(const MpiEnvironment&) = delete;
 
- private:
+private:
   bool owns_ = false;
 };
 
@@ -121,4 +121,4 @@ bool launched_by_mpi() noexcept;
 /// This process's rank in MPI_COMM_WORLD, or 0 when MPI is not initialized; for error messages.
 int world_rank() noexcept;
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

@@ -2,15 +2,15 @@
 // (ghost → owner), with reusable buffers and byte counters.
 #pragma once
 
-#include <cstdint>
-#include <cstddef>
-#include <memory>
-#include <vector>
-
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/tensor.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace tessera::comm {
 
@@ -19,8 +19,8 @@ struct HaloStats {
   std::int64_t exchanges = 0;
   std::int64_t bytes_sent = 0;
   std::int64_t bytes_received = 0;
-  double start_seconds = 0.0;  ///< packing and posting messages
-  double wait_seconds = 0.0;   ///< blocked in wait(), including the scatter-add's unpack
+  double start_seconds = 0.0; ///< packing and posting messages
+  double wait_seconds = 0.0;  ///< blocked in wait(), including the scatter-add's unpack
 
   HaloStats& operator+=(const HaloStats& other) noexcept {
     exchanges += other.exchanges;
@@ -38,16 +38,15 @@ struct HaloStats {
 /// One exchange may be in flight at a time; every rank of the plan must start the same kind
 /// of exchange with the same width in the same order (each exchange is collective over the
 /// plan's peers).
-template <typename T>
-class HaloExchange {
- public:
+template <typename T> class HaloExchange {
+public:
   /// A started exchange; pass it to wait(). Move-only.
   class Request {
-   public:
+  public:
     Request() = default;
     bool active() const noexcept { return pending_ != nullptr; }
 
-   private:
+  private:
     friend class HaloExchange;
     enum class Kind { Gather, ScatterAdd };
     Kind kind_ = Kind::Gather;
@@ -84,7 +83,7 @@ class HaloExchange {
     return buffer_.bytes() + send_stage_.size() + recv_stage_.size();
   }
 
- private:
+private:
   void check_shape(const char* what, DenseView<T> x) const;
   /// [num_send_rows, w] view of the reusable buffer.
   DenseView<T> buffer(std::int64_t width);
@@ -93,9 +92,9 @@ class HaloExchange {
   std::shared_ptr<const HaloPlan> plan_;
   BackendPtr backend_;
   int tag_;
-  Buffer<T> buffer_;  // packed rows to send (gather) or received rows (scatter-add)
-  Buffer<LocalId> send_rows_;  // the plan's send rows in the backend's memory
-  bool staged_ = false;        // device data through host buffers
+  Buffer<T> buffer_;          // packed rows to send (gather) or received rows (scatter-add)
+  Buffer<LocalId> send_rows_; // the plan's send rows in the backend's memory
+  bool staged_ = false;       // device data through host buffers
   std::vector<std::byte> send_stage_, recv_stage_;
   HaloStats stats_;
 };
@@ -107,4 +106,4 @@ class HaloExchange {
 Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
                        HaloStats* stats = nullptr);
 
-}  // namespace tessera::comm
+} // namespace tessera::comm

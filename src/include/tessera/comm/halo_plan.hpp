@@ -2,12 +2,12 @@
 // rank's ghost list; immutable afterwards.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/types.hpp"
+
 #include <cstdint>
 #include <span>
 #include <vector>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/core/types.hpp"
 
 namespace tessera::comm {
 
@@ -17,11 +17,11 @@ namespace tessera::comm {
 /// gather (owner → ghost): every ghost row receives its owner's row; scatter-add (ghost →
 /// owner): every ghost row is added into its owner's row.
 class HaloPlan {
- public:
+public:
   /// A block of rows exchanged with one peer rank.
   struct Block {
     int peer = 0;
-    std::int64_t begin = 0;  ///< into send_rows (send blocks) or into the ghost rows (recv blocks)
+    std::int64_t begin = 0; ///< into send_rows (send blocks) or into the ghost rows (recv blocks)
     std::int64_t count = 0;
   };
 
@@ -51,7 +51,7 @@ class HaloPlan {
   }
   std::int64_t num_recv_rows() const noexcept { return n_ghost_; }
 
- private:
+private:
   std::int64_t n_owned_ = 0;
   std::int64_t n_ghost_ = 0;
   std::vector<Block> recv_;
@@ -59,4 +59,4 @@ class HaloPlan {
   std::vector<LocalId> send_rows_;
 };
 
-}  // namespace tessera::comm
+} // namespace tessera::comm
