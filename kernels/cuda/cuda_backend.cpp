@@ -3,6 +3,7 @@
 
 #include "kernels/backend_kernels.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_libraries.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cstdint>
@@ -31,14 +32,14 @@ void check(cudaError_t status, const char* call, std::source_location where) {
 void check(cublasStatus_t status, const char* call, std::source_location where) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   throw CublasError(fmt::format("{} failed on device {}: {} ({})", call, current_device(),
-                                cublasGetStatusString(status), cublasGetStatusName(status)),
+                                cublas().status_string(status), cublas().status_name(status)),
                     where);
 }
 
 void check(cusparseStatus_t status, const char* call, std::source_location where) {
   if (status == CUSPARSE_STATUS_SUCCESS) return;
   throw CusparseError(fmt::format("{} failed on device {}: {} ({})", call, current_device(),
-                                  cusparseGetErrorString(status), cusparseGetErrorName(status)),
+                                  cusparse().error_string(status), cusparse().error_name(status)),
                       where);
 }
 
@@ -53,10 +54,10 @@ void check_launch(const char* kernel, std::source_location where) {
 CudaBackend::CudaBackend(int device) : device_(device) {
   TESSERA_CUDA_CHECK(cudaSetDevice(device_));
   TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  check(cublasCreate(&cublas_), "cublasCreate");
-  check(cublasSetStream(cublas_, stream_), "cublasSetStream");
-  check(cusparseCreate(&cusparse_), "cusparseCreate");
-  check(cusparseSetStream(cusparse_, stream_), "cusparseSetStream");
+  check(cublas().create(&cublas_), "cublasCreate");
+  check(cublas().set_stream(cublas_, stream_), "cublasSetStream");
+  check(cusparse().create(&cusparse_), "cusparseCreate");
+  check(cusparse().set_stream(cusparse_, stream_), "cusparseSetStream");
   // Freed blocks stay in the pool for the next epoch instead of going back to the driver: a
   // stream-ordered caching allocator.
   cudaMemPool_t pool = nullptr;
@@ -71,8 +72,8 @@ CudaBackend::~CudaBackend() {
   plans_.clear();
   for (auto& [slot, s] : scratch_)
     cudaFree(s.ptr);
-  if (cusparse_ != nullptr) cusparseDestroy(cusparse_);
-  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (cusparse_ != nullptr) cusparse().destroy(cusparse_);
+  if (cublas_ != nullptr) cublas().destroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 

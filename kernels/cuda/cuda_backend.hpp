@@ -57,8 +57,8 @@ public:
   std::string describe() const override;
 
   cudaStream_t stream() const noexcept { return stream_; }
-  cublasHandle_t cublas() const noexcept { return cublas_; }
-  cusparseHandle_t cusparse() const noexcept { return cusparse_; }
+  cublasHandle_t cublas_handle() const noexcept { return cublas_; }
+  cusparseHandle_t cusparse_handle() const noexcept { return cusparse_; }
 
   /// The plan for `key`, made by `make` on first use and kept until the matrix's row pointer
   /// memory is freed through this backend. P is any type; plans of one key share one type.

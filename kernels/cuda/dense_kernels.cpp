@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_libraries.hpp"
 #include "kernels/cuda/launch.hpp"
 
 #include <type_traits>
@@ -31,11 +32,11 @@ void gemm(const Backend& backend, ops::Transpose trans_a, ops::Transpose trans_b
   const auto lda = static_cast<int>(std::max<std::int64_t>(a.cols, 1));
   const auto ldc = static_cast<int>(c.cols);
   if constexpr (std::is_same_v<T, float>) {
-    check(cublasSgemm(be.cublas(), to_cublas(trans_b), to_cublas(trans_a), m, n,
+    check(cublas().sgemm(be.cublas_handle(), to_cublas(trans_b), to_cublas(trans_a), m, n,
                       static_cast<int>(k), &alpha, b.data, ldb, a.data, lda, &beta, c.data, ldc),
           "cublasSgemm");
   } else {
-    check(cublasDgemm(be.cublas(), to_cublas(trans_b), to_cublas(trans_a), m, n,
+    check(cublas().dgemm(be.cublas_handle(), to_cublas(trans_b), to_cublas(trans_a), m, n,
                       static_cast<int>(k), &alpha, b.data, ldb, a.data, lda, &beta, c.data, ldc),
           "cublasDgemm");
   }
@@ -72,11 +73,11 @@ void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias
   const T one = 1, beta = accumulate ? T{1} : T{0};
   const auto f = static_cast<int>(dy.cols), n = static_cast<int>(dy.rows);
   if constexpr (std::is_same_v<T, float>) {
-    check(cublasSgemv(be.cublas(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_float(dy.rows), 1,
+    check(cublas().sgemv(be.cublas_handle(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_float(dy.rows), 1,
                       &beta, d_bias.data(), 1),
           "cublasSgemv");
   } else {
-    check(cublasDgemv(be.cublas(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_double(dy.rows), 1,
+    check(cublas().dgemv(be.cublas_handle(), CUBLAS_OP_N, f, n, &one, dy.data, f, be.ones_double(dy.rows), 1,
                       &beta, d_bias.data(), 1),
           "cublasDgemv");
   }

@@ -6,6 +6,7 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_libraries.hpp"
 #include "kernels/cuda/launch.hpp"
 #include "tessera/core/error.hpp"
 
@@ -69,9 +70,9 @@ struct SpmmPlan {
   SpmmPlan(const SpmmPlan&) = delete;
   SpmmPlan& operator=(const SpmmPlan&) = delete;
   ~SpmmPlan() {
-    if (sparse != nullptr) cusparseDestroySpMat(sparse);
-    if (b != nullptr) cusparseDestroyDnMat(b);
-    if (c != nullptr) cusparseDestroyDnMat(c);
+    if (sparse != nullptr) cusparse().destroy_sp_mat(sparse);
+    if (b != nullptr) cusparse().destroy_dn_mat(b);
+    if (c != nullptr) cusparse().destroy_dn_mat(c);
   }
 };
 
@@ -113,18 +114,18 @@ HostStructure host_structure(const CudaBackend& be, CsrView<T> a, bool with_colu
 template <typename T>
 void describe(const CudaBackend& be, SpmmPlan& plan, std::int64_t rows, std::int64_t cols,
               void* columns, void* values, std::int64_t width, const T* b, T* c) {
-  check(cusparseCreateCsr(&plan.sparse, rows, cols, plan.nnz, plan.offsets.get(), columns, values,
+  check(cusparse().create_csr(&plan.sparse, rows, cols, plan.nnz, plan.offsets.get(), columns, values,
                           CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
                           value_type<T>()),
         "cusparseCreateCsr");
-  check(cusparseCreateDnMat(&plan.b, cols, width, width, const_cast<T*>(b), value_type<T>(),
+  check(cusparse().create_dn_mat(&plan.b, cols, width, width, const_cast<T*>(b), value_type<T>(),
                             CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat");
-  check(cusparseCreateDnMat(&plan.c, rows, width, width, c, value_type<T>(), CUSPARSE_ORDER_ROW),
+  check(cusparse().create_dn_mat(&plan.c, rows, width, width, c, value_type<T>(), CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat");
   const T one = 1, zero = 0;
   std::size_t bytes = 0;
-  check(cusparseSpMM_bufferSize(be.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+  check(cusparse().spmm_buffer_size(be.cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
                                 CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero,
                                 plan.c, value_type<T>(), kAlgorithm, &bytes),
         "cusparseSpMM_bufferSize");
@@ -185,10 +186,10 @@ void run(const CudaBackend& be, SpmmPlan& plan, const T* b, T* c, std::int64_t c
     be.zero_bytes(c, static_cast<std::size_t>(c_size) * sizeof(T));
     return;
   }
-  check(cusparseDnMatSetValues(plan.b, const_cast<T*>(b)), "cusparseDnMatSetValues");
-  check(cusparseDnMatSetValues(plan.c, c), "cusparseDnMatSetValues");
+  check(cusparse().dn_mat_set_values(plan.b, const_cast<T*>(b)), "cusparseDnMatSetValues");
+  check(cusparse().dn_mat_set_values(plan.c, c), "cusparseDnMatSetValues");
   const T one = 1, zero = 0;
-  check(cusparseSpMM(be.cusparse(), CUSPARSE_OPERATION_NON_TRANSPOSE,
+  check(cusparse().spmm(be.cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
                      CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero, plan.c,
                      value_type<T>(), kAlgorithm, plan.workspace.get()),
         "cusparseSpMM");

@@ -1,6 +1,7 @@
 // The NCCL communicator: device-memory exchanges (grouped ncclSend / ncclRecv) and float sums
 // (ncclAllReduce) on the GPU backend's stream; host-memory traffic and every other collective
 // go through the MPI communicator it was made from.
+#include "kernels/cuda/cuda_libraries.hpp"
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/error.hpp"
 
@@ -10,15 +11,49 @@
 #include <fmt/core.h>
 #include <memory>
 #include <nccl.h>
+#include <string>
 #include <vector>
 
 namespace tessera::comm {
 
 namespace {
 
+/// The NCCL functions used here, loaded on first use (a binary without NCCL still runs).
+struct NcclApi {
+  decltype(&ncclGetUniqueId) get_unique_id;
+  decltype(&ncclCommInitRank) comm_init_rank;
+  decltype(&ncclCommDestroy) comm_destroy;
+  decltype(&ncclCommAbort) comm_abort;
+  decltype(&ncclAllReduce) all_reduce;
+  decltype(&ncclGroupStart) group_start;
+  decltype(&ncclGroupEnd) group_end;
+  decltype(&ncclSend) send;
+  decltype(&ncclRecv) recv;
+  decltype(&ncclGetErrorString) error_string;
+};
+
+const NcclApi& nccl() {
+  static const NcclApi api = [] {
+    const kernels::cuda::SharedLibrary lib("libnccl.so." + std::to_string(NCCL_MAJOR));
+    NcclApi a{};
+    lib.get(a.get_unique_id, "ncclGetUniqueId");
+    lib.get(a.comm_init_rank, "ncclCommInitRank");
+    lib.get(a.comm_destroy, "ncclCommDestroy");
+    lib.get(a.comm_abort, "ncclCommAbort");
+    lib.get(a.all_reduce, "ncclAllReduce");
+    lib.get(a.group_start, "ncclGroupStart");
+    lib.get(a.group_end, "ncclGroupEnd");
+    lib.get(a.send, "ncclSend");
+    lib.get(a.recv, "ncclRecv");
+    lib.get(a.error_string, "ncclGetErrorString");
+    return a;
+  }();
+  return api;
+}
+
 void check(ncclResult_t status, const char* call, int rank) {
   if (status == ncclSuccess) return;
-  throw NcclError(fmt::format("{} failed on rank {}: {}", call, rank, ncclGetErrorString(status)));
+  throw NcclError(fmt::format("{} failed on rank {}: {}", call, rank, nccl().error_string(status)));
 }
 
 void check(cudaError_t status, const char* call, int rank) {
@@ -49,17 +84,17 @@ public:
       : host_(std::move(host)), gpu_(std::move(gpu)) {
     const int rank = host_->rank();
     ncclUniqueId id{};
-    if (rank == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId", rank);
+    if (rank == 0) check(nccl().get_unique_id(&id), "ncclGetUniqueId", rank);
     std::vector<std::byte> bytes(sizeof(id));
     std::memcpy(bytes.data(), &id, sizeof(id));
     host_->broadcast(bytes, 0);
     std::memcpy(&id, bytes.data(), sizeof(id));
     check(cudaSetDevice(gpu_->device_id()), "cudaSetDevice", rank);
-    check(ncclCommInitRank(&comm_, host_->size(), id, rank), "ncclCommInitRank", rank);
+    check(nccl().comm_init_rank(&comm_, host_->size(), id, rank), "ncclCommInitRank", rank);
     stream_ = static_cast<cudaStream_t>(gpu_->native_stream());
   }
   ~NcclCommunicator() override {
-    if (comm_ != nullptr) ncclCommDestroy(comm_);
+    if (comm_ != nullptr) nccl().comm_destroy(comm_);
   }
 
   int rank() const override { return host_->rank(); }
@@ -71,8 +106,8 @@ public:
   void allreduce_sum(std::span<float> values) override {
     if (values.empty()) return;
     if (!on_device(values.data())) return host_->allreduce_sum(values);
-    check(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum, comm_,
-                        stream_),
+    check(nccl().all_reduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum, comm_,
+                            stream_),
           "ncclAllReduce", rank());
   }
   void allreduce_sum(std::span<double> values) override { host_->allreduce_sum(values); }
@@ -91,16 +126,16 @@ public:
     const bool device = (!sends.empty() && on_device(sends.front().data.data())) ||
                         (!recvs.empty() && on_device(recvs.front().data.data()));
     if (!device) return host_->start_exchange(sends, recvs, tag);
-    check(ncclGroupStart(), "ncclGroupStart", rank());
+    check(nccl().group_start(), "ncclGroupStart", rank());
     for (const SendMessage& m : sends) {
-      check(ncclSend(m.data.data(), m.data.size(), ncclUint8, m.peer, comm_, stream_), "ncclSend",
-            rank());
+      check(nccl().send(m.data.data(), m.data.size(), ncclUint8, m.peer, comm_, stream_),
+            "ncclSend", rank());
     }
     for (const RecvMessage& m : recvs) {
-      check(ncclRecv(m.data.data(), m.data.size(), ncclUint8, m.peer, comm_, stream_), "ncclRecv",
-            rank());
+      check(nccl().recv(m.data.data(), m.data.size(), ncclUint8, m.peer, comm_, stream_),
+            "ncclRecv", rank());
     }
-    check(ncclGroupEnd(), "ncclGroupEnd", rank());
+    check(nccl().group_end(), "ncclGroupEnd", rank());
     return std::make_unique<StreamOrdered>();
   }
 
@@ -110,7 +145,7 @@ public:
   std::vector<std::byte> receive(int peer, int tag) override { return host_->receive(peer, tag); }
   void barrier() override { host_->barrier(); }
   [[noreturn]] void abort(int code) noexcept override {
-    ncclCommAbort(comm_);
+    nccl().comm_abort(comm_);
     comm_ = nullptr;
     host_->abort(code);
     std::abort(); // not reached: the host communicator ends the job
