@@ -1,6 +1,10 @@
 // Umbrella header: the whole public API of Tessera.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/config.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"

@@ -1,0 +1,21 @@
+# Installs the build in BUILD_DIR to a fresh prefix, then configures, builds and runs the
+# consumer project in SOURCE_DIR against it; fails on any step, quoting its output.
+set(prefix ${WORK_DIR}/prefix)
+set(consumer ${WORK_DIR}/consumer)
+file(REMOVE_RECURSE ${prefix} ${consumer})
+function(step name)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${name} failed (${status}):\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+step(install ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+step(configure ${CMAKE_COMMAND} -S ${SOURCE_DIR} -B ${consumer} -G Ninja
+     -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
+step(build ${CMAKE_COMMAND} --build ${consumer})
+step(run ${consumer}/consumer)
+if(NOT last_output MATCHES "Tessera 0\\.1\\.0 \\(CUDA [01], NCCL [01]\\): loss after 5 epochs")
+  message(FATAL_ERROR "unexpected consumer output: ${last_output}")
+endif()
+message(STATUS "${last_output}")
