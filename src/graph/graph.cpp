@@ -231,6 +231,34 @@ Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree) {
   return normalize_with(a, inv_sqrt_degree);
 }
 
+Csr mean_aggregation(const Csr& a) {
+  if (a.rows() != a.cols()) {
+    throw DimensionMismatch("mean_aggregation needs a square adjacency, got " + a.shape());
+  }
+  const std::int64_t n = a.rows();
+  const Offset* rp = a.row_ptr();
+  const LocalId* col = a.col();
+  std::vector<Offset> count(n);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    count[r] = rp[r + 1] - rp[r] -
+               (std::binary_search(col + rp[r], col + rp[r + 1], static_cast<LocalId>(r)) ? 1 : 0);
+  }
+  Csr out(a.backend(), n, n, std::accumulate(count.begin(), count.end(), Offset{0}));
+  exclusive_scan(count, out.row_ptr());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    Offset dst = out.row_ptr()[r];
+    const float value = count[r] > 0 ? 1.0f / static_cast<float>(count[r]) : 0.0f;
+    for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
+      if (col[k] == r) continue;
+      out.col()[dst] = col[k];
+      out.val()[dst++] = value;
+    }
+  }
+  return out;
+}
+
 bool is_symmetric(const Csr& a) {
   if (a.rows() != a.cols()) return false;
   const Offset* rp = a.row_ptr();

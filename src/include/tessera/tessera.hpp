@@ -19,6 +19,7 @@
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
 #include "tessera/gnn/model.hpp"
+#include "tessera/gnn/sage_conv.hpp"
 #include "tessera/gnn/train_job.hpp"
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/graph/graph.hpp"

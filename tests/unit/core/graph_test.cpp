@@ -82,6 +82,19 @@ TEST(GcnNormalize, EqualsDenseFormula) {
   }
 }
 
+TEST(MeanAggregation, RowsAverageTheNeighboursWithoutSelfLoops) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(4, {{0, 0}, {0, 1}, {0, 2}, {1, 2}}), true);
+
+  const auto m = to_dense(graph::mean_aggregation(a));
+
+  EXPECT_FLOAT_EQ(m[0][0], 0.0f);  // the self-loop is not a neighbour
+  EXPECT_FLOAT_EQ(m[0][1], 0.5f);
+  EXPECT_FLOAT_EQ(m[0][2], 0.5f);
+  EXPECT_FLOAT_EQ(m[1][0], 0.5f);
+  EXPECT_FLOAT_EQ(m[2][1], 0.5f);
+  for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(m[3][j], 0.0f);  // isolated: aggregates zero
+}
+
 TEST(GcnNormalizeTile, EqualsTheWholeGraphsRowsWithGlobalDegrees) {
   // Path 0-1-2-3; the tile owns {1, 2} (local 0, 1) and reads ghosts 0 and 3 (local 2, 3).
   const Csr whole = graph::gcn_normalize(

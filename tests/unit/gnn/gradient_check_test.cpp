@@ -148,6 +148,47 @@ TEST(GradientCheck, GcnConvWithSparseInputMatchesFiniteDifferencesForWeights) {
   }
 }
 
+/// M = D⁻¹A of the small graph and its transpose (M is not symmetric), in float64.
+std::pair<CsrT<double>, CsrT<double>> small_mean_aggregation() {
+  graph::EdgeList edges;
+  edges.num_nodes = 7;  // node 6 is isolated: its row aggregates zero
+  for (auto [u, v] : {std::pair{0, 1}, {0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {1, 5}}) {
+    edges.add(u, v);
+  }
+  const Csr m = graph::mean_aggregation(graph::build_symmetric_csr(cpu(), edges));
+  return {m.cast<double>(), graph::transpose(m).cast<double>()};
+}
+
+TEST(GradientCheck, SageConvBothOrdersMatchFiniteDifferences) {
+  const auto [m, mt] = small_mean_aggregation();
+  for (const GcnOrder order : {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+    SageConv<double> sage(cpu(), m, mt, 4, 3, true, 5, 0, order);
+    Matrix x = random_matrix(7, 4, 6);
+
+    SCOPED_TRACE(sage.name());
+    check_module(sage, x, 3, Step{});
+  }
+}
+
+TEST(GradientCheck, SageConvWithSparseInputMatchesFiniteDifferencesForWeights) {
+  const auto [m, mt] = small_mean_aggregation();
+  SageConv<double> sage(cpu(), m, mt, 6, 2, false, 7, 1);
+  const CsrT<double> features = csr_from_rows(
+      6, {{{0, 0.5}, {3, 1.0}}, {{5, 0.75}}, {{1, 1.5}, {2, 0.25}}, {}, {{4, 2.0}}, {{0, 1.0}}, {{5, 0.5}}});
+  const Matrix r = random_matrix(7, 2, 8);
+  const auto objective = [&] {
+    return dot(sage.forward(Step{}, Input<double>(features.view())).output.dense, r.cview());
+  };
+
+  sage.backward(sage.forward(Step{}, Input<double>(features.view())), r.cview(),
+                GradientMode::Ignore, GradientMode::Overwrite);
+
+  for (Parameter<double>* p : sage.parameters()) {
+    const std::vector<double> grad(p->grad.data(), p->grad.data() + p->grad.size());
+    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
+  }
+}
+
 TEST(GradientCheck, LinearMatchesFiniteDifferences) {
   Linear<double> linear(cpu(), 4, 3, true, 7, 0);
   Matrix x = random_matrix(5, 4, 6);

@@ -37,6 +37,10 @@ CsrT<T> transpose(const CsrT<T>& a);
 /// and D is the row sum of A + I. Values of A are used as edge weights.
 Csr gcn_normalize(const Csr& a);
 
+/// M = D⁻¹A, the mean over each row's neighbours (GraphSAGE's mean aggregator): values 1/degree,
+/// self-loops dropped, a row without neighbours left empty (it aggregates zero). Square A.
+Csr mean_aggregation(const Csr& a);
+
 /// Â for one rank's tile: a: [n_owned, n_local] unweighted rows of the owned vertices, whose
 /// local ids are 0..n_owned-1 (self-loop at (r, r)); degree: [n_local] global degrees without
 /// self-loops. Gives the same values as gcn_normalize of the whole graph on those rows.

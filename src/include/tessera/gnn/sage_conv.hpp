@@ -1,0 +1,49 @@
+// GraphSAGE with the mean aggregator (Hamilton et al.): y = x·W_self + (M·x)·W_neigh + b, with
+// M = D⁻¹A the mean over each node's neighbours (graph::mean_aggregation).
+#pragma once
+
+#include "tessera/engine/layers.hpp"
+#include "tessera/engine/module.hpp"
+#include "tessera/gnn/gcn_conv.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+
+/// One SAGE layer over a fixed mean-aggregation matrix M and its transpose (both must outlive
+/// the layer). Separate self and neighbour weights; the neighbour product runs in the order
+/// that multiplies the narrower matrix (as GcnConv's; transform-first for sparse input).
+template <typename T> class SageConv final : public Module<T> {
+public:
+  /// mean: M, [n, n]; mean_t: Mᵀ (not M itself: M is not symmetric).
+  SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& mean_t, std::int64_t in_features,
+           std::int64_t out_features, bool bias, std::uint64_t seed, std::uint32_t layer_index,
+           GcnOrder order = GcnOrder::Auto);
+
+  /// x: [n, in] dense or sparse → [n, out].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, out] → d_input [n, in] (not available for a sparse input).
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::vector<Parameter<T>*> parameters() override;
+  std::string name() const override;
+  std::size_t bytes() const override;
+
+private:
+  BackendPtr backend_;
+  const CsrT<T>* mean_;
+  const CsrT<T>* mean_t_;
+  bool transform_first_;
+  Parameter<T> self_weight_;  // [in, out]
+  Parameter<T> neigh_weight_; // [in, out]
+  Parameter<T> bias_;         // [1, out] or empty
+  Workspace<T> mid_;          // [n, out] = x·W_neigh (transform first) or [n, in] = M·x
+  Workspace<T> output_;       // [n, out]
+  Workspace<T> d_mid_;        // gradient of mid_
+  Workspace<T> d_input_;      // [n, in]
+  Workspace<T> scratch_;      // weight-gradient scratch for sparse inputs
+};
+
+} // namespace tessera
