@@ -18,6 +18,7 @@
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
+#include "tessera/gnn/gin_conv.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/sage_conv.hpp"
 #include "tessera/gnn/train_job.hpp"

@@ -189,6 +189,17 @@ TEST(GradientCheck, SageConvWithSparseInputMatchesFiniteDifferencesForWeights) {
   }
 }
 
+TEST(GradientCheck, GinAggregateMatchesFiniteDifferencesIncludingEpsilon) {
+  graph::EdgeList edges;
+  edges.num_nodes = 6;
+  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {0, 3}, {4, 5}}) edges.add(u, v);
+  const CsrT<double> a = graph::build_symmetric_csr(cpu(), edges).cast<double>();
+  GinAggregate<double> gin(cpu(), a, a, 3, 0.25, 0);
+  Matrix x = random_matrix(6, 3, 9);
+
+  check_module(gin, x, 3, Step{});
+}
+
 TEST(GradientCheck, LinearMatchesFiniteDifferences) {
   Linear<double> linear(cpu(), 4, 3, true, 7, 0);
   Matrix x = random_matrix(5, 4, 6);

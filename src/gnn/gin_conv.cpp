@@ -1,0 +1,80 @@
+// GinAggregate forward and backward: a neighbour sum plus the (1 + ε)-scaled node itself.
+#include "tessera/gnn/gin_conv.hpp"
+
+#include "tessera/core/error.hpp"
+
+namespace tessera {
+
+template <typename T>
+GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
+                              const CsrT<T>& adjacency_t, std::int64_t features, T epsilon,
+                              std::uint32_t layer_index)
+    : backend_(backend), adjacency_(&adjacency), adjacency_t_(&adjacency_t), features_(features),
+      layer_(layer_index), epsilon_{"gin" + std::to_string(layer_index) + ".epsilon",
+                                    DenseT<T>(backend, 1, 1), DenseT<T>::zeros(backend, 1, 1),
+                                    false},
+      output_(backend), d_input_(backend), d_epsilon_(backend) {
+  if (adjacency.rows() != adjacency.cols() || adjacency_t.rows() != adjacency.cols()) {
+    throw DimensionMismatch("GinAggregate: adjacency " + adjacency.shape() + " and its transpose " +
+                            adjacency_t.shape() + " must be square");
+  }
+  backend->copy_from_host(epsilon_.value.data(), &epsilon, sizeof(T));
+}
+
+template <typename T> T GinAggregate<T>::one_plus_epsilon() const {
+  T epsilon{};
+  backend_->copy_to_host(&epsilon, epsilon_.value.data(), sizeof(T));
+  return T{1} + epsilon;
+}
+
+template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Input<T> x) {
+  const std::int64_t n = adjacency_->rows();
+  if (x.is_sparse() || x.cols() != features_ || x.rows() != n) {
+    throw DimensionMismatch(name() + ": needs a dense input of " + shape_string(n, features_) +
+                            ", got " + shape_string(x.rows(), x.cols()) +
+                            (x.is_sparse() ? " (sparse)" : ""));
+  }
+  DenseView<T> h = output_.get(n, features_);
+  ops::spmm(*backend_, adjacency_->view(), x.dense, h); // A·x
+  ops::axpy(*backend_, one_plus_epsilon(),
+            std::span<const T>(x.dense.data, static_cast<std::size_t>(x.dense.size())),
+            std::span<T>(h.data, static_cast<std::size_t>(h.size())));
+  return Context<T>{x, Input<T>(ConstDenseView<T>(h)), step};
+}
+
+template <typename T>
+ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                            GradientMode input_mode, GradientMode param_mode) {
+  const std::int64_t n = adjacency_->rows();
+  const std::int64_t size = n * features_;
+  if (param_mode != GradientMode::Ignore) {
+    // dε = Σ dh ⊙ x: the [1, size]·[size, 1] product of the two flattened matrices.
+    const ConstDenseView<T> dh_row(d_output.data, 1, size), x_row(ctx.input.dense.data, 1, size);
+    const T beta = param_mode == GradientMode::Accumulate ? T{1} : T{0};
+    ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, dh_row, x_row, beta,
+              epsilon_.grad.view());
+  }
+  if (input_mode == GradientMode::Ignore) return {};
+  DenseView<T> dx = d_input_.get(n, features_);
+  if (input_mode == GradientMode::Accumulate) {
+    throw InvalidArgument(name() + ": backward overwrites its input gradient");
+  }
+  ops::spmm(*backend_, adjacency_t_->view(), d_output, dx); // Aᵀ·dh
+  ops::axpy(*backend_, one_plus_epsilon(),
+            std::span<const T>(d_output.data, static_cast<std::size_t>(size)),
+            std::span<T>(dx.data, static_cast<std::size_t>(size)));
+  return dx;
+}
+
+template <typename T> std::string GinAggregate<T>::name() const {
+  return "GINAggregate(" + std::to_string(features_) + ", sum, learnable eps)";
+}
+
+template <typename T> std::size_t GinAggregate<T>::bytes() const {
+  return 2 * epsilon_.value.bytes() + output_.bytes() + d_input_.bytes() + d_epsilon_.bytes();
+}
+
+template class GinAggregate<float>;
+template class GinAggregate<double>;
+
+} // namespace tessera
