@@ -65,74 +65,57 @@ template <typename T> DenseView<T> HaloExchange<T>::buffer(std::int64_t width) {
 }
 
 template <typename T>
+typename HaloExchange<T>::Request
+HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseView<T> out,
+                      const std::vector<HaloPlan::Block>& out_blocks, DenseView<T> in,
+                      const std::vector<HaloPlan::Block>& in_blocks, const Stopwatch& clock) {
+  const std::int64_t w = x.cols;
+  std::vector<SendMessage> sends;
+  std::vector<RecvMessage> recvs;
+  if (staged_) { // device rows through host buffers; `in` is filled at wait()
+    send_stage_.resize(static_cast<std::size_t>(out.size()) * sizeof(T));
+    recv_stage_.resize(static_cast<std::size_t>(in.size()) * sizeof(T));
+    backend_->copy_to_host(send_stage_.data(), out.data, send_stage_.size());
+    for (const HaloPlan::Block& b : out_blocks)
+      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
+    for (const HaloPlan::Block& b : in_blocks)
+      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
+  } else {
+    for (const HaloPlan::Block& b : out_blocks)
+      sends.push_back({b.peer, row_bytes(out, b.begin, b.count)});
+    for (const HaloPlan::Block& b : in_blocks)
+      recvs.push_back({b.peer, row_bytes(in, b.begin, b.count)});
+  }
+  Request request;
+  request.kind_ = kind;
+  request.x_ = x;
+  request.in_ = in;
+  request.pending_ = comm_->start_exchange(sends, recvs, tag_);
+  ++stats_.exchanges;
+  stats_.bytes_sent += static_cast<std::int64_t>(out.size() * sizeof(T));
+  stats_.bytes_received += static_cast<std::int64_t>(in.size() * sizeof(T));
+  stats_.start_seconds += clock.seconds();
+  return request;
+}
+
+template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) {
   check_shape("gather", x);
   const Stopwatch clock;
-  const std::int64_t n_owned = plan_->n_owned(), w = x.cols;
-  DenseView<T> packed = buffer(w); // [num_send_rows, w]
+  DenseView<T> packed = buffer(x.cols); // [num_send_rows, w]: our rows the peers read
   ops::gather_rows(*backend_, ConstDenseView<T>(x), send_rows_.span(), packed);
-
-  std::vector<SendMessage> sends;
-  std::vector<RecvMessage> recvs;
-  if (staged_) {
-    send_stage_.resize(static_cast<std::size_t>(packed.size()) * sizeof(T));
-    recv_stage_.resize(static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
-    backend_->copy_to_host(send_stage_.data(), packed.data, send_stage_.size());
-    for (const HaloPlan::Block& b : plan_->send_blocks())
-      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
-    for (const HaloPlan::Block& b : plan_->recv_blocks())
-      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
-  } else {
-    for (const HaloPlan::Block& b : plan_->send_blocks())
-      sends.push_back({b.peer, row_bytes(ConstDenseView<T>(packed), b.begin, b.count)});
-    for (const HaloPlan::Block& b : plan_->recv_blocks())
-      recvs.push_back({b.peer, row_bytes(x, n_owned + b.begin, b.count)});
-  }
-
-  Request request;
-  request.kind_ = Request::Kind::Gather;
-  request.x_ = x;
-  request.pending_ = comm_->start_exchange(sends, recvs, tag_);
-  ++stats_.exchanges;
-  stats_.bytes_sent += static_cast<std::int64_t>(packed.size() * sizeof(T));
-  stats_.bytes_received += static_cast<std::int64_t>(plan_->n_ghost() * w * sizeof(T));
-  stats_.start_seconds += clock.seconds();
-  return request;
+  return post(Request::Kind::Gather, x, ConstDenseView<T>(packed), plan_->send_blocks(),
+              x.slice_rows(plan_->n_owned(), plan_->n_local()), plan_->recv_blocks(), clock);
 }
 
 template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T> dx) {
   check_shape("scatter-add", dx);
   const Stopwatch clock;
-  const std::int64_t n_owned = plan_->n_owned(), w = dx.cols;
-  DenseView<T> received = buffer(w); // [num_send_rows, w]
-
-  std::vector<SendMessage> sends;
-  std::vector<RecvMessage> recvs;
-  if (staged_) {
-    send_stage_.resize(static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
-    recv_stage_.resize(static_cast<std::size_t>(received.size()) * sizeof(T));
-    backend_->copy_to_host(send_stage_.data(), dx.row(n_owned), send_stage_.size());
-    for (const HaloPlan::Block& b : plan_->recv_blocks())
-      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
-    for (const HaloPlan::Block& b : plan_->send_blocks())
-      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
-  } else {
-    for (const HaloPlan::Block& b : plan_->recv_blocks())
-      sends.push_back({b.peer, row_bytes(ConstDenseView<T>(dx), n_owned + b.begin, b.count)});
-    for (const HaloPlan::Block& b : plan_->send_blocks())
-      recvs.push_back({b.peer, row_bytes(received, b.begin, b.count)});
-  }
-
-  Request request;
-  request.kind_ = Request::Kind::ScatterAdd;
-  request.x_ = dx;
-  request.pending_ = comm_->start_exchange(sends, recvs, tag_);
-  ++stats_.exchanges;
-  stats_.bytes_sent += static_cast<std::int64_t>(plan_->n_ghost() * w * sizeof(T));
-  stats_.bytes_received += static_cast<std::int64_t>(received.size() * sizeof(T));
-  stats_.start_seconds += clock.seconds();
-  return request;
+  DenseView<T> received = buffer(dx.cols); // [num_send_rows, w]: the peers' shares of our rows
+  return post(Request::Kind::ScatterAdd, dx,
+              ConstDenseView<T>(dx.slice_rows(plan_->n_owned(), plan_->n_local())),
+              plan_->recv_blocks(), received, plan_->send_blocks(), clock);
 }
 
 template <typename T> void HaloExchange<T>::wait(Request& request) {
@@ -141,15 +124,11 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
   request.pending_->wait();
   request.pending_.reset();
   const std::int64_t w = request.x_.cols;
-  if (staged_ && request.kind_ == Request::Kind::Gather) {
-    backend_->copy_from_host(request.x_.row(plan_->n_owned()), recv_stage_.data(),
-                             static_cast<std::size_t>(plan_->n_ghost() * w) * sizeof(T));
+  if (staged_) {
+    backend_->copy_from_host(request.in_.data, recv_stage_.data(),
+                             static_cast<std::size_t>(request.in_.size()) * sizeof(T));
   }
   if (request.kind_ == Request::Kind::ScatterAdd) {
-    if (staged_) {
-      backend_->copy_from_host(buffer(w).data, recv_stage_.data(),
-                               static_cast<std::size_t>(plan_->num_send_rows() * w) * sizeof(T));
-    }
     // A row read by several peers appears once per peer block: add block by block (rows are
     // distinct within a block), in rank order.
     const DenseView<T> received = buffer(w);

@@ -6,6 +6,7 @@
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/tensor.hpp"
+#include "tessera/core/timer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -50,7 +51,8 @@ public:
     friend class HaloExchange;
     enum class Kind { Gather, ScatterAdd };
     Kind kind_ = Kind::Gather;
-    DenseView<T> x_;
+    DenseView<T> x_;  // the matrix of the exchange
+    DenseView<T> in_; // where received rows land (ghost rows, or the scatter-add buffer)
     std::unique_ptr<Pending> pending_;
   };
 
@@ -85,6 +87,11 @@ public:
 
 private:
   void check_shape(const char* what, DenseView<T> x) const;
+  /// Posts one exchange of x's rows: `out` (block b = rows [b.begin, b.begin + b.count)) goes to
+  /// the peers of `out_blocks`, `in` receives from the peers of `in_blocks`.
+  Request post(typename Request::Kind kind, DenseView<T> x, ConstDenseView<T> out,
+               const std::vector<HaloPlan::Block>& out_blocks, DenseView<T> in,
+               const std::vector<HaloPlan::Block>& in_blocks, const Stopwatch& clock);
   /// [num_send_rows, w] view of the reusable buffer.
   DenseView<T> buffer(std::int64_t width);
 
