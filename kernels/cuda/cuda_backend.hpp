@@ -97,6 +97,6 @@ inline const CudaBackend& as_cuda(const Backend& backend) {
 }
 
 /// Scratch slots, one per user, so two kernels never share a buffer while both are live.
-enum ScratchSlot : int { kLossScratch = 1, kReduceScratch, kFlagScratch, kOnesFloat, kOnesDouble };
+enum ScratchSlot : int { kLossScratch = 1, kReduceScratch, kOnesFloat, kOnesDouble };
 
 } // namespace tessera::kernels::cuda

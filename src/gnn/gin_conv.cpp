@@ -9,11 +9,11 @@ template <typename T>
 GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
                               const CsrT<T>& adjacency_t, std::int64_t features, T epsilon,
                               std::uint32_t layer_index)
-    : backend_(backend), adjacency_(&adjacency), adjacency_t_(&adjacency_t), features_(features),
-      layer_(layer_index), epsilon_{"gin" + std::to_string(layer_index) + ".epsilon",
+    : backend_(backend), adjacency_(&adjacency), adjacency_t_(&adjacency_t),
+      features_(features), epsilon_{"gin" + std::to_string(layer_index) + ".epsilon",
                                     DenseT<T>(backend, 1, 1), DenseT<T>::zeros(backend, 1, 1),
                                     false},
-      output_(backend), d_input_(backend), d_epsilon_(backend) {
+      output_(backend), d_input_(backend) {
   if (adjacency.rows() != adjacency.cols() || adjacency_t.rows() != adjacency.cols()) {
     throw DimensionMismatch("GinAggregate: adjacency " + adjacency.shape() + " and its transpose " +
                             adjacency_t.shape() + " must be square");
@@ -36,7 +36,8 @@ template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Inpu
   }
   DenseView<T> h = output_.get(n, features_);
   ops::spmm(*backend_, adjacency_->view(), x.dense, h); // A·x
-  ops::axpy(*backend_, one_plus_epsilon(),
+  scale_ = one_plus_epsilon(); // read once per step (a device read on a GPU); backward reuses it
+  ops::axpy(*backend_, scale_,
             std::span<const T>(x.dense.data, static_cast<std::size_t>(x.dense.size())),
             std::span<T>(h.data, static_cast<std::size_t>(h.size())));
   return Context<T>{x, Input<T>(ConstDenseView<T>(h)), step};
@@ -60,8 +61,7 @@ ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseVie
     throw InvalidArgument(name() + ": backward overwrites its input gradient");
   }
   ops::spmm(*backend_, adjacency_t_->view(), d_output, dx); // Aᵀ·dh
-  ops::axpy(*backend_, one_plus_epsilon(),
-            std::span<const T>(d_output.data, static_cast<std::size_t>(size)),
+  ops::axpy(*backend_, scale_, std::span<const T>(d_output.data, static_cast<std::size_t>(size)),
             std::span<T>(dx.data, static_cast<std::size_t>(size)));
   return dx;
 }
@@ -71,7 +71,7 @@ template <typename T> std::string GinAggregate<T>::name() const {
 }
 
 template <typename T> std::size_t GinAggregate<T>::bytes() const {
-  return 2 * epsilon_.value.bytes() + output_.bytes() + d_input_.bytes() + d_epsilon_.bytes();
+  return 2 * epsilon_.value.bytes() + output_.bytes() + d_input_.bytes();
 }
 
 template class GinAggregate<float>;

@@ -22,7 +22,8 @@ SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& me
                                            in_features, out_features, seed, 2 * layer_index + 1)),
       bias_(detail::make_bias<T>(backend, "sage" + std::to_string(layer_index) + ".bias",
                                  out_features, bias)),
-      mid_(backend), output_(backend), d_mid_(backend), d_input_(backend), scratch_(backend) {
+      mid_(backend), self_(backend), output_(backend), d_mid_(backend), d_input_(backend),
+      scratch_(backend) {
   if (mean.rows() != mean.cols() || mean_t.rows() != mean.cols() || mean_t.cols() != mean.rows()) {
     throw DimensionMismatch("SageConv: aggregation " + mean.shape() + " and its transpose " +
                             mean_t.shape() + " must be square and transposed");
@@ -51,7 +52,7 @@ template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T>
     ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::No, T{1}, ConstDenseView<T>(mx),
               neigh_weight_.value.cview(), T{0}, y);
   }
-  DenseView<T> self = d_mid_.get(n, out); // x·W_self, added to y (d_mid_ is free until backward)
+  DenseView<T> self = self_.get(n, out); // x·W_self, added to y
   detail::multiply_weight(*backend_, x, self_weight_.value.cview(), self);
   ops::axpy(*backend_, T{1}, std::span<const T>(self.data, static_cast<std::size_t>(self.size())),
             std::span<T>(y.data, static_cast<std::size_t>(y.size())));
@@ -112,7 +113,8 @@ template <typename T> std::string SageConv<T>::name() const {
 
 template <typename T> std::size_t SageConv<T>::bytes() const {
   return 2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes()) +
-         mid_.bytes() + output_.bytes() + d_mid_.bytes() + d_input_.bytes() + scratch_.bytes();
+         mid_.bytes() + self_.bytes() + output_.bytes() + d_mid_.bytes() + d_input_.bytes() +
+         scratch_.bytes();
 }
 
 template class SageConv<float>;

@@ -36,11 +36,10 @@ private:
   const CsrT<T>* adjacency_;
   const CsrT<T>* adjacency_t_;
   std::int64_t features_;
-  std::uint32_t layer_;
-  Parameter<T> epsilon_;   // [1, 1]
-  Workspace<T> output_;    // [n, f]
-  Workspace<T> d_input_;   // [n, f]
-  Workspace<T> d_epsilon_; // [1, 1] for accumulation
+  Parameter<T> epsilon_; // [1, 1]
+  Workspace<T> output_;  // [n, f]
+  T scale_ = T{1};       // 1 + ε as of the last forward
+  Workspace<T> d_input_; // [n, f]
 };
 
 } // namespace tessera

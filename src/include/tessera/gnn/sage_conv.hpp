@@ -40,6 +40,7 @@ private:
   Parameter<T> neigh_weight_; // [in, out]
   Parameter<T> bias_;         // [1, out] or empty
   Workspace<T> mid_;          // [n, out] = x·W_neigh (transform first) or [n, in] = M·x
+  Workspace<T> self_;         // [n, out] = x·W_self
   Workspace<T> output_;       // [n, out]
   Workspace<T> d_mid_;        // gradient of mid_
   Workspace<T> d_input_;      // [n, in]
