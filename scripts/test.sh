@@ -3,6 +3,8 @@
 # (Release, Ninja) and runs the whole test suite with ctest.
 #
 # Usage: scripts/test.sh [--help] [CTEST_ARGS...]
+#   Without CTEST_ARGS, a build that has the CUDA backend also builds and runs the op tests of
+#   the build without it (<build>-no-cuda), whose CUDA entry points are NotCompiled stubs.
 #   CTEST_ARGS are passed to ctest after the defaults (--output-on-failure -j2),
 #   e.g. scripts/test.sh -R Spmm   or   scripts/test.sh -L mpi
 # Environment: TESSERA_BUILD_DIR (default <repo>/build).
@@ -19,4 +21,27 @@ fi
 tessera_install_deps
 tessera_build "${TESSERA_BUILD_DIR}"
 tessera_log "running tests"
-exec ctest --test-dir "${TESSERA_BUILD_DIR}" --output-on-failure -j2 "$@"
+status=0
+ctest --test-dir "${TESSERA_BUILD_DIR}" --output-on-failure -j2 "$@" || status=$?
+
+# A machine without nvcc builds the CUDA stubs instead of the backend. When this one built the
+# backend, also build that variant's op tests, so the NotCompiled path (what a fresh Debian
+# machine gets) is tested here too rather than skipped.
+if (($# == 0)) && grep -q '^TESSERA_CUDA_BUILT:INTERNAL=ON' "${TESSERA_BUILD_DIR}/CMakeCache.txt"; then
+  stubs="${TESSERA_BUILD_DIR}-no-cuda"
+  tessera_log "testing the build without CUDA (${stubs})"
+  generator=()
+  [[ -f "${stubs}/CMakeCache.txt" ]] || generator=(-G Ninja)
+  cmake -S "${TESSERA_ROOT}" -B "${stubs}" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DTESSERA_WITH_CUDA=OFF -DTESSERA_BUILD_APPS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
+  cmake --build "${stubs}" --parallel "$(nproc)" --target tessera_kernels_tests
+  output="$("${stubs}/tests/unit/kernels/tessera_kernels_tests" \
+    --gtest_filter='Ops.CudaBackendThrowsNotCompiledInACpuOnlyBuild:CudaBackend.*' 2>&1)" ||
+    status=1
+  echo "${output}" | tail -n 3
+  grep -q '\[  PASSED  \] 2 tests' <<<"${output}" || {
+    echo "the no-CUDA build's NotCompiled tests did not both run and pass" >&2
+    status=1
+  }
+fi
+exit "${status}"
