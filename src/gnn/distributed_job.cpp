@@ -3,7 +3,6 @@
 #include "src/gnn/job_parts.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/timer.hpp"
-#include "tessera/graph/graph.hpp"
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/store.hpp"
 
@@ -20,7 +19,6 @@ namespace {
 
 constexpr int kTileTag = 7200;
 constexpr int kFeatureTag = 7300;
-constexpr int kLayerTagBase = 7400;
 
 /// Rank 0 loads and partitions the whole graph and sends every other rank its tile; the others
 /// receive theirs. Only rank 0 ever holds the whole graph.
@@ -164,9 +162,6 @@ TrainOutcome run_distributed_job(const TrainJob& job,
 
   clock.restart();
   const std::int64_t n_interior = partition::order_interior_first(tile);
-  const Csr a_hat = graph::gcn_normalize_tile(tile.adjacency, tile.degree); // [n_owned, n_local]
-  const Csr a_hat_t = graph::transpose(a_hat);                              // [n_local, n_owned]
-  tile.adjacency = Csr();
   const auto plan = std::make_shared<const comm::HaloPlan>(
       comm::HaloPlan::build(comm, tile.owned_ids, tile.ghost_ids, tile.ghost_owner));
   std::vector<GlobalId> local_ids = tile.owned_ids; // [n_local]: dropout masks follow them
@@ -177,21 +172,12 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   tile.features = {};
   // What the model reads, in the backend's memory (the host arrays themselves on the CPU).
   const bool on_host = backend->kind() == DeviceKind::Cpu;
-  const Csr a_device = on_host ? Csr() : to_backend(a_hat, backend);
-  const Csr a_t_device = on_host ? Csr() : to_backend(a_hat_t, backend);
   const datasets::Features device_features =
       on_host ? datasets::Features{} : features_on(host_features, backend);
   const datasets::Features& features = on_host ? host_features : device_features;
   Buffer<GlobalId> ids(backend, static_cast<std::int64_t>(local_ids.size()));
   backend->copy_from_host(ids.data(), local_ids.data(), local_ids.size() * sizeof(GlobalId));
-  const double setup_s = clock.seconds();
-  say(fmt::format("tiles ready in {:.2f} s (load {:.2f} s): rank 0 owns {} rows ({} interior), "
-                  "reads {} ghosts",
-                  load_s + setup_s, load_s, tile.n_owned(), n_interior, tile.n_ghost()));
 
-  const GcnConfig model_config = detail::model_config(job, features.cols(), tile.num_classes);
-  Sequential<float> model = build_gcn(backend, on_host ? a_hat : a_device,
-                                      on_host ? a_hat_t : a_t_device, model_config, job.train.seed);
   // GPU ranks exchange halos and sum gradients through NCCL when every rank has a GPU; with
   // any CPU rank in the job, everything goes through MPI and host memory.
   std::vector<std::int64_t> gpu_ranks{backend->kind() == DeviceKind::Cuda ? 1 : 0};
@@ -201,36 +187,29 @@ TrainOutcome run_distributed_job(const TrainJob& job,
       nccl ? comm::make_nccl_communicator(job.comm, backend) : job.comm;
   say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
                   comm.size(), device_comm->describe()));
-  std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos;
-  std::vector<std::int64_t> exchange_widths; // per convolution, what its halo moves
-  for (const auto& module : model.modules()) {
-    auto* conv = dynamic_cast<GcnConv<float>*>(module.get());
-    if (conv == nullptr) continue;
-    exchange_widths.push_back(std::min(conv->weight().value.rows(), conv->weight().value.cols()));
-    // The first layer reads the cached ghost input rows and exchanges nothing.
-    if (exchange_widths.size() == 1 && job.cache_input_features) continue;
-    halos.push_back(std::make_unique<comm::HaloExchange<float>>(
-        device_comm, plan, backend, kLayerTagBase + static_cast<int>(exchange_widths.size())));
-    conv->distribute(halos.back().get(), n_interior);
-  }
-  say(fmt::format("model: {} parameters\n{}", model.num_parameters(), model.summary()));
+  const std::int64_t n_owned = tile.n_owned(), n_ghost = tile.n_ghost();
+  ModelGraph graph(backend, std::move(tile.adjacency), std::move(tile.degree), features.cols(),
+                   tile.num_classes, device_comm, plan, n_interior, job.cache_input_features);
+  std::optional<GcnConfig> gcn;
+  Sequential<float> model = build_model(job, graph, gcn);
+  const double setup_s = clock.seconds();
+  say(fmt::format("tiles ready in {:.2f} s (load {:.2f} s): rank 0 owns {} rows ({} interior), "
+                  "reads {} ghosts",
+                  load_s + setup_s, load_s, n_owned, n_interior, n_ghost));
+  say(fmt::format("model {}: {} parameters\n{}", job.model_name, model.num_parameters(),
+                  model.summary()));
 
   Distribution distribution;
   distribution.comm = device_comm.get();
   distribution.rows = ops::RowIds{ids.data(), 0};
-  distribution.halo_totals = [&halos] {
-    comm::HaloStats sum;
-    for (const auto& h : halos)
-      sum += h->stats();
-    return sum;
-  };
+  distribution.halo_totals = [&graph] { return graph.halo_totals(); };
   const NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
   out.result = train_node_classifier(backend, model, feature_input(features), labels, job.train,
                                      on_epoch, &distribution);
 
   // ---- report: the same on every rank (collective) ----
   const TrainResult& result = out.result;
-  report_config(report, job, model_config);
+  report_config(report, job, gcn ? &*gcn : nullptr);
   report.set("backend", backend->describe());
   report.set("threads", backend->num_threads());
   report.set("blas_core", blas_core_name());
@@ -244,8 +223,8 @@ TrainOutcome run_distributed_job(const TrainJob& job,
              job.partition_dir.empty() ? partition::to_string(job.partition.method) + " (in memory)"
                                        : job.partition_dir);
   report.set("distributed.cache_input_features", job.cache_input_features);
-  report_spread(report, comm, "distributed.owned_nodes", static_cast<double>(tile.n_owned()));
-  report_spread(report, comm, "distributed.ghost_nodes", static_cast<double>(tile.n_ghost()));
+  report_spread(report, comm, "distributed.owned_nodes", static_cast<double>(n_owned));
+  report_spread(report, comm, "distributed.ghost_nodes", static_cast<double>(n_ghost));
   report_spread(report, comm, "distributed.interior_nodes", static_cast<double>(n_interior));
   report.set("timing.load_s", load_s);
   report.set("timing.setup_s", setup_s);
@@ -267,21 +246,30 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   std::vector<double> total_sent{sent};
   comm.allreduce_sum(std::span<double>(total_sent));
   report.set("comm.halo_bytes_per_epoch", total_sent[0]);
-  // What CAGNET's 1D scheme would move for the same layers: every rank receives every other
-  // rank's rows of each exchanged matrix, forward and (past layer 0) backward.
-  double broadcast = 0.0;
-  for (std::size_t i = 0; i < exchange_widths.size(); ++i) {
-    broadcast += static_cast<double>((comm.size() - 1) * tile.num_global_nodes *
-                                     exchange_widths[i] * sizeof(float)) *
-                 (i == 0 ? 1.0 : 2.0);
+  // What CAGNET's 1D scheme would move for the same GCN layers: every rank receives every
+  // other rank's rows of each exchanged matrix (the narrower of x and x·W), forward and (past
+  // layer 0) backward. Estimated for GCN models only.
+  std::vector<std::int64_t> gcn_widths;
+  for (const auto& module : model.modules()) {
+    if (const auto* conv = dynamic_cast<const GcnConv<float>*>(module.get())) {
+      gcn_widths.push_back(std::min(conv->weight().value.rows(), conv->weight().value.cols()));
+    }
   }
-  report.set("comm.broadcast_1d_bytes_per_epoch", broadcast);
-  // Per layer and rank, over the whole run (training and evaluation); zero for a layer that
-  // reads cached rows.
-  const std::size_t first_with_halo = exchange_widths.size() - halos.size();
-  for (std::size_t i = 0; i < exchange_widths.size(); ++i) {
-    const comm::HaloStats stats =
-        i < first_with_halo ? comm::HaloStats{} : halos[i - first_with_halo]->stats();
+  if (!gcn_widths.empty()) {
+    double broadcast = 0.0;
+    for (std::size_t i = 0; i < gcn_widths.size(); ++i) {
+      broadcast += static_cast<double>((comm.size() - 1) * tile.num_global_nodes *
+                                       gcn_widths[i] * sizeof(float)) *
+                   (i == 0 ? 1.0 : 2.0);
+    }
+    report.set("comm.broadcast_1d_bytes_per_epoch", broadcast);
+  }
+  // Per aggregating layer and rank, over the whole run (training and evaluation); zero for a
+  // layer that reads cached rows.
+  const int layers = std::max(static_cast<int>(gcn_widths.size()), graph.num_layers_asked());
+  for (int i = 0; i < layers; ++i) {
+    const comm::HaloExchange<float>* halo = graph.halo_of(i);
+    const comm::HaloStats stats = halo != nullptr ? halo->stats() : comm::HaloStats{};
     report.set(fmt::format("comm.layer_bytes_sent.conv{}", i),
                comm.allgather(static_cast<double>(stats.bytes_sent)));
     report.set(fmt::format("comm.layer_bytes_received.conv{}", i),
@@ -291,12 +279,12 @@ TrainOutcome run_distributed_job(const TrainJob& job,
   const auto passes = static_cast<std::int64_t>(result.history.size()) +
                       std::count_if(result.history.begin(), result.history.end(),
                                     [](const EpochStats& s) { return s.evaluated; });
-  std::vector<std::int64_t> cache{job.cache_input_features ? tile.n_ghost() * passes : 0,
+  std::vector<std::int64_t> cache{job.cache_input_features ? n_ghost * passes : 0,
                                   feature_fetch.bytes_received};
   comm.allreduce_sum(std::span<std::int64_t>(cache));
   report.set("halo.cache_hit_rows", cache[0]);
   report.set("halo.feature_fetch_bytes", cache[1]);
-  report.set("memory.graph_bytes", static_cast<std::int64_t>(a_hat.bytes() + a_hat_t.bytes()));
+  report.set("memory.graph_bytes", static_cast<std::int64_t>(graph.bytes()));
   report.set("memory.feature_bytes",
              static_cast<std::int64_t>(features.dense ? features.dense->bytes()
                                                       : features.sparse->bytes()));

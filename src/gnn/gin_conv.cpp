@@ -9,15 +9,10 @@ template <typename T>
 GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
                               const CsrT<T>& adjacency_t, std::int64_t features, T epsilon,
                               std::uint32_t layer_index)
-    : backend_(backend), adjacency_(&adjacency), adjacency_t_(&adjacency_t),
-      features_(features), epsilon_{"gin" + std::to_string(layer_index) + ".epsilon",
-                                    DenseT<T>(backend, 1, 1), DenseT<T>::zeros(backend, 1, 1),
-                                    false},
-      output_(backend), d_input_(backend) {
-  if (adjacency.rows() != adjacency.cols() || adjacency_t.rows() != adjacency.cols()) {
-    throw DimensionMismatch("GinAggregate: adjacency " + adjacency.shape() + " and its transpose " +
-                            adjacency_t.shape() + " must be square");
-  }
+    : backend_(backend), aggregation_(backend, adjacency, adjacency_t), features_(features),
+      epsilon_{"gin" + std::to_string(layer_index) + ".epsilon", DenseT<T>(backend, 1, 1),
+               DenseT<T>::zeros(backend, 1, 1), false},
+      output_(backend) {
   backend->copy_from_host(epsilon_.value.data(), &epsilon, sizeof(T));
 }
 
@@ -28,17 +23,17 @@ template <typename T> T GinAggregate<T>::one_plus_epsilon() const {
 }
 
 template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Input<T> x) {
-  const std::int64_t n = adjacency_->rows();
-  if (x.is_sparse() || x.cols() != features_ || x.rows() != n) {
-    throw DimensionMismatch(name() + ": needs a dense input of " + shape_string(n, features_) +
-                            ", got " + shape_string(x.rows(), x.cols()) +
-                            (x.is_sparse() ? " (sparse)" : ""));
+  const std::int64_t n = aggregation_.rows();
+  if (x.is_sparse() || x.cols() != features_ || x.rows() != aggregation_.input_rows()) {
+    throw DimensionMismatch(name() + ": needs a dense input of " +
+                            shape_string(aggregation_.input_rows(), features_) + ", got " +
+                            shape_string(x.rows(), x.cols()) + (x.is_sparse() ? " (sparse)" : ""));
   }
   DenseView<T> h = output_.get(n, features_);
-  ops::spmm(*backend_, adjacency_->view(), x.dense, h); // A·x
+  aggregation_.forward(x.dense, h); // A·x
   scale_ = one_plus_epsilon(); // read once per step (a device read on a GPU); backward reuses it
-  ops::axpy(*backend_, scale_,
-            std::span<const T>(x.dense.data, static_cast<std::size_t>(x.dense.size())),
+  const ConstDenseView<T> own = x.dense.slice_rows(0, n);
+  ops::axpy(*backend_, scale_, std::span<const T>(own.data, static_cast<std::size_t>(own.size())),
             std::span<T>(h.data, static_cast<std::size_t>(h.size())));
   return Context<T>{x, Input<T>(ConstDenseView<T>(h)), step};
 }
@@ -46,21 +41,21 @@ template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Inpu
 template <typename T>
 ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                             GradientMode input_mode, GradientMode param_mode) {
-  const std::int64_t n = adjacency_->rows();
+  const std::int64_t n = aggregation_.rows();
   const std::int64_t size = n * features_;
   if (param_mode != GradientMode::Ignore) {
-    // dε = Σ dh ⊙ x: the [1, size]·[size, 1] product of the two flattened matrices.
+    // dε = Σ dh ⊙ x over the owned rows: the [1, size]·[size, 1] product of the flattened
+    // matrices.
     const ConstDenseView<T> dh_row(d_output.data, 1, size), x_row(ctx.input.dense.data, 1, size);
     const T beta = param_mode == GradientMode::Accumulate ? T{1} : T{0};
     ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, dh_row, x_row, beta,
               epsilon_.grad.view());
   }
   if (input_mode == GradientMode::Ignore) return {};
-  DenseView<T> dx = d_input_.get(n, features_);
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(name() + ": backward overwrites its input gradient");
   }
-  ops::spmm(*backend_, adjacency_t_->view(), d_output, dx); // Aᵀ·dh
+  const DenseView<T> dx = aggregation_.backward(d_output); // Aᵀ·dh, [input rows, f]
   ops::axpy(*backend_, scale_, std::span<const T>(d_output.data, static_cast<std::size_t>(size)),
             std::span<T>(dx.data, static_cast<std::size_t>(size)));
   return dx;
@@ -71,7 +66,7 @@ template <typename T> std::string GinAggregate<T>::name() const {
 }
 
 template <typename T> std::size_t GinAggregate<T>::bytes() const {
-  return 2 * epsilon_.value.bytes() + output_.bytes() + d_input_.bytes();
+  return 2 * epsilon_.value.bytes() + aggregation_.bytes() + output_.bytes();
 }
 
 template class GinAggregate<float>;

@@ -5,6 +5,7 @@
 #include "tessera/gnn/train_job.hpp"
 
 #include <fmt/core.h>
+#include <optional>
 
 namespace tessera::gnn::detail {
 
@@ -31,18 +32,22 @@ inline Input<float> feature_input(const datasets::Features& f) {
   return Input<float>(f.dense->cview());
 }
 
-inline void report_config(RunReport& r, const TrainJob& job, const GcnConfig& model) {
+/// gcn: the resolved GCN configuration, or null for a custom model.
+inline void report_config(RunReport& r, const TrainJob& job, const GcnConfig* gcn) {
   r.set("config.dataset", job.dataset);
+  r.set("config.model", job.model_builder ? job.model_name : std::string("GCN"));
   r.set("config.epochs", job.train.epochs);
   r.set("config.lr", static_cast<double>(job.train.adam.lr));
   r.set("config.weight_decay", static_cast<double>(job.train.adam.weight_decay));
   r.set("config.optimizer", job.train.adam.decoupled ? "adamw" : "adam");
-  r.set("config.dropout", static_cast<double>(model.dropout));
+  r.set("config.dropout", static_cast<double>(job.model.dropout));
   r.set("config.seed", static_cast<std::int64_t>(job.train.seed));
   r.set("config.eval_every", job.train.eval_every);
   r.set("config.normalize_features", job.normalize_features);
-  std::vector<double> sizes(model.layer_sizes.begin(), model.layer_sizes.end());
-  r.set("config.layer_sizes", sizes);
+  if (gcn != nullptr) {
+    std::vector<double> sizes(gcn->layer_sizes.begin(), gcn->layer_sizes.end());
+    r.set("config.layer_sizes", sizes);
+  }
 }
 
 inline void report_result(RunReport& r, const TrainResult& result) {
@@ -81,6 +86,24 @@ inline GcnConfig model_config(const TrainJob& job, std::int64_t features, std::i
                                       features, classes));
   }
   return config;
+}
+
+/// The job's model on `graph`: its builder's, or the GCN of its fields (whose resolved
+/// configuration `gcn` receives). Releases the graph's adjacency once the model is built.
+inline Sequential<float> build_model(const TrainJob& job, ModelGraph& graph,
+                                     std::optional<GcnConfig>& gcn) {
+  Sequential<float> model;
+  if (job.model_builder) {
+    model = job.model_builder(graph, job);
+  } else {
+    gcn = model_config(job, graph.in_features(), graph.num_classes());
+    model = build_gcn(graph, *gcn, job.train.seed);
+  }
+  graph.release_adjacency();
+  if (model.modules().empty()) {
+    throw InvalidArgument("the builder of model '" + job.model_name + "' returned no layers");
+  }
+  return model;
 }
 
 /// run_train_job over several ranks (distributed_job.cpp).

@@ -65,6 +65,20 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   return model;
 }
 
+Sequential<float> build_gcn(ModelGraph& graph, const GcnConfig& config, std::uint64_t seed) {
+  Sequential<float> model =
+      build_gcn(graph.backend(), graph.matrix(AggregationKind::Gcn),
+                graph.transpose(AggregationKind::Gcn), config, seed);
+  int layer = 0;
+  for (const auto& module : model.modules()) {
+    if (auto* conv = dynamic_cast<GcnConv<float>*>(module.get())) {
+      conv->distribute(graph.halo(layer), graph.n_interior());
+      ++layer;
+    }
+  }
+  return model;
+}
+
 template Sequential<float> build_gcn(const BackendPtr&, const CsrT<float>&, const CsrT<float>&,
                                      const GcnConfig&, std::uint64_t);
 template Sequential<double> build_gcn(const BackendPtr&, const CsrT<double>&, const CsrT<double>&,

@@ -231,9 +231,14 @@ Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree) {
   return normalize_with(a, inv_sqrt_degree);
 }
 
-Csr mean_aggregation(const Csr& a) {
-  if (a.rows() != a.cols()) {
-    throw DimensionMismatch("mean_aggregation needs a square adjacency, got " + a.shape());
+namespace {
+
+/// A's rows without their self-loops (the entry (r, r)), each remaining entry set to 1 / the
+/// row's count (`mean`) or 1. A: [n, m] with n <= m (a tile's rows: owned ids come first).
+Csr unit_rows_without_self_loops(const Csr& a, bool mean, const char* what) {
+  if (a.rows() > a.cols()) {
+    throw DimensionMismatch(std::string(what) + " needs rows <= columns (a square adjacency or a "
+                            "tile's owned rows), got " + a.shape());
   }
   const std::int64_t n = a.rows();
   const Offset* rp = a.row_ptr();
@@ -244,12 +249,13 @@ Csr mean_aggregation(const Csr& a) {
     count[r] = rp[r + 1] - rp[r] -
                (std::binary_search(col + rp[r], col + rp[r + 1], static_cast<LocalId>(r)) ? 1 : 0);
   }
-  Csr out(a.backend(), n, n, std::accumulate(count.begin(), count.end(), Offset{0}));
+  Csr out(a.backend(), n, a.cols(), std::accumulate(count.begin(), count.end(), Offset{0}));
   exclusive_scan(count, out.row_ptr());
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < n; ++r) {
     Offset dst = out.row_ptr()[r];
-    const float value = count[r] > 0 ? 1.0f / static_cast<float>(count[r]) : 0.0f;
+    const float value =
+        !mean ? 1.0f : (count[r] > 0 ? 1.0f / static_cast<float>(count[r]) : 0.0f);
     for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
       if (col[k] == r) continue;
       out.col()[dst] = col[k];
@@ -258,6 +264,12 @@ Csr mean_aggregation(const Csr& a) {
   }
   return out;
 }
+
+} // namespace
+
+Csr mean_aggregation(const Csr& a) { return unit_rows_without_self_loops(a, true, "mean_aggregation"); }
+
+Csr sum_aggregation(const Csr& a) { return unit_rows_without_self_loops(a, false, "sum_aggregation"); }
 
 bool is_symmetric(const Csr& a) {
   if (a.rows() != a.cols()) return false;

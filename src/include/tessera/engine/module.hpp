@@ -41,6 +41,10 @@ struct Input {
   bool is_sparse() const noexcept { return sparse.row_ptr != nullptr; }
   std::int64_t rows() const noexcept { return is_sparse() ? sparse.rows : dense.rows; }
   std::int64_t cols() const noexcept { return is_sparse() ? sparse.cols : dense.cols; }
+  /// Rows [0, n) (e.g. a tile's owned rows of an input that also holds its ghost rows).
+  Input first_rows(std::int64_t n) const noexcept {
+    return is_sparse() ? Input(sparse.row_slice(0, n)) : Input(dense.slice_rows(0, n));
+  }
 };
 
 /// What one forward call leaves for its backward: the input and output it saw and the step.

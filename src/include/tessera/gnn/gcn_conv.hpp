@@ -8,6 +8,7 @@
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
+#include "tessera/gnn/aggregation.hpp"
 
 namespace tessera {
 
@@ -47,11 +48,13 @@ class GcnConv final : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override;
 
-  /// Makes the layer exchange its ghost rows through `halo` (outliving the layer); the owned
-  /// rows [0, n_interior) read no ghost (see partition::order_interior_first).
-  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
+  /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
+  /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).
+  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+    aggregation_.distribute(halo, n_interior);
+  }
   /// The layer's exchanges (nullptr when not distributed).
-  const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
+  const comm::HaloExchange<T>* halo() const noexcept { return aggregation_.halo(); }
 
   bool transforms_first() const noexcept { return transform_first_; }
   Parameter<T>& weight() { return weight_; }
@@ -59,17 +62,13 @@ class GcnConv final : public Module<T> {
 
  private:
   BackendPtr backend_;
-  const CsrT<T>* adjacency_;
-  const CsrT<T>* adjacency_t_;
+  Aggregation<T> aggregation_; // Â · (x·W) or Â · x, and the transposed products
   bool transform_first_;
-  comm::HaloExchange<T>* halo_ = nullptr;
-  std::int64_t n_interior_ = 0;
   Parameter<T> weight_;  // [in, out]
   Parameter<T> bias_;    // [1, out] or empty
-  Workspace<T> mid_;     // [n, out] = x·W (transform first) or [n, in] = Â·x (aggregate first)
-  Workspace<T> x_local_; // [n_local, in]: the input with its ghost rows (aggregate first, halo)
+  Workspace<T> mid_;     // [n, in] = Â·x (aggregate first)
   Workspace<T> output_;  // [n, out]
-  Workspace<T> d_mid_;   // gradient of mid_
+  Workspace<T> d_mid_;   // [n, in]: gradient of Â·x (aggregate first)
   Workspace<T> d_input_; // [n, in]
 };
 

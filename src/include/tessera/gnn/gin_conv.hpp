@@ -4,6 +4,7 @@
 
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
+#include "tessera/gnn/aggregation.hpp"
 
 #include <cstdint>
 #include <string>
@@ -11,35 +12,40 @@
 
 namespace tessera {
 
-/// h = (1 + ε)·x + A·x over a fixed adjacency A (no self-loops) and its transpose (the same
-/// object for a symmetric graph); both must outlive the layer. ε is a [1, 1] parameter
-/// (initial value `epsilon`, no weight decay).
+/// h = (1 + ε)·x + A·x over a fixed adjacency A (no self-loops, graph::sum_aggregation) and its
+/// transpose (the same object for a symmetric graph); both must outlive the layer. ε is a [1, 1]
+/// parameter (initial value `epsilon`, no weight decay). On a rank's tile A is [n_owned, n_local]
+/// and the layer runs distributed like GcnConv (see Aggregation).
 template <typename T> class GinAggregate final : public Module<T> {
 public:
   GinAggregate(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
                std::int64_t features, T epsilon = T{0}, std::uint32_t layer_index = 0);
 
-  /// x: [n, f] dense → [n, f].
+  /// x: [n, f] dense (n: the input rows of Aggregation) → [n_owned, f].
   Context<T> forward(const Step& step, Input<T> x) override;
-  /// d_output: [n, f] → d_input [n, f]; dε = Σ d_output ⊙ x.
+  /// d_output: [n_owned, f] → d_input [n, f]; dε = Σ d_output ⊙ x (over the owned rows).
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
   std::vector<Parameter<T>*> parameters() override { return {&epsilon_}; }
   std::string name() const override;
   std::size_t bytes() const override;
 
+  /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
+  /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
+  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+    aggregation_.distribute(halo, n_interior);
+  }
+
 private:
   /// 1 + ε, read from wherever ε lives.
   T one_plus_epsilon() const;
 
   BackendPtr backend_;
-  const CsrT<T>* adjacency_;
-  const CsrT<T>* adjacency_t_;
+  Aggregation<T> aggregation_; // A · x and Aᵀ · dh
   std::int64_t features_;
   Parameter<T> epsilon_; // [1, 1]
-  Workspace<T> output_;  // [n, f]
+  Workspace<T> output_;  // [n_owned, f]
   T scale_ = T{1};       // 1 + ε as of the last forward
-  Workspace<T> d_input_; // [n, f]
 };
 
 } // namespace tessera

@@ -7,6 +7,7 @@
 
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
+#include "tessera/gnn/model_graph.hpp"
 
 namespace tessera::gnn {
 
@@ -33,5 +34,9 @@ std::vector<std::int64_t> layer_sizes(std::int64_t in, std::int64_t hidden, int 
 template <typename T>
 Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
                         const CsrT<T>& adjacency_t, const GcnConfig& config, std::uint64_t seed);
+
+/// The same GCN on a model graph (one process or one rank's tile): convolution i aggregates
+/// with graph.matrix(AggregationKind::Gcn) and exchanges through graph.halo(i).
+Sequential<float> build_gcn(ModelGraph& graph, const GcnConfig& config, std::uint64_t seed);
 
 }  // namespace tessera::gnn

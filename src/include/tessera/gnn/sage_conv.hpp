@@ -4,6 +4,7 @@
 
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
+#include "tessera/gnn/aggregation.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
 
 #include <cstdint>
@@ -15,9 +16,11 @@ namespace tessera {
 /// One SAGE layer over a fixed mean-aggregation matrix M and its transpose (both must outlive
 /// the layer). Separate self and neighbour weights; the neighbour product runs in the order
 /// that multiplies the narrower matrix (as GcnConv's; transform-first for sparse input).
+/// On a rank's tile M is [n_owned, n_local] and the layer runs distributed like GcnConv (see
+/// Aggregation): without a halo the input holds its ghost rows, with one it is the owned rows.
 template <typename T> class SageConv final : public Module<T> {
 public:
-  /// mean: M, [n, n]; mean_t: Mᵀ (not M itself: M is not symmetric).
+  /// mean: M, [n_owned, n_local]; mean_t: Mᵀ (not M itself: M is not symmetric).
   SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& mean_t, std::int64_t in_features,
            std::int64_t out_features, bool bias, std::uint64_t seed, std::uint32_t layer_index,
            GcnOrder order = GcnOrder::Auto);
@@ -31,15 +34,20 @@ public:
   std::string name() const override;
   std::size_t bytes() const override;
 
+  /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
+  /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
+  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+    aggregation_.distribute(halo, n_interior);
+  }
+
 private:
   BackendPtr backend_;
-  const CsrT<T>* mean_;
-  const CsrT<T>* mean_t_;
+  Aggregation<T> aggregation_; // M · (x·W_neigh) or M · x, and the transposed products
   bool transform_first_;
   Parameter<T> self_weight_;  // [in, out]
   Parameter<T> neigh_weight_; // [in, out]
   Parameter<T> bias_;         // [1, out] or empty
-  Workspace<T> mid_;          // [n, out] = x·W_neigh (transform first) or [n, in] = M·x
+  Workspace<T> mid_;          // [n, in] = M·x (aggregate first)
   Workspace<T> self_;         // [n, out] = x·W_self
   Workspace<T> output_;       // [n, out]
   Workspace<T> d_mid_;        // gradient of mid_

@@ -10,12 +10,22 @@
 #include "tessera/core/report.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/gnn/model.hpp"
+#include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/partition/partition.hpp"
 
 namespace tessera::gnn {
 
-/// Everything a GCN training run needs.
+struct TrainJob;
+
+/// Builds a model on one process's graph or one rank's tile: its aggregating layers take their
+/// matrices and halos from `graph`, its input width and class count too; `job` carries the
+/// sizes, dropout and seed the job was given. The model maps the layer-0 input
+/// ([graph.input_rows(), F]) to logits of the owned rows ([graph.n_owned(), classes]). Weights
+/// must be drawn from job.train.seed alone, so every rank builds the same model.
+using ModelBuilder = std::function<Sequential<float>(ModelGraph& graph, const TrainJob& job)>;
+
+/// Everything a training run needs: the GCN of Kipf & Welling by default, or any model.
 struct TrainJob {
   std::string dataset;
   datasets::LoadOptions load;
@@ -30,6 +40,10 @@ struct TrainJob {
   int num_layers = 2;
   GcnConfig model;  ///< layer_sizes inside are filled from the fields above
   TrainConfig train;
+  /// A custom model (empty: the GCN of `model`), and its name in logs and the report. The
+  /// builder reads hidden, num_layers and model.dropout as it sees fit.
+  ModelBuilder model_builder;
+  std::string model_name = "GCN";
 
   /// The job's ranks. Null or one rank without partition_dir: the whole graph in one process.
   std::shared_ptr<comm::Communicator> comm;
@@ -49,7 +63,7 @@ struct TrainOutcome {
   RunReport report;
 };
 
-/// Loads the dataset (or this rank's tile), builds Â and the model, trains, and fills the
+/// Loads the dataset (or this rank's tile), builds the model on it, trains, and fills the
 /// report. `log` receives human-readable setup lines; `on_epoch` each epoch's stats. With a
 /// communicator of several ranks (or a partition store): collective, every rank returns the
 /// same metrics, and the report holds per-rank figures as max/mean/min.

@@ -38,8 +38,13 @@ CsrT<T> transpose(const CsrT<T>& a);
 Csr gcn_normalize(const Csr& a);
 
 /// M = D⁻¹A, the mean over each row's neighbours (GraphSAGE's mean aggregator): values 1/degree,
-/// self-loops dropped, a row without neighbours left empty (it aggregates zero). Square A.
+/// self-loops dropped, a row without neighbours left empty (it aggregates zero). A: [n, m] with
+/// n <= m: a square adjacency, or a tile's owned rows (whose degrees are their global degrees).
 Csr mean_aggregation(const Csr& a);
+
+/// A with unit weights and no self-loops (GIN's sum over the neighbours). A: as for
+/// mean_aggregation.
+Csr sum_aggregation(const Csr& a);
 
 /// Â for one rank's tile: a: [n_owned, n_local] unweighted rows of the owned vertices, whose
 /// local ids are 0..n_owned-1 (self-loop at (r, r)); degree: [n_local] global degrees without

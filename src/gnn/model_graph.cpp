@@ -1,0 +1,123 @@
+// ModelGraph: aggregation matrices built on demand, and one halo exchange per aggregating layer.
+#include "tessera/gnn/model_graph.hpp"
+
+#include "tessera/core/error.hpp"
+#include "tessera/graph/graph.hpp"
+
+#include <iterator>
+
+namespace tessera::gnn {
+
+namespace {
+
+/// Tags of the layers' exchanges on the communicator: layer i uses kLayerTagBase + i + 1.
+constexpr int kLayerTagBase = 7400;
+
+}  // namespace
+
+ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::int64_t in_features,
+                       std::int64_t classes)
+    : backend_(std::move(backend)), adjacency_(std::move(adjacency)), in_features_(in_features),
+      classes_(classes), n_owned_(adjacency_.rows()), n_local_(adjacency_.cols()), n_interior_(0),
+      input_rows_(adjacency_.rows()) {
+  if (adjacency_.rows() != adjacency_.cols()) {
+    throw DimensionMismatch("the graph's adjacency must be square, got " + adjacency_.shape());
+  }
+}
+
+ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::vector<std::int64_t> degree,
+                       std::int64_t in_features, std::int64_t classes,
+                       std::shared_ptr<comm::Communicator> comm,
+                       std::shared_ptr<const comm::HaloPlan> plan, std::int64_t n_interior,
+                       bool input_has_ghost_rows)
+    : backend_(std::move(backend)), adjacency_(std::move(adjacency)), degree_(std::move(degree)),
+      in_features_(in_features), classes_(classes), comm_(std::move(comm)), plan_(std::move(plan)),
+      n_owned_(adjacency_.rows()), n_local_(adjacency_.cols()), n_interior_(n_interior),
+      input_rows_(input_has_ghost_rows ? adjacency_.cols() : adjacency_.rows()) {
+  if (plan_ == nullptr || comm_ == nullptr || plan_->n_owned() != n_owned_ ||
+      plan_->n_local() != n_local_ || static_cast<std::int64_t>(degree_.size()) != n_local_ ||
+      n_interior < 0 || n_interior > n_owned_) {
+    throw DimensionMismatch("tile adjacency " + adjacency_.shape() + " with " +
+                            std::to_string(degree_.size()) + " degrees and " +
+                            std::to_string(n_interior) +
+                            " interior rows does not fit its halo plan");
+  }
+}
+
+ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
+  const auto index = static_cast<std::size_t>(kind);
+  if (index >= std::size(built_)) throw InvalidArgument("unknown aggregation kind");
+  Built& b = built_[index];
+  if (b.ready) return b;
+  if (adjacency_.rows() == 0 && n_owned_ > 0) {
+    throw InvalidArgument("the graph's adjacency was released: ask for every matrix while "
+                          "building the model");
+  }
+  switch (kind) {
+    case AggregationKind::Gcn:
+      b.host = distributed() ? graph::gcn_normalize_tile(adjacency_, degree_)
+                             : graph::gcn_normalize(adjacency_);
+      break;
+    case AggregationKind::Mean: b.host = graph::mean_aggregation(adjacency_); break;
+    case AggregationKind::Sum: b.host = graph::sum_aggregation(adjacency_); break;
+  }
+  // One process: Â and A of an undirected graph are symmetric; D⁻¹A is not.
+  b.symmetric = !distributed() && kind != AggregationKind::Mean;
+  if (!b.symmetric) b.host_t = graph::transpose(b.host);
+  if (backend_->kind() != DeviceKind::Cpu) {
+    b.device = to_backend(b.host, backend_);
+    b.host = Csr();
+    if (!b.symmetric) {
+      b.device_t = to_backend(b.host_t, backend_);
+      b.host_t = Csr();
+    }
+  }
+  b.ready = true;
+  return b;
+}
+
+const Csr& ModelGraph::matrix(AggregationKind kind) {
+  Built& b = build(kind);
+  return backend_->kind() == DeviceKind::Cpu ? b.host : b.device;
+}
+
+const Csr& ModelGraph::transpose(AggregationKind kind) {
+  Built& b = build(kind);
+  if (b.symmetric) return matrix(kind);
+  return backend_->kind() == DeviceKind::Cpu ? b.host_t : b.device_t;
+}
+
+comm::HaloExchange<float>* ModelGraph::halo(int layer) {
+  if (layer < 0) throw InvalidArgument("halo: negative layer index " + std::to_string(layer));
+  if (!distributed() || (layer == 0 && input_rows_ == n_local_)) return nullptr;
+  if (static_cast<int>(halos_.size()) <= layer) halos_.resize(static_cast<std::size_t>(layer) + 1);
+  auto& h = halos_[static_cast<std::size_t>(layer)];
+  if (h == nullptr) {
+    h = std::make_unique<comm::HaloExchange<float>>(comm_, plan_, backend_,
+                                                   kLayerTagBase + layer + 1);
+  }
+  return h.get();
+}
+
+const comm::HaloExchange<float>* ModelGraph::halo_of(int layer) const {
+  if (layer < 0 || layer >= static_cast<int>(halos_.size())) return nullptr;
+  return halos_[static_cast<std::size_t>(layer)].get();
+}
+
+comm::HaloStats ModelGraph::halo_totals() const {
+  comm::HaloStats sum;
+  for (const auto& h : halos_) {
+    if (h != nullptr) sum += h->stats();
+  }
+  return sum;
+}
+
+std::size_t ModelGraph::bytes() const {
+  std::size_t total = adjacency_.bytes();
+  for (const Built& b : built_) {
+    total += b.host.bytes() + b.host_t.bytes() + b.device.bytes() + b.device_t.bytes();
+  }
+  return total;
+}
+
+}  // namespace tessera::gnn

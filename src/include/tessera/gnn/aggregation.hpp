@@ -1,0 +1,66 @@
+// y = S · x over one rank's rows of a sparse aggregation matrix S, with the ghost rows of x
+// brought by a halo exchange: the piece that makes a graph layer run distributed.
+#pragma once
+
+#include <cstdint>
+
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/engine/layers.hpp"
+
+namespace tessera {
+
+/// Sparse aggregation of a layer's input over a fixed matrix S and its transpose (both must
+/// outlive the object), forward and backward, on one process or on one rank's tile.
+///
+/// On a tile S is [n_owned, n_local]: the rank's rows, columns in owned-then-ghost numbering
+/// (graph::gcn_normalize_tile, graph::mean_aggregation, graph::sum_aggregation of the tile's
+/// adjacency). Without a halo the input is [n_local, f] and already holds its ghost rows (one
+/// process, where n_owned = n_local, or cached input features). With a halo (distribute()) the
+/// input is the owned rows [n_owned, f]: forward gathers the ghost rows from their owners while
+/// the interior rows aggregate; backward scatter-adds the ghost rows of Sᵀ·dy to their owners and
+/// adds what the other ranks send for the owned rows. A layer built on it runs distributed
+/// without knowing about ranks; every rank must give the same layers a halo.
+template <typename T>
+class Aggregation {
+ public:
+  /// s: [n_owned, n_local]; s_t: sᵀ, [n_local, n_owned] (s itself when s is symmetric).
+  Aggregation(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t);
+
+  /// Exchanges the ghost rows through `halo` (outliving this object; nullptr: no exchange).
+  /// The rows [0, n_interior) of S read no ghost row (partition::order_interior_first).
+  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
+  const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
+
+  std::int64_t rows() const noexcept { return s_->rows(); }        ///< n_owned
+  std::int64_t local_rows() const noexcept { return s_->cols(); }  ///< n_local
+  /// Rows the input has: n_owned with a halo, n_local without.
+  std::int64_t input_rows() const noexcept { return halo_ != nullptr ? rows() : local_rows(); }
+
+  /// y = S · x. x: [input_rows(), f], y: [rows(), f].
+  void forward(ConstDenseView<T> x, DenseView<T> y);
+  /// The [local_rows(), f] buffer forward_local() reads: write its first input_rows() rows.
+  DenseView<T> local_input(std::int64_t f) { return local_.get(local_rows(), f); }
+  /// y = S · x where x = local_input(f), its first input_rows() rows written by the caller (no
+  /// copy, for a caller that computes x itself, e.g. x·W). y: [rows(), f].
+  void forward_local(std::int64_t f, DenseView<T> y);
+
+  /// dx = Sᵀ · dy. dy: [rows(), f]; returns dx: [input_rows(), f] (in a buffer of this object,
+  /// valid until the next backward). With a halo the owned rows include the other ranks' terms.
+  DenseView<T> backward(ConstDenseView<T> dy);
+
+  /// Bytes of the reusable buffers.
+  std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
+
+ private:
+  void check_input(const char* what, std::int64_t rows, std::int64_t f) const;
+
+  BackendPtr backend_;
+  const CsrT<T>* s_;
+  const CsrT<T>* s_t_;
+  comm::HaloExchange<T>* halo_ = nullptr;
+  std::int64_t n_interior_ = 0;
+  Workspace<T> local_;    // [n_local, f]: the input with its ghost rows
+  Workspace<T> d_local_;  // [n_local, f]: Sᵀ · dy
+};
+
+}  // namespace tessera
