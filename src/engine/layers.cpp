@@ -1,6 +1,8 @@
 // Linear, ReLU and Dropout modules and Glorot initialization.
 #include "tessera/engine/layers.hpp"
 
+#include <fmt/core.h>
+
 #include <vector>
 
 #include <cmath>
@@ -149,7 +151,7 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
 
 template <typename T>
 std::string Dropout<T>::name() const {
-  return "Dropout(p=" + std::to_string(p_) + ")";
+  return fmt::format("Dropout(p={:g})", p_);
 }
 
 template <typename T>
@@ -189,7 +191,7 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
 
 template <typename T>
 std::string ReluDropout<T>::name() const {
-  return "ReLU+Dropout(p=" + std::to_string(p_) + ")";
+  return fmt::format("ReLU+Dropout(p={:g})", p_);
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                     \

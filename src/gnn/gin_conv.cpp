@@ -1,6 +1,7 @@
 // GinAggregate forward and backward: a neighbour sum plus the (1 + ε)-scaled node itself.
 #include "tessera/gnn/gin_conv.hpp"
 
+#include "src/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -8,10 +9,12 @@ namespace tessera {
 template <typename T>
 GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
                               const CsrT<T>& adjacency_t, std::int64_t features, T epsilon,
-                              std::uint32_t layer_index)
+                              std::uint32_t layer_index, bool bias)
     : backend_(backend), aggregation_(backend, adjacency, adjacency_t), features_(features),
       epsilon_{"gin" + std::to_string(layer_index) + ".epsilon", DenseT<T>(backend, 1, 1),
                DenseT<T>::zeros(backend, 1, 1), false},
+      bias_(detail::make_bias<T>(backend, "gin" + std::to_string(layer_index) + ".bias", features,
+                                 bias)),
       output_(backend) {
   backend->copy_from_host(epsilon_.value.data(), &epsilon, sizeof(T));
 }
@@ -35,6 +38,7 @@ template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Inpu
   const ConstDenseView<T> own = x.dense.slice_rows(0, n);
   ops::axpy(*backend_, scale_, std::span<const T>(own.data, static_cast<std::size_t>(own.size())),
             std::span<T>(h.data, static_cast<std::size_t>(h.size())));
+  detail::add_bias(*backend_, h, bias_);
   return Context<T>{x, Input<T>(ConstDenseView<T>(h)), step};
 }
 
@@ -43,6 +47,7 @@ ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseVie
                                             GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t n = aggregation_.rows();
   const std::int64_t size = n * features_;
+  detail::bias_gradient(*backend_, d_output, bias_, param_mode);
   if (param_mode != GradientMode::Ignore) {
     // dε = Σ dh ⊙ x over the owned rows: the [1, size]·[size, 1] product of the flattened
     // matrices.
@@ -61,12 +66,19 @@ ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseVie
   return dx;
 }
 
+template <typename T> std::vector<Parameter<T>*> GinAggregate<T>::parameters() {
+  if (bias_.value.empty()) return {&epsilon_};
+  return {&epsilon_, &bias_};
+}
+
 template <typename T> std::string GinAggregate<T>::name() const {
-  return "GINAggregate(" + std::to_string(features_) + ", sum, learnable eps)";
+  return "GINAggregate(" + std::to_string(features_) + ", sum, learnable eps" +
+         (bias_.value.empty() ? "" : ", bias") + ")";
 }
 
 template <typename T> std::size_t GinAggregate<T>::bytes() const {
-  return 2 * epsilon_.value.bytes() + aggregation_.bytes() + output_.bytes();
+  return 2 * (epsilon_.value.bytes() + bias_.value.bytes()) + aggregation_.bytes() +
+         output_.bytes();
 }
 
 template class GinAggregate<float>;

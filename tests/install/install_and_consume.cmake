@@ -1,5 +1,6 @@
 # Installs the build in BUILD_DIR to a fresh prefix, then configures, builds and runs the
-# consumer project in SOURCE_DIR against it; fails on any step, quoting its output.
+# consumer project in SOURCE_DIR against it, and each example under EXAMPLES_DIR (when given:
+# comma-separated EXAMPLES, a short run on the generated default graph); fails on any step, quoting its output.
 set(prefix ${WORK_DIR}/prefix)
 set(consumer ${WORK_DIR}/consumer)
 file(REMOVE_RECURSE ${prefix} ${consumer})
@@ -19,3 +20,17 @@ if(NOT last_output MATCHES "Tessera 0\\.1\\.0 \\(CUDA [01], NCCL [01]\\): loss a
   message(FATAL_ERROR "unexpected consumer output: ${last_output}")
 endif()
 message(STATUS "${last_output}")
+
+string(REPLACE "," ";" examples "${EXAMPLES}")
+foreach(example ${examples})
+  set(build ${WORK_DIR}/example-${example})
+  file(REMOVE_RECURSE ${build})
+  step(configure-${example} ${CMAKE_COMMAND} -S ${EXAMPLES_DIR}/${example} -B ${build} -G Ninja
+       -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix})
+  step(build-${example} ${CMAKE_COMMAND} --build ${build})
+  step(run-${example} ${build}/tessera-example-${example} --epochs 3 --threads 2)
+  if(NOT last_output MATCHES "test accuracy [0-9.]+%")
+    message(FATAL_ERROR "unexpected output of the standalone ${example} example: ${last_output}")
+  endif()
+  message(STATUS "standalone ${example} example trains")
+endforeach()

@@ -104,6 +104,89 @@ TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
   expect_same_training(serial(job), distributed(job));
 }
 
+/// Custom models through TrainJob::model_builder: SAGE (the first two layers aggregate first,
+/// the last transforms first) and GIN aggregating the dense input itself, each layer
+/// distributed through the model graph's halos.
+Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
+  const auto sizes =
+      gnn::layer_sizes(graph.in_features(), job.hidden, job.num_layers, graph.num_classes());
+  Sequential<float> model;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    model.add(std::make_unique<Dropout<float>>(graph.backend(), job.model.dropout, layer));
+    auto sage = std::make_unique<SageConv<float>>(
+        graph.backend(), graph.matrix(gnn::AggregationKind::Mean),
+        graph.transpose(gnn::AggregationKind::Mean), sizes[i], sizes[i + 1], true,
+        job.train.seed, layer);
+    sage->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
+    model.add(std::move(sage));
+    if (i + 2 < sizes.size()) model.add(std::make_unique<Relu<float>>(graph.backend()));
+  }
+  return model;
+}
+
+Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
+  const auto sizes =
+      gnn::layer_sizes(graph.in_features(), job.hidden, job.num_layers, graph.num_classes());
+  Sequential<float> model;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    auto gin = std::make_unique<GinAggregate<float>>(
+        graph.backend(), graph.matrix(gnn::AggregationKind::Sum),
+        graph.transpose(gnn::AggregationKind::Sum), sizes[i], 0.1f * static_cast<float>(i), layer);
+    gin->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
+    model.add(std::move(gin));
+    model.add(std::make_unique<Linear<float>>(graph.backend(), sizes[i], sizes[i + 1], true,
+                                              job.train.seed, layer));
+    if (i + 2 < sizes.size()) {
+      model.add(std::make_unique<ReluDropout<float>>(graph.backend(), job.model.dropout, layer));
+    }
+  }
+  return model;
+}
+
+TEST(DistributedTraining, CustomSageModelMatchesOneProcessWithAndWithoutTheCache) {
+  gnn::TrainJob job = generated_job();
+  job.model_builder = sage_model;
+  job.model_name = "SAGE";
+
+  expect_same_training(serial(job), distributed(job));
+  job.cache_input_features = false;
+  expect_same_training(serial(job), distributed(job));
+}
+
+TEST(DistributedTraining, CustomGinModelMatchesOneProcessWithAndWithoutTheCache) {
+  gnn::TrainJob job = generated_job();
+  job.model_builder = gin_model;
+  job.model_name = "GIN";
+
+  expect_same_training(serial(job), distributed(job));
+  job.cache_input_features = false;
+  expect_same_training(serial(job), distributed(job));
+}
+
+TEST(DistributedTraining, CustomModelReportCountsEveryLayersHalo) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank without a store trains in one process";
+  gnn::TrainJob job = generated_job();
+  job.model_builder = sage_model;
+  job.model_name = "SAGE";
+  job.train.epochs = 2;
+  job.comm = world();
+  const RunReport r = gnn::run_train_job(job, {}).report;
+  EXPECT_FALSE(r.has("comm.broadcast_1d_bytes_per_epoch"));  // estimated for GCN only
+  EXPECT_TRUE(r.has("comm.layer_bytes_sent.conv2"));
+  EXPECT_GT(r.get_number("comm.halo_bytes_per_epoch"), 0.0);
+}
+
+TEST(DistributedTraining, EmptyCustomModelIsRefused) {
+  gnn::TrainJob job = generated_job();
+  job.model_builder = [](gnn::ModelGraph&, const gnn::TrainJob&) { return Sequential<float>(); };
+  job.model_name = "nothing";
+  job.comm = world();
+  EXPECT_THAT([&] { gnn::run_train_job(job, {}); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("model 'nothing' returned no")));
+}
+
 /// A partition store of `parts` parts of the job's dataset, written by rank 0 into a folder
 /// every rank can read; removed when destroyed.
 class StoreFolder {

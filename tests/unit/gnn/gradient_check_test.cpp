@@ -200,6 +200,18 @@ TEST(GradientCheck, GinAggregateMatchesFiniteDifferencesIncludingEpsilon) {
   check_module(gin, x, 3, Step{});
 }
 
+TEST(GradientCheck, GinAggregateWithBiasMatchesFiniteDifferences) {
+  graph::EdgeList edges;
+  edges.num_nodes = 5;
+  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {1, 3}}) edges.add(u, v);
+  const CsrT<double> a = graph::build_symmetric_csr(cpu(), edges).cast<double>();
+  GinAggregate<double> gin(cpu(), a, a, 4, -0.1, 1, true);
+  ASSERT_EQ(gin.parameters().size(), 2u);
+  Matrix x = random_matrix(5, 4, 13);
+
+  check_module(gin, x, 4, Step{});
+}
+
 TEST(GradientCheck, LinearMatchesFiniteDifferences) {
   Linear<double> linear(cpu(), 4, 3, true, 7, 0);
   Matrix x = random_matrix(5, 4, 6);

@@ -12,21 +12,25 @@
 
 namespace tessera {
 
-/// h = (1 + ε)·x + A·x over a fixed adjacency A (no self-loops, graph::sum_aggregation) and its
+/// h = (1 + ε)·x + A·x (+ b) over a fixed adjacency A (no self-loops, graph::sum_aggregation) and its
 /// transpose (the same object for a symmetric graph); both must outlive the layer. ε is a [1, 1]
-/// parameter (initial value `epsilon`, no weight decay). On a rank's tile A is [n_owned, n_local]
+/// parameter (initial value `epsilon`, no weight decay); b an optional [1, f] bias. With the
+/// bias, Linear(no bias) → GinAggregate equals GIN's aggregate-then-Linear exactly, and
+/// aggregates the narrower matrix (the way to run GIN on wide sparse features). On a rank's tile A is [n_owned, n_local]
 /// and the layer runs distributed like GcnConv (see Aggregation).
 template <typename T> class GinAggregate final : public Module<T> {
 public:
   GinAggregate(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
-               std::int64_t features, T epsilon = T{0}, std::uint32_t layer_index = 0);
+               std::int64_t features, T epsilon = T{0}, std::uint32_t layer_index = 0,
+               bool bias = false);
 
   /// x: [n, f] dense (n: the input rows of Aggregation) → [n_owned, f].
   Context<T> forward(const Step& step, Input<T> x) override;
-  /// d_output: [n_owned, f] → d_input [n, f]; dε = Σ d_output ⊙ x (over the owned rows).
+  /// d_output: [n_owned, f] → d_input [n, f]; dε = Σ d_output ⊙ x (over the owned rows),
+  /// db = Σ over rows of d_output.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  std::vector<Parameter<T>*> parameters() override { return {&epsilon_}; }
+  std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
 
@@ -44,6 +48,7 @@ private:
   Aggregation<T> aggregation_; // A · x and Aᵀ · dh
   std::int64_t features_;
   Parameter<T> epsilon_; // [1, 1]
+  Parameter<T> bias_;    // [1, f] or empty
   Workspace<T> output_;  // [n_owned, f]
   T scale_ = T{1};       // 1 + ε as of the last forward
 };
