@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Test accuracy of tessera-train over several seeds, with Kipf & Welling's GCN settings
-# (2 layers, 200 epochs, hidden 16, dropout 0.5, Adam lr 0.01, weight decay 5e-4):
-# prints each seed's test accuracy and mean ± sample std. One lucky seed proves nothing.
+# Test accuracy of tessera-train (or an example model) over several seeds, with Kipf &
+# Welling's settings (2 layers, 200 epochs, hidden 16, dropout 0.5, Adam lr 0.01, weight decay
+# 5e-4): prints each seed's test accuracy and mean ± sample std. One lucky seed proves nothing.
 #
-# Usage: scripts/bench/accuracy.sh [--seeds N] [--dataset SPEC] [--epochs E] [--hidden H]
-#            [--dropout P] [--lr X] [--weight-decay W] [--ranks R] [--no-build]
+# Usage: scripts/bench/accuracy.sh [--model M] [--seeds N] [--dataset SPEC] [--epochs E]
+#            [--hidden H] [--dropout P] [--lr X] [--weight-decay W] [--ranks R] [--no-build]
 #            [TESSERA_TRAIN_FLAGS...]
+#   --model M      gcn (tessera-train, default), graphsage or gin (apps/examples)
 #   --seeds N      runs with --seed 0..N-1 (default 10)
 #   --ranks R      train on R MPI ranks (mpirun, one OpenMP thread each; default 1: no mpirun)
 #   --dataset SPEC dataset for tessera-train (default cora)
@@ -19,6 +20,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 tessera_fast_blas_env
 
+model=gcn
 seeds=10
 dataset=cora
 epochs=200
@@ -36,9 +38,10 @@ while (($# > 0)); do
       tessera_usage "$0"
       exit 0
       ;;
-    --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay | --ranks)
+    --model | --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay | --ranks)
       (($# >= 2)) || tessera_die "$1 needs a value"
       case "$1" in
+        --model) model="$2" ;;
         --seeds) seeds="$2" ;;
         --dataset) dataset="$2" ;;
         --epochs) epochs="$2" ;;
@@ -72,7 +75,11 @@ if ((build)); then
   tessera_install_deps
   tessera_build "${TESSERA_BUILD_DIR}"
 fi
-train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+case "${model}" in
+  gcn) train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train" ;;
+  graphsage | gin) train="${TESSERA_BUILD_DIR}/apps/examples/${model}/tessera-example-${model}" ;;
+  *) tessera_die "--model must be gcn, graphsage or gin, got '${model}'" ;;
+esac
 [[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
 
 data_dir="$(tessera_data_dir)"
@@ -83,7 +90,7 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 
-echo "${launch[*]} tessera-train --dataset ${dataset} --epochs ${epochs} --hidden ${hidden}" \
+echo "${launch[*]} $(basename "${train}") --dataset ${dataset} --epochs ${epochs} --hidden ${hidden}" \
   "--dropout ${dropout} --lr ${lr} --weight-decay ${weight_decay} ${extra[*]}"
 reports=()
 for ((seed = 0; seed < seeds; ++seed)); do
@@ -91,7 +98,7 @@ for ((seed = 0; seed < seeds; ++seed)); do
   if ! "${launch[@]}" "${train}" --dataset "${dataset}" --epochs "${epochs}" --hidden "${hidden}" \
     --dropout "${dropout}" --lr "${lr}" --weight-decay "${weight_decay}" \
     --seed "${seed}" --report "${report}" "${extra[@]}" >"${work}/seed${seed}.log" 2>&1; then
-    echo "seed ${seed}: tessera-train failed; the end of its output:" >&2
+    echo "seed ${seed}: $(basename "${train}") failed; the end of its output:" >&2
     tail -n 20 "${work}/seed${seed}.log" >&2
     exit 1
   fi

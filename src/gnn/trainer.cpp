@@ -1,6 +1,8 @@
 // The full-batch training loop for node classification.
 #include "tessera/gnn/trainer.hpp"
 
+#include "tessera/comm/gradient_allreduce.hpp"
+
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/engine/optimizer.hpp"
@@ -41,51 +43,6 @@ SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits, const
       static_cast<double>(ops::count_correct<float>(backend, logits, labels.labels, rows)) / count;
   return m;
 }
-
-/// Sums every parameter's gradient over the ranks with one allreduce: the gradients are packed
-/// into one buffer (allocated once), reduced, and unpacked. The buffer lives on the gradients'
-/// device when the communicator takes device memory (NCCL), else on the host.
-class GradientAllreduce {
-public:
-  GradientAllreduce(comm::Communicator& comm, const BackendPtr& backend,
-                    std::vector<Parameter<float>*> params)
-      : comm_(comm), backend_(backend), params_(std::move(params)) {
-    std::int64_t total = 0;
-    for (const Parameter<float>* p : params_)
-      total += p->grad.size();
-    const bool on_device = backend->kind() != DeviceKind::Cpu && comm.accepts_device_memory();
-    packed_ = Buffer<float>(on_device ? backend : make_cpu_backend(), total);
-  }
-
-  void run() {
-    const bool on_device = packed_.backend()->kind() != DeviceKind::Cpu;
-    std::int64_t at = 0;
-    for (const Parameter<float>* p : params_) {
-      if (on_device) {
-        backend_->copy_within(packed_.data() + at, p->grad.data(), p->grad.bytes());
-      } else {
-        backend_->copy_to_host(packed_.data() + at, p->grad.data(), p->grad.bytes());
-      }
-      at += p->grad.size();
-    }
-    comm_.allreduce_sum(packed_.span());
-    at = 0;
-    for (Parameter<float>* p : params_) {
-      if (on_device) {
-        backend_->copy_within(p->grad.data(), packed_.data() + at, p->grad.bytes());
-      } else {
-        backend_->copy_from_host(p->grad.data(), packed_.data() + at, p->grad.bytes());
-      }
-      at += p->grad.size();
-    }
-  }
-
-private:
-  comm::Communicator& comm_;
-  BackendPtr backend_;
-  std::vector<Parameter<float>*> params_;
-  Buffer<float> packed_;
-};
 
 /// Global sizes of the three splits.
 struct SplitCounts {
@@ -141,7 +98,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   };
   const Backend& be = *backend;
   Adam<float> optimizer(backend, model.parameters(), config.adam);
-  std::optional<GradientAllreduce> gradient_sum;
+  std::optional<comm::GradientAllreduce> gradient_sum;
   if (comm != nullptr) gradient_sum.emplace(*comm, backend, model.parameters());
   Dense d_logits; // [n, classes], allocated on the first epoch
   const SplitCounts counts = split_counts(host_labels, comm);

@@ -1,5 +1,6 @@
 // Halo plans and exchanges across real ranks: a hand-written 4-rank plan, gather contents, the
-// adjoint identity of gather and scatter-add, and the one-off sparse row gather.
+// adjoint identity of gather and scatter-add, the one-off sparse row gather, and the gradient
+// allreduce.
 #include "tests/mpi/mpi_test_main.hpp"
 
 #include <cmath>
@@ -171,6 +172,31 @@ TEST(HaloExchange, SparseRowGatherMatchesTheDenseGather) {
       row[local.col()[k]] = local.val()[k];
     for (int c = 0; c < width; ++c)
       ASSERT_EQ(row[c], dense(r, c)) << "row " << r << " col " << c;
+  }
+}
+
+TEST(GradientAllreduce, EveryParameterHoldsTheSumOverRanks) {
+  const auto backend = make_cpu_backend(1);
+  const int rank = world()->rank(), size = world()->size();
+  // Two parameters of different shapes; rank r's gradient entry i is (r + 1) * (i + 1).
+  std::vector<Parameter<float>> params;
+  params.push_back({"w", Dense::zeros(backend, 3, 2), Dense::zeros(backend, 3, 2), true});
+  params.push_back({"b", Dense::zeros(backend, 1, 5), Dense::zeros(backend, 1, 5), false});
+  std::vector<Parameter<float>*> registered;
+  for (auto& p : params) {
+    for (std::int64_t i = 0; i < p.grad.size(); ++i)
+      p.grad.data()[i] = static_cast<float>((rank + 1) * (i + 1));
+    registered.push_back(&p);
+  }
+  comm::GradientAllreduce allreduce(*world(), backend, registered);
+  ASSERT_EQ(allreduce.size(), 11);
+
+  allreduce.run();
+
+  const float rank_sum = static_cast<float>(size * (size + 1) / 2);
+  for (const auto& p : params) {
+    for (std::int64_t i = 0; i < p.grad.size(); ++i)
+      EXPECT_EQ(p.grad.data()[i], rank_sum * static_cast<float>(i + 1)) << p.name << " " << i;
   }
 }
 

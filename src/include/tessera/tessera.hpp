@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
+#include "tessera/comm/gradient_allreduce.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/config.hpp"
