@@ -95,6 +95,37 @@ TEST(MeanAggregation, RowsAverageTheNeighboursWithoutSelfLoops) {
   for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(m[3][j], 0.0f);  // isolated: aggregates zero
 }
 
+TEST(SumAggregation, UnitWeightsWithoutSelfLoops) {
+  const Csr a = graph::build_symmetric_csr(cpu(), edges_of(3, {{0, 0}, {0, 1}, {1, 2}}), true);
+
+  const auto m = to_dense(graph::sum_aggregation(a));
+
+  EXPECT_FLOAT_EQ(m[0][0], 0.0f);
+  EXPECT_FLOAT_EQ(m[0][1], 1.0f);
+  EXPECT_FLOAT_EQ(m[1][0], 1.0f);
+  EXPECT_FLOAT_EQ(m[1][2], 1.0f);
+  EXPECT_FLOAT_EQ(m[2][1], 1.0f);
+}
+
+TEST(MeanAggregation, OfATilesRowsUsesEveryNeighbourLocalOrGhost) {
+  // Star 0-{1,2,3}: a tile owning {0} (local 0) with ghosts 1, 2, 3 sees all of 0's neighbours.
+  Csr tile(cpu(), 1, 4, 3);
+  tile.row_ptr()[0] = 0;
+  tile.row_ptr()[1] = 3;
+  for (int k = 0; k < 3; ++k) {
+    tile.col()[k] = k + 1;
+    tile.val()[k] = 1.0f;
+  }
+
+  const Csr m = graph::mean_aggregation(tile);
+
+  ASSERT_EQ(m.rows(), 1);
+  ASSERT_EQ(m.cols(), 4);
+  ASSERT_EQ(m.nnz(), 3);
+  for (int k = 0; k < 3; ++k) EXPECT_FLOAT_EQ(m.val()[k], 1.0f / 3.0f);
+  EXPECT_THROW(graph::mean_aggregation(graph::transpose(tile)), DimensionMismatch);
+}
+
 TEST(GcnNormalizeTile, EqualsTheWholeGraphsRowsWithGlobalDegrees) {
   // Path 0-1-2-3; the tile owns {1, 2} (local 0, 1) and reads ghosts 0 and 3 (local 2, 3).
   const Csr whole = graph::gcn_normalize(

@@ -103,5 +103,59 @@ TEST(Training, LayerSizesThatDoNotFitTheDataAreRefused) {
   EXPECT_THROW(gnn::run_train_job(job, {}), InvalidArgument);
 }
 
+TEST(ModelGraph, BuildsEachAggregationOnceAndHasNoHaloOnOneProcess) {
+  const auto cpu = make_cpu_backend(1);
+  auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  const std::int64_t n = data.num_nodes;
+  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+
+  const Csr& gcn = graph.matrix(gnn::AggregationKind::Gcn);
+  EXPECT_EQ(&graph.matrix(gnn::AggregationKind::Gcn), &gcn);
+  EXPECT_EQ(&graph.transpose(gnn::AggregationKind::Gcn), &gcn);  // symmetric on one process
+  const Csr& mean = graph.matrix(gnn::AggregationKind::Mean);
+  EXPECT_NE(&graph.transpose(gnn::AggregationKind::Mean), &mean);
+  EXPECT_EQ(graph.transpose(gnn::AggregationKind::Mean).rows(), n);
+  EXPECT_EQ(graph.halo(0), nullptr);
+  EXPECT_EQ(graph.halo(1), nullptr);
+  EXPECT_EQ(graph.input_rows(), n);
+
+  graph.release_adjacency();
+  EXPECT_THAT([&] { graph.matrix(gnn::AggregationKind::Sum); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("adjacency was released")));
+}
+
+TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
+  const auto cpu = make_cpu_backend(1);
+  const auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  const Csr a = graph::gcn_normalize(data.adjacency);
+  Aggregation<float> aggregation(cpu, a, a);
+  Dense x = Dense::zeros(cpu, 10, 3), y = Dense::zeros(cpu, a.rows(), 3);
+
+  EXPECT_THAT([&] { aggregation.forward(x.cview(), y.view()); },
+              ::testing::ThrowsMessage<DimensionMismatch>(HasSubstr("[10, 3]")));
+}
+
+TEST(Training, CustomModelBuilderTrainsAndIsNamedInTheReport) {
+  gnn::TrainJob job = small_job(kEasySbm, 30);
+  job.model_name = "SAGE";
+  job.model_builder = [](gnn::ModelGraph& g, const gnn::TrainJob& j) {
+    Sequential<float> model;
+    model.add(std::make_unique<SageConv<float>>(
+        g.backend(), g.matrix(gnn::AggregationKind::Mean), g.transpose(gnn::AggregationKind::Mean),
+        g.in_features(), j.hidden, true, j.train.seed, 0));
+    model.add(std::make_unique<Relu<float>>(g.backend()));
+    model.add(std::make_unique<SageConv<float>>(
+        g.backend(), g.matrix(gnn::AggregationKind::Mean), g.transpose(gnn::AggregationKind::Mean),
+        j.hidden, g.num_classes(), true, j.train.seed, 1));
+    return model;
+  };
+
+  const gnn::TrainOutcome out = gnn::run_train_job(job, {});
+
+  EXPECT_GT(out.result.test_at_best_val.accuracy, 0.9);
+  EXPECT_THAT(out.report.dump(), HasSubstr("\"model\": \"SAGE\""));
+  EXPECT_FALSE(out.report.has("config.layer_sizes"));
+}
+
 }  // namespace
 }  // namespace tessera

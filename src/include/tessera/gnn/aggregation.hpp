@@ -29,6 +29,7 @@ class Aggregation {
   /// Exchanges the ghost rows through `halo` (outliving this object; nullptr: no exchange).
   /// The rows [0, n_interior) of S read no ghost row (partition::order_interior_first).
   void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
+  /// The exchange given to distribute() (nullptr when none).
   const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
 
   std::int64_t rows() const noexcept { return s_->rows(); }        ///< n_owned

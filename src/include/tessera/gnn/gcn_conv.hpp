@@ -44,6 +44,7 @@ class GcnConv final : public Module<T> {
   /// d_output: [n, out] → d_input [n, in] (not available for a sparse input).
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  /// The weight [in, out] and, when enabled, the bias [1, out].
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
@@ -56,7 +57,9 @@ class GcnConv final : public Module<T> {
   /// The layer's exchanges (nullptr when not distributed).
   const comm::HaloExchange<T>* halo() const noexcept { return aggregation_.halo(); }
 
+  /// Whether the layer computes Â·(x·W) (else (Â·x)·W).
   bool transforms_first() const noexcept { return transform_first_; }
+  /// The weight, [in, out].
   Parameter<T>& weight() { return weight_; }
   const Parameter<T>& weight() const { return weight_; }
 

@@ -20,6 +20,7 @@ namespace tessera {
 /// and the layer runs distributed like GcnConv (see Aggregation).
 template <typename T> class GinAggregate final : public Module<T> {
 public:
+  /// adjacency: A, [n_owned, n_local]; adjacency_t: Aᵀ; features: f, the width of x and h.
   GinAggregate(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
                std::int64_t features, T epsilon = T{0}, std::uint32_t layer_index = 0,
                bool bias = false);
@@ -30,6 +31,7 @@ public:
   /// db = Σ over rows of d_output.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  /// ε [1, 1] and, when enabled, the bias [1, f].
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;

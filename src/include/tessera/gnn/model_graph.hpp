@@ -43,10 +43,14 @@ class ModelGraph {
              std::shared_ptr<comm::Communicator> comm, std::shared_ptr<const comm::HaloPlan> plan,
              std::int64_t n_interior, bool input_has_ghost_rows);
 
+  /// Where the model runs and its matrices live.
   const BackendPtr& backend() const noexcept { return backend_; }
+  /// Width F of the input features and number of classes (the logits' width).
   std::int64_t in_features() const noexcept { return in_features_; }
   std::int64_t num_classes() const noexcept { return classes_; }
+  /// Whether this is one rank's tile (halo() can then return exchanges).
   bool distributed() const noexcept { return plan_ != nullptr; }
+  /// Rows this process or rank owns (the logits' rows), and those plus its ghost rows.
   std::int64_t n_owned() const noexcept { return n_owned_; }
   std::int64_t n_local() const noexcept { return n_local_; }
   /// Owned rows [0, n_interior) read no ghost row.

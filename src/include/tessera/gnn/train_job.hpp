@@ -16,7 +16,7 @@
 
 namespace tessera::gnn {
 
-struct TrainJob;
+struct TrainJob;  // below
 
 /// Builds a model on one process's graph or one rank's tile: its aggregating layers take their
 /// matrices and halos from `graph`, its input width and class count too; `job` carries the
@@ -57,6 +57,7 @@ struct TrainJob {
   bool cache_input_features = true;
 };
 
+/// What run_train_job returns (on every rank).
 struct TrainOutcome {
   TrainResult result;
   /// Configuration, dataset, per-phase times, memory and metrics.

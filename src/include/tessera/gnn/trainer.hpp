@@ -14,27 +14,30 @@
 
 namespace tessera::gnn {
 
+/// How long and how to train.
 struct TrainConfig {
-  int epochs = 200;
-  ops::AdamConfig adam{};
+  int epochs = 200;        ///< full-batch steps
+  ops::AdamConfig adam{};  ///< learning rate, weight decay, Adam or AdamW
   /// Evaluate (dropout off) every this many epochs and after the last.
   int eval_every = 1;
-  std::uint64_t seed = 0;
+  std::uint64_t seed = 0;  ///< keys every dropout mask (and, in run_train_job, the weights)
 };
 
 /// The labelled rows of each split and the labels, all local row ids, in host memory (the
 /// trainer copies them to a device backend itself).
 struct NodeLabels {
-  std::span<const std::int32_t> labels;
-  std::span<const std::int32_t> train, val, test;
+  std::span<const std::int32_t> labels;             ///< [n] class of each row (logits' rows)
+  std::span<const std::int32_t> train, val, test;  ///< rows of each split
 };
 
 /// Loss and accuracies of one split at one point in training.
 struct SplitMetrics {
-  double loss = 0.0;
-  double accuracy = 0.0;
+  double loss = 0.0;      ///< mean softmax cross-entropy over the split
+  double accuracy = 0.0;  ///< fraction of the split classified correctly, in [0, 1]
 };
 
+/// What one epoch did (the same on every rank of a distributed run, except the times and
+/// bytes, which are this rank's).
 struct EpochStats {
   int epoch = 0;               ///< from 1
   double train_loss = 0.0;     ///< training-mode loss (dropout on) of this epoch's step
@@ -44,7 +47,7 @@ struct EpochStats {
   double comm_ms = 0.0, wait_ms = 0.0;
   /// Halo bytes this rank sent and received during the step (not the evaluation).
   std::int64_t halo_bytes_sent = 0, halo_bytes_received = 0;
-  bool evaluated = false;
+  bool evaluated = false;         ///< whether the metrics below were measured this epoch
   SplitMetrics train, val, test;  ///< eval-mode metrics when evaluated
 };
 
@@ -53,21 +56,22 @@ struct PhaseTimes {
   double forward = 0.0, loss = 0.0, backward = 0.0, optimizer = 0.0, evaluate = 0.0;
 };
 
+/// A whole run: every epoch and the metrics that matter at its end.
 struct TrainResult {
-  std::vector<EpochStats> history;
+  std::vector<EpochStats> history;  ///< one entry per epoch, in order
   int best_epoch = 0;           ///< epoch of the highest validation accuracy (earliest on ties)
   SplitMetrics best_val;        ///< validation metrics at best_epoch
-  SplitMetrics test_at_best_val;
+  SplitMetrics test_at_best_val; ///< test metrics at best_epoch (what papers report)
   SplitMetrics final_test;      ///< test metrics after the last epoch
   PhaseTimes phases;
-  double median_step_ms = 0.0;
+  double median_step_ms = 0.0;  ///< median of EpochStats::step_ms
 };
 
 /// What a rank of a distributed run adds to training: the job's ranks, the global id of every
 /// local row (dropout masks follow global ids, so any tiling draws the same masks), and the
 /// time the model's halo exchanges spent (read after each step).
 struct Distribution {
-  comm::Communicator* comm = nullptr;
+  comm::Communicator* comm = nullptr;  ///< where gradients and metrics are summed
   ops::RowIds rows;
   /// What the model's halo exchanges have done so far on this rank, summed over layers.
   std::function<comm::HaloStats()> halo_totals;
