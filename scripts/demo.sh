@@ -2,7 +2,8 @@
 # Tessera demo: installs missing Debian packages, builds, then trains a 2-layer GCN
 # with tessera-train on its built-in generated graph (100 epochs, one process, then 2 MPI
 # ranks that each hold one METIS tile) and, when the shared datasets are present, on Cora's
-# public Planetoid split (200 epochs, one process and 2 ranks).
+# public Planetoid split (200 epochs, one process and 2 ranks), followed by the GraphSAGE and
+# GIN examples (apps/examples) on Cora at 2 ranks.
 #
 # Usage: scripts/demo.sh [--help]
 # Environment: TESSERA_BUILD_DIR (default <repo>/build),
@@ -40,6 +41,12 @@ if [[ -n "${data_dir}" && -d "${data_dir}/cora_planetoid" ]]; then
   "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200
   tessera_log "Cora on 2 MPI ranks: the same losses and accuracy"
   "${mpi[@]}" "${train}" --dataset cora --data-dir "${data_dir}" --epochs 200 --log-every 50
+  examples="${TESSERA_BUILD_DIR}/apps/examples"
+  tessera_log "the GraphSAGE and GIN examples (apps/examples, public API only) on Cora, 2 ranks"
+  "${mpi[@]}" "${examples}/graphsage/tessera-example-graphsage" --dataset cora \
+    --data-dir "${data_dir}" --log-every 100
+  "${mpi[@]}" "${examples}/gin/tessera-example-gin" --dataset cora --data-dir "${data_dir}" \
+    --log-every 100
 else
   echo "note: Cora skipped: no datasets found (set TESSERA_DATA_DIR to a folder holding" \
     "cora_planetoid/, or place them in <repo>/../shared/datasets)." >&2
