@@ -29,7 +29,19 @@ void Aggregation<T>::distribute(comm::HaloExchange<T>* halo, std::int64_t n_inte
 }
 
 template <typename T>
-void Aggregation<T>::check_input(const char* what, std::int64_t rows, std::int64_t f) const {
+void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
+                                      std::int64_t width) const {
+  if (x.cols() != width || x.rows() != input_rows()) {
+    throw DimensionMismatch(layer + ": input " + shape_string(x.rows(), x.cols()) + " should be " +
+                            shape_string(input_rows(), width));
+  }
+  if (halo_ != nullptr && x.is_sparse()) {
+    throw InvalidArgument(layer + ": a sparse input must come with its ghost rows");
+  }
+}
+
+template <typename T>
+void Aggregation<T>::check_rows(const char* what, std::int64_t rows, std::int64_t f) const {
   if (rows != input_rows() || f <= 0) {
     throw DimensionMismatch(std::string("aggregation over ") + s_->shape() + ": " + what + " " +
                             shape_string(rows, f) + " should have " +
@@ -41,7 +53,7 @@ void Aggregation<T>::check_input(const char* what, std::int64_t rows, std::int64
 
 template <typename T>
 void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
-  check_input("input", x.rows, x.cols);
+  check_rows("input", x.rows, x.cols);
   if (halo_ == nullptr) {
     ops::spmm(*backend_, s_->view(), x, y);
     return;

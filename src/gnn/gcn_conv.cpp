@@ -23,13 +23,7 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   const std::int64_t in = weight_.value.rows(), out = weight_.value.cols();
   const std::int64_t n = aggregation_.rows();
   // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
-  if (x.cols() != in || x.rows() != aggregation_.input_rows()) {
-    throw DimensionMismatch(name() + ": input " + shape_string(x.rows(), x.cols()) + " should be " +
-                            shape_string(aggregation_.input_rows(), in));
-  }
-  if (aggregation_.halo() != nullptr && x.is_sparse()) {
-    throw InvalidArgument(name() + ": a sparse input must come with its ghost rows");
-  }
+  aggregation_.check_layer_input(name(), x, in);
   DenseView<T> y = output_.get(n, out);
   if (transform_first_) { // y = Â · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(out);

@@ -28,13 +28,7 @@ SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& me
 template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t in = self_weight_.value.rows(), out = self_weight_.value.cols();
   const std::int64_t n = aggregation_.rows();
-  if (x.cols() != in || x.rows() != aggregation_.input_rows()) {
-    throw DimensionMismatch(name() + ": input " + shape_string(x.rows(), x.cols()) + " should be " +
-                            shape_string(aggregation_.input_rows(), in));
-  }
-  if (aggregation_.halo() != nullptr && x.is_sparse()) {
-    throw InvalidArgument(name() + ": a sparse input must come with its ghost rows");
-  }
+  aggregation_.check_layer_input(name(), x, in);
   DenseView<T> y = output_.get(n, out);
   if (transform_first_) { // y = M·(x·W_neigh) + x·W_self
     DenseView<T> xw = aggregation_.local_input(out);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/layers.hpp"
@@ -37,6 +38,10 @@ class Aggregation {
   /// Rows the input has: n_owned with a halo, n_local without.
   std::int64_t input_rows() const noexcept { return halo_ != nullptr ? rows() : local_rows(); }
 
+  /// For a layer built on this aggregation: throws DimensionMismatch naming `layer` unless x is
+  /// [input_rows(), width], and InvalidArgument when x is sparse but must be exchanged.
+  void check_layer_input(const std::string& layer, Input<T> x, std::int64_t width) const;
+
   /// y = S · x. x: [input_rows(), f], y: [rows(), f].
   void forward(ConstDenseView<T> x, DenseView<T> y);
   /// The [local_rows(), f] buffer forward_local() reads: write its first input_rows() rows.
@@ -53,7 +58,7 @@ class Aggregation {
   std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
 
  private:
-  void check_input(const char* what, std::int64_t rows, std::int64_t f) const;
+  void check_rows(const char* what, std::int64_t rows, std::int64_t f) const;
 
   BackendPtr backend_;
   const CsrT<T>* s_;
