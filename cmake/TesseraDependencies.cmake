@@ -28,9 +28,8 @@ if(NOT TARGET Boost::graph)
   target_link_libraries(Boost::graph INTERFACE Boost::headers)
 endif()
 
-if(TESSERA_BUILD_APPS)
-  find_package(CLI11 REQUIRED)
-endif()
+# CLI11 (header-only): the flags of gnn::train_main, inside the library.
+find_package(CLI11 REQUIRED)
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

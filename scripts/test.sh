@@ -3,8 +3,9 @@
 # (Release, Ninja) and runs the whole test suite with ctest.
 #
 # Usage: scripts/test.sh [--help] [CTEST_ARGS...]
-#   Without CTEST_ARGS, a build that has the CUDA backend also builds and runs the op tests of
-#   the build without it (<build>-no-cuda), whose CUDA entry points are NotCompiled stubs.
+#   Without CTEST_ARGS, a build that has the CUDA backend also builds the variant without it
+#   (<build>-no-cuda, a shared library): runs its op tests, whose CUDA entry points are
+#   NotCompiled stubs, and builds the install consumer and the examples against its install.
 #   CTEST_ARGS are passed to ctest after the defaults (--output-on-failure -j2),
 #   e.g. scripts/test.sh -R Spmm   or   scripts/test.sh -L mpi
 # Environment: TESSERA_BUILD_DIR (default <repo>/build).
@@ -26,14 +27,16 @@ ctest --test-dir "${TESSERA_BUILD_DIR}" --output-on-failure -j2 "$@" || status=$
 
 # A machine without nvcc builds the CUDA stubs instead of the backend. When this one built the
 # backend, also build that variant's op tests, so the NotCompiled path (what a fresh Debian
-# machine gets) is tested here too rather than skipped.
+# machine gets) is tested here too rather than skipped; the variant is a shared library, so
+# the package is also tested in its shared form.
 if (($# == 0)) && grep -q '^TESSERA_CUDA_BUILT:INTERNAL=ON' "${TESSERA_BUILD_DIR}/CMakeCache.txt"; then
   stubs="${TESSERA_BUILD_DIR}-no-cuda"
   tessera_log "testing the build without CUDA (${stubs})"
   generator=()
   [[ -f "${stubs}/CMakeCache.txt" ]] || generator=(-G Ninja)
   cmake -S "${TESSERA_ROOT}" -B "${stubs}" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DTESSERA_WITH_CUDA=OFF -DTESSERA_BUILD_APPS=OFF -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
+    -DTESSERA_WITH_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DTESSERA_BUILD_APPS=OFF \
+    -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build "${stubs}" --parallel "$(nproc)" --target tessera_kernels_tests
   output="$("${stubs}/tests/unit/kernels/tessera_kernels_tests" \
     --gtest_filter='Ops.CudaBackendThrowsNotCompiledInACpuOnlyBuild:CudaBackend.*' 2>&1)" ||
@@ -43,5 +46,10 @@ if (($# == 0)) && grep -q '^TESSERA_CUDA_BUILT:INTERNAL=ON' "${TESSERA_BUILD_DIR
     echo "the no-CUDA build's NotCompiled tests did not both run and pass" >&2
     status=1
   }
+  tessera_log "building the consumer and the examples against the shared build's install"
+  cmake -DBUILD_DIR="${stubs}" -DSOURCE_DIR="${TESSERA_ROOT}/tests/install" \
+    -DEXAMPLES_DIR="${TESSERA_ROOT}/apps/examples" -DEXAMPLES=graphsage,gin \
+    -DWORK_DIR="${stubs}/install_test" -P "${TESSERA_ROOT}/tests/install/install_and_consume.cmake" ||
+    status=1
 fi
 exit "${status}"
