@@ -13,14 +13,15 @@
 
 namespace tessera::comm {
 
-/// One message of an exchange: the bytes to send to, or receive from, `peer`.
+/// One message of an exchange: the bytes to send to `peer`.
 struct SendMessage {
-  int peer = 0;
-  std::span<const std::byte> data;
+  int peer = 0;                    ///< destination rank
+  std::span<const std::byte> data; ///< host or (when accepted) device memory
 };
+/// One message of an exchange: where the bytes from `peer` land (it sends data.size() bytes).
 struct RecvMessage {
-  int peer = 0;
-  std::span<std::byte> data;
+  int peer = 0;              ///< source rank
+  std::span<std::byte> data; ///< host or (when accepted) device memory
 };
 
 /// Messages in flight; wait() returns once every send buffer may be reused and every receive
@@ -28,14 +29,17 @@ struct RecvMessage {
 class Pending {
 public:
   virtual ~Pending() = default;
+  /// Throws MpiError when a transfer failed. Stream-ordered transfers (NCCL) return at once.
   virtual void wait() = 0;
 };
 
 /// The ranks of one job. Collective calls must be made by every rank in the same order.
+/// Not thread-safe: one thread (the main one) makes every call.
 class Communicator {
 public:
   virtual ~Communicator() = default;
 
+  /// This rank, in [0, size()), and the number of ranks.
   virtual int rank() const = 0;
   virtual int size() const = 0;
   /// Rank and count among the ranks that share this node (MPI_COMM_TYPE_SHARED): which GPU
@@ -43,7 +47,9 @@ public:
   virtual int local_rank() const = 0;
   virtual int local_size() const = 0;
 
-  /// Element-wise sum over all ranks, in place. Collective.
+  /// Element-wise sum over all ranks, in place. Collective. Throws InvalidArgument above 2^31 - 1
+  /// values (MPI's int count). Through NCCL, a float sum of device memory is queued on the GPU
+  /// stream and may still run when this returns; work queued after it sees the result.
   virtual void allreduce_sum(std::span<float> values) = 0;
   virtual void allreduce_sum(std::span<double> values) = 0;
   virtual void allreduce_sum(std::span<std::int64_t> values) = 0;
@@ -51,7 +57,7 @@ public:
   virtual void allreduce_max(std::span<double> values) = 0;
 
   /// send: [size] one value per destination rank; returns [size] the value each rank sent here.
-  /// Collective.
+  /// Collective. Throws InvalidArgument when send does not hold size() values.
   virtual std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) = 0;
 
   /// Each rank gets `root`'s values of `values` (resized on non-root ranks by the root's count).
@@ -65,19 +71,23 @@ public:
   /// MPI); when not, callers stage device data through host buffers.
   virtual bool accepts_device_memory() const { return false; }
 
-  /// Starts sending and receiving the given messages (tag separates concurrent exchanges);
-  /// returns at once. Buffers must stay alive and untouched until wait(). Not collective: only
-  /// the ranks named as peers take part.
+  /// Starts sending and receiving the given messages (tag separates concurrent exchanges;
+  /// NCCL's device exchanges ignore it and match by call order); returns at once. Buffers must
+  /// stay alive and untouched until wait(). Not collective: only the ranks named as peers take
+  /// part, and each must post the matching message.
   virtual std::unique_ptr<Pending> start_exchange(std::span<const SendMessage> sends,
                                                   std::span<const RecvMessage> recvs, int tag) = 0;
 
-  /// Blocking point-to-point transfer of one byte string (used to hand out tiles).
+  /// Blocking point-to-point transfer of one byte string of any length (used to hand out
+  /// tiles): receive() returns what `peer` sent with `tag`. Host memory; not collective.
   virtual void send(std::span<const std::byte> data, int peer, int tag) = 0;
   virtual std::vector<std::byte> receive(int peer, int tag) = 0;
 
+  /// Returns once every rank has called it. Collective.
   virtual void barrier() = 0;
 
-  /// Ends the whole job at once with `code` (every rank exits; used when one rank fails).
+  /// Ends the whole job at once with `code` (every rank exits; used when one rank fails). Not
+  /// collective: any one rank may call it.
   [[noreturn]] virtual void abort(int code) noexcept = 0;
 
   /// "MPI (4 ranks)" and the like.
@@ -86,7 +96,8 @@ public:
 
 /// Initializes MPI (thread level FUNNELED: only the main thread calls MPI while OpenMP threads
 /// compute) and finalizes it when destroyed. Throws MpiError when the library cannot give that
-/// level. When MPI is already initialized it neither initializes nor finalizes.
+/// level. When MPI is already initialized it neither initializes nor finalizes. Every process of
+/// an MPI job makes one, before any communicator; MPI_Finalize in the destructor is collective.
 class MpiEnvironment {
 public:
   MpiEnvironment(int* argc, char*** argv);
@@ -98,10 +109,12 @@ private:
   bool owns_ = false;
 };
 
-/// A communicator over a duplicate of MPI_COMM_WORLD. Needs an initialized MPI.
+/// A communicator over a duplicate of MPI_COMM_WORLD; MPI errors come back as MpiError.
+/// Collective over MPI_COMM_WORLD. Throws MpiError when MPI is not initialized.
 std::shared_ptr<Communicator> make_mpi_communicator();
 
-/// The communicator of a one-process job that never initializes MPI (no launcher, no plugins).
+/// The communicator of a one-process job that never initializes MPI (no launcher, no plugins):
+/// collectives return their input, and naming any peer throws InvalidArgument.
 std::shared_ptr<Communicator> make_self_communicator();
 
 /// Whether this build has NCCL (it comes with the CUDA backend when NCCL is found).

@@ -18,11 +18,13 @@ namespace tessera::comm {
 /// of the same model does. The trainer runs one after every backward.
 class GradientAllreduce {
  public:
-  /// params must outlive this object.
+  /// Allocates the packed buffer; no communication. `comm` and `params` must outlive this
+  /// object, and the gradients keep the shapes they have now.
   GradientAllreduce(Communicator& comm, const BackendPtr& backend,
                     std::vector<Parameter<float>*> params);
 
-  /// grad ← Σ over ranks of grad, for every registered parameter. Collective.
+  /// grad ← Σ over ranks of grad, for every registered parameter. Collective. Through NCCL the
+  /// sum is stream-ordered: later kernels on the backend's stream see it.
   void run();
 
   /// Floats summed per run.

@@ -17,12 +17,13 @@ namespace tessera::comm {
 
 /// What one HaloExchange has moved since it was made (or reset).
 struct HaloStats {
-  std::int64_t exchanges = 0;
-  std::int64_t bytes_sent = 0;
-  std::int64_t bytes_received = 0;
-  double start_seconds = 0.0; ///< packing and posting messages
-  double wait_seconds = 0.0;  ///< blocked in wait(), including the scatter-add's unpack
+  std::int64_t exchanges = 0;      ///< exchanges started
+  std::int64_t bytes_sent = 0;     ///< payload bytes sent to other ranks
+  std::int64_t bytes_received = 0; ///< payload bytes received from other ranks
+  double start_seconds = 0.0;      ///< packing and posting messages
+  double wait_seconds = 0.0;       ///< blocked in wait(), including the scatter-add's unpack
 
+  /// Adds `other`'s counters and times to these.
   HaloStats& operator+=(const HaloStats& other) noexcept {
     exchanges += other.exchanges;
     bytes_sent += other.bytes_sent;
@@ -38,13 +39,15 @@ struct HaloStats {
 /// communicator cannot take device memory (Debian's Open MPI is not CUDA-aware).
 /// One exchange may be in flight at a time; every rank of the plan must start the same kind
 /// of exchange with the same width in the same order (each exchange is collective over the
-/// plan's peers).
+/// plan's ranks).
 template <typename T> class HaloExchange {
 public:
   /// A started exchange; pass it to wait(). Move-only.
   class Request {
   public:
+    /// A request not started (inactive).
     Request() = default;
+    /// Whether it was started and not yet waited for.
     bool active() const noexcept { return pending_ != nullptr; }
 
   private:
@@ -57,30 +60,36 @@ public:
   };
 
   /// tag: separates this exchange's messages from other exchanges on the same communicator.
+  /// Copies the plan's send rows to `backend`; no communication. Keeps `comm` and `plan` alive.
   HaloExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
                BackendPtr backend, int tag);
 
   /// Starts filling the ghost rows of x ([n_local, w]) with their owners' rows. The owned rows
-  /// are read now; the ghost rows must not be read or written until wait().
+  /// are read now; the ghost rows must not be read or written until wait(). Throws
+  /// DimensionMismatch when x does not have n_local rows. Collective over the plan's ranks.
   Request start_gather(DenseView<T> x);
   /// Starts adding the ghost rows of dx ([n_local, w]) into their owners' rows on other ranks.
   /// The ghost rows are read until wait() and must not change; the other ranks' contributions
   /// to this rank's owned rows arrive in a separate buffer and are added at wait() to whatever
-  /// the owned rows hold then (so they may still be computed while the messages fly).
+  /// the owned rows hold then (so they may still be computed while the messages fly). Throws
+  /// DimensionMismatch when dx does not have n_local rows. Collective over the plan's ranks.
   Request start_scatter_add(DenseView<T> dx);
   /// Completes the exchange (for scatter-add, adds the received rows, peer by peer in rank
-  /// order, so the sum is the same every run).
+  /// order, so the sum is the same every run) and leaves `request` inactive. Throws
+  /// InvalidArgument for an inactive request.
   void wait(Request& request);
 
-  /// gather then wait.
+  /// gather then wait. Collective over the plan's ranks.
   void gather(DenseView<T> x);
-  /// scatter-add then wait.
+  /// scatter-add then wait. Collective over the plan's ranks.
   void scatter_add(DenseView<T> dx);
 
+  /// The plan this exchange follows.
   const HaloPlan& plan() const noexcept { return *plan_; }
+  /// Counters since construction or the last reset_stats().
   const HaloStats& stats() const noexcept { return stats_; }
   void reset_stats() noexcept { stats_ = {}; }
-  /// Bytes of the reusable buffers.
+  /// Bytes of the reusable row buffers (packed rows and host staging; not the send-row ids).
   std::size_t bytes() const noexcept {
     return buffer_.bytes() + send_stage_.size() + recv_stage_.size();
   }
@@ -106,10 +115,12 @@ private:
   HaloStats stats_;
 };
 
-/// The one-off gather of a sparse matrix's rows: owned: [n_owned, f] CSR; returns [n_local, f]
-/// with the owned rows followed by every ghost row copied from its owner. (Sparse input
-/// features are static: fetched once, then reused.) `stats` (optional) receives the bytes
-/// moved. Collective over the plan's peers.
+/// The one-off gather of a sparse matrix's rows: owned: [n_owned, f] CSR in host memory;
+/// returns [n_local, f] on owned's backend with the owned rows followed by every ghost row
+/// copied from its owner. (Sparse input features are static: fetched once, then reused.)
+/// `stats` (optional) gets one exchange and its bytes added. Throws DimensionMismatch when
+/// owned does not have n_owned rows, FormatError for a received column outside [0, f).
+/// Collective over the plan's ranks.
 Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
                        HaloStats* stats = nullptr);
 

@@ -20,20 +20,21 @@ class HaloPlan {
 public:
   /// A block of rows exchanged with one peer rank.
   struct Block {
-    int peer = 0;
+    int peer = 0;           ///< the other rank
     std::int64_t begin = 0; ///< into send_rows (send blocks) or into the ghost rows (recv blocks)
-    std::int64_t count = 0;
+    std::int64_t count = 0; ///< rows in the block
   };
 
   /// Builds the plan. owned_ids: [n_owned] global ids of this rank's rows; ghost_ids:
   /// [n_ghost] global ids of the ghost rows; ghost_owner: [n_ghost] owning rank, non-decreasing.
-  /// Throws InvalidArgument when ghost_owner is out of order or names this rank or no rank, and
-  /// when an owner does not own a ghost asked of it (a tile from another partition).
-  /// Collective.
+  /// Throws InvalidArgument when ghost_owner has another length than ghost_ids, is out of order
+  /// or names this rank or no rank, and when an owner does not own a ghost asked of it (a tile
+  /// from another partition). Collective.
   static HaloPlan build(Communicator& comm, std::span<const GlobalId> owned_ids,
                         std::span<const GlobalId> ghost_ids,
                         std::span<const std::int32_t> ghost_owner);
 
+  /// Owned rows, ghost rows, and both: the row count of the matrices an exchange takes.
   std::int64_t n_owned() const noexcept { return n_owned_; }
   std::int64_t n_ghost() const noexcept { return n_ghost_; }
   std::int64_t n_local() const noexcept { return n_owned_ + n_ghost_; }
@@ -46,6 +47,7 @@ public:
   /// peer stores them as ghosts.
   const std::vector<LocalId>& send_rows() const noexcept { return send_rows_; }
 
+  /// Rows this rank sends and receives per gather (the other way round for a scatter-add).
   std::int64_t num_send_rows() const noexcept {
     return static_cast<std::int64_t>(send_rows_.size());
   }

@@ -7,8 +7,10 @@
 
 namespace tessera {
 
+/// What a backend runs on: host CPU cores or one CUDA GPU.
 enum class DeviceKind { Cpu, Cuda };
 
+/// "cpu" or "cuda".
 std::string to_string(DeviceKind kind);
 
 /// Owns what kernels need to run on one device: threads (CPU) or stream and library handles
@@ -17,6 +19,7 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
+  /// Cpu or Cuda; says whether this backend's memory is host memory.
   virtual DeviceKind kind() const noexcept = 0;
   /// Device ordinal (CUDA) or 0 (CPU).
   virtual int device_id() const noexcept = 0;
@@ -33,7 +36,7 @@ class Backend {
   virtual void copy_from_host(void* dst, const void* src, std::size_t bytes) const = 0;
   virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) const = 0;
   virtual void copy_within(void* dst, const void* src, std::size_t bytes) const = 0;
-  /// Sets `bytes` of this backend's memory to zero.
+  /// Sets `bytes` of this backend's memory to zero (queued in order with the kernels).
   virtual void zero_bytes(void* dst, std::size_t bytes) const = 0;
   /// Returns when all work queued on this backend has finished (CUDA: its stream).
   virtual void synchronize() const = 0;
@@ -44,6 +47,7 @@ class Backend {
   virtual std::string describe() const = 0;
 };
 
+/// How tensors and callers hold a backend: shared, so it outlives every tensor allocated on it.
 using BackendPtr = std::shared_ptr<const Backend>;
 
 /// The kernel set the BLAS library chose for this CPU (OpenBLAS's core name, e.g. "SkylakeX").
@@ -55,7 +59,8 @@ std::string blas_core_name();
 std::string blas_performance_warning();
 
 /// The host backend. num_threads = 0 keeps OpenMP's default (OMP_NUM_THREADS or all cores);
-/// a positive value sets the OpenMP thread count for the process.
+/// a positive value sets the OpenMP thread count for the process. Throws InvalidArgument for a
+/// negative count.
 BackendPtr make_cpu_backend(int num_threads = 0);
 
 /// Whether this build has the CUDA backend (TESSERA_WITH_CUDA).

@@ -1,4 +1,5 @@
-// The one public exception hierarchy: every error says what, where in the input, and where in the code.
+// The one public exception hierarchy: every error says what, where in the input, and where in
+// the code.
 #pragma once
 
 #include <source_location>
@@ -11,10 +12,12 @@ namespace tessera {
 /// and function() locate the throw in Tessera's sources for bug reports.
 class Error : public std::runtime_error {
  public:
+  /// `where` defaults to the throw site; pass it on when throwing for a caller's location.
   explicit Error(const std::string& message,
                  std::source_location where = std::source_location::current())
       : std::runtime_error(message), where_(where) {}
 
+  /// Source file, line and function of the throw (valid for the life of the program).
   const char* file() const noexcept { return where_.file_name(); }
   unsigned line() const noexcept { return where_.line(); }
   const char* function() const noexcept { return where_.function_name(); }

@@ -9,17 +9,20 @@
 
 namespace tessera {
 
-/// Peak resident set size of this process so far, in bytes.
+/// Peak resident set size of this process so far, in bytes (getrusage).
 std::int64_t peak_rss_bytes();
 
 /// A tree of values addressed by dotted keys ("train.epochs"), written as JSON.
 class RunReport {
  public:
+  /// An empty report. Move-only.
   RunReport();
   ~RunReport();
   RunReport(RunReport&&) noexcept;
   RunReport& operator=(RunReport&&) noexcept;
 
+  /// Stores `value` at `key`, creating the objects on the dotted path and replacing any value
+  /// already there. Vectors are stored as JSON arrays.
   void set(std::string_view key, double value);
   void set(std::string_view key, std::int64_t value);
   void set(std::string_view key, int value) { set(key, static_cast<std::int64_t>(value)); }
@@ -27,12 +30,13 @@ class RunReport {
   void set(std::string_view key, const std::string& value);
   void set(std::string_view key, const char* value) { set(key, std::string(value)); }
   void set(std::string_view key, const std::vector<double>& values);
-  /// Appends a JSON object given as (name, value) pairs to the array at `key`.
+  /// Appends a JSON object given as (name, value) pairs to the array at `key` (created, or
+  /// replacing a value that is not an array).
   void append(std::string_view key, const std::vector<std::pair<std::string, double>>& fields);
 
   /// Whether a value is stored at `key`.
   bool has(std::string_view key) const;
-  /// The number at `key`; throws InvalidArgument when there is none.
+  /// The number at `key`; throws InvalidArgument when there is none or it is not a number.
   double get_number(std::string_view key) const;
 
   /// The report as indented JSON text.

@@ -8,14 +8,15 @@
 
 namespace tessera {
 
-/// What a random draw is for; combined with the layer index into a stream id.
+/// What a random draw is for (weight init, dropout masks, generated datasets, random splits and
+/// partitions); combined with the layer index into a stream id, so no two purposes share draws.
 enum class RngPurpose : std::uint32_t { WeightInit = 1, Dropout = 2, Generator = 3, Split = 4 };
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).
 struct RngKey {
-  std::uint64_t seed = 0;
-  std::uint32_t epoch = 0;
-  std::uint32_t stream = 0;
+  std::uint64_t seed = 0;    ///< the run's seed
+  std::uint32_t epoch = 0;   ///< 0 for draws made once (weights, splits)
+  std::uint32_t stream = 0;  ///< (layer << 4) | purpose, as make() builds it
 
   /// The key for `purpose` in `layer` at `epoch`.
   static constexpr RngKey make(std::uint64_t seed, RngPurpose purpose, std::uint32_t layer,

@@ -19,7 +19,10 @@ class Buffer {
   static_assert(std::is_trivially_copyable_v<T>);
 
  public:
+  /// An empty buffer with no backend.
   Buffer() = default;
+  /// Allocates `size` elements on `backend` (none for 0). Throws InvalidArgument for a negative
+  /// size, and the backend's error when memory runs out.
   Buffer(BackendPtr backend, std::int64_t size) : backend_(std::move(backend)), size_(size) {
     if (size < 0) throw InvalidArgument("Buffer size must be non-negative, got " + std::to_string(size));
     if (size > 0) data_ = static_cast<T*>(backend_->allocate(bytes()));
@@ -35,6 +38,8 @@ class Buffer {
     if (data_ != nullptr) backend_->deallocate(data_, bytes());
   }
 
+  /// The elements (nullptr when empty), in the backend's memory; size() counts elements,
+  /// bytes() their bytes. operator[] reads and writes host memory: CPU-backend buffers only.
   T* data() noexcept { return data_; }
   const T* data() const noexcept { return data_; }
   std::int64_t size() const noexcept { return size_; }
@@ -45,6 +50,7 @@ class Buffer {
   T& operator[](std::int64_t i) noexcept { return data_[i]; }
   const T& operator[](std::int64_t i) const noexcept { return data_[i]; }
 
+  /// Exchanges storage and backend with `other`.
   void swap(Buffer& other) noexcept {
     std::swap(backend_, other.backend_);
     std::swap(data_, other.data_);
@@ -60,26 +66,31 @@ class Buffer {
 /// A non-owning row-major view [rows, cols] with contiguous rows. T may be const.
 template <typename T>
 struct DenseView {
-  T* data = nullptr;
+  T* data = nullptr;  ///< element (r, c) is data[r * cols + c]
   std::int64_t rows = 0;
   std::int64_t cols = 0;
 
+  /// An empty [0, 0] view.
   DenseView() = default;
+  /// Views `d` as [r, c].
   DenseView(T* d, std::int64_t r, std::int64_t c) : data(d), rows(r), cols(c) {}
   /// A mutable view converts to a const one.
   template <typename U>
     requires std::is_same_v<const U, T> && (!std::is_same_v<U, T>)
   DenseView(DenseView<U> other) : data(other.data), rows(other.rows), cols(other.cols) {}
 
+  /// Element (r, c), the start of row r, and the element count. operator() dereferences on the
+  /// host: CPU-backend memory only.
   T& operator()(std::int64_t r, std::int64_t c) const noexcept { return data[r * cols + c]; }
   T* row(std::int64_t r) const noexcept { return data + r * cols; }
   std::int64_t size() const noexcept { return rows * cols; }
-  /// Rows [begin, end) of this view.
+  /// Rows [begin, end) of this view: [end - begin, cols].
   DenseView slice_rows(std::int64_t begin, std::int64_t end) const noexcept {
     return {data + begin * cols, end - begin, cols};
   }
 };
 
+/// A read-only view [rows, cols].
 template <typename T>
 using ConstDenseView = DenseView<const T>;
 
@@ -91,13 +102,17 @@ std::string shape_string(std::int64_t rows, std::int64_t cols);
 template <typename T>
 class DenseT {
  public:
+  /// An empty [0, 0] matrix with no backend.
   DenseT() = default;
-  /// Uninitialized [rows, cols].
+  /// Uninitialized [rows, cols]. Throws InvalidArgument for a negative shape.
   DenseT(BackendPtr backend, std::int64_t rows, std::int64_t cols)
       : buffer_(std::move(backend), checked_size(rows, cols)), rows_(rows), cols_(cols) {}
 
+  /// [rows, cols] of zeros (zeroed in order with the backend's kernels).
   static DenseT zeros(BackendPtr backend, std::int64_t rows, std::int64_t cols);
 
+  /// Shape, element count, bytes, elements (in the backend's memory) and backend; empty() when
+  /// there are no elements.
   std::int64_t rows() const noexcept { return rows_; }
   std::int64_t cols() const noexcept { return cols_; }
   std::int64_t size() const noexcept { return rows_ * cols_; }
@@ -107,16 +122,19 @@ class DenseT {
   const BackendPtr& backend() const noexcept { return buffer_.backend(); }
   bool empty() const noexcept { return size() == 0; }
 
+  /// [rows, cols] views of the whole matrix, valid while it lives; cview() is always read-only.
   DenseView<T> view() noexcept { return {data(), rows_, cols_}; }
   ConstDenseView<T> view() const noexcept { return {data(), rows_, cols_}; }
   ConstDenseView<T> cview() const noexcept { return {data(), rows_, cols_}; }
+  /// Element (r, c), read on the host: CPU-backend matrices only.
   T& operator()(std::int64_t r, std::int64_t c) noexcept { return data()[r * cols_ + c]; }
   const T& operator()(std::int64_t r, std::int64_t c) const noexcept {
     return data()[r * cols_ + c];
   }
+  /// "[rows, cols]" for messages.
   std::string shape() const { return shape_string(rows_, cols_); }
 
-  /// Sets every element to `value` (host memory).
+  /// Sets every element to `value`. Host memory only: throws InvalidArgument on another backend.
   void fill(T value);
 
  private:
@@ -130,6 +148,7 @@ class DenseT {
   std::int64_t cols_ = 0;
 };
 
+/// The working dense matrix type (float32).
 using Dense = DenseT<float>;
 
 /// A non-owning CSR view [rows, cols]: row_ptr has rows + 1 entries, col and val have nnz.
@@ -138,10 +157,11 @@ template <typename T>
 struct CsrView {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  const Offset* row_ptr = nullptr;
-  const LocalId* col = nullptr;
-  const T* val = nullptr;
+  const Offset* row_ptr = nullptr;  ///< [rows + 1]; row r is entries [row_ptr[r], row_ptr[r + 1])
+  const LocalId* col = nullptr;     ///< [nnz] column ids in [0, cols)
+  const T* val = nullptr;           ///< [nnz] values
 
+  /// Entries of these rows. Reads row_ptr on the host: CPU-backend memory only.
   std::int64_t nnz() const noexcept { return rows == 0 ? 0 : row_ptr[rows] - row_ptr[0]; }
 
   /// Rows [begin, end) as a matrix of their own: same columns, row_ptr offsets still index the
@@ -151,20 +171,24 @@ struct CsrView {
   }
 };
 
-/// An owning CSR matrix. Csr = CsrT<float>.
+/// An owning CSR matrix [rows, cols] on one backend; the layout of CsrView. Csr = CsrT<float>.
 template <typename T>
 class CsrT {
  public:
+  /// An empty [0, 0] matrix with no backend and no row pointers.
   CsrT() = default;
-  /// Allocates rows + 1 row pointers and nnz columns and values, uninitialized.
+  /// Allocates rows + 1 row pointers and nnz columns and values, uninitialized except
+  /// row_ptr[0] = 0. Throws InvalidArgument for a negative shape or nnz.
   CsrT(BackendPtr backend, std::int64_t rows, std::int64_t cols, std::int64_t nnz);
 
+  /// Shape, stored entries, bytes of all three arrays, and backend.
   std::int64_t rows() const noexcept { return rows_; }
   std::int64_t cols() const noexcept { return cols_; }
   std::int64_t nnz() const noexcept { return col_.size(); }
   std::size_t bytes() const noexcept { return row_ptr_.bytes() + col_.bytes() + val_.bytes(); }
   const BackendPtr& backend() const noexcept { return row_ptr_.backend(); }
 
+  /// The arrays of CsrView (row_ptr [rows + 1], col [nnz], val [nnz]) in the backend's memory.
   Offset* row_ptr() noexcept { return row_ptr_.data(); }
   const Offset* row_ptr() const noexcept { return row_ptr_.data(); }
   LocalId* col() noexcept { return col_.data(); }
@@ -172,12 +196,15 @@ class CsrT {
   T* val() noexcept { return val_.data(); }
   const T* val() const noexcept { return val_.data(); }
 
+  /// A [rows, cols] view, valid while this matrix lives.
   CsrView<T> view() const noexcept {
     return {rows_, cols_, row_ptr_.data(), col_.data(), val_.data()};
   }
+  /// "[rows, cols]" for messages.
   std::string shape() const { return shape_string(rows_, cols_); }
 
-  /// The same structure with values converted to U (used by float64 gradient checks).
+  /// The same structure with values converted to U, on the same backend (used by float64
+  /// gradient checks). Copies on the host: CPU-backend matrices only.
   template <typename U>
   CsrT<U> cast() const;
 
@@ -189,11 +216,14 @@ class CsrT {
   std::int64_t cols_ = 0;
 };
 
+/// The working sparse matrix type (float32 values).
 using Csr = CsrT<float>;
 
-/// A copy of `x` in the memory of `target` (host ↔ device, or between devices).
+/// A copy of `x` ([rows, cols]) in the memory of `target` (host ↔ device, or between devices);
+/// returns when the copy holds the data.
 template <typename T>
 DenseT<T> to_backend(const DenseT<T>& x, const BackendPtr& target);
+/// A copy of the CSR matrix `x` ([rows, cols], same structure) in the memory of `target`.
 template <typename T>
 CsrT<T> to_backend(const CsrT<T>& x, const BackendPtr& target);
 

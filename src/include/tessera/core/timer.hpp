@@ -7,10 +7,11 @@
 
 namespace tessera {
 
-/// A monotonic stopwatch.
+/// A monotonic stopwatch (steady_clock), running from construction.
 class Stopwatch {
  public:
   Stopwatch() : start_(clock::now()) {}
+  /// Starts timing again from now.
   void restart() { start_ = clock::now(); }
   /// Seconds since construction or the last restart.
   double seconds() const { return std::chrono::duration<double>(clock::now() - start_).count(); }

@@ -12,11 +12,12 @@
 namespace tessera::datasets {
 
 /// Node features: a dense matrix, or a sparse one when most entries are zero (bag-of-words).
-/// Exactly one of dense / sparse is set.
+/// At most one of dense / sparse is set; neither for structure-only formats (metis, mtx).
 struct Features {
   std::optional<Dense> dense;  ///< [num_nodes, num_features]
   std::optional<Csr> sparse;   ///< [num_nodes, num_features]
 
+  /// Shape of whichever is set ([0, 0] for none), and whether it is the sparse one.
   std::int64_t rows() const { return dense ? dense->rows() : sparse ? sparse->rows() : 0; }
   std::int64_t cols() const { return dense ? dense->cols() : sparse ? sparse->cols() : 0; }
   bool is_sparse() const { return sparse.has_value(); }
@@ -24,24 +25,27 @@ struct Features {
 
 /// A graph with features, labels and a train/val/test split.
 struct Dataset {
-  std::string name;
+  std::string name;  ///< a known name, the generator spec, or the file name without extensions
   std::int64_t num_nodes = 0;
-  /// Symmetric adjacency, no self-loops, no duplicates, sorted columns, values 1.
+  /// [num_nodes, num_nodes] symmetric adjacency, no self-loops, no duplicates, sorted columns,
+  /// values 1.
   Csr adjacency;
-  Features features;
+  Features features;  ///< [num_nodes, F] (none for structure-only formats)
   /// Class of each node in [0, num_classes), or -1 when unknown. Empty when the data has none.
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
   /// Node ids of each split, ascending. Empty when the data has no split (see make_random_split).
   std::vector<std::int32_t> train_idx, val_idx, test_idx;
 
+  /// Whether labels / a split are present.
   bool has_labels() const { return !labels.empty(); }
   bool has_split() const { return !train_idx.empty(); }
 };
 
 /// Options that apply to every loader.
 struct LoadOptions {
-  /// Folder holding the shared datasets (the layout of shared/datasets/README.md).
+  /// Folder holding the shared datasets (the layout of shared/datasets/README.md); empty means
+  /// default_data_dir().
   std::string data_dir;
   /// Which of several stored splits to use (minesweeper has 10).
   int split_index = 0;
@@ -53,12 +57,14 @@ struct LoadOptions {
 ///  - a name resolved under options.data_dir: cora (Planetoid split), cora-linqs, cora-gnnbench,
 ///    minesweeper, facebook, email-eu-core, slashdot, 4elt;
 ///  - a native dataset folder (save_native), by its path or as native:DIR;
-///  - FORMAT:PATH with FORMAT one of native, npz (Planetoid-style or gnn-benchmark keys), planetoid,
-///    gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it), snap, metis,
-///    musae (PATH = the edges csv), mtx;
+///  - FORMAT:PATH with FORMAT one of native, npz (Planetoid-style or gnn-benchmark keys),
+///    planetoid, gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it),
+///    snap, metis, musae (PATH = the edges csv), mtx;
 ///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
 ///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0.
-/// Throws IoError / FormatError naming the file and the problem, InvalidArgument for bad specs.
+/// Everything lands in host memory: `backend` must be a CPU backend. Throws IoError /
+/// FormatError naming the file and the problem, InvalidArgument for bad specs or a non-CPU
+/// backend.
 Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
                      const LoadOptions& options);
 
@@ -66,13 +72,15 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
 /// ~/.cache/tessera/datasets.
 std::string default_data_dir();
 
-/// Labels `fraction_train` / `fraction_val` of the labelled nodes as train / val and the rest as
-/// test, deterministically from `seed`. For datasets without a published split.
+/// Labels `fraction_train` / `fraction_val` of the labelled nodes (label >= 0) as train / val
+/// and the rest as test, deterministically from `seed`; replaces any split. For datasets without
+/// a published split. Throws InvalidArgument for negative fractions, fractions summing above 1,
+/// or a dataset without labels.
 void make_random_split(Dataset& dataset, double fraction_train, double fraction_val,
                        std::uint64_t seed);
 
 /// Divides each feature row by its L1 norm (zero rows stay 0): for non-negative features this is
-/// the row normalization of Kipf & Welling and PyG's NormalizeFeatures.
+/// the row normalization of Kipf & Welling and PyG's NormalizeFeatures. Host memory only.
 void row_normalize_features(Features& features);
 
 /// Writes `dataset` as an uncompressed .npz that load_dataset("npz:PATH") and numpy's np.load
@@ -80,7 +88,8 @@ void row_normalize_features(Features& features);
 /// attr_indptr, attr_indices <i8, attr_data <f4, attr_shape for sparse features, or features <f4
 /// [N, F] for dense ones; labels <i8 [N] and num_classes <i8 (0-d) when labelled; train_idx,
 /// val_idx, test_idx <i8 when split. Written to a temporary file and renamed onto `path`.
-/// Throws IoError when the file cannot be written (also above 4 GiB: no zip64).
+/// Throws IoError when the file cannot be written (also above 4 GiB: no zip64), and
+/// InvalidArgument when adjacency, features or labels disagree with num_nodes.
 void save_npz(const Dataset& dataset, const std::string& path);
 
 /// Writes `dataset` as a native dataset folder: binary array files with checksummed headers and a

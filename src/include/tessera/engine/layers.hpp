@@ -9,21 +9,25 @@
 
 namespace tessera {
 
-/// Glorot/Xavier uniform initialization of w: [in, out] from the counter RNG, keyed by
-/// (seed, layer) so every rank and backend draws the same weights.
+/// Glorot/Xavier uniform initialization of w: [in, out] (any backend) from the counter RNG, keyed
+/// by (seed, layer) so every rank and backend draws the same weights.
 template <typename T>
 void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer);
 
-/// Buffers of one [n, width] matrix that grow on first use and are reused after.
+/// One reusable [rows, cols] matrix on a backend, allocated on first use and reallocated only
+/// when the shape asked for changes.
 template <typename T>
 class Workspace {
  public:
+  /// Empty until the first get().
   explicit Workspace(BackendPtr backend) : backend_(std::move(backend)) {}
-  /// A [rows, cols] view of this buffer, reallocated only when the shape changes.
+  /// A [rows, cols] view of this buffer, reallocated only when the shape changes (contents are
+  /// then uninitialized; otherwise they are what the last user left).
   DenseView<T> get(std::int64_t rows, std::int64_t cols) {
     if (matrix_.rows() != rows || matrix_.cols() != cols) matrix_ = DenseT<T>(backend_, rows, cols);
     return matrix_.view();
   }
+  /// Bytes held now.
   std::size_t bytes() const { return matrix_.bytes(); }
 
  private:
@@ -35,16 +39,25 @@ class Workspace {
 template <typename T>
 class Linear final : public Module<T> {
  public:
+  /// W: [in_features, out_features], Glorot-initialized from (seed, layer_index), with weight
+  /// decay; b: [1, out_features] zeros, without weight decay (absent when !bias).
   Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out_features, bool bias,
          std::uint64_t seed, std::uint32_t layer_index);
 
+  /// x: [n, in] dense or sparse; output [n, out]. Throws DimensionMismatch when x has another
+  /// width than in_features.
   Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, out]; returns d_input: [n, in] (empty when input_mode is Ignore), written to
+  /// a buffer of this layer. Throws InvalidArgument for an input gradient of a sparse input.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  /// W, then b when there is one.
   std::vector<Parameter<T>*> parameters() override;
+  /// "Linear(in -> out)"; bytes of W, b, their gradients and the output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;
 
+  /// W: [in_features, out_features].
   Parameter<T>& weight() { return weight_; }
 
  private:
@@ -62,11 +75,19 @@ class Linear final : public Module<T> {
 template <typename T>
 class Dropout final : public Module<T> {
  public:
+  /// Drops with probability p; throws InvalidArgument unless 0 <= p < 1. layer_index keys the
+  /// masks (use the same one for a ReluDropout that must draw the same masks).
   Dropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
+  /// x: [n, f] dense or sparse; output the same shape and kind (x itself when the step is not
+  /// training or p = 0). The step's rows give the global ids that key the masks.
   Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, f]; returns d_input: [n, f] (d_output itself when the forward was the
+  /// identity, empty when input_mode is Ignore). Throws InvalidArgument for an input gradient
+  /// of a sparse input or input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  /// "Dropout(p=...)"; bytes of its output, dropped sparse values and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;
 
@@ -85,11 +106,17 @@ class Dropout final : public Module<T> {
 template <typename T>
 class ReluDropout : public Module<T> {
  public:
+  /// Throws InvalidArgument unless 0 <= p < 1.
   ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
+  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f]. Dropout only when the
+  /// step is training.
   Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
+  /// InvalidArgument for input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  /// "ReLU+Dropout(p=...)"; bytes of its output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
 
@@ -105,7 +132,9 @@ class ReluDropout : public Module<T> {
 template <typename T>
 class Relu final : public ReluDropout<T> {
  public:
+  /// A ReluDropout with p = 0 (no masks drawn).
   explicit Relu(BackendPtr backend) : ReluDropout<T>(std::move(backend), 0.0f, 0) {}
+  /// "ReLU".
   std::string name() const override { return "ReLU"; }
 };
 

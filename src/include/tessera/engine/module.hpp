@@ -21,9 +21,9 @@ enum class GradientMode {
 
 /// One step of a run: keys the random draws and switches training-only behaviour (dropout).
 struct Step {
-  std::uint64_t seed = 0;
-  std::uint32_t epoch = 0;
-  bool training = true;
+  std::uint64_t seed = 0;   ///< the run's seed
+  std::uint32_t epoch = 0;  ///< a new dropout mask per epoch
+  bool training = true;     ///< false: dropout is the identity
   /// Global id of each local row (dropout masks are keyed by it, so tilings agree).
   ops::RowIds rows;
 };
@@ -31,13 +31,15 @@ struct Step {
 /// A module's input: dense [n, f], or sparse [n, f] for bag-of-words features.
 template <typename T>
 struct Input {
-  ConstDenseView<T> dense;
-  CsrView<T> sparse;
+  ConstDenseView<T> dense;  ///< used when sparse is unset
+  CsrView<T> sparse;        ///< set (row_ptr non-null) for a sparse input
 
+  /// An empty dense input; or one wrapping a dense or a sparse view.
   Input() = default;
   Input(ConstDenseView<T> d) : dense(d) {}  // NOLINT: implicit by design
   Input(CsrView<T> s) : sparse(s) {}        // NOLINT: implicit by design
 
+  /// Which view is in use, and its shape.
   bool is_sparse() const noexcept { return sparse.row_ptr != nullptr; }
   std::int64_t rows() const noexcept { return is_sparse() ? sparse.rows : dense.rows; }
   std::int64_t cols() const noexcept { return is_sparse() ? sparse.cols : dense.cols; }
@@ -52,24 +54,25 @@ struct Input {
 /// next forward.
 template <typename T>
 struct Context {
-  Input<T> input;
-  Input<T> output;
-  Step step;
+  Input<T> input;   ///< x: [n, in_features]
+  Input<T> output;  ///< y: [n, out_features]; may be `input` itself (an identity layer)
+  Step step;        ///< the forward's step, so backward redraws the same masks
 };
 
 /// A trainable tensor and its gradient, both [rows, cols] on the module's backend.
 template <typename T>
 struct Parameter {
-  std::string name;
-  DenseT<T> value;
-  DenseT<T> grad;
+  std::string name;  ///< "linear0.weight" and the like, for messages
+  DenseT<T> value;   ///< [rows, cols]
+  DenseT<T> grad;    ///< [rows, cols], written by backward per its GradientMode
   /// Whether the optimizer applies weight decay to it.
   bool decay = true;
 };
 
-/// A layer: maps [n, in_features] to [n, out_features]. Output and input-gradient buffers are
-/// owned by the module and allocated on the first call for a given n, then reused; so one
-/// forward may be in flight per module at a time.
+/// A layer: maps [n, in_features] to [n, out_features] (a graph layer on a rank's tile maps the
+/// rows its input holds, owned and perhaps ghost, to the owned rows: see Aggregation). Output
+/// and input-gradient buffers are owned by the module and allocated on the first call for a
+/// given n, then reused; so one forward may be in flight per module at a time.
 template <typename T>
 class Module {
  public:
@@ -86,6 +89,7 @@ class Module {
   /// The module's trainable tensors (none by default).
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
 
+  /// One line for summaries: "Linear(1433 -> 16)", "Dropout(p=0.5)".
   virtual std::string name() const = 0;
   /// Bytes of the buffers this module holds (parameters, outputs, saved tensors, gradients).
   virtual std::size_t bytes() const = 0;

@@ -14,12 +14,18 @@ namespace tessera {
 template <typename T>
 class Adam {
  public:
+  /// m and v start at zero, shaped like each parameter's value. The parameters must outlive
+  /// this object and keep their shapes. The config is checked at each step().
   Adam(BackendPtr backend, std::vector<Parameter<T>*> parameters, ops::AdamConfig config);
 
-  /// One update of every parameter from its current gradient.
+  /// One update of every parameter from its current gradient. Throws InvalidArgument for a
+  /// config outside torch.optim's ranges (see ops::adam_step).
   void step();
+  /// Steps taken so far (the bias-correction count of the last step).
   std::int64_t steps() const noexcept { return steps_; }
+  /// The hyper-parameters given at construction.
   const ops::AdamConfig& config() const noexcept { return config_; }
+  /// Bytes of the optimizer state (m and v).
   std::size_t bytes() const;
 
  private:

@@ -10,35 +10,45 @@
 
 namespace tessera::ops {
 
+// Every op runs on `backend` (queued on its stream for CUDA) and takes views and spans in that
+// backend's memory; shape mismatches throw DimensionMismatch naming the op and both shapes.
+
 /// Global vertex id of each local row, for random draws that must not depend on the tiling:
 /// ids[r] when ids is set, else offset + r.
 struct RowIds {
-  const GlobalId* ids = nullptr;
-  GlobalId offset = 0;
+  const GlobalId* ids = nullptr;  ///< [n] in the memory of the op's backend, or nullptr
+  GlobalId offset = 0;            ///< global id of row 0 when ids is nullptr
+  /// Global id of local row r.
   GlobalId operator()(std::int64_t r) const noexcept { return ids != nullptr ? ids[r] : offset + r; }
 };
 
+/// Whether gemm uses an operand as stored (No) or its transpose (Yes).
 enum class Transpose { No, Yes };
 
 // ---- sparse ----------------------------------------------------------------------------------
 
-/// C = A · B. A: [m, k] CSR, B: [k, n], C: [m, n] (overwritten).
+/// C = A · B. A: [m, k] CSR, B: [k, n], C: [m, n] (overwritten). The CUDA backend keeps a
+/// cuSPARSE plan per matrix (keyed by its pointers and n): A's structure must not change while
+/// its memory lives; its values may.
 template <typename T>
 void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
 
 /// C = Aᵀ · B without forming Aᵀ. A: [m, k] CSR, B: [m, n], C: [k, n] (overwritten).
 /// Meant for small k (the weight gradient of a sparse input); large k should transpose A once.
+/// CUDA plans as for spmm.
 template <typename T>
 void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
 
 // ---- dense -----------------------------------------------------------------------------------
 
 /// C = alpha · op(A) · op(B) + beta · C through BLAS. op(A): [m, k], op(B): [k, n], C: [m, n].
+/// beta = 0 overwrites C (NaNs in it do not survive). The CPU backend throws InvalidArgument for
+/// a dimension above 2^31 - 1.
 template <typename T>
 void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
           ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c);
 
-/// y = x (same shape). Used where a layer must not alias its input.
+/// y = x (same shape [n, f]; y may be x). Used where a layer must not alias its input.
 template <typename T>
 void copy(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 
@@ -49,12 +59,12 @@ void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const Lo
                  DenseView<T> out);
 
 /// out[rows[i], :] += x[i, :] (adds received halo rows into their owners). x: [m, f], rows: [m]
-/// distinct, in [0, n), out: [n, f].
+/// distinct, in [0, n) (range checked on the CPU, trusted on a GPU), out: [n, f].
 template <typename T>
 void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
                       DenseView<T> out);
 
-/// x[r, :] += bias for every row. x: [n, f], bias: [f].
+/// x[r, :] += bias for every row. x: [n, f], bias: [f]. Throws DimensionMismatch otherwise.
 template <typename T>
 void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias);
 
@@ -66,34 +76,41 @@ void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias
 template <typename T>
 void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 
-/// dx = dy where y > 0, else 0. y is the forward output. dx may alias dy.
+/// dx = dy where y > 0, else 0. y (the forward output), dy, dx: [n, f]; dx may alias dy.
 template <typename T>
 void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                    DenseView<T> dx);
 
-/// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. y may alias x.
+/// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. x, y: [n, f]; y may
+/// alias x; rows gives the global ids of the n rows. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
 void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
                      const RngKey& key, RowIds rows);
 
-/// dx = dy · mask / (1 - p) with the same mask as the forward (redrawn, not stored).
+/// dx = dy · mask / (1 - p) with the same mask as the forward (redrawn, not stored): pass the
+/// forward's key and rows. dy, dx: [n, f]; dx may alias dy. Throws InvalidArgument unless
+/// 0 <= p < 1.
 template <typename T>
 void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
                       const RngKey& key, RowIds rows);
 
 /// y = max(x, 0) · mask / (1 - p) with dropout_forward's mask: ReLU then dropout in one pass.
+/// x, y: [n, f]; y may alias x. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
 void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
                           const RngKey& key, RowIds rows);
 
 /// Backward of relu_dropout_forward from its output y: dx = dy / (1 - p) where y > 0, else 0
-/// (y > 0 exactly where the input was positive and kept, so no mask is redrawn).
+/// (y > 0 exactly where the input was positive and kept, so no mask is redrawn). y, dy, dx:
+/// [n, f]; dx may alias dy. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
 void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                            DenseView<T> dx, float p);
 
 /// Dropout on the stored values of a sparse matrix with the dense mask semantics:
 /// out_val[k] = in_val[k] · mask(row, col[k]) / (1 - p). Same structure, values only.
+/// in: [n, f] CSR starting at entry 0 (row_ptr[0] == 0), out_val: [in.nnz()]. Reads
+/// in.row_ptr on the host to count the entries. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
                         const RngKey& key, RowIds rows);
@@ -101,17 +118,20 @@ void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_
 // ---- loss ------------------------------------------------------------------------------------
 
 /// Masked softmax cross-entropy over the rows listed in `rows`.
-/// logits: [n, c]; labels: [n] in [0, c); d_logits: [n, c] is overwritten with
-/// d(loss)/d(logits) (zero outside `rows`) when non-empty. Loss and gradient are divided by
-/// `normalizer` (the global count of selected rows). Returns the sum of -log p over `rows`
-/// divided by normalizer.
+/// logits: [n, c]; labels: [n], in [0, c) at the selected rows; rows: distinct ids in [0, n);
+/// d_logits: [n, c] is overwritten with d(loss)/d(logits) (zero outside `rows`) when
+/// non-empty. Loss and gradient are divided by `normalizer` (the global count of selected
+/// rows). Returns the sum of -log p over `rows` divided by normalizer; on CUDA it waits for the
+/// result. Throws InvalidArgument for a normalizer that is not positive and finite, or a
+/// selected row or label out of range.
 template <typename T>
 double softmax_cross_entropy(const Backend& backend, ConstDenseView<T> logits,
                              std::span<const std::int32_t> labels,
                              std::span<const std::int32_t> rows, double normalizer,
                              DenseView<T> d_logits);
 
-/// Number of `rows` whose argmax over logits equals the label (ties: lowest index).
+/// Number of `rows` whose argmax over logits equals the label (ties: lowest index). logits:
+/// [n, c], labels: [n], rows: ids in [0, n); range errors as for softmax_cross_entropy.
 template <typename T>
 std::int64_t count_correct(const Backend& backend, ConstDenseView<T> logits,
                            std::span<const std::int32_t> labels,
@@ -121,23 +141,24 @@ std::int64_t count_correct(const Backend& backend, ConstDenseView<T> logits,
 
 /// Hyper-parameters of one Adam/AdamW step.
 struct AdamConfig {
-  float lr = 0.01f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;
+  float lr = 0.01f;           ///< learning rate, >= 0
+  float beta1 = 0.9f;         ///< decay of the first moment, in [0, 1)
+  float beta2 = 0.999f;       ///< decay of the second moment, in [0, 1)
+  float eps = 1e-8f;          ///< added to sqrt(v̂), >= 0
+  float weight_decay = 0.0f;  ///< >= 0; how it applies depends on `decoupled`
   /// false: Adam with L2 (decay added to the gradient, as torch.optim.Adam);
   /// true: AdamW (decoupled decay, as torch.optim.AdamW).
   bool decoupled = false;
 };
 
-/// One Adam step on a flat parameter array. `step` counts from 1 (bias correction).
-/// param, grad, m, v: the same length.
+/// One Adam step on a flat parameter array, in torch.optim's order of operations; updates param,
+/// m and v in place. `step` counts from 1 (bias correction). param, grad, m, v: the same length.
+/// Throws InvalidArgument for step < 1 or a config outside the ranges above.
 template <typename T>
 void adam_step(const Backend& backend, std::span<T> param, std::span<const T> grad,
                std::span<T> m, std::span<T> v, const AdamConfig& config, std::int64_t step);
 
-/// Sets every element to zero.
+/// Sets every element of x to zero.
 template <typename T>
 void zero(const Backend& backend, std::span<T> x);
 
@@ -145,7 +166,7 @@ void zero(const Backend& backend, std::span<T> x);
 
 namespace tessera::ops {
 
-/// y += alpha · x over flat arrays of the same length.
+/// y += alpha · x over flat arrays of the same length (DimensionMismatch otherwise).
 template <typename T>
 void axpy(const Backend& backend, T alpha, std::span<const T> x, std::span<T> y);
 

@@ -10,17 +10,19 @@
 
 namespace tessera::partition {
 
+/// How partition_graph assigns vertices to parts.
 enum class Method {
   MetisKway,       ///< METIS_PartGraphKway (default)
   MetisRecursive,  ///< METIS_PartGraphRecursive
-  Block,           ///< contiguous id ranges of equal weight (CAGNET's 1D layout)
-  Random           ///< each vertex to a uniformly random part (seeded)
+  Block,           ///< contiguous id ranges of equal weight or part_weights (CAGNET's 1D layout)
+  Random           ///< each vertex to a random part, drawn by the target shares (seeded)
 };
 
+/// What each vertex weighs when parts are balanced (METIS vwgt; the block method's ranges).
 enum class VertexWeight {
   Uniform,  ///< every vertex 1
-  Degree,   ///< degree + 1
-  Compute   ///< degree + feature width: the per-vertex cost of one GCN layer
+  Degree,   ///< degree (without self-loop) + 1
+  Compute   ///< degree + feature width (at least 1): the per-vertex cost of one GCN layer
 };
 
 /// What METIS k-way minimizes. Recursive bisection always minimizes the edge cut.
@@ -29,14 +31,16 @@ enum class Objective {
   Volume    ///< total communication volume, the rows a halo exchange moves (about 2x slower)
 };
 
+/// Options of partition_graph.
 struct Options {
-  int num_parts = 2;
-  Method method = Method::MetisKway;
-  Objective objective = Objective::EdgeCut;
-  VertexWeight vertex_weight = VertexWeight::Uniform;
-  /// Feature width used by VertexWeight::Compute.
+  int num_parts = 2;                                   ///< in [1, nodes]
+  Method method = Method::MetisKway;                   ///< see Method
+  Objective objective = Objective::EdgeCut;            ///< Volume needs Method::MetisKway
+  VertexWeight vertex_weight = VertexWeight::Uniform;  ///< ignored by Method::Random
+  /// Feature width used by VertexWeight::Compute (>= 0).
   std::int64_t feature_width = 0;
-  /// Target share of each part (METIS tpwgts), normalized to sum 1; empty means equal shares.
+  /// Target share of each part (METIS tpwgts), positive, normalized to sum 1; empty means equal
+  /// shares. Otherwise one per part.
   std::vector<double> part_weights;
   /// Fixed by default so the same inputs give the same partition every run.
   std::uint64_t seed = 0;
@@ -44,14 +48,15 @@ struct Options {
 
 /// Which part owns each vertex.
 struct Partition {
-  int num_parts = 0;
+  int num_parts = 0;                ///< P
   std::vector<std::int32_t> owner;  ///< [num_nodes], each in [0, num_parts)
 };
 
-/// Partitions the symmetric adjacency `a` (no self-loops needed). Throws MetisError when the
-/// graph does not fit METIS's index type (checked before METIS is called) or METIS fails,
-/// InvalidArgument for bad options (part count < 1 or > nodes, wrong part_weights length, the
-/// volume objective with a method other than METIS k-way).
+/// Partitions the symmetric adjacency `a`: [n, n] in host memory (self-loops are ignored).
+/// Throws MetisError when the graph or its total vertex weight does not fit METIS's index type
+/// (checked before METIS is called) or METIS fails, InvalidArgument for a non-square `a` or bad
+/// options (part count < 1 or > nodes, wrong part_weights length or a non-positive weight, a
+/// negative feature_width, the volume objective with a method other than METIS k-way).
 /// Deterministic: the same graph, options and seed give the same owners. Every part owns at least
 /// one vertex: a part METIS or the random draw leaves empty (possible on tiny or disconnected
 /// graphs) receives the highest-id vertex of the then-largest part; block ranges are non-empty by
@@ -64,7 +69,9 @@ Partition partition_graph(const Csr& a, const Options& options);
 struct Quality {
   std::int64_t edge_cut = 0;             ///< undirected edges whose endpoints differ in part
   std::int64_t total_volume = 0;         ///< sum over parts of rows sent
+  /// Most rows one part sends / receives per exchange.
   std::int64_t max_send = 0, max_recv = 0;
+  /// Rows per part sent / received, on average (equal: every row sent is received).
   double mean_send = 0.0, mean_recv = 0.0;
   double vertex_balance = 0.0;           ///< max part size / mean part size
   double edge_balance = 0.0;             ///< max part nonzeros / mean
@@ -76,25 +83,29 @@ struct Quality {
   std::int64_t broadcast_volume = 0;
 };
 
-/// Linear in the nonzeros. For the symmetric `a`, ghosts[q] == recv[q]. Throws InvalidArgument
-/// for owners outside [0, num_parts) and DimensionMismatch when owner.size() != rows.
+/// The Quality of `partition` on the symmetric `a` ([n, n], host memory); linear in the
+/// nonzeros. ghosts[q] == recv[q]. Throws InvalidArgument for a non-square `a`, num_parts < 1 or
+/// owners outside [0, num_parts), and DimensionMismatch when owner.size() != n.
 Quality measure(const Csr& a, const Partition& partition);
 
 /// Connected components of the symmetric `a` (Boost.Graph): the number and the size of the
 /// largest. An isolated vertex is a component of its own.
 struct Components {
-  std::int64_t count = 0;
-  std::int64_t largest = 0;
+  std::int64_t count = 0;    ///< number of components (0 for an empty graph)
+  std::int64_t largest = 0;  ///< vertices in the largest
 };
+/// a: [n, n] in host memory. Throws InvalidArgument when it is not square.
 Components connected_components(const Csr& a);
 
+/// The text forms the parse_* functions read back (and the manifest records). Each parse_*
+/// throws InvalidArgument naming the valid forms for any other text.
 std::string to_string(Method method);
 std::string to_string(VertexWeight weight);
 std::string to_string(Objective objective);
 Method parse_method(const std::string& text);  ///< metis, metis-recursive, block, random
 VertexWeight parse_vertex_weight(const std::string& text);  ///< uniform, degree, compute
 Objective parse_objective(const std::string& text);          ///< cut, volume
-/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text.
+/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text or a non-positive item.
 std::vector<double> parse_part_weights(const std::string& text);
 
 }  // namespace tessera::partition
