@@ -190,11 +190,12 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   if (initialized) return;
   int provided = 0;
   TESSERA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
-  owns_ = true;
   if (provided < MPI_THREAD_FUNNELED) {
+    MPI_Finalize();  // the destructor of an object whose constructor threw does not run
     throw MpiError(fmt::format("MPI gives thread level {}; Tessera needs MPI_THREAD_FUNNELED ({})",
                                provided, MPI_THREAD_FUNNELED));
   }
+  owns_ = true;
 }
 
 MpiEnvironment::~MpiEnvironment() {

@@ -129,7 +129,8 @@ Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
     ops::dropout_forward(*backend_, x.dense, y, p_, key, step.rows);
     return make_context<T>(step, x, y);
   }
-  if (sparse_values_.size() != x.sparse.nnz()) sparse_values_ = Buffer<T>(backend_, x.sparse.nnz());
+  const std::int64_t entries = ops::nnz(*backend_, x.sparse);  // row_ptr may be device memory
+  if (sparse_values_.size() != entries) sparse_values_ = Buffer<T>(backend_, entries);
   ops::dropout_csr_values(*backend_, x.sparse, sparse_values_.span(), p_, key, step.rows);
   CsrView<T> y = x.sparse;
   y.val = sparse_values_.data();

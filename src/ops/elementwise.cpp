@@ -82,16 +82,35 @@ void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T>
 }
 
 template <typename T>
+std::int64_t nnz(const Backend& backend, CsrView<T> a) {
+  if (a.rows == 0) return 0;
+  if (backend.kind() == DeviceKind::Cpu) return a.nnz();
+  Offset ends[2];
+  backend.copy_to_host(&ends[0], a.row_ptr, sizeof(Offset));
+  backend.copy_to_host(&ends[1], a.row_ptr + a.rows, sizeof(Offset));
+  return ends[1] - ends[0];
+}
+
+template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
                         const RngKey& key, RowIds rows) {
-  if (static_cast<std::int64_t>(out_val.size()) != in.nnz()) {
-    detail::throw_mismatch("dropout_csr_values", "out_val of in.nnz entries", "in.val",
-                           detail::shape_of_size(in.nnz()), "out_val", detail::shape(out_val));
+  const std::int64_t entries = nnz(backend, in);
+  if (static_cast<std::int64_t>(out_val.size()) != entries) {
+    detail::throw_mismatch("dropout_csr_values", "out_val of nnz(in) entries", "in.val",
+                           detail::shape_of_size(entries), "out_val", detail::shape(out_val));
+  }
+  if (in.rows > 0) {  // out_val is indexed by entry number: the view must start at entry 0
+    Offset first = 0;
+    backend.copy_to_host(&first, in.row_ptr, sizeof(Offset));
+    if (first != 0) {
+      throw InvalidArgument("dropout_csr_values: a row slice starting at entry " +
+                            std::to_string(first) + " (needs row_ptr[0] == 0)");
+    }
   }
   detail::check_probability("dropout_csr_values", p);
   if (p == 0.0f) {
-    const ConstDenseView<T> values(in.val, 1, in.nnz());
-    return copy(backend, values, DenseView<T>(out_val.data(), 1, in.nnz()));
+    const ConstDenseView<T> values(in.val, 1, entries);
+    return copy(backend, values, DenseView<T>(out_val.data(), 1, entries));
   }
   switch (backend.kind()) {
   case DeviceKind::Cpu:
@@ -123,6 +142,8 @@ template void dropout_backward<float>(const Backend&, ConstDenseView<float>, Den
                                       float, const RngKey&, RowIds);
 template void dropout_backward<double>(const Backend&, ConstDenseView<double>, DenseView<double>,
                                        float, const RngKey&, RowIds);
+template std::int64_t nnz<float>(const Backend&, CsrView<float>);
+template std::int64_t nnz<double>(const Backend&, CsrView<double>);
 template void dropout_csr_values<float>(const Backend&, CsrView<float>, std::span<float>, float,
                                         const RngKey&, RowIds);
 template void dropout_csr_values<double>(const Backend&, CsrView<double>, std::span<double>, float,

@@ -161,6 +161,17 @@ TEST_F(Ops, DropoutCsrRejectsWrongValueCount) {
                DimensionMismatch);
 }
 
+TEST_F(Ops, DropoutCsrRefusesARowSliceNotStartingAtEntryZero) {
+  const auto a = random_csr<float>(cpu, 6, 7, 0.5, 2);
+  const CsrView<float> tail = a.view().row_slice(3, 6);
+  ASSERT_GT(tail.row_ptr[0], 0);
+  ASSERT_EQ(ops::nnz(*cpu, tail), tail.nnz());
+  std::vector<float> values(static_cast<std::size_t>(tail.nnz()));
+
+  EXPECT_THAT([&] { ops::dropout_csr_values(*cpu, tail, std::span<float>(values), 0.5f, {}, {}); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("row slice")));
+}
+
 TEST_F(Ops, LossOpsRejectWrongLabelCountAndBadNormalizer) {
   const auto logits = random_dense<float>(cpu, 4, 3, 1);
   const std::vector<std::int32_t> labels = {0, 1, 2};

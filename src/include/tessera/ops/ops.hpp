@@ -107,10 +107,15 @@ template <typename T>
 void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                            DenseView<T> dx, float p);
 
+/// Entries of a CSR view whose arrays live in `backend`'s memory (CsrView::nnz() reads row_ptr
+/// directly, so it only works for host memory): two offsets copied to the host on a device.
+template <typename T>
+std::int64_t nnz(const Backend& backend, CsrView<T> a);
+
 /// Dropout on the stored values of a sparse matrix with the dense mask semantics:
 /// out_val[k] = in_val[k] · mask(row, col[k]) / (1 - p). Same structure, values only.
-/// in: [n, f] CSR starting at entry 0 (row_ptr[0] == 0), out_val: [in.nnz()]. Reads
-/// in.row_ptr on the host to count the entries. Throws InvalidArgument unless 0 <= p < 1.
+/// in: [n, f] CSR starting at entry 0 (row_ptr[0] == 0), out_val: [nnz(backend, in)].
+/// Throws InvalidArgument unless 0 <= p < 1 and row_ptr[0] == 0.
 template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
                         const RngKey& key, RowIds rows);
