@@ -1,6 +1,7 @@
 // Aggregation: S · x and Sᵀ · dy with the halo exchange overlapped with the rows that need none.
 #include "tessera/gnn/aggregation.hpp"
 
+#include "src/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -102,7 +103,68 @@ DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
   return dx.slice_rows(0, rows());
 }
 
+template <typename T>
+AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s,
+                                          const CsrT<T>& s_t, bool transform_first)
+    : backend_(std::move(backend)), aggregation_(backend_, s, s_t),
+      transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_) {}
+
+template <typename T>
+void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
+                                    DenseView<T> y) {
+  if (transform_first_) {  // y = S · (x·W), the ghost rows of x·W from their owners
+    DenseView<T> xw = aggregation_.local_input(w.cols);
+    detail::multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
+    aggregation_.forward_local(w.cols, y);
+    return;
+  }
+  if (x.is_sparse()) {
+    throw InvalidArgument(layer + ": aggregate-first needs a dense input; use transform-first "
+                                  "for sparse features");
+  }
+  DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows);  // y = (S · x) · W
+  aggregation_.forward(x.dense, sx);
+  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::No, T{1}, ConstDenseView<T>(sx), w,
+            T{0}, y);
+}
+
+template <typename T>
+DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> x,
+                                             ConstDenseView<T> dy, Parameter<T>& w,
+                                             GradientMode input_mode, GradientMode param_mode) {
+  const std::int64_t in = w.value.rows();
+  if (input_mode != GradientMode::Ignore && x.is_sparse()) {
+    throw InvalidArgument(layer + ": no gradient for a sparse input");
+  }
+  if (transform_first_) {
+    // d(xW) = Sᵀ·dy (distributed, the ghost rows' share is added at their owners);
+    // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
+    const DenseView<T> d_xw = aggregation_.backward(dy);  // [input rows, out]
+    detail::weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, d_input_);
+    if (input_mode == GradientMode::Ignore) return {};
+    DenseView<T> dx = d_input_.get(x.rows(), in);
+    const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
+    ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, ConstDenseView<T>(d_xw),
+              w.value.cview(), beta, dx);
+    return dx;
+  }
+  // dW = (Sx)ᵀ·dy; d(Sx) = dy·Wᵀ; dx = Sᵀ·d(Sx).
+  const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
+  detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode,
+                          d_input_);
+  if (input_mode == GradientMode::Ignore) return {};
+  if (input_mode == GradientMode::Accumulate) {
+    throw InvalidArgument(layer + ": aggregate-first backward overwrites its input gradient");
+  }
+  DenseView<T> d_sx = d_mid_.get(aggregation_.rows(), in);
+  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, dy, w.value.cview(), T{0},
+            d_sx);
+  return aggregation_.backward(ConstDenseView<T>(d_sx));
+}
+
 template class Aggregation<float>;
 template class Aggregation<double>;
+template class AggregateTransform<float>;
+template class AggregateTransform<double>;
 
 }  // namespace tessera

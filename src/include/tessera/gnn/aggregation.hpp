@@ -69,4 +69,42 @@ class Aggregation {
   Workspace<T> d_local_;  // [n_local, f]: Sᵀ · dy
 };
 
+/// y = S · x · W for a weight the caller owns, in the order that multiplies (and, distributed,
+/// exchanges) the narrower matrix: S · (x·W) transform-first, (S · x) · W otherwise. GcnConv is
+/// this plus a bias; SageConv's neighbour term is this.
+template <typename T>
+class AggregateTransform {
+ public:
+  /// s, s_t: as for Aggregation. transform_first: compute x·W before aggregating (required for
+  /// a sparse input).
+  AggregateTransform(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t,
+                     bool transform_first);
+
+  Aggregation<T>& aggregation() noexcept { return aggregation_; }
+  const Aggregation<T>& aggregation() const noexcept { return aggregation_; }
+  bool transforms_first() const noexcept { return transform_first_; }
+
+  /// y = S·x·W. x: [aggregation().input_rows(), in], dense or (transform-first) sparse;
+  /// w: [in, out]; y: [aggregation().rows(), out], overwritten. `layer` names errors.
+  void forward(const std::string& layer, Input<T> x, ConstDenseView<T> w, DenseView<T> y);
+  /// From dy: [rows, out] and the forward's x: w.grad per param_mode; returns dx: [input rows,
+  /// in] per input_mode (empty for Ignore), in a buffer of this object. Accumulate adds to
+  /// that buffer's previous contents (transform-first only); a sparse x has no gradient.
+  DenseView<T> backward(const std::string& layer, Input<T> x, ConstDenseView<T> dy,
+                        Parameter<T>& w, GradientMode input_mode, GradientMode param_mode);
+
+  /// Bytes of the reusable buffers.
+  std::size_t bytes() const noexcept {
+    return aggregation_.bytes() + mid_.bytes() + d_mid_.bytes() + d_input_.bytes();
+  }
+
+ private:
+  BackendPtr backend_;
+  Aggregation<T> aggregation_;
+  bool transform_first_;
+  Workspace<T> mid_;      // [rows, in] = S·x (aggregate first)
+  Workspace<T> d_mid_;    // [rows, in]: its gradient dy·Wᵀ
+  Workspace<T> d_input_;  // [input rows, in] (transform first), and weight-gradient scratch
+};
+
 }  // namespace tessera

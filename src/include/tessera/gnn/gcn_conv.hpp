@@ -52,27 +52,23 @@ class GcnConv final : public Module<T> {
   /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
   /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).
   void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
-    aggregation_.distribute(halo, n_interior);
+    product_.aggregation().distribute(halo, n_interior);
   }
   /// The layer's exchanges (nullptr when not distributed).
-  const comm::HaloExchange<T>* halo() const noexcept { return aggregation_.halo(); }
+  const comm::HaloExchange<T>* halo() const noexcept { return product_.aggregation().halo(); }
 
   /// Whether the layer computes Â·(x·W) (else (Â·x)·W).
-  bool transforms_first() const noexcept { return transform_first_; }
+  bool transforms_first() const noexcept { return product_.transforms_first(); }
   /// The weight, [in, out].
   Parameter<T>& weight() { return weight_; }
   const Parameter<T>& weight() const { return weight_; }
 
  private:
   BackendPtr backend_;
-  Aggregation<T> aggregation_; // Â · (x·W) or Â · x, and the transposed products
-  bool transform_first_;
-  Parameter<T> weight_;  // [in, out]
-  Parameter<T> bias_;    // [1, out] or empty
-  Workspace<T> mid_;     // [n, in] = Â·x (aggregate first)
-  Workspace<T> output_;  // [n, out]
-  Workspace<T> d_mid_;   // [n, in]: gradient of Â·x (aggregate first)
-  Workspace<T> d_input_; // [n, in]
+  AggregateTransform<T> product_; // Â · x · W in either order
+  Parameter<T> weight_;           // [in, out]
+  Parameter<T> bias_;             // [1, out] or empty
+  Workspace<T> output_;           // [n, out]
 };
 
 }  // namespace tessera

@@ -38,21 +38,17 @@ public:
   /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
   /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
   void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
-    aggregation_.distribute(halo, n_interior);
+    neighbours_.aggregation().distribute(halo, n_interior);
   }
 
 private:
   BackendPtr backend_;
-  Aggregation<T> aggregation_; // M · (x·W_neigh) or M · x, and the transposed products
-  bool transform_first_;
+  AggregateTransform<T> neighbours_; // M · x · W_neigh in either order
   Parameter<T> self_weight_;  // [in, out]
   Parameter<T> neigh_weight_; // [in, out]
   Parameter<T> bias_;         // [1, out] or empty
-  Workspace<T> mid_;          // [n, in] = M·x (aggregate first)
   Workspace<T> self_;         // [n, out] = x·W_self
   Workspace<T> output_;       // [n, out]
-  Workspace<T> d_mid_;        // gradient of mid_
-  Workspace<T> d_input_;      // [n, in]
   Workspace<T> scratch_;      // weight-gradient scratch for sparse inputs
 };
 
