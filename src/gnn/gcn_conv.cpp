@@ -12,8 +12,7 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
                     std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
     : backend_(backend),
       product_(backend, adjacency, adjacency_t,
-               order == GcnOrder::TransformThenAggregate ||
-                   (order == GcnOrder::Auto && out_features < in_features)),
+               tessera::transforms_first(order, in_features, out_features)),
       weight_(detail::make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight",
                                      in_features, out_features, seed, layer_index)),
       bias_(detail::make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",

@@ -12,8 +12,7 @@ SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& me
                       std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
     : backend_(backend),
       neighbours_(backend, mean, mean_t,
-                  order == GcnOrder::TransformThenAggregate ||
-                      (order == GcnOrder::Auto && out_features < in_features)),
+                  tessera::transforms_first(order, in_features, out_features)),
       // The two weights get different random fields: layer_index for one, a shifted one for
       // the other, so they are independent.
       self_weight_(detail::make_weight<T>(backend, "sage" + std::to_string(layer_index) + ".self",

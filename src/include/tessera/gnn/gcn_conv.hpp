@@ -20,6 +20,11 @@ enum class GcnOrder {
   TransformThenAggregate   ///< Â · (H · W)
 };
 
+/// Whether a layer of this order and widths computes x·W before aggregating.
+constexpr bool transforms_first(GcnOrder order, std::int64_t in, std::int64_t out) noexcept {
+  return order == GcnOrder::TransformThenAggregate || (order == GcnOrder::Auto && out < in);
+}
+
 /// One graph convolution over a fixed normalized adjacency. The adjacency and its transpose
 /// (the same object for a symmetric graph) must outlive the layer.
 ///
