@@ -90,7 +90,7 @@ std::string dimension_text(std::int64_t n) {
 }
 
 [[noreturn]] void fail_file(const std::string& path, const std::string& problem) {
-  throw FormatError("partition store file '" + path + "': " + problem);
+  throw FormatError("array file '" + path + "': " + problem);
 }
 
 /// Writes header + payload to path.tmp, then renames it onto path.
@@ -165,7 +165,7 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
   const auto fail = [&path](const std::string& problem) { fail_file(path, problem); };
   std::FILE* file = std::fopen(path.c_str(), "rb");
   if (file == nullptr) {
-    throw IoError("cannot read partition store file '" + path + "': " + std::strerror(errno));
+    throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
   }
   struct Closer {
     std::FILE* f;
@@ -245,6 +245,18 @@ TESSERA_STORE_ARRAY(std::uint8_t)
 
 void write_text_file(const std::string& path, const std::string& text) {
   write_file_atomically(path, nullptr, 0, text.data(), text.size());
+}
+
+void create_folder(const std::string& path) {
+  std::error_code error;
+  std::filesystem::create_directories(path, error);
+  if (error) throw IoError("cannot create folder '" + path + "': " + error.message());
+}
+
+void remove_file(const std::string& path) {
+  std::error_code error;
+  std::filesystem::remove(path, error);
+  if (error) throw IoError("cannot remove '" + path + "': " + error.message());
 }
 
 

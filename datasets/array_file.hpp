@@ -62,5 +62,10 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
 /// Writes `text` to `path` via `path.tmp` and a rename. Throws IoError naming the file.
 void write_text_file(const std::string& path, const std::string& text);
 
+/// Creates `path` and its parents (nothing when they exist); remove_file removes one file
+/// (nothing when absent). Each throws IoError naming the path and the reason.
+void create_folder(const std::string& path);
+void remove_file(const std::string& path);
+
 
 } // namespace tessera::datasets::detail

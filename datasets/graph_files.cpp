@@ -112,7 +112,7 @@ void write_graph_files(const std::string& folder, const Csr& adjacency, const Fe
                        std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
                        std::span<const std::int32_t> val, std::span<const std::int32_t> test,
                        std::vector<std::uint32_t>& crcs) {
-  fs::create_directories(folder);
+  create_folder(folder);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   write_csr(folder, "adj", adjacency, crcs);
   if (features.dense) {

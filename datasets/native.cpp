@@ -41,8 +41,8 @@ bool is_native_dataset(const std::string& path) {
 
 void save_native(const Dataset& dataset, const std::string& dir) {
   // The description goes last: a folder without it is never taken for a complete dataset.
-  fs::create_directories(dir);
-  fs::remove(description_path(dir));
+  detail::create_folder(dir);
+  detail::remove_file(description_path(dir));
   std::vector<std::uint32_t> crcs;
   detail::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels,
                             dataset.train_idx, dataset.val_idx, dataset.test_idx, crcs);

@@ -105,7 +105,7 @@ template <typename T> std::span<const T> span_of(const std::vector<T>& v) {
 
 /// Writes one tile's files into `folder`; returns the payload CRCs in file order.
 std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGraph& tile) {
-  fs::create_directories(folder);
+  datasets::detail::create_folder(folder);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   std::vector<std::uint32_t> crcs;
   crcs.push_back(write_array(file("owned_ids.bin"), span_of(tile.owned_ids), tile.n_owned()));

@@ -176,6 +176,11 @@ std::span<std::byte> bytes_of(T* data, std::int64_t begin, std::int64_t count) {
 
 Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
                        HaloStats* stats) {
+  if (owned.rows() > 0 && owned.backend()->kind() != DeviceKind::Cpu) {
+    throw InvalidArgument(fmt::format("gather_sparse_rows on rank {}: the matrix must be in host "
+                                      "memory (copy it to the device after the gather)",
+                                      comm.rank()));
+  }
   if (owned.rows() != plan.n_owned()) {
     throw DimensionMismatch(
         fmt::format("gather_sparse_rows on rank {}: matrix {} for {} owned rows", comm.rank(),

@@ -27,6 +27,11 @@ struct RunReport::Impl {
     while (true) {
       const std::size_t dot = key.find('.', start);
       const std::string part(key.substr(start, dot - start));
+      if (!node->is_null() && !node->is_object()) {
+        throw InvalidArgument("report key '" + std::string(key) + "': '" +
+                              std::string(key.substr(0, start == 0 ? 0 : start - 1)) +
+                              "' already holds a value, not a group");
+      }
       node = &(*node)[part];
       if (dot == std::string_view::npos) return *node;
       start = dot + 1;

@@ -36,6 +36,7 @@ void DenseT<T>::fill(T value) {
 
 template <typename T>
 DenseT<T> to_backend(const DenseT<T>& x, const BackendPtr& target) {
+  if (x.backend() == nullptr) return {};  // a default-constructed matrix: nothing to copy
   DenseT<T> out(target, x.rows(), x.cols());
   copy_bytes(*target, out.data(), *x.backend(), x.data(), x.bytes());
   return out;
@@ -43,6 +44,7 @@ DenseT<T> to_backend(const DenseT<T>& x, const BackendPtr& target) {
 
 template <typename T>
 CsrT<T> to_backend(const CsrT<T>& x, const BackendPtr& target) {
+  if (x.backend() == nullptr) return {};  // a default-constructed matrix: nothing to copy
   CsrT<T> out(target, x.rows(), x.cols(), x.nnz());
   copy_bytes(*target, out.row_ptr(), *x.backend(), x.row_ptr(),
              static_cast<std::size_t>(x.rows() + 1) * sizeof(Offset));

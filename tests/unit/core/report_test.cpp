@@ -1,4 +1,5 @@
 // The run report: dotted keys nest, arrays append, files are written whole.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -37,6 +38,16 @@ TEST(RunReport, NumbersReadBackByDottedKey) {
   EXPECT_FALSE(report.has("timing.wait_ms"));
   EXPECT_THROW(report.get_number("dataset.name"), InvalidArgument);
   EXPECT_THROW(report.get_number("no.such.key"), InvalidArgument);
+}
+
+TEST(RunReport, KeyThroughAValueIsRefusedNamingIt) {
+  RunReport report;
+  report.set("timing.epoch_ms", 3.0);
+
+  EXPECT_THAT([&] { report.set("timing.epoch_ms.max", 4.0); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  ::testing::HasSubstr("'timing.epoch_ms' already holds a value")));
+  EXPECT_EQ(report.get_number("timing.epoch_ms"), 3.0);
 }
 
 TEST(RunReport, WriteReplacesTheFileAndLeavesNoTemporary) {

@@ -48,6 +48,14 @@ TEST(Dense, MoveLeavesSourceEmpty) {
   EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
 }
 
+TEST(Tensor, EmptyMatricesCopyToABackendAsEmpty) {
+  const auto backend = make_cpu_backend(1);
+
+  EXPECT_TRUE(to_backend(Dense(), backend).empty());
+  EXPECT_EQ(to_backend(Csr(), backend).rows(), 0);
+  EXPECT_EQ(to_backend(Csr(), backend).nnz(), 0);
+}
+
 TEST(Csr, CastKeepsStructureAndConvertsValues) {
   Csr a(make_cpu_backend(), 2, 3, 2);
   a.row_ptr()[1] = 1;

@@ -37,6 +37,15 @@ TEST(DatasetsNative, SparseFeaturesRoundTripAndAFolderPathLoadsDirectly) {
   expect_same_dataset(original, back);
 }
 
+TEST(DatasetsNative, FolderThatCannotBeCreatedIsAnIoErrorNamingIt) {
+  const TempDir dir;
+  std::ofstream(dir.file("plain")) << "a file, not a folder";
+  const Dataset data = load("sbm:nodes=100,classes=2,avg-degree=4,features=3", 1);
+
+  EXPECT_THAT([&] { save_native(data, dir.file("plain") + "/sbm"); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr(dir.file("plain") + "/sbm")));
+}
+
 TEST(DatasetsNative, CorruptedPayloadIsRefusedNamingTheFile) {
   const TempDir dir;
   save_native(load("sbm:nodes=200,classes=2,features=4", 1), dir.file("g"));

@@ -118,8 +118,9 @@ private:
 /// The one-off gather of a sparse matrix's rows: owned: [n_owned, f] CSR in host memory;
 /// returns [n_local, f] on owned's backend with the owned rows followed by every ghost row
 /// copied from its owner. (Sparse input features are static: fetched once, then reused.)
-/// `stats` (optional) gets one exchange and its bytes added. Throws DimensionMismatch when
-/// owned does not have n_owned rows, FormatError for a received column outside [0, f).
+/// `stats` (optional) gets one exchange and its bytes added. Throws InvalidArgument for a matrix
+/// not in host memory, DimensionMismatch when owned does not have n_owned rows, FormatError for
+/// a received column outside [0, f).
 /// Collective over the plan's ranks.
 Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owned,
                        HaloStats* stats = nullptr);
