@@ -42,19 +42,8 @@ void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
 }
 
 template <typename T>
-void Aggregation<T>::check_rows(const char* what, std::int64_t rows, std::int64_t f) const {
-  if (rows != input_rows() || f <= 0) {
-    throw DimensionMismatch(std::string("aggregation over ") + s_->shape() + ": " + what + " " +
-                            shape_string(rows, f) + " should have " +
-                            std::to_string(input_rows()) + " rows" +
-                            (halo_ != nullptr ? " (the owned rows; the halo brings the ghosts)"
-                                              : " (owned and ghost rows)"));
-  }
-}
-
-template <typename T>
 void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
-  check_rows("input", x.rows, x.cols);
+  check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
     ops::spmm(*backend_, s_->view(), x, y);
     return;
@@ -107,7 +96,8 @@ template <typename T>
 AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s,
                                           const CsrT<T>& s_t, bool transform_first)
     : backend_(std::move(backend)), aggregation_(backend_, s, s_t),
-      transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_) {}
+      transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_),
+      scratch_(backend_) {}
 
 template <typename T>
 void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
@@ -140,7 +130,7 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
     // d(xW) = Sᵀ·dy (distributed, the ghost rows' share is added at their owners);
     // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
     const DenseView<T> d_xw = aggregation_.backward(dy);  // [input rows, out]
-    detail::weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, d_input_);
+    detail::weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, scratch_);
     if (input_mode == GradientMode::Ignore) return {};
     DenseView<T> dx = d_input_.get(x.rows(), in);
     const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
@@ -151,7 +141,7 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
   // dW = (Sx)ᵀ·dy; d(Sx) = dy·Wᵀ; dx = Sᵀ·d(Sx).
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
   detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode,
-                          d_input_);
+                          scratch_);
   if (input_mode == GradientMode::Ignore) return {};
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(layer + ": aggregate-first backward overwrites its input gradient");

@@ -35,7 +35,7 @@ inline Input<float> feature_input(const datasets::Features& f) {
 /// gcn: the resolved GCN configuration, or null for a custom model.
 inline void report_config(RunReport& r, const TrainJob& job, const GcnConfig* gcn) {
   r.set("config.dataset", job.dataset);
-  r.set("config.model", job.model_builder ? job.model_name : std::string("GCN"));
+  r.set("config.model", gcn != nullptr ? std::string("GCN") : job.model_name);
   r.set("config.epochs", job.train.epochs);
   r.set("config.lr", static_cast<double>(job.train.adam.lr));
   r.set("config.weight_decay", static_cast<double>(job.train.adam.weight_decay));

@@ -19,7 +19,7 @@ ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::int64_t in_featur
                        std::int64_t classes)
     : backend_(std::move(backend)), adjacency_(std::move(adjacency)), in_features_(in_features),
       classes_(classes), n_owned_(adjacency_.rows()), n_local_(adjacency_.cols()), n_interior_(0),
-      input_rows_(adjacency_.rows()) {
+      input_has_ghost_rows_(true) {
   if (adjacency_.rows() != adjacency_.cols()) {
     throw DimensionMismatch("the graph's adjacency must be square, got " + adjacency_.shape());
   }
@@ -33,7 +33,7 @@ ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::vector<std::int64
     : backend_(std::move(backend)), adjacency_(std::move(adjacency)), degree_(std::move(degree)),
       in_features_(in_features), classes_(classes), comm_(std::move(comm)), plan_(std::move(plan)),
       n_owned_(adjacency_.rows()), n_local_(adjacency_.cols()), n_interior_(n_interior),
-      input_rows_(input_has_ghost_rows ? adjacency_.cols() : adjacency_.rows()) {
+      input_has_ghost_rows_(input_has_ghost_rows) {
   if (plan_ == nullptr || comm_ == nullptr || plan_->n_owned() != n_owned_ ||
       plan_->n_local() != n_local_ || static_cast<std::int64_t>(degree_.size()) != n_local_ ||
       n_interior < 0 || n_interior > n_owned_) {
@@ -89,7 +89,7 @@ const Csr& ModelGraph::transpose(AggregationKind kind) {
 
 comm::HaloExchange<float>* ModelGraph::halo(int layer) {
   if (layer < 0) throw InvalidArgument("halo: negative layer index " + std::to_string(layer));
-  if (!distributed() || (layer == 0 && input_rows_ == n_local_)) return nullptr;
+  if (!distributed() || (layer == 0 && input_has_ghost_rows_)) return nullptr;
   if (static_cast<int>(halos_.size()) <= layer) halos_.resize(static_cast<std::size_t>(layer) + 1);
   auto& h = halos_[static_cast<std::size_t>(layer)];
   if (h == nullptr) {

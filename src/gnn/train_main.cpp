@@ -197,16 +197,14 @@ void print_distributed_table(const RunReport& report) {
   row("peak memory", "memory.peak_rss_bytes", 1.0 / (1 << 20), "MiB");
   const double moved = report.get_number("comm.halo_bytes_per_epoch");
   const auto cached = static_cast<std::int64_t>(report.get_number("halo.cache_hit_rows"));
-  if (report.has("comm.broadcast_1d_bytes_per_epoch")) {
-    const double broadcast = report.get_number("comm.broadcast_1d_bytes_per_epoch");
-    fmt::print("halo bytes per epoch, all ranks: {:.2f} MiB ({:.1f}x less than a 1D broadcast); "
-               "ghost input rows served from the cache: {}\n",
-               moved / (1 << 20), moved > 0 ? broadcast / moved : 0.0, cached);
-  } else {
-    fmt::print("halo bytes per epoch, all ranks: {:.2f} MiB; ghost input rows served from the "
-               "cache: {}\n",
-               moved / (1 << 20), cached);
+  std::string ratio;  // estimated for GCN models only
+  if (report.has("comm.broadcast_1d_bytes_per_epoch") && moved > 0) {
+    ratio = fmt::format(" ({:.1f}x less than a 1D broadcast)",
+                        report.get_number("comm.broadcast_1d_bytes_per_epoch") / moved);
   }
+  fmt::print("halo bytes per epoch, all ranks: {:.2f} MiB{}; ghost input rows served from the "
+             "cache: {}\n",
+             moved / (1 << 20), ratio, cached);
 }
 
 }  // namespace

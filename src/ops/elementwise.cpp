@@ -81,31 +81,39 @@ void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T>
   dropout_map("dropout_backward", backend, dy, dx, p, key, rows, false);
 }
 
+namespace detail {
+
+/// row_ptr[0] and row_ptr[rows] of a view in `backend`'s memory (one copy each on a device).
+template <typename T>
+std::pair<Offset, Offset> entry_range(const Backend& backend, CsrView<T> a) {
+  if (a.rows == 0) return {0, 0};
+  if (backend.kind() == DeviceKind::Cpu) return {a.row_ptr[0], a.row_ptr[a.rows]};
+  Offset first = 0, last = 0;
+  backend.copy_to_host(&first, a.row_ptr, sizeof(Offset));
+  backend.copy_to_host(&last, a.row_ptr + a.rows, sizeof(Offset));
+  return {first, last};
+}
+
+}  // namespace detail
+
 template <typename T>
 std::int64_t nnz(const Backend& backend, CsrView<T> a) {
-  if (a.rows == 0) return 0;
-  if (backend.kind() == DeviceKind::Cpu) return a.nnz();
-  Offset ends[2];
-  backend.copy_to_host(&ends[0], a.row_ptr, sizeof(Offset));
-  backend.copy_to_host(&ends[1], a.row_ptr + a.rows, sizeof(Offset));
-  return ends[1] - ends[0];
+  const auto [first, last] = detail::entry_range(backend, a);
+  return last - first;
 }
 
 template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
                         const RngKey& key, RowIds rows) {
-  const std::int64_t entries = nnz(backend, in);
+  const auto [first, last] = detail::entry_range(backend, in);
+  if (first != 0) {  // out_val is indexed by entry number: the view must start at entry 0
+    throw InvalidArgument("dropout_csr_values: a row slice starting at entry " +
+                          std::to_string(first) + " (needs row_ptr[0] == 0)");
+  }
+  const std::int64_t entries = last;
   if (static_cast<std::int64_t>(out_val.size()) != entries) {
     detail::throw_mismatch("dropout_csr_values", "out_val of nnz(in) entries", "in.val",
                            detail::shape_of_size(entries), "out_val", detail::shape(out_val));
-  }
-  if (in.rows > 0) {  // out_val is indexed by entry number: the view must start at entry 0
-    Offset first = 0;
-    backend.copy_to_host(&first, in.row_ptr, sizeof(Offset));
-    if (first != 0) {
-      throw InvalidArgument("dropout_csr_values: a row slice starting at entry " +
-                            std::to_string(first) + " (needs row_ptr[0] == 0)");
-    }
   }
   detail::check_probability("dropout_csr_values", p);
   if (p == 0.0f) {

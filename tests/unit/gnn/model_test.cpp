@@ -124,6 +124,30 @@ TEST(ModelGraph, BuildsEachAggregationOnceAndHasNoHaloOnOneProcess) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("adjacency was released")));
 }
 
+TEST(ModelGraph, TileWithoutGhostsStillExchangesAtLayerZeroWhenInputsAreNotCached) {
+  // A rank that reads no ghost row may still send rows to others: whether layer 0 exchanges is
+  // the job's choice, the same on every rank, not this rank's row counts.
+  const auto cpu = make_cpu_backend(1);
+  const auto comm = comm::make_self_communicator();
+  const std::vector<GlobalId> owned{0, 1};
+  const auto plan = std::make_shared<const comm::HaloPlan>(
+      comm::HaloPlan::build(*comm, owned, {}, {}));
+  Csr tile(cpu, 2, 2, 2);
+  tile.row_ptr()[0] = 0;
+  tile.row_ptr()[1] = 1;
+  tile.row_ptr()[2] = 2;
+  tile.col()[0] = 1;
+  tile.col()[1] = 0;
+  tile.val()[0] = tile.val()[1] = 1.0f;
+
+  gnn::ModelGraph uncached(cpu, tile.cast<float>(), {1, 1}, 3, 2, comm, plan, 0, false);
+  gnn::ModelGraph cached(cpu, tile.cast<float>(), {1, 1}, 3, 2, comm, plan, 0, true);
+
+  EXPECT_NE(uncached.halo(0), nullptr);
+  EXPECT_EQ(cached.halo(0), nullptr);
+  EXPECT_NE(cached.halo(1), nullptr);
+}
+
 TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
   const auto cpu = make_cpu_backend(1);
   const auto data = datasets::load_dataset(cpu, kEasySbm, {});

@@ -58,8 +58,6 @@ class Aggregation {
   std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
 
  private:
-  void check_rows(const char* what, std::int64_t rows, std::int64_t f) const;
-
   BackendPtr backend_;
   const CsrT<T>* s_;
   const CsrT<T>* s_t_;
@@ -95,7 +93,8 @@ class AggregateTransform {
 
   /// Bytes of the reusable buffers.
   std::size_t bytes() const noexcept {
-    return aggregation_.bytes() + mid_.bytes() + d_mid_.bytes() + d_input_.bytes();
+    return aggregation_.bytes() + mid_.bytes() + d_mid_.bytes() + d_input_.bytes() +
+           scratch_.bytes();
   }
 
  private:
@@ -104,7 +103,8 @@ class AggregateTransform {
   bool transform_first_;
   Workspace<T> mid_;      // [rows, in] = S·x (aggregate first)
   Workspace<T> d_mid_;    // [rows, in]: its gradient dy·Wᵀ
-  Workspace<T> d_input_;  // [input rows, in] (transform first), and weight-gradient scratch
+  Workspace<T> d_input_;  // [input rows, in] (transform first)
+  Workspace<T> scratch_;  // [in, out]: dW of a sparse x when accumulating
 };
 
 }  // namespace tessera

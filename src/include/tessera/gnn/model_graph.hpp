@@ -56,7 +56,7 @@ class ModelGraph {
   /// Owned rows [0, n_interior) read no ghost row.
   std::int64_t n_interior() const noexcept { return n_interior_; }
   /// Rows of the layer-0 input: n_local with cached ghost input rows, else n_owned.
-  std::int64_t input_rows() const noexcept { return input_rows_; }
+  std::int64_t input_rows() const noexcept { return input_has_ghost_rows_ ? n_local_ : n_owned_; }
 
   /// The aggregation matrix of `kind`, [n_owned, n_local], and its transpose, [n_local, n_owned]
   /// (the same object when the matrix is symmetric: Â and A on one process).
@@ -69,7 +69,7 @@ class ModelGraph {
   comm::HaloExchange<float>* halo(int layer);
   /// The exchange made for `layer`, or nullptr.
   const comm::HaloExchange<float>* halo_of(int layer) const;
-  /// One past the highest layer index asked for.
+  /// One past the highest layer that has an exchange (0 on one process).
   int num_layers_asked() const noexcept { return static_cast<int>(halos_.size()); }
   /// What every halo has moved so far, summed over layers.
   comm::HaloStats halo_totals() const;
@@ -94,7 +94,10 @@ class ModelGraph {
   std::int64_t in_features_, classes_;
   std::shared_ptr<comm::Communicator> comm_;
   std::shared_ptr<const comm::HaloPlan> plan_;
-  std::int64_t n_owned_, n_local_, n_interior_, input_rows_;
+  std::int64_t n_owned_, n_local_, n_interior_;
+  // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
+  // still take part in the layer-0 exchange when the others make one.
+  bool input_has_ghost_rows_;
   Built built_[3];
   std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos_;  // by layer, null for none
 };
