@@ -76,7 +76,7 @@ int run(int scale, int repeats) {
   const tessera::Dense w = tessera::Dense::zeros(gpu, k, n);
   tessera::Dense y(gpu, m, n);
   const double gemm_s = median_seconds(gpu, repeats, [&] {
-    tessera::ops::gemm(*gpu, tessera::ops::Transpose::No, tessera::ops::Transpose::No, 1.0f,
+    tessera::ops::gemm(*gpu, tessera::Transpose::No, tessera::Transpose::No, 1.0f,
                        x.cview(), w.cview(), 0.0f, y.view());
   });
   fmt::print("sgemm [{}, {}] x [{}, {}]: {:.0f} GFLOP/s\n", m, k, k, n,

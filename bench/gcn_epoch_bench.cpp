@@ -19,8 +19,9 @@ struct Traffic {
   double flops = 0.0;
 };
 
-Traffic epoch_traffic(const Sequential<float>& model, std::int64_t n, std::int64_t nnz,
-                      std::int64_t features, std::int64_t classes) {
+/// The traffic of gnn::build_gcn's model for `spec`, module by module: Dropout, then per layer
+/// GCNConv and (between layers) the fused ReLU+Dropout.
+Traffic epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, std::int64_t nnz) {
   constexpr double f = sizeof(float);
   const double rows = static_cast<double>(n);
   Traffic t;
@@ -33,39 +34,32 @@ Traffic epoch_traffic(const Sequential<float>& model, std::int64_t n, std::int64
   };
   const auto stream = [&](double arrays, double width) { t.bytes += arrays * rows * width * f; };
 
-  // Only modules after the first trainable one compute an input gradient.
-  bool input_grad = false;
-  double width = static_cast<double>(features);  // of the activation flowing into each module
-  for (const auto& module : model.modules()) {
-    const auto* conv = dynamic_cast<const GcnConv<float>*>(module.get());
-    if (conv == nullptr) {
-      // Dropout, ReLU or fused ReLU+dropout: read and write forward; backward reads the gradient
-      // (and the output, but for plain dropout) and writes one.
-      const bool plain_dropout = dynamic_cast<const Dropout<float>*>(module.get()) != nullptr;
-      stream(2, width);
-      if (input_grad) stream(plain_dropout ? 2 : 3, width);
-      continue;
-    }
-    const double in = static_cast<double>(conv->weight().value.rows());
-    const double out = static_cast<double>(conv->weight().value.cols());
-    stream(2, out);  // bias
-    stream(1, out);  // bias gradient
-    if (conv->transforms_first()) {
-      gemm(in, out);  // x·W
-      spmm(out);      // Â·(xW)
-      spmm(out);      // Âᵀ·dy
-      gemm(in, out);  // dW = xᵀ·d(xW)
-      if (input_grad) gemm(out, in);  // dx = d(xW)·Wᵀ
+  // The input dropout: read and write forward, no gradient (nothing trainable before it).
+  stream(2, static_cast<double>(spec.layer_sizes.front()));
+  for (int i = 0; i < spec.num_layers(); ++i) {
+    const std::int64_t in = spec.layer_sizes[static_cast<std::size_t>(i)];
+    const std::int64_t out = spec.layer_sizes[static_cast<std::size_t>(i) + 1];
+    const bool input_grad = i > 0;  // the first convolution's input needs no gradient
+    stream(2, static_cast<double>(out));  // bias
+    stream(1, static_cast<double>(out));  // bias gradient
+    const double x = static_cast<double>(in), y = static_cast<double>(out);
+    if (transforms_first(spec.config.order, in, out)) {
+      gemm(x, y);  // x·W
+      spmm(y);     // Â·(xW)
+      spmm(y);     // Âᵀ·dy
+      gemm(x, y);  // dW = xᵀ·d(xW)
+      if (input_grad) gemm(y, x);  // dx = d(xW)·Wᵀ
     } else {
-      spmm(in);       // Â·x
-      gemm(in, out);  // (Âx)·W
-      gemm(in, out);  // dW = (Âx)ᵀ·dy
-      if (input_grad) gemm(out, in), spmm(in);  // d(Âx) = dy·Wᵀ, dx = Âᵀ·d(Âx)
+      spmm(x);     // Â·x
+      gemm(x, y);  // (Âx)·W
+      gemm(x, y);  // dW = (Âx)ᵀ·dy
+      if (input_grad) gemm(y, x), spmm(x);  // d(Âx) = dy·Wᵀ, dx = Âᵀ·d(Âx)
     }
-    input_grad = true;
-    width = out;
+    // The fused ReLU+Dropout between layers: read and write forward; backward reads the output
+    // and the gradient and writes one.
+    if (i + 1 < spec.num_layers()) stream(2 + 3, y);
   }
-  stream(2, static_cast<double>(classes));  // loss: logits read, gradient written
+  stream(2, static_cast<double>(spec.layer_sizes.back()));  // loss: logits read, gradient written
   return t;
 }
 
@@ -95,11 +89,10 @@ int main(int argc, char** argv) {
     fmt::print("graph {}: {} nodes, {} nonzeros in A+I, features {}, hidden {}, classes {}\n",
                spec, n, a_hat.nnz(), features, hidden, classes);
 
-    gnn::GcnConfig config;
-    config.layer_sizes = {features, hidden, classes};
-    Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, config, 0);
+    const gnn::ModelSpec model_spec{{features, hidden, classes}, {}, 0};
+    Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, model_spec);
     const gnn::NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
-    const Traffic traffic = epoch_traffic(model, n, a_hat.nnz(), features, classes);
+    const Traffic traffic = epoch_traffic(model_spec, n, a_hat.nnz());
 
     // Reference rates first: their buffers come and go before the model's are allocated, so
     // the peak memory below is the training run's.

@@ -150,7 +150,7 @@ void BM_Sgemm(benchmark::State& state) {
   static tessera::Dense out = tessera::Dense::zeros(backend(), n, kFeatures);
 
   const double seconds = timed_loop(state, [&] {
-    tessera::ops::gemm(*backend(), tessera::ops::Transpose::No, tessera::ops::Transpose::No, 1.0f,
+    tessera::ops::gemm(*backend(), tessera::Transpose::No, tessera::Transpose::No, 1.0f,
                        h.cview(), w.cview(), 0.0f, out.view());
     benchmark::ClobberMemory();
   });

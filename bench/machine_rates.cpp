@@ -47,7 +47,7 @@ double sgemm_gflops(std::int64_t m, std::int64_t n, std::int64_t k, int repeats)
   a.fill(0.5f);
   b.fill(0.25f);
   const double seconds = median_seconds(repeats, [&] {
-    ops::gemm(*cpu, ops::Transpose::No, ops::Transpose::No, 1.0f, a.cview(), b.cview(), 0.0f,
+    ops::gemm(*cpu, Transpose::No, Transpose::No, 1.0f, a.cview(), b.cview(), 0.0f,
               c.view());
   });
   return 2.0 * static_cast<double>(m) * n * k / seconds / 1e9;

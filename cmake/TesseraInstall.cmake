@@ -1,6 +1,7 @@
-# Installing Tessera: public headers under include/tessera (with the generated config.hpp), the
-# library, TesseraConfig.cmake + version file + targets + the Find modules the config needs,
-# and a pkg-config file.
+# Installing Tessera: the headers of the public layers and the package under include/tessera
+# (with the generated config.hpp; internal layers' headers stay behind), the library,
+# TesseraConfig.cmake + version file + targets + the Find modules the config needs, and a
+# pkg-config file.
 include(CMakePackageConfigHelpers)
 
 set(TESSERA_HAS_CUDA 0)
@@ -22,8 +23,12 @@ install(TARGETS tessera EXPORT TesseraTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/include/tessera
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+foreach(layer ${TESSERA_LAYERS})
+  if(TESSERA_LAYER_${layer}_KIND MATCHES "^(public|package)$")
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${TESSERA_LAYER_${layer}_FOLDER}/include/tessera
+      DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+  endif()
+endforeach()
 install(FILES ${PROJECT_BINARY_DIR}/include/tessera/config.hpp
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tessera)
 install(EXPORT TesseraTargets NAMESPACE Tessera:: DESTINATION ${tessera_cmake_dir})

@@ -1,5 +1,5 @@
 // Pieces every loader uses to turn parsed records into a Dataset: sparse features, labels, names.
-#include "datasets/assembly.hpp"
+#include "assembly.hpp"
 
 #include "tessera/core/error.hpp"
 

@@ -2,8 +2,8 @@
 // and feature normalization.
 #include "tessera/datasets/dataset.hpp"
 
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 
@@ -179,7 +179,7 @@ void l1_normalize(float* first, float* last) {
 
 } // namespace
 
-void row_normalize_features(Features& features) {
+void row_normalize_features(graph::Features& features) {
   if (features.dense) {
     Dense& x = *features.dense;
 #pragma omp parallel for schedule(static)

@@ -1,8 +1,8 @@
 // Synthetic graphs: R-MAT (Graph500 parameters) and a stochastic block model with class-centred
 // features. Every edge and feature is a pure function of (seed, index), so the result does not
 // depend on the thread count.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 

@@ -1,7 +1,7 @@
 // LINQS citation data as text: <name>.content (id, feature values, class) and <name>.cites.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <filesystem>
@@ -17,7 +17,7 @@ std::string cites_path_for(const std::string& content_path) {
   std::string base = content_path;
   if (base.ends_with(".gz")) base.resize(base.size() - 3);
   if (base.ends_with(".content")) base.resize(base.size() - 8);
-  return first_existing({base + ".cites", base + ".cites.gz"});
+  return io::first_existing({base + ".cites", base + ".cites.gz"});
 }
 
 } // namespace
@@ -34,11 +34,11 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
   SparseEntries entries;
   std::int64_t num_features = -1;
   std::vector<std::string_view> fields;
-  LineReader content(content_path);
+  io::LineReader content(content_path);
   std::string_view line;
   while (content.next(line)) {
-    if (is_blank(line)) continue;
-    split_whitespace(line, fields);
+    if (io::is_blank(line)) continue;
+    io::split_whitespace(line, fields);
     const auto width = static_cast<std::int64_t>(fields.size());
     if (num_features < 0) {
       if (width < 3) {
@@ -55,12 +55,12 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
     }
     const auto node = static_cast<std::int64_t>(class_of_node.size());
     if (!node_of.emplace(std::string(fields[0]), node).second) {
-      content.fail("paper id " + quote(fields[0]) + " appears twice");
+      content.fail("paper id " + io::quote(fields[0]) + " appears twice");
     }
     for (std::int64_t j = 0; j < num_features; ++j) {
       const std::string_view field = fields[static_cast<std::size_t>(j) + 1];
       if (field == "0") continue;
-      const double value = field == "1" ? 1.0 : parse_double(content, field, "a feature value");
+      const double value = field == "1" ? 1.0 : io::parse_double(content, field, "a feature value");
       if (value != 0.0) entries.add(node, static_cast<LocalId>(j), static_cast<float>(value));
     }
     class_of_node.emplace_back(fields.back());
@@ -76,10 +76,10 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
   graph::EdgeList edges;
   edges.num_nodes = ds.num_nodes;
   const std::string content_name = std::filesystem::path(content_path).filename().string();
-  LineReader cites(cites_path);
+  io::LineReader cites(cites_path);
   while (cites.next(line)) {
-    if (is_blank(line)) continue;
-    split_whitespace(line, fields);
+    if (io::is_blank(line)) continue;
+    io::split_whitespace(line, fields);
     if (fields.size() != 2) {
       cites.fail("expected '<cited id> <citing id>', found " + std::to_string(fields.size()) +
                  " fields");
@@ -88,7 +88,7 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
     for (int k = 0; k < 2; ++k) {
       const auto it = node_of.find(std::string(fields[k]));
       if (it == node_of.end()) {
-        cites.fail("paper id " + quote(fields[k]) + " does not appear in " + content_name);
+        cites.fail("paper id " + io::quote(fields[k]) + " does not appear in " + content_name);
       }
       ends[k] = it->second;
     }

@@ -1,7 +1,7 @@
 // Matrix Market coordinate files read as graphs: entry (i, j) is an edge, values are ignored.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -19,25 +19,25 @@ std::string lower(std::string_view text) {
 }
 
 /// Number of value fields after "i j" on each entry line, from the banner's field type.
-std::size_t parse_banner(const LineReader& in, std::string_view line) {
+std::size_t parse_banner(const io::LineReader& in, std::string_view line) {
   std::vector<std::string_view> banner;
-  split_whitespace(line, banner);
+  io::split_whitespace(line, banner);
   if (banner.size() != 5 || lower(banner[0]) != "%%matrixmarket" || lower(banner[1]) != "matrix") {
     in.fail("expected the banner '%%MatrixMarket matrix coordinate <field> <symmetry>', found " +
-            quote(line));
+            io::quote(line));
   }
   if (lower(banner[2]) != "coordinate") {
-    in.fail("expected a sparse 'coordinate' matrix, found " + quote(banner[2]) +
+    in.fail("expected a sparse 'coordinate' matrix, found " + io::quote(banner[2]) +
             " (dense arrays are not graphs)");
   }
   const std::string field = lower(banner[3]);
   const std::string symmetry = lower(banner[4]);
   if (symmetry != "general" && symmetry != "symmetric" && symmetry != "skew-symmetric") {
-    in.fail("expected symmetry general, symmetric or skew-symmetric, found " + quote(banner[4]));
+    in.fail("expected symmetry general, symmetric or skew-symmetric, found " + io::quote(banner[4]));
   }
   if (field == "pattern") return 0;
   if (field == "real" || field == "integer" || field == "double") return 1;
-  in.fail("expected field pattern, real or integer, found " + quote(banner[3]));
+  in.fail("expected field pattern, real or integer, found " + io::quote(banner[3]));
 }
 
 } // namespace
@@ -46,7 +46,7 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   require_host(backend);
   Dataset ds;
   ds.name = name_from_path(path);
-  LineReader in(path);
+  io::LineReader in(path);
   std::string_view line;
   std::vector<std::string_view> fields;
   if (!in.next(line)) throw FormatError(path + ": empty file, expected a %%MatrixMarket banner");
@@ -54,22 +54,22 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
 
   const auto next_data_line = [&]() {
     while (in.next(line)) {
-      if (!is_blank(line) && line.front() != '%') return true;
+      if (!io::is_blank(line) && line.front() != '%') return true;
     }
     return false;
   };
   if (!next_data_line()) throw FormatError(path + ": expected the size line 'rows cols entries'");
-  split_whitespace(line, fields);
+  io::split_whitespace(line, fields);
   if (fields.size() != 3)
-    in.fail("expected the size line 'rows cols entries', found " + quote(line));
-  const std::int64_t rows = parse_int(in, fields[0], "the row count");
-  const std::int64_t cols = parse_int(in, fields[1], "the column count");
-  const std::int64_t entries = parse_int(in, fields[2], "the entry count");
+    in.fail("expected the size line 'rows cols entries', found " + io::quote(line));
+  const std::int64_t rows = io::parse_int(in, fields[0], "the row count");
+  const std::int64_t cols = io::parse_int(in, fields[1], "the column count");
+  const std::int64_t entries = io::parse_int(in, fields[2], "the entry count");
   if (rows != cols) {
     in.fail("a graph needs a square matrix, found " + std::to_string(rows) + " x " +
             std::to_string(cols));
   }
-  if (rows < 0 || entries < 0) in.fail("negative sizes in " + quote(line));
+  if (rows < 0 || entries < 0) in.fail("negative sizes in " + io::quote(line));
   check_node_count(rows, path);
 
   graph::EdgeList edges;
@@ -77,14 +77,14 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   edges.src.reserve(static_cast<std::size_t>(entries));
   edges.dst.reserve(static_cast<std::size_t>(entries));
   while (edges.size() < entries && next_data_line()) {
-    split_whitespace(line, fields);
+    io::split_whitespace(line, fields);
     if (fields.size() != 2 + num_values) {
       in.fail("expected " + std::to_string(2 + num_values) + " fields (row, column" +
               (num_values > 0 ? ", value" : "") + "), found " + std::to_string(fields.size()));
     }
     std::int64_t ends[2] = {0, 0};
     for (int k = 0; k < 2; ++k) {
-      ends[k] = parse_int(in, fields[k], k == 0 ? "a row index" : "a column index");
+      ends[k] = io::parse_int(in, fields[k], k == 0 ? "a row index" : "a column index");
       if (ends[k] < 1 || ends[k] > rows) {
         in.fail("index " + std::to_string(ends[k]) + " is outside [1, " + std::to_string(rows) +
                 "]");
@@ -98,7 +98,7 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   }
   if (next_data_line()) {
     in.fail("expected the end of the file after " + std::to_string(entries) + " entries, found " +
-            quote(line));
+            io::quote(line));
   }
   ds.num_nodes = rows;
   ds.adjacency = graph::build_symmetric_csr(backend, edges);

@@ -1,8 +1,8 @@
 // Graphs in METIS format: an "n m [fmt [ncon]]" header, then the 1-based neighbours of vertex i
 // on line i (blank for an isolated vertex); lines starting with '%' are comments.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::datasets::detail {
@@ -20,21 +20,21 @@ struct VertexLineLayout {
   bool has_edge_weights = false; // fmt xx1: a weight after every neighbour
 };
 
-VertexLineLayout parse_layout(const LineReader& in, const std::vector<std::string_view>& header) {
+VertexLineLayout parse_layout(const io::LineReader& in, const std::vector<std::string_view>& header) {
   VertexLineLayout layout;
   if (header.size() < 3) return layout;
   const std::string_view fmt = header[2];
   if (fmt.size() > 3 || fmt.find_first_not_of("01") != std::string_view::npos) {
     in.fail("expected fmt of at most three 0/1 digits (vertex sizes, vertex weights, edge "
             "weights), found " +
-            quote(fmt));
+            io::quote(fmt));
   }
   const std::string digits = std::string(3 - fmt.size(), '0') + std::string(fmt);
   layout.has_size = digits[0] == '1';
   layout.has_edge_weights = digits[2] == '1';
   if (digits[1] == '1') {
     layout.num_weights =
-        header.size() >= 4 ? parse_int(in, header[3], "ncon, the number of vertex weights") : 1;
+        header.size() >= 4 ? io::parse_int(in, header[3], "ncon, the number of vertex weights") : 1;
     if (layout.num_weights < 1) in.fail("ncon must be at least 1, found " + std::string(header[3]));
   }
   return layout;
@@ -46,21 +46,21 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   require_host(backend);
   Dataset ds;
   ds.name = name_from_path(path);
-  LineReader in(path);
+  io::LineReader in(path);
   std::string_view line;
   std::vector<std::string_view> fields;
 
   bool has_header = false;
   while (!has_header && in.next(line))
-    has_header = !is_comment(line) && !is_blank(line);
+    has_header = !is_comment(line) && !io::is_blank(line);
   if (!has_header) throw FormatError(path + ": empty file, expected the header 'n m [fmt [ncon]]'");
-  split_whitespace(line, fields);
+  io::split_whitespace(line, fields);
   if (fields.size() < 2 || fields.size() > 4) {
-    in.fail("expected the header 'n m [fmt [ncon]]', found " + quote(line));
+    in.fail("expected the header 'n m [fmt [ncon]]', found " + io::quote(line));
   }
-  const std::int64_t n = parse_int(in, fields[0], "the vertex count n");
-  const std::int64_t m = parse_int(in, fields[1], "the edge count m");
-  if (n < 0 || m < 0) in.fail("vertex and edge counts must be non-negative, found " + quote(line));
+  const std::int64_t n = io::parse_int(in, fields[0], "the vertex count n");
+  const std::int64_t m = io::parse_int(in, fields[1], "the edge count m");
+  if (n < 0 || m < 0) in.fail("vertex and edge counts must be non-negative, found " + io::quote(line));
   check_node_count(n, path);
   const VertexLineLayout layout = parse_layout(in, fields);
   const std::size_t skip = (layout.has_size ? 1 : 0) + static_cast<std::size_t>(layout.num_weights);
@@ -73,7 +73,7 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   std::int64_t vertex = 0;
   while (vertex < n && in.next(line)) {
     if (is_comment(line)) continue;
-    split_whitespace(line, fields);
+    io::split_whitespace(line, fields);
     if (fields.size() < skip || (fields.size() - skip) % stride != 0) {
       in.fail("expected " + std::string(layout.has_size ? "a vertex size, " : "") +
               std::to_string(layout.num_weights) + " vertex weight(s) and " +
@@ -82,7 +82,7 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
               std::to_string(fields.size()) + " fields");
     }
     for (std::size_t k = skip; k < fields.size(); k += stride) {
-      const std::int64_t neighbour = parse_int(in, fields[k], "a neighbour id");
+      const std::int64_t neighbour = io::parse_int(in, fields[k], "a neighbour id");
       if (neighbour < 1 || neighbour > n) {
         in.fail("neighbour " + std::to_string(neighbour) + " of vertex " +
                 std::to_string(vertex + 1) + " is outside [1, " + std::to_string(n) + "]");
@@ -99,9 +99,9 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
                       std::to_string(in.line_number()) + ")");
   }
   while (in.next(line)) {
-    if (!is_comment(line) && !is_blank(line)) {
+    if (!is_comment(line) && !io::is_blank(line)) {
       in.fail("expected the end of the file after " + std::to_string(n) + " vertex lines, found " +
-              quote(line));
+              io::quote(line));
     }
   }
   if (edges.size() != 2 * m) {

@@ -1,8 +1,8 @@
 // MUSAE social graphs (Rozemberczki et al.): <prefix>_edges.csv, <prefix>_target.csv (label in the
 // last column) and <prefix>.json (sparse binary features as lists of feature ids per node).
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <limits>
@@ -25,31 +25,31 @@ MusaePaths musae_paths(const std::string& edges_path) {
                           edges_path + "'");
   }
   prefix.resize(prefix.size() - kSuffix.size());
-  return {edges_path, first_existing({prefix + "_target.csv", prefix + "_target.csv.gz"}),
-          first_existing({prefix + ".json", prefix + ".json.gz"})};
+  return {edges_path, io::first_existing({prefix + "_target.csv", prefix + "_target.csv.gz"}),
+          io::first_existing({prefix + ".json", prefix + ".json.gz"})};
 }
 
 /// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1.
 std::vector<std::string> read_targets(const std::string& path) {
   std::vector<std::string> name_of_node;
   std::vector<std::int64_t> line_of_node;
-  LineReader in(path);
+  io::LineReader in(path);
   std::string_view line;
   bool header = true;
   while (in.next(line)) {
-    if (is_blank(line)) continue;
+    if (io::is_blank(line)) continue;
     const std::size_t first = line.find(','), last = line.rfind(',');
     if (header) {
       if (line.substr(0, first) != "id") {
-        in.fail("expected the header 'id,...,<label column>', found " + quote(line));
+        in.fail("expected the header 'id,...,<label column>', found " + io::quote(line));
       }
       header = false;
       continue;
     }
     if (first == std::string_view::npos) {
-      in.fail("expected 'id,...,label', found " + quote(line));
+      in.fail("expected 'id,...,label', found " + io::quote(line));
     }
-    const std::int64_t id = parse_int(in, line.substr(0, first), "a node id");
+    const std::int64_t id = io::parse_int(in, line.substr(0, first), "a node id");
     std::string_view label = line.substr(last + 1);
     if (label.size() >= 2 && label.front() == '"' && label.back() == '"') {
       label = label.substr(1, label.size() - 2);
@@ -82,22 +82,22 @@ graph::EdgeList read_edges_csv(const std::string& path, std::int64_t num_nodes) 
   graph::EdgeList edges;
   edges.num_nodes = num_nodes;
   std::vector<std::string_view> fields;
-  LineReader in(path);
+  io::LineReader in(path);
   std::string_view line;
   bool first = true;
   while (in.next(line)) {
-    if (is_blank(line)) continue;
-    split_on(line, ',', fields);
+    if (io::is_blank(line)) continue;
+    io::split_on(line, ',', fields);
     std::int64_t ignored = 0;
-    if (first && !try_parse_int(fields[0], ignored)) { // the "id_1,id_2" header
+    if (first && !io::try_parse_int(fields[0], ignored)) { // the "id_1,id_2" header
       first = false;
       continue;
     }
     first = false;
-    if (fields.size() != 2) in.fail("expected 'id_1,id_2', found " + quote(line));
+    if (fields.size() != 2) in.fail("expected 'id_1,id_2', found " + io::quote(line));
     std::int64_t ends[2] = {0, 0};
     for (int k = 0; k < 2; ++k) {
-      ends[k] = parse_int(in, fields[k], "a node id");
+      ends[k] = io::parse_int(in, fields[k], "a node id");
       if (ends[k] < 0 || ends[k] >= num_nodes) {
         in.fail("node id " + std::to_string(ends[k]) + " is outside [0, " +
                 std::to_string(num_nodes) + ") (the target file has " + std::to_string(num_nodes) +
@@ -112,7 +112,7 @@ graph::EdgeList read_edges_csv(const std::string& path, std::int64_t num_nodes) 
 Csr read_feature_lists(const BackendPtr& backend, const std::string& path, std::int64_t num_nodes) {
   nlohmann::json document;
   try {
-    document = nlohmann::json::parse(read_text_file(path));
+    document = nlohmann::json::parse(io::read_text_file(path));
   } catch (const nlohmann::json::parse_error& e) {
     throw FormatError(path + ": invalid JSON: " + e.what());
   }
@@ -124,8 +124,8 @@ Csr read_feature_lists(const BackendPtr& backend, const std::string& path, std::
   std::int64_t num_features = 0;
   for (const auto& [key, value] : document.items()) {
     std::int64_t node = 0;
-    if (!try_parse_int(key, node) || node < 0 || node >= num_nodes) {
-      throw FormatError(path + ": key " + quote(key) + " is not a node id in [0, " +
+    if (!io::try_parse_int(key, node) || node < 0 || node >= num_nodes) {
+      throw FormatError(path + ": key " + io::quote(key) + " is not a node id in [0, " +
                         std::to_string(num_nodes) + ")");
     }
     if (!value.is_array()) {

@@ -11,11 +11,12 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "datasets/array_file.hpp"
-#include "datasets/assembly.hpp"
-#include "datasets/graph_files.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "tessera/io/array_file.hpp"
+#include "tessera/io/files.hpp"
+#include "assembly.hpp"
+#include "tessera/io/graph_files.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera::datasets {
@@ -41,17 +42,17 @@ bool is_native_dataset(const std::string& path) {
 
 void save_native(const Dataset& dataset, const std::string& dir) {
   // The description goes last: a folder without it is never taken for a complete dataset.
-  detail::create_folder(dir);
-  detail::remove_file(description_path(dir));
+  io::create_folder(dir);
+  io::remove_file(description_path(dir));
   std::vector<std::uint32_t> crcs;
-  detail::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels,
+  io::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels,
                             dataset.train_idx, dataset.val_idx, dataset.test_idx, crcs);
   nlohmann::ordered_json description = {{"format_version", kNativeFormatVersion},
                                         {"name", dataset.name},
                                         {"num_nodes", dataset.num_nodes},
                                         {"num_classes", dataset.num_classes}};
-  detail::add_shape(description, detail::graph_files_shape(dataset.adjacency, dataset.features));
-  detail::write_text_file(description_path(dir), description.dump(2) + "\n");
+  io::add_shape(description, io::graph_files_shape(dataset.adjacency, dataset.features));
+  io::write_text_file(description_path(dir), description.dump(2) + "\n");
 }
 
 namespace detail {
@@ -64,10 +65,10 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
                   "tessera-convert --out DIR)");
   }
   Dataset ds;
-  detail::GraphFilesShape shape;
+  io::GraphFilesShape shape;
   int version = 0;
   try {
-    const nlohmann::json description = nlohmann::json::parse(detail::read_text_file(path));
+    const nlohmann::json description = nlohmann::json::parse(io::read_text_file(path));
     description.at("format_version").get_to(version);
     if (version != kNativeFormatVersion) {
       throw FormatError(path + ": native dataset format version " + std::to_string(version) +
@@ -76,12 +77,12 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
     description.at("name").get_to(ds.name);
     description.at("num_nodes").get_to(ds.num_nodes);
     description.at("num_classes").get_to(ds.num_classes);
-    shape = detail::read_shape(description, ds.num_nodes, ds.num_nodes, path);
+    shape = io::read_shape(description, ds.num_nodes, ds.num_nodes, path);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
   std::vector<std::uint32_t> crcs;
-  detail::GraphFiles graph = detail::read_graph_files(dir, shape, crcs);
+  io::GraphFiles graph = io::read_graph_files(dir, shape, crcs);
   ds.adjacency = std::move(graph.adjacency);
   ds.features = std::move(graph.features);
   ds.labels = std::move(graph.labels);

@@ -1,5 +1,5 @@
 // Reading and writing .npz archives: zip files (stored or deflated) whose members are .npy arrays.
-#include "datasets/npz.hpp"
+#include "npz.hpp"
 
 #include "tessera/core/error.hpp"
 

@@ -1,7 +1,7 @@
 // Datasets stored as .npz: Planetoid / gnn-benchmark CSR keys and the heterophilous benchmark.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/npz.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "npz.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>

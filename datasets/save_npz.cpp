@@ -1,5 +1,5 @@
 // save_npz(): a Dataset as an uncompressed .npz with Planetoid-style keys, readable by numpy.
-#include "datasets/npz.hpp"
+#include "npz.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
 

@@ -1,7 +1,7 @@
 // SNAP edge lists ("src dst" per line, '#' comments) and the email-Eu-core department labels.
-#include "datasets/assembly.hpp"
-#include "datasets/loaders.hpp"
-#include "datasets/text_input.hpp"
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -18,8 +18,8 @@ bool is_comment(std::string_view line) noexcept {
 }
 
 /// A node id field: a non-negative integer that a CSR column can hold.
-std::int64_t parse_node_id(const LineReader& in, std::string_view field) {
-  const std::int64_t id = parse_int(in, field, "a node id");
+std::int64_t parse_node_id(const io::LineReader& in, std::string_view field) {
+  const std::int64_t id = io::parse_int(in, field, "a node id");
   if (id < 0 || id > kMaxNodeId) {
     in.fail("node id " + std::to_string(id) + " is outside [0, " + std::to_string(kMaxNodeId) +
             "]");
@@ -33,13 +33,13 @@ graph::EdgeList read_snap_edges(const std::string& path) {
   graph::EdgeList edges;
   std::int64_t largest = -1;
   std::vector<std::string_view> fields;
-  LineReader in(path);
+  io::LineReader in(path);
   std::string_view line;
   while (in.next(line)) {
-    if (is_comment(line) || is_blank(line)) continue;
-    split_whitespace(line, fields);
+    if (is_comment(line) || io::is_blank(line)) continue;
+    io::split_whitespace(line, fields);
     if (fields.size() < 2) {
-      in.fail("expected two node ids 'src dst', found " + quote(line));
+      in.fail("expected two node ids 'src dst', found " + io::quote(line));
     }
     const std::int64_t u = parse_node_id(in, fields[0]);
     const std::int64_t v = parse_node_id(in, fields[1]);
@@ -78,16 +78,16 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
   };
   std::vector<Record> records;
   std::vector<std::string_view> fields;
-  LineReader in(labels_path);
+  io::LineReader in(labels_path);
   std::string_view line;
   while (in.next(line)) {
-    if (is_comment(line) || is_blank(line)) continue;
-    split_whitespace(line, fields);
+    if (is_comment(line) || io::is_blank(line)) continue;
+    io::split_whitespace(line, fields);
     if (fields.size() != 2) {
       in.fail("expected 'node department', found " + std::to_string(fields.size()) + " fields");
     }
     const std::int64_t node = parse_node_id(in, fields[0]);
-    const std::int64_t dept = parse_int(in, fields[1], "a department id");
+    const std::int64_t dept = io::parse_int(in, fields[1], "a department id");
     if (dept < 0 || dept > std::numeric_limits<std::int32_t>::max()) {
       in.fail("department " + std::to_string(dept) + " is not a class id (expected >= 0)");
     }

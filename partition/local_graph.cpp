@@ -4,6 +4,7 @@
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/cuthill_mckee_ordering.hpp>
 #include <limits>
@@ -196,6 +197,37 @@ LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& 
   return tile;
 }
 
+LocalGraph whole_graph_tile(datasets::Dataset&& dataset) {
+  if (dataset.adjacency.rows() != dataset.num_nodes) {
+    throw InvalidArgument("whole_graph_tile: adjacency " + dataset.adjacency.shape() + " for " +
+                          std::to_string(dataset.num_nodes) + " vertices");
+  }
+  if (dataset.num_nodes > std::numeric_limits<LocalId>::max()) {
+    throw InvalidArgument("whole_graph_tile: " + std::to_string(dataset.num_nodes) +
+                          " vertices, more than int32 holds");
+  }
+  LocalGraph tile;
+  tile.part = 0;
+  tile.num_parts = 1;
+  tile.num_global_nodes = dataset.num_nodes;
+  tile.owned_ids.resize(static_cast<std::size_t>(dataset.num_nodes));
+  std::iota(tile.owned_ids.begin(), tile.owned_ids.end(), GlobalId{0});
+  tile.degree.reserve(tile.owned_ids.size());
+  for (const GlobalId v : tile.owned_ids)
+    tile.degree.push_back(global_degree(dataset.adjacency, v));
+  tile.adjacency = std::move(dataset.adjacency);
+  tile.features = std::move(dataset.features);
+  tile.labels = std::move(dataset.labels);
+  tile.num_classes = dataset.num_classes;
+  for (auto [from, to] : {std::pair{&dataset.train_idx, &tile.train_idx},
+                          std::pair{&dataset.val_idx, &tile.val_idx},
+                          std::pair{&dataset.test_idx, &tile.test_idx}}) {
+    *to = std::move(*from);
+    std::sort(to->begin(), to->end());
+  }
+  return tile;
+}
+
 } // namespace tessera::partition
 
 namespace tessera::partition {
@@ -253,6 +285,8 @@ std::int64_t order_interior_first(LocalGraph& tile) {
     (reads_ghost ? boundary : interior).push_back(static_cast<LocalId>(r));
   }
   const auto n_interior = static_cast<std::int64_t>(interior.size());
+  // Already interior first (every row interior, say, as on the one tile of a one-rank job).
+  if (boundary.empty() || boundary.front() == n_interior) return n_interior;
   std::vector<LocalId> old_of_new = std::move(interior);
   old_of_new.insert(old_of_new.end(), boundary.begin(), boundary.end());
   const std::vector<LocalId> new_of_old = inverse(old_of_new);

@@ -2,7 +2,7 @@
 // baselines, and the text forms of the partitioning options.
 #include "tessera/partition/partition.hpp"
 
-#include "partition/metis_limits.hpp"
+#include "metis_limits.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 

@@ -19,7 +19,7 @@
 //     feat_val.bin           float32 [feature nnz]
 //     labels.bin             int32 [n_owned] (or [0] when unlabelled)
 //     train_idx.bin, val_idx.bin, test_idx.bin   int32, local owned row ids, ascending
-// Each .bin file is a 64-byte header plus payload (format in datasets/array_file.cpp).
+// Each .bin file is a 64-byte header plus payload (format in src/io/array_file.cpp).
 //
 // Checksums: dataset_checksum is the CRC-32 over the whole dataset's adjacency row_ptr, col and
 // val, its features (dense data, or sparse row_ptr, col, val) and labels, in that order;
@@ -32,9 +32,10 @@
 // manifest is renamed into place, last. Part folders beyond the new part count are removed.
 #include "tessera/partition/store.hpp"
 
-#include "datasets/array_file.hpp"
-#include "datasets/graph_files.hpp"
-#include "datasets/text_input.hpp"
+#include "tessera/io/array_file.hpp"
+#include "tessera/io/files.hpp"
+#include "tessera/io/graph_files.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -49,7 +50,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 /// Written objects keep their keys in the order given, so manifests read top-down.
 using nlohmann::ordered_json;
-using namespace datasets::detail;
 
 std::string part_folder(const std::string& dir, int part) {
   char name[32];
@@ -63,7 +63,7 @@ std::string manifest_path(const std::string& dir) {
 
 
 template <typename T> std::uint32_t crc_of(std::uint32_t crc, const T* data, std::int64_t count) {
-  return crc32_update(crc, data, static_cast<std::size_t>(count) * sizeof(T));
+  return io::crc32_update(crc, data, static_cast<std::size_t>(count) * sizeof(T));
 }
 
 std::uint32_t crc_of_csr(std::uint32_t crc, const Csr& m) {
@@ -81,7 +81,7 @@ std::string dataset_checksum(const datasets::Dataset& dataset) {
     crc = crc_of_csr(crc, *dataset.features.sparse);
   }
   crc = crc_of(crc, dataset.labels.data(), static_cast<std::int64_t>(dataset.labels.size()));
-  return crc_hex(crc);
+  return io::crc_hex(crc);
 }
 
 /// The CRC over a part's payload CRCs, each as 4 little-endian bytes.
@@ -91,9 +91,9 @@ std::string part_checksum(const std::vector<std::uint32_t>& crcs) {
     const unsigned char bytes[4] = {
         static_cast<unsigned char>(c), static_cast<unsigned char>(c >> 8),
         static_cast<unsigned char>(c >> 16), static_cast<unsigned char>(c >> 24)};
-    crc = crc32_update(crc, bytes, sizeof bytes);
+    crc = io::crc32_update(crc, bytes, sizeof bytes);
   }
-  return crc_hex(crc);
+  return io::crc_hex(crc);
 }
 
 template <typename T> std::span<const T> span_of(const T* data, std::int64_t count) {
@@ -105,15 +105,15 @@ template <typename T> std::span<const T> span_of(const std::vector<T>& v) {
 
 /// Writes one tile's files into `folder`; returns the payload CRCs in file order.
 std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGraph& tile) {
-  datasets::detail::create_folder(folder);
+  io::create_folder(folder);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   std::vector<std::uint32_t> crcs;
-  crcs.push_back(write_array(file("owned_ids.bin"), span_of(tile.owned_ids), tile.n_owned()));
-  crcs.push_back(write_array(file("ghost_ids.bin"), span_of(tile.ghost_ids), tile.n_ghost()));
-  crcs.push_back(write_array(file("ghost_owner.bin"), span_of(tile.ghost_owner), tile.n_ghost()));
-  crcs.push_back(write_array(file("degree.bin"), span_of(tile.degree),
+  crcs.push_back(io::write_array(file("owned_ids.bin"), span_of(tile.owned_ids), tile.n_owned()));
+  crcs.push_back(io::write_array(file("ghost_ids.bin"), span_of(tile.ghost_ids), tile.n_ghost()));
+  crcs.push_back(io::write_array(file("ghost_owner.bin"), span_of(tile.ghost_owner), tile.n_ghost()));
+  crcs.push_back(io::write_array(file("degree.bin"), span_of(tile.degree),
                              static_cast<std::int64_t>(tile.degree.size())));
-  write_graph_files(folder, tile.adjacency, tile.features, tile.labels, tile.train_idx,
+  io::write_graph_files(folder, tile.adjacency, tile.features, tile.labels, tile.train_idx,
                     tile.val_idx, tile.test_idx, crcs);
 
   ordered_json info = {{"part", tile.part},
@@ -122,8 +122,8 @@ std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGrap
                        {"n_owned", tile.n_owned()},
                        {"n_ghost", tile.n_ghost()},
                        {"num_classes", tile.num_classes}};
-  add_shape(info, graph_files_shape(tile.adjacency, tile.features));
-  write_text_file(file("part.json"), info.dump(2) + "\n");
+  io::add_shape(info, io::graph_files_shape(tile.adjacency, tile.features));
+  io::write_text_file(file("part.json"), info.dump(2) + "\n");
   return crcs;
 }
 
@@ -180,7 +180,7 @@ ordered_json manifest_to_json(const Manifest& m) {
 
 /// Parses `path` as JSON; FormatError naming the file when it is not.
 json parse_json_file(const std::string& path) {
-  const std::string text = read_text_file(path);
+  const std::string text = io::read_text_file(path);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -233,7 +233,7 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
     fs::remove_all(part_folder(dir, p), ec);
     if (ec) throw IoError("cannot remove '" + part_folder(dir, p) + "': " + ec.message());
   }
-  write_text_file(manifest_path(dir), manifest_to_json(manifest).dump(2) + "\n");
+  io::write_text_file(manifest_path(dir), manifest_to_json(manifest).dump(2) + "\n");
 }
 
 Manifest read_manifest(const std::string& dir) {
@@ -297,7 +297,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   const std::string info_path = file("part.json");
   const json info = parse_json_file(info_path);
   std::int64_t n_owned = 0, n_ghost = 0;
-  GraphFilesShape shape;
+  io::GraphFilesShape shape;
   LocalGraph tile;
   try {
     info.at("part").get_to(tile.part);
@@ -306,7 +306,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     info.at("n_owned").get_to(n_owned);
     info.at("n_ghost").get_to(n_ghost);
     info.at("num_classes").get_to(tile.num_classes);
-    shape = read_shape(info, n_owned, n_owned + n_ghost, info_path);
+    shape = io::read_shape(info, n_owned, n_owned + n_ghost, info_path);
   } catch (const json::exception& e) {
     fail(info_path, std::string("malformed part description: ") + e.what());
   }
@@ -326,10 +326,10 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     crcs.push_back(array.crc);
     return std::move(array.data);
   };
-  tile.owned_ids = take(read_array<GlobalId>(file("owned_ids.bin"), false, n_owned));
-  tile.ghost_ids = take(read_array<GlobalId>(file("ghost_ids.bin"), false, n_ghost));
-  tile.ghost_owner = take(read_array<std::int32_t>(file("ghost_owner.bin"), false, n_ghost));
-  tile.degree = take(read_array<std::int64_t>(file("degree.bin"), false, n_local));
+  tile.owned_ids = take(io::read_array<GlobalId>(file("owned_ids.bin"), false, n_owned));
+  tile.ghost_ids = take(io::read_array<GlobalId>(file("ghost_ids.bin"), false, n_ghost));
+  tile.ghost_owner = take(io::read_array<std::int32_t>(file("ghost_owner.bin"), false, n_ghost));
+  tile.degree = take(io::read_array<std::int64_t>(file("degree.bin"), false, n_local));
   for (std::size_t i = 0; i < tile.ghost_owner.size(); ++i) {
     const std::int32_t q = tile.ghost_owner[i];
     if (q < 0 || q >= manifest.num_parts || q == part || (i > 0 && q < tile.ghost_owner[i - 1])) {
@@ -339,7 +339,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     }
   }
 
-  GraphFiles graph = read_graph_files(folder, shape, crcs);
+  io::GraphFiles graph = io::read_graph_files(folder, shape, crcs);
   tile.adjacency = std::move(graph.adjacency);
   tile.features = std::move(graph.features);
   tile.labels = std::move(graph.labels);

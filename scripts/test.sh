@@ -4,8 +4,9 @@
 #
 # Usage: scripts/test.sh [--help] [CTEST_ARGS...]
 #   Without CTEST_ARGS, a build that has the CUDA backend also builds the variant without it
-#   (<build>-no-cuda, a shared library): runs its op tests, whose CUDA entry points are
-#   NotCompiled stubs, and builds the install consumer and the examples against its install.
+#   (<build>-no-cuda, a shared library): links each of its layers alone, runs its op tests,
+#   whose CUDA entry points are NotCompiled stubs, and builds the install consumer and the
+#   examples against its install.
 #   CTEST_ARGS are passed to ctest after the defaults (--output-on-failure -j2),
 #   e.g. scripts/test.sh -R Spmm   or   scripts/test.sh -L mpi
 # Environment: TESSERA_BUILD_DIR (default <repo>/build).
@@ -37,8 +38,9 @@ if (($# == 0)) && grep -q '^TESSERA_CUDA_BUILT:INTERNAL=ON' "${TESSERA_BUILD_DIR
   cmake -S "${TESSERA_ROOT}" -B "${stubs}" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DTESSERA_WITH_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DTESSERA_BUILD_APPS=OFF \
     -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
-  cmake --build "${stubs}" --parallel "$(nproc)" --target tessera_kernels_tests
-  output="$("${stubs}/tests/unit/kernels/tessera_kernels_tests" \
+  cmake --build "${stubs}" --parallel "$(nproc)" --target tessera_ops_tests \
+    tessera_layer_link_checks
+  output="$("${stubs}/tests/unit/ops/tessera_ops_tests" \
     --gtest_filter='Ops.CudaBackendThrowsNotCompiledInACpuOnlyBuild:CudaBackend.*' 2>&1)" ||
     status=1
   echo "${output}" | tail -n 3

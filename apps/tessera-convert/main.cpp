@@ -37,7 +37,7 @@ void add_flags(CLI::App& app, Options& o) {
       ->required();
 }
 
-std::string describe_features(const tessera::datasets::Features& features) {
+std::string describe_features(const tessera::graph::Features& features) {
   if (features.rows() == 0) return "none";
   return fmt::format("{} ({})", features.cols(), features.is_sparse() ? "sparse" : "dense");
 }

@@ -3,8 +3,8 @@
 #include <tessera/tessera.hpp>
 
 int main(int argc, char** argv) {
-  tessera::gnn::TrainProgram program;
+  tessera::runtime::TrainProgram program;
   program.description = "Train a graph convolutional network (Kipf & Welling) on one dataset; "
                         "under mpirun -np P, across P ranks that each hold one tile of the graph.";
-  return tessera::gnn::train_main(argc, argv, program);
+  return tessera::runtime::train_main(argc, argv, program);
 }

@@ -1,7 +1,7 @@
 // OpenMP and BLAS dense kernels: GEMM through cblas, copy, axpy, bias add and bias gradient.
-#include "kernels/dense_kernels.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
 
-#include "kernels/cpu/parallel.hpp"
+#include "parallel.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cblas.h>
@@ -15,8 +15,8 @@
 namespace tessera::kernels::cpu {
 namespace {
 
-CBLAS_TRANSPOSE to_cblas(ops::Transpose t) {
-  return t == ops::Transpose::Yes ? CblasTrans : CblasNoTrans;
+CBLAS_TRANSPOSE to_cblas(Transpose t) {
+  return t == Transpose::Yes ? CblasTrans : CblasNoTrans;
 }
 
 /// BLAS here takes 32-bit dimensions.
@@ -39,11 +39,11 @@ template <typename T> void scale(T beta, DenseView<T> c) {
 } // namespace
 
 template <typename T>
-void gemm(const Backend&, ops::Transpose trans_a, ops::Transpose trans_b, T alpha,
+void gemm(const Backend&, Transpose trans_a, Transpose trans_b, T alpha,
           ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c) {
   const std::int64_t m = c.rows;
   const std::int64_t n = c.cols;
-  const std::int64_t k = trans_a == ops::Transpose::No ? a.cols : a.rows;
+  const std::int64_t k = trans_a == Transpose::No ? a.cols : a.rows;
   if (m == 0 || n == 0) return;
   if (k == 0) {
     // The product is empty; BLAS would also reject the leading dimension 0 of A or B.

@@ -1,8 +1,8 @@
 // OpenMP elementwise kernels: ReLU and dropout with masks drawn from the counter-based RNG.
-#include "kernels/elementwise_kernels.hpp"
+#include "tessera/kernels/elementwise_kernels.hpp"
 
-#include "kernels/cpu/parallel.hpp"
-#include "kernels/cpu/random_lanes.hpp"
+#include "parallel.hpp"
+#include "random_lanes.hpp"
 
 #include <algorithm>
 #include <array>
@@ -42,7 +42,7 @@ void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, De
 
 template <typename T>
 void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
-             ops::RowIds rows, bool relu) {
+             RowIds rows, bool relu) {
   const std::int64_t cols = x.cols;
   const T scale = inverse_keep<T>(p);
 #pragma omp parallel for schedule(static)
@@ -64,7 +64,7 @@ void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const
 
 template <typename T>
 void dropout_csr_values(const Backend&, CsrView<T> in, std::span<T> out_val, float p,
-                        const RngKey& key, ops::RowIds rows) {
+                        const RngKey& key, RowIds rows) {
   if (in.rows == 0) return;
   const T scale = inverse_keep<T>(p);
 #pragma omp parallel

@@ -1,7 +1,7 @@
 // OpenMP loss kernels: masked softmax cross-entropy with its gradient, and argmax accuracy.
-#include "kernels/loss_kernels.hpp"
+#include "tessera/kernels/loss_kernels.hpp"
 
-#include "kernels/cpu/parallel.hpp"
+#include "parallel.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cmath>

@@ -1,5 +1,5 @@
 // OpenMP optimizer kernels: one fused Adam/AdamW update per element, and zeroing.
-#include "kernels/optimizer_kernels.hpp"
+#include "tessera/kernels/optimizer_kernels.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -8,7 +8,7 @@ namespace tessera::kernels::cpu {
 
 template <typename T>
 void adam_step(const Backend&, std::span<T> param, std::span<const T> grad, std::span<T> m,
-               std::span<T> v, const ops::AdamConfig& config, std::int64_t step) {
+               std::span<T> v, const AdamConfig& config, std::int64_t step) {
   // The order of operations follows torch.optim.Adam / AdamW (single-tensor path): bias
   // corrections in double, step_size = lr / bc1, denom = sqrt(v) / sqrt(bc2) + eps.
   const double lr = config.lr;

@@ -1,7 +1,7 @@
 // OpenMP SpMM: C = A·B row-parallel with nonzero-balanced row ranges, and Aᵀ·B with private sums.
-#include "kernels/spmm_kernels.hpp"
+#include "tessera/kernels/spmm_kernels.hpp"
 
-#include "kernels/cpu/parallel.hpp"
+#include "parallel.hpp"
 
 #include <cstdint>
 #include <omp.h>

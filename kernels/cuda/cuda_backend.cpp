@@ -1,9 +1,9 @@
 // The CUDA backend and the checks every CUDA entry point uses.
-#include "kernels/cuda/cuda_backend.hpp"
+#include "cuda_backend.hpp"
 
-#include "kernels/backend_kernels.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/cuda_libraries.hpp"
+#include "tessera/kernels/backend_kernels.hpp"
+#include "cuda_check.hpp"
+#include "cuda_libraries.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cstdint>

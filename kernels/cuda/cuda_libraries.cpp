@@ -1,5 +1,5 @@
 // Loading cuBLAS and cuSPARSE (and any other CUDA library) with dlopen.
-#include "kernels/cuda/cuda_libraries.hpp"
+#include "cuda_libraries.hpp"
 
 #include "tessera/core/error.hpp"
 

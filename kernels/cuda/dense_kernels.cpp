@@ -1,11 +1,11 @@
 // CUDA dense kernels: GEMM through cuBLAS (row-major mapped onto column-major), bias gradient
 // as a cuBLAS matrix-vector product, and the small kernels of rows.cu.
-#include "kernels/dense_kernels.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/cuda_libraries.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "cuda_libraries.hpp"
+#include "launch.hpp"
 
 #include <type_traits>
 
@@ -13,18 +13,18 @@ namespace tessera::kernels::cuda {
 
 namespace {
 
-cublasOperation_t to_cublas(ops::Transpose t) {
-  return t == ops::Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
+cublasOperation_t to_cublas(Transpose t) {
+  return t == Transpose::Yes ? CUBLAS_OP_T : CUBLAS_OP_N;
 }
 
 } // namespace
 
 template <typename T>
-void gemm(const Backend& backend, ops::Transpose trans_a, ops::Transpose trans_b, T alpha,
+void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
           ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c) {
   const auto& be = as_cuda(backend);
   if (c.rows == 0 || c.cols == 0) return;
-  const std::int64_t k = trans_a == ops::Transpose::No ? a.cols : a.rows;
+  const std::int64_t k = trans_a == Transpose::No ? a.cols : a.rows;
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: swap the operands; each
   // row-major matrix is its column-major transpose with the leading dimension = its columns.
   const auto m = static_cast<int>(c.cols), n = static_cast<int>(c.rows);

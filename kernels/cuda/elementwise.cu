@@ -1,6 +1,6 @@
 // Device kernels of the elementwise family: ReLU and dropout with the CPU's Philox masks.
-#include "kernels/cuda/grid.cuh"
-#include "kernels/cuda/launch.hpp"
+#include "grid.cuh"
+#include "launch.hpp"
 
 namespace tessera::kernels::cuda::launch {
 

@@ -1,15 +1,15 @@
 // CUDA elementwise kernels: ReLU and dropout with the CPU's counter-based masks (elementwise.cu).
-#include "kernels/elementwise_kernels.hpp"
+#include "tessera/kernels/elementwise_kernels.hpp"
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "launch.hpp"
 
 namespace tessera::kernels::cuda {
 
 namespace {
 
-launch::RowIds device_rows(ops::RowIds rows) {
+launch::RowIds device_rows(RowIds rows) {
   return {rows.ids, rows.offset};
 }
 
@@ -32,7 +32,7 @@ void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T
 
 template <typename T>
 void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
-             const RngKey& key, ops::RowIds rows, bool relu) {
+             const RngKey& key, RowIds rows, bool relu) {
   if (x.size() == 0) return;
   launch::dropout(x.data, y.data, x.rows, x.cols, p, key, device_rows(rows), relu,
                   as_cuda(backend).stream());
@@ -41,7 +41,7 @@ void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float 
 
 template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
-                        const RngKey& key, ops::RowIds rows) {
+                        const RngKey& key, RowIds rows) {
   if (in.rows == 0) return;
   launch::dropout_csr_values(in.row_ptr, in.col, in.val, out_val.data(), in.rows, p, key,
                              device_rows(rows), as_cuda(backend).stream());

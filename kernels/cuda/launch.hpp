@@ -10,7 +10,7 @@
 
 namespace tessera::kernels::cuda::launch {
 
-/// Global id of local row r: ids[r] when ids is set, else offset + r (ops::RowIds).
+/// Global id of local row r: ids[r] when ids is set, else offset + r (RowIds).
 struct RowIds {
   const std::int64_t* ids = nullptr;
   std::int64_t offset = 0;

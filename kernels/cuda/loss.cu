@@ -1,7 +1,7 @@
 // Device kernels of the loss family: masked softmax cross-entropy (per-row losses, summed in a
 // fixed order by CUB) and argmax accuracy.
-#include "kernels/cuda/grid.cuh"
-#include "kernels/cuda/launch.hpp"
+#include "grid.cuh"
+#include "launch.hpp"
 
 #include <cub/device/device_reduce.cuh>
 

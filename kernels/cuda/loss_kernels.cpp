@@ -1,10 +1,10 @@
 // CUDA loss kernels: per-row losses on the device, summed in a fixed order, with the checks of
 // the selection done on the device and reported here.
-#include "kernels/loss_kernels.hpp"
+#include "tessera/kernels/loss_kernels.hpp"
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "launch.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cstring>

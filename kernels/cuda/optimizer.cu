@@ -1,6 +1,6 @@
 // Device kernel of the optimizer family: one fused Adam / AdamW update per element.
-#include "kernels/cuda/grid.cuh"
-#include "kernels/cuda/launch.hpp"
+#include "grid.cuh"
+#include "launch.hpp"
 
 namespace tessera::kernels::cuda::launch {
 

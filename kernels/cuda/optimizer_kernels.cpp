@@ -1,9 +1,9 @@
 // CUDA optimizer kernels: Adam / AdamW with the CPU kernel's scalars (optimizer.cu), and zeroing.
-#include "kernels/optimizer_kernels.hpp"
+#include "tessera/kernels/optimizer_kernels.hpp"
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "launch.hpp"
 
 #include <cmath>
 
@@ -11,7 +11,7 @@ namespace tessera::kernels::cuda {
 
 template <typename T>
 void adam_step(const Backend& backend, std::span<T> param, std::span<const T> grad, std::span<T> m,
-               std::span<T> v, const ops::AdamConfig& config, std::int64_t step) {
+               std::span<T> v, const AdamConfig& config, std::int64_t step) {
   if (param.empty()) return;
   // The scalars exactly as the CPU kernel computes them (bias corrections in double).
   const double lr = config.lr, wd = config.weight_decay;

@@ -1,7 +1,7 @@
 // Device kernels of the dense family that cuBLAS does not cover: bias, axpy, row gather and
 // scatter-add (halo pack / unpack), and value permutation (transposed CSR values).
-#include "kernels/cuda/grid.cuh"
-#include "kernels/cuda/launch.hpp"
+#include "grid.cuh"
+#include "launch.hpp"
 
 namespace tessera::kernels::cuda::launch {
 

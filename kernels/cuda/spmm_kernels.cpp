@@ -2,12 +2,12 @@
 // 32-bit row offsets and the workspace are made on first use and reused every epoch. Aᵀ·B uses
 // an explicit transposed structure built once; its values are gathered from A's on every call,
 // so A's values may change between calls (dropout on sparse features) but its structure not.
-#include "kernels/spmm_kernels.hpp"
+#include "tessera/kernels/spmm_kernels.hpp"
 
-#include "kernels/cuda/cuda_backend.hpp"
-#include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/cuda_libraries.hpp"
-#include "kernels/cuda/launch.hpp"
+#include "cuda_backend.hpp"
+#include "cuda_check.hpp"
+#include "cuda_libraries.hpp"
+#include "launch.hpp"
 #include "tessera/core/error.hpp"
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The backend entry points of a build without CUDA: no devices, and NotCompiled on use.
-#include "kernels/backend_kernels.hpp"
+#include "tessera/kernels/backend_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 

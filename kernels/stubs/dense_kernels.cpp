@@ -1,12 +1,12 @@
 // CUDA dense entry points for builds without CUDA.
-#include "kernels/dense_kernels.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 
 template <typename T>
-void gemm(const Backend&, ops::Transpose, ops::Transpose, T, ConstDenseView<T>, ConstDenseView<T>,
+void gemm(const Backend&, Transpose, Transpose, T, ConstDenseView<T>, ConstDenseView<T>,
           T, DenseView<T>) {
   not_compiled("gemm");
 }

@@ -1,7 +1,7 @@
 // CUDA elementwise entry points for builds without CUDA.
-#include "kernels/elementwise_kernels.hpp"
+#include "tessera/kernels/elementwise_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 
@@ -15,14 +15,14 @@ void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseVi
 }
 
 template <typename T>
-void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, ops::RowIds,
+void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, RowIds,
              bool) {
   not_compiled("dropout");
 }
 
 template <typename T>
 void dropout_csr_values(const Backend&, CsrView<T>, std::span<T>, float, const RngKey&,
-                        ops::RowIds) {
+                        RowIds) {
   not_compiled("dropout_csr_values");
 }
 

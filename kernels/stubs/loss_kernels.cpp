@@ -1,7 +1,7 @@
 // CUDA loss entry points for builds without CUDA.
-#include "kernels/loss_kernels.hpp"
+#include "tessera/kernels/loss_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 

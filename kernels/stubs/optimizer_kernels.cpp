@@ -1,13 +1,13 @@
 // CUDA optimizer entry points for builds without CUDA.
-#include "kernels/optimizer_kernels.hpp"
+#include "tessera/kernels/optimizer_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 
 template <typename T>
 void adam_step(const Backend&, std::span<T>, std::span<const T>, std::span<T>, std::span<T>,
-               const ops::AdamConfig&, std::int64_t) {
+               const AdamConfig&, std::int64_t) {
   not_compiled("adam_step");
 }
 

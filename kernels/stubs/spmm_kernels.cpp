@@ -1,7 +1,7 @@
 // CUDA SpMM entry points for builds without CUDA.
-#include "kernels/spmm_kernels.hpp"
+#include "tessera/kernels/spmm_kernels.hpp"
 
-#include "kernels/stubs/not_compiled.hpp"
+#include "not_compiled.hpp"
 
 namespace tessera::kernels::cuda {
 

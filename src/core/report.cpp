@@ -1,11 +1,8 @@
-// RunReport on nlohmann::json, written atomically.
+// RunReport on nlohmann::json.
 #include "tessera/core/report.hpp"
 
 #include <sys/resource.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tessera/core/error.hpp"
@@ -61,48 +58,6 @@ void RunReport::append(std::string_view key,
   array.push_back(std::move(object));
 }
 
-namespace {
-
-/// The node at a dotted key, or nullptr.
-const nlohmann::json* find(const nlohmann::json& root, std::string_view key) {
-  const nlohmann::json* node = &root;
-  std::size_t start = 0;
-  while (start <= key.size()) {
-    const std::size_t dot = std::min(key.find('.', start), key.size());
-    const std::string part(key.substr(start, dot - start));
-    if (!node->is_object() || !node->contains(part)) return nullptr;
-    node = &(*node)[part];
-    start = dot + 1;
-  }
-  return node;
-}
-
-}  // namespace
-
-bool RunReport::has(std::string_view key) const { return find(impl_->root, key) != nullptr; }
-
-double RunReport::get_number(std::string_view key) const {
-  const nlohmann::json* node = find(impl_->root, key);
-  if (node == nullptr || !node->is_number()) {
-    throw InvalidArgument("the run report has no number at '" + std::string(key) + "'");
-  }
-  return node->get<double>();
-}
-
 std::string RunReport::dump() const { return impl_->root.dump(2); }
-
-void RunReport::write(const std::string& path) const {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw IoError("cannot write report '" + tmp + "'");
-    out << dump() << '\n';
-    if (!out.flush()) throw IoError("cannot write report '" + tmp + "' (disk full?)");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw IoError("cannot rename report '" + tmp + "' to '" + path + "'");
-  }
-}
 
 }  // namespace tessera

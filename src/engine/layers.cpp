@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "src/engine/weight_products.hpp"
+#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 
@@ -64,9 +64,9 @@ template <typename T>
 Linear<T>::Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out_features,
                   bool bias, std::uint64_t seed, std::uint32_t layer_index)
     : backend_(backend),
-      weight_(detail::make_weight<T>(backend, "linear" + std::to_string(layer_index) + ".weight",
+      weight_(make_weight<T>(backend, "linear" + std::to_string(layer_index) + ".weight",
                                      in_features, out_features, seed, layer_index)),
-      bias_(detail::make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias",
+      bias_(make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias",
                                  out_features, bias)),
       output_(backend),
       d_input_(backend) {}
@@ -75,8 +75,8 @@ template <typename T>
 Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
   check_width(name(), weight_.value.rows(), x.cols());
   DenseView<T> y = output_.get(x.rows(), weight_.value.cols());
-  detail::multiply_weight(*backend_, x, weight_.value.cview(), y);
-  detail::add_bias(*backend_, y, bias_);
+  multiply_weight(*backend_, x, weight_.value.cview(), y);
+  add_bias(*backend_, y, bias_);
   return make_context<T>(step, x, y);
 }
 
@@ -84,13 +84,13 @@ template <typename T>
 ConstDenseView<T> Linear<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                       GradientMode input_mode, GradientMode param_mode) {
   // The sparse-accumulate scratch is the input-gradient buffer: a sparse input has no gradient.
-  detail::weight_gradient(*backend_, ctx.input, d_output, weight_, param_mode, d_input_);
-  detail::bias_gradient(*backend_, d_output, bias_, param_mode);
+  weight_gradient(*backend_, ctx.input, d_output, weight_, param_mode, d_input_);
+  bias_gradient(*backend_, d_output, bias_, param_mode);
   if (input_mode == GradientMode::Ignore) return {};
   if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
   DenseView<T> dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, d_output,
+  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output,
             weight_.value.cview(), beta, dx);
   return dx;
 }

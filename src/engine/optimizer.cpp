@@ -4,7 +4,7 @@
 namespace tessera {
 
 template <typename T>
-Adam<T>::Adam(BackendPtr backend, std::vector<Parameter<T>*> parameters, ops::AdamConfig config)
+Adam<T>::Adam(BackendPtr backend, std::vector<Parameter<T>*> parameters, AdamConfig config)
     : backend_(std::move(backend)), parameters_(std::move(parameters)), config_(config) {
   for (const Parameter<T>* p : parameters_) {
     m_.push_back(DenseT<T>::zeros(backend_, p->value.rows(), p->value.cols()));
@@ -15,7 +15,7 @@ Adam<T>::Adam(BackendPtr backend, std::vector<Parameter<T>*> parameters, ops::Ad
 template <typename T>
 void Adam<T>::step() {
   ++steps_;
-  ops::AdamConfig no_decay = config_;
+  AdamConfig no_decay = config_;
   no_decay.weight_decay = 0.0f;
   for (std::size_t i = 0; i < parameters_.size(); ++i) {
     Parameter<T>& p = *parameters_[i];

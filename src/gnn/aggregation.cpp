@@ -1,7 +1,7 @@
 // Aggregation: S · x and Sᵀ · dy with the halo exchange overlapped with the rows that need none.
 #include "tessera/gnn/aggregation.hpp"
 
-#include "src/engine/weight_products.hpp"
+#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -104,7 +104,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
                                     DenseView<T> y) {
   if (transform_first_) {  // y = S · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(w.cols);
-    detail::multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
+    multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
     aggregation_.forward_local(w.cols, y);
     return;
   }
@@ -114,7 +114,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
   }
   DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows);  // y = (S · x) · W
   aggregation_.forward(x.dense, sx);
-  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::No, T{1}, ConstDenseView<T>(sx), w,
+  ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, ConstDenseView<T>(sx), w,
             T{0}, y);
 }
 
@@ -130,24 +130,24 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
     // d(xW) = Sᵀ·dy (distributed, the ghost rows' share is added at their owners);
     // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
     const DenseView<T> d_xw = aggregation_.backward(dy);  // [input rows, out]
-    detail::weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, scratch_);
+    weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, scratch_);
     if (input_mode == GradientMode::Ignore) return {};
     DenseView<T> dx = d_input_.get(x.rows(), in);
     const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-    ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, ConstDenseView<T>(d_xw),
+    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, ConstDenseView<T>(d_xw),
               w.value.cview(), beta, dx);
     return dx;
   }
   // dW = (Sx)ᵀ·dy; d(Sx) = dy·Wᵀ; dx = Sᵀ·d(Sx).
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
-  detail::weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode,
+  weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode,
                           scratch_);
   if (input_mode == GradientMode::Ignore) return {};
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(layer + ": aggregate-first backward overwrites its input gradient");
   }
   DenseView<T> d_sx = d_mid_.get(aggregation_.rows(), in);
-  ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, dy, w.value.cview(), T{0},
+  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, w.value.cview(), T{0},
             d_sx);
   return aggregation_.backward(ConstDenseView<T>(d_sx));
 }

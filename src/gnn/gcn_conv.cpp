@@ -1,10 +1,28 @@
 // GCNConv forward and backward in either product order.
 #include "tessera/gnn/gcn_conv.hpp"
 
-#include "src/engine/weight_products.hpp"
+#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
+
+std::string to_string(GcnOrder order) {
+  switch (order) {
+    case GcnOrder::AggregateThenTransform: return "aggregate-first";
+    case GcnOrder::TransformThenAggregate: return "transform-first";
+    case GcnOrder::Auto: break;
+  }
+  return "auto";
+}
+
+GcnOrder parse_gcn_order(const std::string& text) {
+  for (const GcnOrder order :
+       {GcnOrder::Auto, GcnOrder::AggregateThenTransform, GcnOrder::TransformThenAggregate}) {
+    if (text == to_string(order)) return order;
+  }
+  throw InvalidArgument("unknown product order '" + text +
+                        "'; valid: auto, aggregate-first, transform-first");
+}
 
 template <typename T>
 GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
@@ -13,9 +31,9 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
     : backend_(backend),
       product_(backend, adjacency, adjacency_t,
                tessera::transforms_first(order, in_features, out_features)),
-      weight_(detail::make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight",
+      weight_(make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight",
                                      in_features, out_features, seed, layer_index)),
-      bias_(detail::make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",
+      bias_(make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",
                                  out_features, bias)),
       output_(backend) {}
 
@@ -24,14 +42,14 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   product_.aggregation().check_layer_input(name(), x, weight_.value.rows());
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
   product_.forward(name(), x, weight_.value.cview(), y);
-  detail::add_bias(*backend_, y, bias_);
+  add_bias(*backend_, y, bias_);
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
 template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
-  detail::bias_gradient(*backend_, d_output, bias_, param_mode);
+  bias_gradient(*backend_, d_output, bias_, param_mode);
   return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode);
 }
 

@@ -1,7 +1,7 @@
 // GinAggregate forward and backward: a neighbour sum plus the (1 + ε)-scaled node itself.
 #include "tessera/gnn/gin_conv.hpp"
 
-#include "src/engine/weight_products.hpp"
+#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
 
 namespace tessera {
@@ -13,7 +13,7 @@ GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
     : backend_(backend), aggregation_(backend, adjacency, adjacency_t), features_(features),
       epsilon_{"gin" + std::to_string(layer_index) + ".epsilon", DenseT<T>(backend, 1, 1),
                DenseT<T>::zeros(backend, 1, 1), false},
-      bias_(detail::make_bias<T>(backend, "gin" + std::to_string(layer_index) + ".bias", features,
+      bias_(make_bias<T>(backend, "gin" + std::to_string(layer_index) + ".bias", features,
                                  bias)),
       output_(backend) {
   backend->copy_from_host(epsilon_.value.data(), &epsilon, sizeof(T));
@@ -38,7 +38,7 @@ template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Inpu
   const ConstDenseView<T> own = x.dense.slice_rows(0, n);
   ops::axpy(*backend_, scale_, std::span<const T>(own.data, static_cast<std::size_t>(own.size())),
             std::span<T>(h.data, static_cast<std::size_t>(h.size())));
-  detail::add_bias(*backend_, h, bias_);
+  add_bias(*backend_, h, bias_);
   return Context<T>{x, Input<T>(ConstDenseView<T>(h)), step};
 }
 
@@ -47,13 +47,13 @@ ConstDenseView<T> GinAggregate<T>::backward(const Context<T>& ctx, ConstDenseVie
                                             GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t n = aggregation_.rows();
   const std::int64_t size = n * features_;
-  detail::bias_gradient(*backend_, d_output, bias_, param_mode);
+  bias_gradient(*backend_, d_output, bias_, param_mode);
   if (param_mode != GradientMode::Ignore) {
     // dε = Σ dh ⊙ x over the owned rows: the [1, size]·[size, 1] product of the flattened
     // matrices.
     const ConstDenseView<T> dh_row(d_output.data, 1, size), x_row(ctx.input.dense.data, 1, size);
     const T beta = param_mode == GradientMode::Accumulate ? T{1} : T{0};
-    ops::gemm(*backend_, ops::Transpose::No, ops::Transpose::Yes, T{1}, dh_row, x_row, beta,
+    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dh_row, x_row, beta,
               epsilon_.grad.view());
   }
   if (input_mode == GradientMode::Ignore) return {};

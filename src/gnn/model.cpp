@@ -1,10 +1,12 @@
-// The GCN architecture builder and layer-size parsing.
+// Model shapes and layer-size parsing, and the GCN builder.
 #include "tessera/gnn/model.hpp"
-
-#include <charconv>
 
 #include "tessera/core/error.hpp"
 #include "tessera/engine/layers.hpp"
+
+#include <charconv>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace tessera::gnn {
 
@@ -28,35 +30,45 @@ std::vector<std::int64_t> parse_layer_sizes(const std::string& text) {
   return sizes;
 }
 
-std::vector<std::int64_t> layer_sizes(std::int64_t in, std::int64_t hidden, int num_layers,
-                                      std::int64_t classes) {
-  if (num_layers < 1) {
-    throw InvalidArgument("a GCN needs at least one layer, got " + std::to_string(num_layers));
+std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t classes) const {
+  if (!layer_sizes.empty()) {
+    if (layer_sizes.size() < 2 || layer_sizes.front() != in || layer_sizes.back() != classes) {
+      throw InvalidArgument(fmt::format("layer sizes {} must start at the {} input features and "
+                                        "end at the {} classes of the data",
+                                        fmt::join(layer_sizes, "-"), in, classes));
+    }
+    return layer_sizes;
+  }
+  if (num_layers < 1 || hidden < 1) {
+    throw InvalidArgument(fmt::format("a model needs at least one layer and a positive hidden "
+                                      "width, got {} layers of width {}",
+                                      num_layers, hidden));
   }
   std::vector<std::int64_t> sizes{in};
-  for (int i = 1; i < num_layers; ++i) sizes.push_back(hidden);
+  for (int i = 1; i < num_layers; ++i)
+    sizes.push_back(hidden);
   sizes.push_back(classes);
   return sizes;
 }
 
 template <typename T>
 Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
-                        const CsrT<T>& adjacency_t, const GcnConfig& config, std::uint64_t seed) {
-  if (config.layer_sizes.size() < 2) {
+                        const CsrT<T>& adjacency_t, const ModelSpec& spec) {
+  if (spec.layer_sizes.size() < 2) {
     throw InvalidArgument("a GCN needs at least an input and an output size");
   }
+  const ModelConfig& config = spec.config;
   Sequential<T> model;
-  const std::size_t num_convs = config.layer_sizes.size() - 1;
+  const std::size_t num_convs = spec.layer_sizes.size() - 1;
   for (std::size_t i = 0; i < num_convs; ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
     // The dropout before every convolution but the first is fused with the ReLU before it.
     if (i == 0) model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
-    auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t,
-                                             config.layer_sizes[i], config.layer_sizes[i + 1],
-                                             config.bias, seed, layer, config.order);
-    for (Parameter<T>* p : conv->parameters()) {
-      p->decay = !config.decay_first_layer_only || i == 0;
-    }
+    auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t, spec.layer_sizes[i],
+                                             spec.layer_sizes[i + 1], config.bias, spec.seed, layer,
+                                             config.order);
+    for (Parameter<T>* p : conv->parameters())
+      p->decay = spec.decays(static_cast<int>(i));
     model.add(std::move(conv));
     if (i + 1 < num_convs) {
       model.add(std::make_unique<ReluDropout<T>>(backend, config.dropout, layer + 1));
@@ -65,10 +77,9 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   return model;
 }
 
-Sequential<float> build_gcn(ModelGraph& graph, const GcnConfig& config, std::uint64_t seed) {
-  Sequential<float> model =
-      build_gcn(graph.backend(), graph.matrix(AggregationKind::Gcn),
-                graph.transpose(AggregationKind::Gcn), config, seed);
+Sequential<float> build_gcn(ModelGraph& graph, const ModelSpec& spec) {
+  Sequential<float> model = build_gcn(graph.backend(), graph.matrix(AggregationKind::Gcn),
+                                      graph.transpose(AggregationKind::Gcn), spec);
   int layer = 0;
   for (const auto& module : model.modules()) {
     if (auto* conv = dynamic_cast<GcnConv<float>*>(module.get())) {
@@ -80,8 +91,8 @@ Sequential<float> build_gcn(ModelGraph& graph, const GcnConfig& config, std::uin
 }
 
 template Sequential<float> build_gcn(const BackendPtr&, const CsrT<float>&, const CsrT<float>&,
-                                     const GcnConfig&, std::uint64_t);
+                                     const ModelSpec&);
 template Sequential<double> build_gcn(const BackendPtr&, const CsrT<double>&, const CsrT<double>&,
-                                      const GcnConfig&, std::uint64_t);
+                                      const ModelSpec&);
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

@@ -55,14 +55,15 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   }
   switch (kind) {
     case AggregationKind::Gcn:
-      b.host = distributed() ? graph::gcn_normalize_tile(adjacency_, degree_)
-                             : graph::gcn_normalize(adjacency_);
+      b.host = degree_.empty() ? graph::gcn_normalize(adjacency_)
+                               : graph::gcn_normalize_tile(adjacency_, degree_);
       break;
     case AggregationKind::Mean: b.host = graph::mean_aggregation(adjacency_); break;
     case AggregationKind::Sum: b.host = graph::sum_aggregation(adjacency_); break;
   }
-  // One process: Â and A of an undirected graph are symmetric; D⁻¹A is not.
-  b.symmetric = !distributed() && kind != AggregationKind::Mean;
+  // Without ghost rows the rows and columns are the same vertices: Â and A of an undirected
+  // graph are symmetric there (on one process, or a tile no edge leaves); D⁻¹A is not.
+  b.symmetric = n_local_ == n_owned_ && kind != AggregationKind::Mean;
   if (!b.symmetric) b.host_t = graph::transpose(b.host);
   if (backend_->kind() != DeviceKind::Cpu) {
     b.device = to_backend(b.host, backend_);

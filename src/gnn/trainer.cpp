@@ -91,7 +91,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     throw InvalidArgument("epochs must be >= 0 and eval_every >= 1");
   }
   comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
-  const ops::RowIds row_ids = distribution != nullptr ? distribution->rows : ops::RowIds{};
+  const RowIds row_ids = distribution != nullptr ? distribution->rows : RowIds{};
   const auto halo_totals = [&]() -> comm::HaloStats {
     if (distribution == nullptr || !distribution->halo_totals) return {};
     return distribution->halo_totals();
@@ -99,7 +99,11 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   const Backend& be = *backend;
   Adam<float> optimizer(backend, model.parameters(), config.adam);
   std::optional<comm::GradientAllreduce> gradient_sum;
-  if (comm != nullptr) gradient_sum.emplace(*comm, backend, model.parameters());
+  if (comm != nullptr && comm->size() > 1) {
+    std::vector<Dense*> gradients;
+    for (Parameter<float>* p : model.parameters()) gradients.push_back(&p->grad);
+    gradient_sum.emplace(*comm, backend, std::move(gradients));
+  }
   Dense d_logits; // [n, classes], allocated on the first epoch
   const SplitCounts counts = split_counts(host_labels, comm);
   const LabelsOnBackend labels_on_backend(backend, host_labels);

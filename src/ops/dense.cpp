@@ -1,6 +1,6 @@
 // Dispatch of the dense ops (GEMM, copy, axpy, bias) to the backend's kernels.
-#include "kernels/dense_kernels.hpp"
-#include "src/ops/checks.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
+#include "checks.hpp"
 #include "tessera/ops/ops.hpp"
 
 namespace tessera::ops {

@@ -1,6 +1,6 @@
 // Dispatch of the elementwise ops (ReLU, dropout) to the backend's kernels.
-#include "kernels/elementwise_kernels.hpp"
-#include "src/ops/checks.hpp"
+#include "tessera/kernels/elementwise_kernels.hpp"
+#include "checks.hpp"
 #include "tessera/ops/ops.hpp"
 
 namespace tessera::ops {

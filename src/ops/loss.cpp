@@ -1,6 +1,6 @@
 // Dispatch of the loss ops (softmax cross-entropy, accuracy count) to the backend's kernels.
-#include "kernels/loss_kernels.hpp"
-#include "src/ops/checks.hpp"
+#include "tessera/kernels/loss_kernels.hpp"
+#include "checks.hpp"
 #include "tessera/ops/ops.hpp"
 
 #include <cmath>

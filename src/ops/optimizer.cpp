@@ -1,6 +1,6 @@
 // Dispatch of the optimizer ops (Adam/AdamW step, zero) to the backend's kernels.
-#include "kernels/optimizer_kernels.hpp"
-#include "src/ops/checks.hpp"
+#include "tessera/kernels/optimizer_kernels.hpp"
+#include "checks.hpp"
 #include "tessera/ops/ops.hpp"
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Dispatch of the sparse ops (SpMM and its transpose) to the backend's kernels.
-#include "kernels/spmm_kernels.hpp"
-#include "src/ops/checks.hpp"
+#include "tessera/kernels/spmm_kernels.hpp"
+#include "checks.hpp"
 #include "tessera/ops/ops.hpp"
 
 namespace tessera::ops {

@@ -1,7 +1,7 @@
 // Every CUDA kernel against the CPU reference on random data with odd sizes, empty rows and
 // widths that are not multiples of 32; dropout masks must be bit-identical to the CPU's.
 // Skipped (with the reason) where there is no GPU.
-#include "tests/cuda/cuda_test_util.hpp"
+#include "cuda/cuda_test_util.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>
@@ -33,7 +33,6 @@ template <typename T> void expect_identical(const DenseT<T>& ref, const DenseT<T
 
 TYPED_TEST(CudaKernels, GemmIsEquivalentToRef) {
   using T = TypeParam;
-  using ops::Transpose;
   for (const auto& [ta, tb] : {std::pair{Transpose::No, Transpose::No},
                                {Transpose::Yes, Transpose::No},
                                {Transpose::No, Transpose::Yes},
@@ -184,12 +183,12 @@ TYPED_TEST(CudaKernels, DropoutMasksAreBitIdenticalToTheCpu) {
   DenseT<T> y(this->cpu, 83, 70), y_gpu(this->gpu, 83, 70);
   DenseT<T> z(this->cpu, 83, 70), z_gpu(this->gpu, 83, 70);
 
-  ops::dropout_forward(*this->cpu, x.cview(), y.view(), 0.3f, key, ops::RowIds{ids.data(), 0});
+  ops::dropout_forward(*this->cpu, x.cview(), y.view(), 0.3f, key, RowIds{ids.data(), 0});
   ops::dropout_forward(*this->gpu, this->up(x).cview(), y_gpu.view(), 0.3f, key,
-                       ops::RowIds{ids_gpu.data(), 0});
-  ops::relu_dropout_forward(*this->cpu, x.cview(), z.view(), 0.5f, key, ops::RowIds{nullptr, 11});
+                       RowIds{ids_gpu.data(), 0});
+  ops::relu_dropout_forward(*this->cpu, x.cview(), z.view(), 0.5f, key, RowIds{nullptr, 11});
   ops::relu_dropout_forward(*this->gpu, this->up(x).cview(), z_gpu.view(), 0.5f, key,
-                            ops::RowIds{nullptr, 11});
+                            RowIds{nullptr, 11});
 
   expect_identical(y, this->down(y_gpu));
   expect_identical(z, this->down(z_gpu));
@@ -203,8 +202,8 @@ TYPED_TEST(CudaKernels, DropoutOnSparseValuesIsBitIdenticalToTheCpu) {
   std::vector<T> out(static_cast<std::size_t>(a.nnz()));
   Buffer<T> out_gpu(this->gpu, a.nnz());
 
-  ops::dropout_csr_values(*this->cpu, a.view(), std::span<T>(out), 0.5f, key, ops::RowIds{});
-  ops::dropout_csr_values(*this->gpu, a_gpu.view(), out_gpu.span(), 0.5f, key, ops::RowIds{});
+  ops::dropout_csr_values(*this->cpu, a.view(), std::span<T>(out), 0.5f, key, RowIds{});
+  ops::dropout_csr_values(*this->gpu, a_gpu.view(), out_gpu.span(), 0.5f, key, RowIds{});
 
   EXPECT_EQ(this->down(out_gpu), out);
 }
@@ -253,7 +252,7 @@ TYPED_TEST(CudaKernels, AdamAndAdamWAreEquivalentToRef) {
     auto m = DenseT<T>::zeros(this->cpu, 1, 1000), v = DenseT<T>::zeros(this->cpu, 1, 1000);
     auto param_gpu = this->up(param), m_gpu = this->up(m), v_gpu = this->up(v);
     const auto grad_gpu = this->up(grad);
-    const ops::AdamConfig config{0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, decoupled};
+    const AdamConfig config{0.01f, 0.9f, 0.999f, 1e-8f, 5e-4f, decoupled};
     const auto s = [](auto& x) { return std::span(x.data(), static_cast<std::size_t>(x.size())); };
 
     for (std::int64_t step = 1; step <= 3; ++step) {

@@ -1,7 +1,7 @@
 // A whole training run on the GPU against the same run on the CPU: same masks, same weights,
 // per-epoch losses within 1e-4 (relative) and the same accuracies up to a few argmax flips.
-#include "tests/cuda/cuda_test_util.hpp"
-#include "tests/test_data.hpp"
+#include "cuda/cuda_test_util.hpp"
+#include "test_data.hpp"
 
 #include <cmath>
 #include <gtest/gtest.h>
@@ -10,12 +10,12 @@
 namespace tessera::testing {
 namespace {
 
-gnn::TrainJob job_on(DeviceChoice device, const std::string& dataset) {
-  gnn::TrainJob job;
+runtime::TrainJob job_on(DeviceChoice device, const std::string& dataset) {
+  runtime::TrainJob job;
   job.dataset = dataset;
   job.load.data_dir = shared_data_dir();
   job.device = device;
-  job.hidden = 32;
+  job.shape.hidden = 32;
   job.model.dropout = 0.5f;
   job.train.epochs = 20;
   job.train.seed = 3;
@@ -23,8 +23,8 @@ gnn::TrainJob job_on(DeviceChoice device, const std::string& dataset) {
 }
 
 void expect_gpu_matches_cpu(const std::string& dataset) {
-  const gnn::TrainResult cpu = gnn::run_train_job(job_on(DeviceChoice::Cpu, dataset), {}).result;
-  const gnn::TrainResult gpu = gnn::run_train_job(job_on(DeviceChoice::Cuda, dataset), {}).result;
+  const gnn::TrainResult cpu = runtime::run_train_job(job_on(DeviceChoice::Cpu, dataset)).result;
+  const gnn::TrainResult gpu = runtime::run_train_job(job_on(DeviceChoice::Cuda, dataset)).result;
 
   ASSERT_EQ(cpu.history.size(), gpu.history.size());
   for (std::size_t e = 0; e < cpu.history.size(); ++e) {
@@ -50,7 +50,7 @@ TEST(CudaTraining, DeviceCudaWithoutAGpuIsRefusedNamingTheFix) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
 
   try {
-    gnn::run_train_job(job_on(DeviceChoice::Cuda, "sbm:nodes=100,classes=2,features=4"), {});
+    runtime::run_train_job(job_on(DeviceChoice::Cuda, "sbm:nodes=100,classes=2,features=4"));
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("--device auto"), std::string::npos) << e.what();

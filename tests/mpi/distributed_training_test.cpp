@@ -1,8 +1,8 @@
 // The central property of distributed training: P ranks compute what one process computes —
 // the same per-epoch loss (relative 1e-5) and accuracies with dropout on — on Cora and on a
 // generated graph, with the tile from rank 0 or from a partition store; and the refusals.
-#include "tests/mpi/mpi_test_main.hpp"
-#include "tests/test_data.hpp"
+#include "mpi/mpi_test_main.hpp"
+#include "test_data.hpp"
 
 #include <cmath>
 #include <filesystem>
@@ -18,12 +18,12 @@ namespace {
 using ::testing::HasSubstr;
 using testing::world;
 
-gnn::TrainJob cora_job(std::uint64_t seed, int epochs) {
-  gnn::TrainJob job;
+runtime::TrainJob cora_job(std::uint64_t seed, int epochs) {
+  runtime::TrainJob job;
   job.dataset = "cora";
   job.load.data_dir = testing::shared_data_dir();
   job.threads = 1;
-  job.hidden = 16;
+  job.shape.hidden = 16;
   job.model.dropout = 0.5f;
   job.train.epochs = epochs;
   job.train.seed = seed;
@@ -32,26 +32,26 @@ gnn::TrainJob cora_job(std::uint64_t seed, int epochs) {
 
 /// Three layers over a community graph: 24 → 32 → 32 → 4, so the first two layers aggregate
 /// first (moving the narrower input) and the last transforms first.
-gnn::TrainJob generated_job() {
-  gnn::TrainJob job;
+runtime::TrainJob generated_job() {
+  runtime::TrainJob job;
   job.dataset = "sbm:nodes=3000,classes=4,avg-degree=8,p-in=0.8,features=24,noise=1.5";
   job.threads = 1;
-  job.hidden = 32;
-  job.num_layers = 3;
+  job.shape.hidden = 32;
+  job.shape.num_layers = 3;
   job.model.dropout = 0.5f;
   job.train.epochs = 20;
   job.train.seed = 7;
   return job;
 }
 
-gnn::TrainResult serial(gnn::TrainJob job) {
+gnn::TrainResult serial(runtime::TrainJob job) {
   job.comm = nullptr;
-  return gnn::run_train_job(job, {}).result;
+  return runtime::run_train_job(job).result;
 }
 
-gnn::TrainResult distributed(gnn::TrainJob job) {
+gnn::TrainResult distributed(runtime::TrainJob job) {
   job.comm = world();
-  return gnn::run_train_job(job, {}).result;
+  return runtime::run_train_job(job).result;
 }
 
 void expect_same_training(const gnn::TrainResult& one, const gnn::TrainResult& many) {
@@ -70,7 +70,7 @@ void expect_same_training(const gnn::TrainResult& one, const gnn::TrainResult& m
 
 TEST(DistributedTraining, CoraMatchesOneProcessEveryEpochWithDropout) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
-  const gnn::TrainJob job = cora_job(3, 20);
+  const runtime::TrainJob job = cora_job(3, 20);
 
   const gnn::TrainResult one = serial(job);
   const gnn::TrainResult many = distributed(job);
@@ -79,7 +79,7 @@ TEST(DistributedTraining, CoraMatchesOneProcessEveryEpochWithDropout) {
 }
 
 TEST(DistributedTraining, GeneratedGraphMatchesOneProcessInBothProductOrders) {
-  const gnn::TrainJob job = generated_job();
+  const runtime::TrainJob job = generated_job();
 
   const gnn::TrainResult one = serial(job);
   const gnn::TrainResult many = distributed(job);
@@ -88,7 +88,7 @@ TEST(DistributedTraining, GeneratedGraphMatchesOneProcessInBothProductOrders) {
 }
 
 TEST(DistributedTraining, WithoutTheFeatureCacheTheResultIsTheSame) {
-  gnn::TrainJob job = generated_job();
+  runtime::TrainJob job = generated_job();
   job.cache_input_features = false;
 
   const gnn::TrainResult one = serial(job);
@@ -98,7 +98,7 @@ TEST(DistributedTraining, WithoutTheFeatureCacheTheResultIsTheSame) {
 }
 
 TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
-  gnn::TrainJob job = generated_job();
+  runtime::TrainJob job = generated_job();
   job.partition.method = partition::Method::Block;
 
   expect_same_training(serial(job), distributed(job));
@@ -107,17 +107,16 @@ TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
 /// Custom models through TrainJob::model_builder: SAGE (the first two layers aggregate first,
 /// the last transforms first) and GIN aggregating the dense input itself, each layer
 /// distributed through the model graph's halos.
-Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
-  const auto sizes =
-      gnn::layer_sizes(graph.in_features(), job.hidden, job.num_layers, graph.num_classes());
+Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   Sequential<float> model;
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
-    model.add(std::make_unique<Dropout<float>>(graph.backend(), job.model.dropout, layer));
+    model.add(std::make_unique<Dropout<float>>(graph.backend(), spec.config.dropout, layer));
     auto sage = std::make_unique<SageConv<float>>(
         graph.backend(), graph.matrix(gnn::AggregationKind::Mean),
         graph.transpose(gnn::AggregationKind::Mean), sizes[i], sizes[i + 1], true,
-        job.train.seed, layer);
+        spec.seed, layer);
     sage->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
     model.add(std::move(sage));
     if (i + 2 < sizes.size()) model.add(std::make_unique<Relu<float>>(graph.backend()));
@@ -125,9 +124,8 @@ Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
   return model;
 }
 
-Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
-  const auto sizes =
-      gnn::layer_sizes(graph.in_features(), job.hidden, job.num_layers, graph.num_classes());
+Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   Sequential<float> model;
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
@@ -137,16 +135,16 @@ Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
     gin->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
     model.add(std::move(gin));
     model.add(std::make_unique<Linear<float>>(graph.backend(), sizes[i], sizes[i + 1], true,
-                                              job.train.seed, layer));
+                                              spec.seed, layer));
     if (i + 2 < sizes.size()) {
-      model.add(std::make_unique<ReluDropout<float>>(graph.backend(), job.model.dropout, layer));
+      model.add(std::make_unique<ReluDropout<float>>(graph.backend(), spec.config.dropout, layer));
     }
   }
   return model;
 }
 
 TEST(DistributedTraining, CustomSageModelMatchesOneProcessWithAndWithoutTheCache) {
-  gnn::TrainJob job = generated_job();
+  runtime::TrainJob job = generated_job();
   job.model_builder = sage_model;
   job.model_name = "SAGE";
 
@@ -156,7 +154,7 @@ TEST(DistributedTraining, CustomSageModelMatchesOneProcessWithAndWithoutTheCache
 }
 
 TEST(DistributedTraining, CustomGinModelMatchesOneProcessWithAndWithoutTheCache) {
-  gnn::TrainJob job = generated_job();
+  runtime::TrainJob job = generated_job();
   job.model_builder = gin_model;
   job.model_name = "GIN";
 
@@ -165,25 +163,28 @@ TEST(DistributedTraining, CustomGinModelMatchesOneProcessWithAndWithoutTheCache)
   expect_same_training(serial(job), distributed(job));
 }
 
-TEST(DistributedTraining, CustomModelReportCountsEveryLayersHalo) {
-  if (world()->size() == 1) GTEST_SKIP() << "one rank without a store trains in one process";
-  gnn::TrainJob job = generated_job();
+TEST(DistributedTraining, CustomModelSummaryCountsEveryLayersHalo) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
+  runtime::TrainJob job = generated_job();
   job.model_builder = sage_model;
   job.model_name = "SAGE";
   job.train.epochs = 2;
   job.comm = world();
-  const RunReport r = gnn::run_train_job(job, {}).report;
-  EXPECT_FALSE(r.has("comm.broadcast_1d_bytes_per_epoch"));  // estimated for GCN only
-  EXPECT_TRUE(r.has("comm.layer_bytes_sent.conv2"));
-  EXPECT_GT(r.get_number("comm.halo_bytes_per_epoch"), 0.0);
+
+  const runtime::RunSummary s = runtime::run_train_job(job);
+
+  EXPECT_FALSE(s.broadcast_1d_bytes_per_epoch.has_value());  // estimated for the GCN only
+  ASSERT_EQ(s.per_rank.size(), static_cast<std::size_t>(world()->size()));
+  for (const runtime::RankFigures& f : s.per_rank) EXPECT_EQ(f.layer_bytes_sent.size(), 3u);
+  EXPECT_GT(s.halo_bytes_per_epoch, 0.0);
 }
 
 TEST(DistributedTraining, EmptyCustomModelIsRefused) {
-  gnn::TrainJob job = generated_job();
-  job.model_builder = [](gnn::ModelGraph&, const gnn::TrainJob&) { return Sequential<float>(); };
+  runtime::TrainJob job = generated_job();
+  job.model_builder = [](gnn::ModelGraph&, const gnn::ModelSpec&) { return Sequential<float>(); };
   job.model_name = "nothing";
   job.comm = world();
-  EXPECT_THAT([&] { gnn::run_train_job(job, {}); },
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("model 'nothing' returned no")));
 }
 
@@ -191,7 +192,7 @@ TEST(DistributedTraining, EmptyCustomModelIsRefused) {
 /// every rank can read; removed when destroyed.
 class StoreFolder {
 public:
-  StoreFolder(const gnn::TrainJob& job, int parts) {
+  StoreFolder(const runtime::TrainJob& job, int parts) {
     path_ = (std::filesystem::temp_directory_path() /
              ("tessera-mpi-store-" + std::to_string(parts) + "-" + std::to_string(::getppid())))
                 .string();
@@ -218,9 +219,9 @@ private:
 
 TEST(DistributedTraining, EachRankLoadingItsPartFromAStoreMatchesOneProcess) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
-  gnn::TrainJob job = cora_job(5, 10);
+  runtime::TrainJob job = cora_job(5, 10);
   const StoreFolder store(job, world()->size());
-  gnn::TrainJob from_store = job;
+  runtime::TrainJob from_store = job;
   from_store.partition_dir = store.path();
 
   expect_same_training(serial(job), distributed(from_store));
@@ -228,7 +229,7 @@ TEST(DistributedTraining, EachRankLoadingItsPartFromAStoreMatchesOneProcess) {
 
 TEST(DistributedTraining, StoreForAnotherRankCountIsRefusedBeforeTraining) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
-  gnn::TrainJob job = cora_job(0, 5);
+  runtime::TrainJob job = cora_job(0, 5);
   const StoreFolder store(job, world()->size() + 1);
   job.partition_dir = store.path();
 
@@ -244,7 +245,7 @@ TEST(DistributedTraining, StoreForAnotherRankCountIsRefusedBeforeTraining) {
 
 TEST(DistributedTraining, StoreOfAnotherDatasetIsRefused) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
-  gnn::TrainJob job = cora_job(0, 5);
+  runtime::TrainJob job = cora_job(0, 5);
   const StoreFolder store(job, world()->size());
   job.partition_dir = store.path();
   job.dataset = "citeseer";
@@ -257,29 +258,54 @@ TEST(DistributedTraining, StoreOfAnotherDatasetIsRefused) {
   }
 }
 
-TEST(DistributedTraining, ReportHoldsPerRankFiguresAndTheCache) {
-  if (world()->size() == 1) GTEST_SKIP() << "one rank without a store trains in one process";
-  gnn::TrainJob job = generated_job();
+TEST(DistributedTraining, SummaryHoldsEveryRanksFiguresAndTheCache) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
+  runtime::TrainJob job = generated_job();
   job.train.epochs = 3;
   job.comm = world();
 
-  const gnn::TrainOutcome outcome = gnn::run_train_job(job, {});
+  const runtime::RunSummary s = runtime::run_train_job(job);
 
-  const RunReport& r = outcome.report;
-  EXPECT_EQ(r.get_number("distributed.ranks"), world()->size());
-  for (const char* key :
-       {"timing.epoch_ms", "timing.compute_ms", "timing.comm_ms", "timing.wait_ms",
-        "comm.halo_bytes_sent_per_epoch", "memory.peak_rss_bytes"}) {
-    EXPECT_LE(r.get_number(std::string(key) + ".min"), r.get_number(std::string(key) + ".mean"))
-        << key;
-    EXPECT_LE(r.get_number(std::string(key) + ".mean"), r.get_number(std::string(key) + ".max"))
-        << key;
+  EXPECT_EQ(s.ranks, world()->size());
+  ASSERT_EQ(s.per_rank.size(), static_cast<std::size_t>(world()->size()));
+  std::int64_t owned = 0;
+  for (const runtime::RankFigures& f : s.per_rank) {
+    owned += f.owned_rows;
+    EXPECT_GT(f.epoch_ms, 0.0);
+    EXPECT_NEAR(f.compute_ms + f.comm_ms + f.wait_ms, f.epoch_ms, 1e-9 * f.epoch_ms);
+    EXPECT_GT(f.peak_rss_bytes, 0);
+    EXPECT_EQ(f.layer_bytes_sent.size(), 3u);
   }
-  EXPECT_TRUE(r.has("comm.layer_bytes_sent.conv2"));
-  EXPECT_GT(r.get_number("comm.halo_bytes_per_epoch"), 0.0);
-  EXPECT_GT(r.get_number("halo.cache_hit_rows"), 0.0);
-  EXPECT_LT(r.get_number("comm.halo_bytes_per_epoch"),
-            r.get_number("comm.broadcast_1d_bytes_per_epoch"));
+  EXPECT_EQ(owned, s.nodes);
+  EXPECT_GT(s.halo_bytes_per_epoch, 0.0);
+  EXPECT_GT(s.cache_hit_rows, 0);
+  ASSERT_TRUE(s.broadcast_1d_bytes_per_epoch.has_value());
+  EXPECT_LT(s.halo_bytes_per_epoch, *s.broadcast_1d_bytes_per_epoch);
+}
+
+TEST(DistributedTraining, ARankWithoutGhostsStillTakesPartInTheLayerZeroExchange) {
+  // Whether layer 0 exchanges is the job's choice (the cache), the same on every rank, not this
+  // rank's row counts: a rank that reads no ghost row may still send rows to the others.
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges nothing";
+  const auto cpu = make_cpu_backend(1);
+  const GlobalId first = 2 * world()->rank();
+  const std::vector<GlobalId> owned{first, first + 1};
+  const auto plan = std::make_shared<const comm::HaloPlan>(
+      comm::HaloPlan::build(*world(), owned, {}, {}));
+  Csr tile(cpu, 2, 2, 2);
+  tile.row_ptr()[0] = 0;
+  tile.row_ptr()[1] = 1;
+  tile.row_ptr()[2] = 2;
+  tile.col()[0] = 1;
+  tile.col()[1] = 0;
+  tile.val()[0] = tile.val()[1] = 1.0f;
+
+  gnn::ModelGraph uncached(cpu, tile.cast<float>(), {1, 1}, 3, 2, world(), plan, 0, false);
+  gnn::ModelGraph cached(cpu, tile.cast<float>(), {1, 1}, 3, 2, world(), plan, 0, true);
+
+  EXPECT_NE(uncached.halo(0), nullptr);
+  EXPECT_EQ(cached.halo(0), nullptr);
+  EXPECT_NE(cached.halo(1), nullptr);
 }
 
 // Published 81.5 %; the 1-process mean is the reference (scripts/bench/accuracy.sh).

@@ -1,6 +1,6 @@
 // main() of the MPI tests: every rank runs every test; rank 0 prints the usual output, the
 // others only their failures, and the job fails when any rank does.
-#include "tests/mpi/mpi_test_main.hpp"
+#include "mpi/mpi_test_main.hpp"
 
 #include <cstdio>
 #include <gtest/gtest.h>

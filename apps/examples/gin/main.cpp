@@ -16,15 +16,15 @@ using namespace tessera;
 /// The first layer moves its Linear before the aggregation — Linear(no bias) then GIN with the
 /// bias, the same function — so it aggregates hidden-wide rows instead of the (sparse, wide)
 /// input features; the others aggregate first, as GIN is written.
-Sequential<float> build_gin(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
-  const std::vector<std::int64_t> sizes =
-      gnn::layer_sizes(graph.in_features(), job.hidden, job.num_layers, graph.num_classes());
+Sequential<float> build_gin(gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const float dropout = spec.config.dropout;
   const Csr& sum = graph.matrix(gnn::AggregationKind::Sum);
   const Csr& sum_t = graph.transpose(gnn::AggregationKind::Sum);
   const BackendPtr& backend = graph.backend();
-  const std::uint64_t seed = job.train.seed;
+  const std::uint64_t seed = spec.seed;
   Sequential<float> model;
-  model.add(std::make_unique<Dropout<float>>(backend, job.model.dropout, 0));
+  model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
     const bool first = i == 0;
@@ -42,7 +42,7 @@ Sequential<float> build_gin(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
       model.add(std::move(linear));
     }
     if (i + 2 < sizes.size()) {
-      model.add(std::make_unique<ReluDropout<float>>(backend, job.model.dropout, layer + 1));
+      model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
     }
   }
   return model;
@@ -51,10 +51,11 @@ Sequential<float> build_gin(gnn::ModelGraph& graph, const gnn::TrainJob& job) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gnn::TrainProgram program;
+  runtime::TrainProgram program;
   program.description = "Train GIN (sum aggregation, learnable epsilon, a Linear per layer) on "
                         "one dataset; under mpirun -np P, across P ranks.";
   program.model_name = "GIN";
   program.model_builder = build_gin;
-  return gnn::train_main(argc, argv, program);
+  program.model.decay_first_layer_only = false;  // weight decay on every weight
+  return runtime::train_main(argc, argv, program);
 }

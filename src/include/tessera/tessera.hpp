@@ -1,4 +1,4 @@
-// Umbrella header: the whole public API of Tessera.
+// Umbrella header: the whole public API of Tessera (its layers: cmake/layers.txt).
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
@@ -8,6 +8,7 @@
 #include "tessera/config.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/op_params.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/rng.hpp"
 #include "tessera/core/tensor.hpp"
@@ -18,17 +19,20 @@
 #include "tessera/engine/module.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/engine/sequential.hpp"
+#include "tessera/engine/weight_products.hpp"
 #include "tessera/gnn/aggregation.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
 #include "tessera/gnn/gin_conv.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/sage_conv.hpp"
-#include "tessera/gnn/train_job.hpp"
-#include "tessera/gnn/train_main.hpp"
 #include "tessera/gnn/trainer.hpp"
+#include "tessera/graph/features.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/ops/backends.hpp"
 #include "tessera/ops/ops.hpp"
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/partition.hpp"
 #include "tessera/partition/store.hpp"
+#include "tessera/runtime/train_job.hpp"
+#include "tessera/runtime/train_main.hpp"

@@ -167,11 +167,11 @@ TEST(DatasetsGenerators, RandomSplitWithoutLabelsThrowsInvalidArgument) {
 }
 
 TEST(DatasetsGenerators, RowNormalizeMakesRowSumsOneAndKeepsZeroRows) {
-  Features dense;
+  graph::Features dense;
   dense.dense = Dense::zeros(cpu(), 2, 3);
   (*dense.dense)(0, 0) = 1.0f;
   (*dense.dense)(0, 2) = 3.0f;
-  Features sparse;
+  graph::Features sparse;
   sparse.sparse = Csr(cpu(), 2, 3, 2);
   sparse.sparse->row_ptr()[1] = 2;
   sparse.sparse->row_ptr()[2] = 2;

@@ -1,7 +1,7 @@
 // The npz reader and writer: round trips, numpy's layout, and malformed archives.
 #include "dataset_test_util.hpp"
-#include "datasets/assembly.hpp"
-#include "datasets/npz.hpp"
+#include "assembly.hpp"
+#include "npz.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
 

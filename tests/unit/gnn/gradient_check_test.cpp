@@ -1,29 +1,18 @@
-// Finite-difference gradient checks in float64 for every layer and the loss.
+// Finite-difference gradient checks in float64 for every graph layer and the GCN model.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <functional>
-#include <random>
-
 #include "tessera/tessera.hpp"
+#include "unit/gradient_check.hpp"
 
 namespace tessera {
 namespace {
 
-using Matrix = DenseT<double>;
-
-BackendPtr cpu() {
-  static const BackendPtr backend = make_cpu_backend();
-  return backend;
-}
-
-Matrix random_matrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  Matrix m(cpu(), rows, cols);
-  for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = dist(gen);
-  return m;
-}
+using testing::check_module;
+using testing::cpu;
+using testing::dot;
+using testing::expect_gradient_matches;
+using testing::Matrix;
+using testing::random_matrix;
 
 /// Â of a small irregular graph (with an isolated node) in float64.
 CsrT<double> small_normalized_graph() {
@@ -50,55 +39,6 @@ CsrT<double> csr_from_rows(std::int64_t cols,
     out.row_ptr()[r + 1] = k;
   }
   return out;
-}
-
-double dot(ConstDenseView<double> a, ConstDenseView<double> b) {
-  double sum = 0.0;
-  for (std::int64_t i = 0; i < a.size(); ++i) sum += a.data[i] * b.data[i];
-  return sum;
-}
-
-/// Compares d(sum(forward(x) ⊙ r))/d(value) with central differences for every entry of value.
-void expect_gradient_matches(const std::function<double()>& objective, double* value,
-                             std::int64_t count, const double* analytic, const std::string& what) {
-  constexpr double h = 1e-6;
-  for (std::int64_t i = 0; i < count; ++i) {
-    const double saved = value[i];
-    value[i] = saved + h;
-    const double up = objective();
-    value[i] = saved - h;
-    const double down = objective();
-    value[i] = saved;
-    const double numeric = (up - down) / (2 * h);
-    EXPECT_NEAR(analytic[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << what << " entry " << i;
-  }
-}
-
-/// Checks input and parameter gradients of `module` on a dense input [n, in].
-void check_module(Module<double>& module, Matrix& x, std::int64_t out_cols, const Step& step,
-                  bool check_input = true) {
-  const Matrix r = random_matrix(x.rows(), out_cols, 99);
-  const auto objective = [&] { return dot(module.forward(step, x.cview()).output.dense, r.cview()); };
-
-  const Context<double> ctx = module.forward(step, x.cview());
-  const ConstDenseView<double> dx = module.backward(
-      ctx, r.cview(), check_input ? GradientMode::Overwrite : GradientMode::Ignore,
-      GradientMode::Overwrite);
-  const Matrix dx_copy = [&] {
-    Matrix copy(cpu(), x.rows(), x.cols());
-    if (check_input) std::copy(dx.data, dx.data + dx.size(), copy.data());
-    return copy;
-  }();
-
-  if (check_input) expect_gradient_matches(objective, x.data(), x.size(), dx_copy.data(), "input");
-  for (Parameter<double>* p : module.parameters()) {
-    const Matrix grad = [&] {
-      Matrix copy(cpu(), p->grad.rows(), p->grad.cols());
-      std::copy(p->grad.data(), p->grad.data() + p->grad.size(), copy.data());
-      return copy;
-    }();
-    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
-  }
 }
 
 TEST(GradientCheck, GcnConvTransformFirstMatchesFiniteDifferences) {
@@ -212,56 +152,11 @@ TEST(GradientCheck, GinAggregateWithBiasMatchesFiniteDifferences) {
   check_module(gin, x, 4, Step{});
 }
 
-TEST(GradientCheck, LinearMatchesFiniteDifferences) {
-  Linear<double> linear(cpu(), 4, 3, true, 7, 0);
-  Matrix x = random_matrix(5, 4, 6);
-
-  check_module(linear, x, 3, Step{});
-}
-
-TEST(GradientCheck, ReluMatchesFiniteDifferences) {
-  Relu<double> relu(cpu());
-  Matrix x = random_matrix(6, 5, 8);  // values away from 0 with probability ~1
-
-  check_module(relu, x, 5, Step{});
-}
-
-TEST(GradientCheck, DropoutMatchesFiniteDifferencesWithItsMask) {
-  Dropout<double> dropout(cpu(), 0.4f, 2);
-  Matrix x = random_matrix(9, 7, 9);
-  const Step step{42, 3, true, {}};
-
-  check_module(dropout, x, 7, step);
-}
-
-TEST(GradientCheck, ReluDropoutMatchesFiniteDifferencesWithItsMask) {
-  ReluDropout<double> relu_dropout(cpu(), 0.4f, 1);
-  Matrix x = random_matrix(9, 7, 14);
-  const Step step{42, 3, true, {}};
-
-  check_module(relu_dropout, x, 7, step);
-}
-
-TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
-  Matrix logits = random_matrix(6, 4, 10);
-  const std::vector<std::int32_t> labels{0, 3, 1, 2, 2, 0};
-  const std::vector<std::int32_t> rows{0, 2, 3, 5};
-  Matrix grad(cpu(), 6, 4);
-  const auto objective = [&] {
-    return ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, {});
-  };
-
-  ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, grad.view());
-
-  expect_gradient_matches(objective, logits.data(), logits.size(), grad.data(), "logits");
-}
-
 TEST(GradientCheck, TwoLayerGcnModelMatchesFiniteDifferences) {
   const CsrT<double> a = small_normalized_graph();
-  gnn::GcnConfig config;
-  config.layer_sizes = {5, 4, 3};
-  config.dropout = 0.3f;
-  Sequential<double> model = gnn::build_gcn(cpu(), a, a, config, 11);
+  gnn::ModelSpec spec{{5, 4, 3}, {}, 11};
+  spec.config.dropout = 0.3f;
+  Sequential<double> model = gnn::build_gcn(cpu(), a, a, spec);
   const Matrix x = random_matrix(7, 5, 12);
   const Matrix r = random_matrix(7, 3, 13);
   const Step step{5, 1, true, {}};

@@ -1,24 +1,16 @@
-// The GCN builder, the training loop's determinism, and learning on a generated graph.
+// Model shapes and the GCN builder, the model graph, and the aggregation's refusals.
+#include "tessera/tessera.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "tessera/tessera.hpp"
-#include "test_data.hpp"
 
 namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
 
-constexpr const char* kEasySbm = "sbm:nodes=3000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1";
-
-gnn::TrainJob small_job(const std::string& dataset, int epochs) {
-  gnn::TrainJob job;
-  job.dataset = dataset;
-  job.load.data_dir = testing::shared_data_dir();
-  job.train.epochs = epochs;
-  return job;
-}
+constexpr const char* kEasySbm =
+    "sbm:nodes=3000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1";
 
 TEST(ParseLayerSizes, ReadsDashSeparatedSizes) {
   EXPECT_EQ(gnn::parse_layer_sizes("1433-16-7"), (std::vector<std::int64_t>{1433, 16, 7}));
@@ -30,16 +22,51 @@ TEST(ParseLayerSizes, RejectsMalformedText) {
   }
 }
 
+TEST(ModelShape, HiddenAndLayersResolveBetweenTheDatasWidths) {
+  gnn::ModelShape shape;
+  shape.hidden = 32;
+  shape.num_layers = 3;
+
+  EXPECT_EQ(shape.resolve(1433, 7), (std::vector<std::int64_t>{1433, 32, 32, 7}));
+  shape.num_layers = 1;
+  EXPECT_EQ(shape.resolve(1433, 7), (std::vector<std::int64_t>{1433, 7}));
+}
+
+TEST(ModelShape, ExplicitSizesWinAndMustFitTheData) {
+  gnn::ModelShape shape;
+  shape.layer_sizes = {10, 64, 4};
+  shape.hidden = 8; // ignored: the sizes say it
+
+  EXPECT_EQ(shape.resolve(10, 4), (std::vector<std::int64_t>{10, 64, 4}));
+  EXPECT_THAT([&] { shape.resolve(16, 4); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("layer sizes 10-64-4 must start at the 16 input features")));
+}
+
+TEST(ModelShape, NoLayerIsRefused) {
+  gnn::ModelShape shape;
+  shape.num_layers = 0;
+
+  EXPECT_THROW(shape.resolve(10, 4), InvalidArgument);
+}
+
+TEST(GcnOrder, NamesReadBack) {
+  for (const GcnOrder order :
+       {GcnOrder::Auto, GcnOrder::AggregateThenTransform, GcnOrder::TransformThenAggregate}) {
+    EXPECT_EQ(parse_gcn_order(to_string(order)), order);
+  }
+  EXPECT_THROW(parse_gcn_order("sideways"), InvalidArgument);
+}
+
 TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
   const BackendPtr cpu = make_cpu_backend();
   graph::EdgeList e;
   e.num_nodes = 3;
   e.add(0, 1);
   const Csr a = graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
-  gnn::GcnConfig config;
-  config.layer_sizes = {8, 16, 3};
+  const gnn::ModelSpec spec{{8, 16, 3}, {}, 0};
 
-  Sequential<float> model = gnn::build_gcn(cpu, a, a, config, 0);
+  Sequential<float> model = gnn::build_gcn(cpu, a, a, spec);
 
   ASSERT_EQ(model.modules().size(), 4u);
   EXPECT_THAT(model.modules()[0]->name(), HasSubstr("Dropout"));
@@ -49,58 +76,24 @@ TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
   EXPECT_EQ(model.num_parameters(), 8 * 16 + 16 + 16 * 3 + 3);
 }
 
-TEST(Training, SameSeedGivesIdenticalLosses) {
-  const gnn::TrainJob job = small_job(kEasySbm, 5);
+TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
+  const BackendPtr cpu = make_cpu_backend();
+  graph::EdgeList e;
+  e.num_nodes = 3;
+  e.add(0, 1);
+  const Csr a = graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
+  gnn::ModelSpec spec{{8, 16, 3}, {}, 0};
+  const auto decays = [&] {
+    std::vector<bool> out;
+    Sequential<float> model = gnn::build_gcn(cpu, a, a, spec);
+    for (const Parameter<float>* p : model.parameters())
+      out.push_back(p->decay);
+    return out;
+  };
 
-  const auto first = gnn::run_train_job(job, {}).result;
-  const auto second = gnn::run_train_job(job, {}).result;
-
-  for (int e = 0; e < 5; ++e) {
-    EXPECT_EQ(first.history[e].train_loss, second.history[e].train_loss) << "epoch " << e + 1;
-  }
-}
-
-TEST(Training, LearnsAGeneratedCommunityGraph) {
-  gnn::TrainJob job = small_job(kEasySbm, 100);
-
-  const gnn::TrainResult result = gnn::run_train_job(job, {}).result;
-
-  EXPECT_LT(result.history.back().train_loss, result.history.front().train_loss);
-  EXPECT_GT(result.test_at_best_val.accuracy, 0.8);
-}
-
-TEST(Training, BothProductOrdersComputeTheSameFunction) {
-  gnn::TrainJob job = small_job(kEasySbm, 3);
-  job.hidden = 32;
-  job.model.order = GcnOrder::AggregateThenTransform;
-  const auto aggregate_first = gnn::run_train_job(job, {}).result;
-  job.model.order = GcnOrder::TransformThenAggregate;
-
-  const auto transform_first = gnn::run_train_job(job, {}).result;
-
-  for (int e = 0; e < 3; ++e) {
-    EXPECT_NEAR(aggregate_first.history[e].train_loss, transform_first.history[e].train_loss,
-                1e-5 * aggregate_first.history[e].train_loss);
-  }
-}
-
-TEST(Training, DatasetWithoutFeaturesIsRefusedWithItsName) {
-  TESSERA_REQUIRE_DATA("metis_4elt/4elt.graph");
-  const gnn::TrainJob job = small_job("4elt", 1);
-
-  try {
-    gnn::run_train_job(job, {});
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& e) {
-    EXPECT_THAT(e.what(), HasSubstr("no node features"));
-  }
-}
-
-TEST(Training, LayerSizesThatDoNotFitTheDataAreRefused) {
-  gnn::TrainJob job = small_job(kEasySbm, 1);
-  job.layer_sizes = {10, 16, 4};
-
-  EXPECT_THROW(gnn::run_train_job(job, {}), InvalidArgument);
+  EXPECT_EQ(decays(), (std::vector<bool>{true, true, false, false})); // W0, b0, W1, b1
+  spec.config.decay_first_layer_only = false;
+  EXPECT_EQ(decays(), (std::vector<bool>{true, true, true, true}));
 }
 
 TEST(ModelGraph, BuildsEachAggregationOnceAndHasNoHaloOnOneProcess) {
@@ -111,7 +104,7 @@ TEST(ModelGraph, BuildsEachAggregationOnceAndHasNoHaloOnOneProcess) {
 
   const Csr& gcn = graph.matrix(gnn::AggregationKind::Gcn);
   EXPECT_EQ(&graph.matrix(gnn::AggregationKind::Gcn), &gcn);
-  EXPECT_EQ(&graph.transpose(gnn::AggregationKind::Gcn), &gcn);  // symmetric on one process
+  EXPECT_EQ(&graph.transpose(gnn::AggregationKind::Gcn), &gcn); // symmetric on one process
   const Csr& mean = graph.matrix(gnn::AggregationKind::Mean);
   EXPECT_NE(&graph.transpose(gnn::AggregationKind::Mean), &mean);
   EXPECT_EQ(graph.transpose(gnn::AggregationKind::Mean).rows(), n);
@@ -124,28 +117,32 @@ TEST(ModelGraph, BuildsEachAggregationOnceAndHasNoHaloOnOneProcess) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("adjacency was released")));
 }
 
-TEST(ModelGraph, TileWithoutGhostsStillExchangesAtLayerZeroWhenInputsAreNotCached) {
-  // A rank that reads no ghost row may still send rows to others: whether layer 0 exchanges is
-  // the job's choice, the same on every rank, not this rank's row counts.
+TEST(ModelGraph, TheOneTileOfAOneRankJobIsTheWholeGraph) {
+  // The tile constructor on one rank: no exchange at any layer, with or without the cache, and
+  // the same Â as the one-process constructor (tile normalization with global degrees).
   const auto cpu = make_cpu_backend(1);
   const auto comm = comm::make_self_communicator();
-  const std::vector<GlobalId> owned{0, 1};
+  auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  const Csr whole = graph::gcn_normalize(data.adjacency);
+  partition::LocalGraph tile = partition::whole_graph_tile(std::move(data));
   const auto plan = std::make_shared<const comm::HaloPlan>(
-      comm::HaloPlan::build(*comm, owned, {}, {}));
-  Csr tile(cpu, 2, 2, 2);
-  tile.row_ptr()[0] = 0;
-  tile.row_ptr()[1] = 1;
-  tile.row_ptr()[2] = 2;
-  tile.col()[0] = 1;
-  tile.col()[1] = 0;
-  tile.val()[0] = tile.val()[1] = 1.0f;
+      comm::HaloPlan::build(*comm, tile.owned_ids, tile.ghost_ids, tile.ghost_owner));
 
-  gnn::ModelGraph uncached(cpu, tile.cast<float>(), {1, 1}, 3, 2, comm, plan, 0, false);
-  gnn::ModelGraph cached(cpu, tile.cast<float>(), {1, 1}, 3, 2, comm, plan, 0, true);
+  for (const bool cached : {false, true}) {
+    gnn::ModelGraph graph(cpu, tile.adjacency.cast<float>(), tile.degree, 16, 4, comm, plan,
+                          tile.n_owned(), cached);
 
-  EXPECT_NE(uncached.halo(0), nullptr);
-  EXPECT_EQ(cached.halo(0), nullptr);
-  EXPECT_NE(cached.halo(1), nullptr);
+    EXPECT_FALSE(graph.distributed());
+    EXPECT_EQ(graph.halo(0), nullptr);
+    EXPECT_EQ(graph.halo(1), nullptr);
+    const Csr& gcn = graph.matrix(gnn::AggregationKind::Gcn);
+    EXPECT_EQ(&graph.transpose(gnn::AggregationKind::Gcn), &gcn);
+    ASSERT_EQ(gcn.nnz(), whole.nnz());
+    for (std::int64_t k = 0; k < gcn.nnz(); ++k) {
+      ASSERT_EQ(gcn.col()[k], whole.col()[k]) << k;
+      ASSERT_NEAR(gcn.val()[k], whole.val()[k], 1e-6f * whole.val()[k]) << k;
+    }
+  }
 }
 
 TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
@@ -159,27 +156,5 @@ TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
               ::testing::ThrowsMessage<DimensionMismatch>(HasSubstr("[10, 3]")));
 }
 
-TEST(Training, CustomModelBuilderTrainsAndIsNamedInTheReport) {
-  gnn::TrainJob job = small_job(kEasySbm, 30);
-  job.model_name = "SAGE";
-  job.model_builder = [](gnn::ModelGraph& g, const gnn::TrainJob& j) {
-    Sequential<float> model;
-    model.add(std::make_unique<SageConv<float>>(
-        g.backend(), g.matrix(gnn::AggregationKind::Mean), g.transpose(gnn::AggregationKind::Mean),
-        g.in_features(), j.hidden, true, j.train.seed, 0));
-    model.add(std::make_unique<Relu<float>>(g.backend()));
-    model.add(std::make_unique<SageConv<float>>(
-        g.backend(), g.matrix(gnn::AggregationKind::Mean), g.transpose(gnn::AggregationKind::Mean),
-        j.hidden, g.num_classes(), true, j.train.seed, 1));
-    return model;
-  };
-
-  const gnn::TrainOutcome out = gnn::run_train_job(job, {});
-
-  EXPECT_GT(out.result.test_at_best_val.accuracy, 0.9);
-  EXPECT_THAT(out.report.dump(), HasSubstr("\"model\": \"SAGE\""));
-  EXPECT_FALSE(out.report.has("config.layer_sizes"));
-}
-
-}  // namespace
-}  // namespace tessera
+} // namespace
+} // namespace tessera

@@ -1,5 +1,5 @@
 // The CPU dense kernels (GEMM, copy, bias) against naive loops.
-#include "kernels/dense_kernels.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>
@@ -10,8 +10,6 @@
 
 namespace tessera::testing {
 namespace {
-
-using ops::Transpose;
 
 /// alpha · op(A) · op(B) + beta · C by the definition, in double.
 template <typename T>

@@ -1,6 +1,7 @@
 // The CPU elementwise kernels (ReLU, dropout) against naive loops and the RNG's definition.
-#include "kernels/cpu/random_lanes.hpp"
-#include "kernels/elementwise_kernels.hpp"
+#include "cpu/random_lanes.hpp"
+#include "tessera/kernels/elementwise_kernels.hpp"
+#include "tessera/ops/ops.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>
@@ -15,7 +16,7 @@ const RngKey kKey = RngKey::make(42, RngPurpose::Dropout, 1, 3);
 
 /// x · mask / (1 - p) by the definition of the mask, in double.
 template <typename T>
-std::vector<double> dropout_ref(const DenseT<T>& x, float p, const RngKey& key, ops::RowIds rows) {
+std::vector<double> dropout_ref(const DenseT<T>& x, float p, const RngKey& key, RowIds rows) {
   std::vector<double> y(static_cast<std::size_t>(x.size()));
   for (std::int64_t r = 0; r < x.rows(); ++r) {
     for (std::int64_t c = 0; c < x.cols(); ++c) {
@@ -88,7 +89,7 @@ TYPED_TEST(ElementwiseKernels, DropoutIsEquivalentToRef) {
     SCOPED_TRACE(::testing::Message() << "[" << n << ", " << f << "]");
     const auto x = random_dense<T>(this->backend, n, f, 1);
     DenseT<T> y(this->backend, n, f);
-    const ops::RowIds rows{nullptr, 1000};
+    const RowIds rows{nullptr, 1000};
 
     kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.4f, kKey, rows, false);
 
@@ -125,7 +126,7 @@ TYPED_TEST(ElementwiseKernels, DropoutBackwardReusesForwardMask) {
   DenseT<T> dy(this->backend, 50, 37);
   dy.fill(T{1});
   DenseT<T> dx(this->backend, 50, 37);
-  const ops::RowIds rows{nullptr, 7};
+  const RowIds rows{nullptr, 7};
 
   kernels::cpu::dropout(*this->backend, x.cview(), y.view(), 0.5f, kKey, rows, false);
   kernels::cpu::dropout(*this->backend, dy.cview(), dx.view(), 0.5f, kKey, rows, false);
@@ -189,7 +190,7 @@ TYPED_TEST(ElementwiseKernels, DropoutCsrValuesAgreeWithDenseDropout) {
   }
   DenseT<T> dense_out(this->backend, 45, 70);
   std::vector<T> sparse_out(static_cast<std::size_t>(a.nnz()));
-  const ops::RowIds rows{nullptr, 123};
+  const RowIds rows{nullptr, 123};
 
   kernels::cpu::dropout(*this->backend, dense.cview(), dense_out.view(), 0.5f, kKey, rows, false);
   kernels::cpu::dropout_csr_values(*this->backend, a.view(), std::span<T>(sparse_out), 0.5f, kKey,
@@ -228,7 +229,7 @@ TYPED_TEST(ElementwiseKernels, ReluDropoutEqualsReluThenDropout) {
   const auto x = random_dense<T>(this->backend, 37, 70, 11);
   DenseT<T> relu(this->backend, 37, 70), composed(this->backend, 37, 70),
       fused(this->backend, 37, 70);
-  const ops::RowIds rows{nullptr, 5};
+  const RowIds rows{nullptr, 5};
 
   ops::relu_forward(*this->backend, x.cview(), relu.view());
   ops::dropout_forward(*this->backend, relu.cview(), composed.view(), 0.3f, kKey, rows);

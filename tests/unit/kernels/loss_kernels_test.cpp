@@ -1,5 +1,5 @@
 // The CPU loss kernels against a double-precision reference and finite differences.
-#include "kernels/loss_kernels.hpp"
+#include "tessera/kernels/loss_kernels.hpp"
 #include "tessera/core/error.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 

@@ -1,5 +1,5 @@
 // The CPU optimizer kernels against a hand-computed two-step Adam/AdamW example.
-#include "kernels/optimizer_kernels.hpp"
+#include "tessera/kernels/optimizer_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>
@@ -23,7 +23,7 @@ protected:
 
   /// Two steps from param = 1, m = v = 0 with gradients 0.5 then -0.25 (the same for every
   /// element of a 37-element array, to cover the vector body and tail), checked after each.
-  void expect_two_steps(const ops::AdamConfig& config, const AdamState& first,
+  void expect_two_steps(const AdamConfig& config, const AdamState& first,
                         const AdamState& second) {
     const std::size_t size = 37;
     std::vector<T> param(size, T{1});
@@ -51,8 +51,8 @@ protected:
 };
 TYPED_TEST_SUITE(OptimizerKernels, ValueTypes);
 
-ops::AdamConfig config(float weight_decay, bool decoupled) {
-  ops::AdamConfig c;
+AdamConfig config(float weight_decay, bool decoupled) {
+  AdamConfig c;
   c.lr = 0.1f;
   c.beta1 = 0.9f;
   c.beta2 = 0.999f;

@@ -1,6 +1,6 @@
 // The CPU SpMM kernels against naive loops, and the nonzero-balanced row split they use.
-#include "kernels/cpu/parallel.hpp"
-#include "kernels/spmm_kernels.hpp"
+#include "cpu/parallel.hpp"
+#include "tessera/kernels/spmm_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
 #include <cmath>

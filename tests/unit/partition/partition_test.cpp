@@ -1,6 +1,6 @@
 // Partitioning: METIS and the baselines cover every vertex, honour part weights and seeds, beat
 // random on real meshes and social graphs; the quality metrics equal a brute-force recount.
-#include "partition/metis_limits.hpp"
+#include "metis_limits.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"

@@ -1,0 +1,89 @@
+// A node-classification dataset in memory, and loading one by name, format:path or generator spec.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/graph/features.hpp"
+
+namespace tessera::datasets {
+
+/// A graph with features, labels and a train/val/test split.
+struct Dataset {
+  std::string name;  ///< a known name, the generator spec, or the file name without extensions
+  std::int64_t num_nodes = 0;
+  /// [num_nodes, num_nodes] symmetric adjacency, no self-loops, no duplicates, sorted columns,
+  /// values 1.
+  Csr adjacency;
+  graph::Features features;  ///< [num_nodes, F] (none for structure-only formats)
+  /// Class of each node in [0, num_classes), or -1 when unknown. Empty when the data has none.
+  std::vector<std::int32_t> labels;
+  std::int32_t num_classes = 0;
+  /// Node ids of each split, ascending. Empty when the data has no split (see make_random_split).
+  std::vector<std::int32_t> train_idx, val_idx, test_idx;
+
+  /// Whether labels / a split are present.
+  bool has_labels() const { return !labels.empty(); }
+  bool has_split() const { return !train_idx.empty(); }
+};
+
+/// Options that apply to every loader.
+struct LoadOptions {
+  /// Folder holding the shared datasets (the layout of shared/datasets/README.md); empty means
+  /// default_data_dir().
+  std::string data_dir;
+  /// Which of several stored splits to use (minesweeper has 10).
+  int split_index = 0;
+  /// Seed of generated graphs and features.
+  std::uint64_t seed = 0;
+};
+
+/// Loads `spec`:
+///  - a name resolved under options.data_dir: cora (Planetoid split), cora-linqs, cora-gnnbench,
+///    minesweeper, facebook, email-eu-core, slashdot, 4elt;
+///  - a native dataset folder (save_native), by its path or as native:DIR;
+///  - FORMAT:PATH with FORMAT one of native, npz (Planetoid-style or gnn-benchmark keys),
+///    planetoid, gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it),
+///    snap, metis, musae (PATH = the edges csv), mtx;
+///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
+///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0.
+/// Everything lands in host memory: `backend` must be a CPU backend. Throws IoError /
+/// FormatError naming the file and the problem, InvalidArgument for bad specs or a non-CPU
+/// backend.
+Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
+                     const LoadOptions& options);
+
+/// The default data folder: $TESSERA_DATA_DIR, else $XDG_CACHE_HOME/tessera/datasets, else
+/// ~/.cache/tessera/datasets.
+std::string default_data_dir();
+
+/// Labels `fraction_train` / `fraction_val` of the labelled nodes (label >= 0) as train / val
+/// and the rest as test, deterministically from `seed`; replaces any split. For datasets without
+/// a published split. Throws InvalidArgument for negative fractions, fractions summing above 1,
+/// or a dataset without labels.
+void make_random_split(Dataset& dataset, double fraction_train, double fraction_val,
+                       std::uint64_t seed);
+
+/// Divides each feature row by its L1 norm (zero rows stay 0): for non-negative features this is
+/// the row normalization of Kipf & Welling and PyG's NormalizeFeatures. Host memory only.
+void row_normalize_features(graph::Features& features);
+
+/// Writes `dataset` as an uncompressed .npz that load_dataset("npz:PATH") and numpy's np.load
+/// read back: adj_indptr, adj_indices <i8 and adj_shape (the symmetric adjacency as CSR);
+/// attr_indptr, attr_indices <i8, attr_data <f4, attr_shape for sparse features, or features <f4
+/// [N, F] for dense ones; labels <i8 [N] and num_classes <i8 (0-d) when labelled; train_idx,
+/// val_idx, test_idx <i8 when split. Written to a temporary file and renamed onto `path`.
+/// Throws IoError when the file cannot be written (also above 4 GiB: no zip64), and
+/// InvalidArgument when adjacency, features or labels disagree with num_nodes.
+void save_npz(const Dataset& dataset, const std::string& path);
+
+/// Writes `dataset` as a native dataset folder: binary array files with checksummed headers and a
+/// dataset.json written last, which "native:DIR" (or just DIR) loads at disk speed. Throws
+/// IoError naming the file.
+void save_native(const Dataset& dataset, const std::string& dir);
+
+}  // namespace tessera::datasets

@@ -1,0 +1,50 @@
+// Contract of the elementwise kernel family: ReLU and counter-RNG dropout, one twin per backend.
+#pragma once
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/rng.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/core/op_params.hpp"
+
+#include <span>
+
+// Declared once, expanded into every backend namespace below. Shapes and p are checked by src/ops.
+#define TESSERA_DECLARE_ELEMENTWISE_KERNELS                                                         \
+  /* y = max(x, 0). x, y: [n, f]; y may be x. */                                                    \
+  template <typename T>                                                                             \
+  void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                   \
+  /* dx = scale · dy where y > 0, else 0. y, dy, dx: [n, f]; dx may be dy. */                       \
+  template <typename T>                                                                             \
+  void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,             \
+                     DenseView<T> dx, T scale);                                                     \
+  /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
+  /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */   \
+  /* x, y: [n, f]; y may be x. */                                                                   \
+  template <typename T>                                                                             \
+  void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,                \
+               const RngKey& key, RowIds rows, bool relu);                                     \
+  /* out_val[k] = in.val[k] · mask(r, in.col[k]) / (1 - p) with the dense mask; out_val: [nnz]. */ \
+  template <typename T>                                                                             \
+  void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,     \
+                          const RngKey& key, RowIds rows);
+
+/// Explicit instantiation of the family for value type T, used by every backend's source.
+#define TESSERA_INSTANTIATE_ELEMENTWISE_KERNELS(T)                                                 \
+  template void relu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                  \
+  template void relu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
+                                 DenseView<T>, T);                                                 \
+  template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \
+                           RowIds, bool);                                                     \
+  template void dropout_csr_values<T>(const Backend&, CsrView<T>, std::span<T>, float,             \
+                                      const RngKey&, RowIds)
+
+namespace tessera::kernels {
+namespace cpu {
+TESSERA_DECLARE_ELEMENTWISE_KERNELS
+} // namespace cpu
+namespace cuda {
+TESSERA_DECLARE_ELEMENTWISE_KERNELS
+} // namespace cuda
+} // namespace tessera::kernels
+
+#undef TESSERA_DECLARE_ELEMENTWISE_KERNELS

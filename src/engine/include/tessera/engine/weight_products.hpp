@@ -1,0 +1,75 @@
+// The products every weighted layer shares: y = x·W for dense or sparse x, dW from x and dy, the
+// bias and its gradient, and making a Glorot-initialized weight. For layers in any layer above.
+#pragma once
+
+#include "tessera/engine/layers.hpp"
+#include "tessera/engine/module.hpp"
+
+namespace tessera {
+
+/// y = x · W. x: [n, in] dense or sparse, w: [in, out], y: [n, out].
+template <typename T>
+void multiply_weight(const Backend& backend, Input<T> x, ConstDenseView<T> w, DenseView<T> y) {
+  if (x.is_sparse()) {
+    ops::spmm(backend, x.sparse, w, y);
+  } else {
+    ops::gemm(backend, Transpose::No, Transpose::No, T{1}, x.dense, w, T{0}, y);
+  }
+}
+
+/// dW (=|+=) xᵀ · dy per mode. x: [n, in], dy: [n, out], dW: [in, out]. A sparse x that
+/// accumulates goes through `scratch` ([in, out]).
+template <typename T>
+void weight_gradient(const Backend& backend, Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
+                     GradientMode mode, Workspace<T>& scratch) {
+  if (mode == GradientMode::Ignore) return;
+  DenseView<T> dw = w.grad.view();
+  if (!x.is_sparse()) {
+    const T beta = mode == GradientMode::Accumulate ? T{1} : T{0};
+    ops::gemm(backend, Transpose::Yes, Transpose::No, T{1}, x.dense, dy, beta, dw);
+  } else if (mode == GradientMode::Overwrite) {
+    ops::spmm_transpose(backend, x.sparse, dy, dw);
+  } else {
+    DenseView<T> tmp = scratch.get(dw.rows, dw.cols);
+    ops::spmm_transpose(backend, x.sparse, dy, tmp);
+    ops::axpy(backend, T{1}, std::span<const T>(tmp.data, tmp.size()),
+              std::span<T>(dw.data, dw.size()));
+  }
+}
+
+/// Bias gradient per mode. dy: [n, out]; bias: [1, out] or empty.
+template <typename T>
+void bias_gradient(const Backend& backend, ConstDenseView<T> dy, Parameter<T>& bias,
+                   GradientMode mode) {
+  if (mode == GradientMode::Ignore || bias.value.empty()) return;
+  ops::bias_grad(backend, dy, std::span<T>(bias.grad.data(), bias.grad.size()),
+                 mode == GradientMode::Accumulate);
+}
+
+/// out += bias on every row (no-op without bias).
+template <typename T>
+void add_bias(const Backend& backend, DenseView<T> out, const Parameter<T>& bias) {
+  if (bias.value.empty()) return;
+  ops::add_bias(backend, out, std::span<const T>(bias.value.data(), bias.value.size()));
+}
+
+/// A weight [in, out] with Glorot init (keyed by seed and layer) and a zero gradient.
+template <typename T>
+Parameter<T> make_weight(const BackendPtr& backend, std::string name, std::int64_t in,
+                         std::int64_t out, std::uint64_t seed, std::uint32_t layer) {
+  Parameter<T> p{std::move(name), DenseT<T>(backend, in, out), DenseT<T>::zeros(backend, in, out),
+                 true};
+  glorot_uniform(p.value, seed, layer);
+  return p;
+}
+
+/// The bias [1, out] of zeros without weight decay, or an empty parameter when not enabled.
+template <typename T>
+Parameter<T> make_bias(const BackendPtr& backend, std::string name, std::int64_t out, bool enabled) {
+  if (!enabled) return Parameter<T>{std::move(name), {}, {}, false};
+  // No weight decay on biases, as in PyTorch GCN recipes that decay only weights.
+  return Parameter<T>{std::move(name), DenseT<T>::zeros(backend, 1, out),
+                      DenseT<T>::zeros(backend, 1, out), false};
+}
+
+}  // namespace tessera

@@ -1,0 +1,74 @@
+// What a graph model is built from — its widths, settings shared by every model, the seed — and
+// the GCN of Kipf & Welling built from them.
+#pragma once
+
+#include "tessera/engine/sequential.hpp"
+#include "tessera/gnn/gcn_conv.hpp"
+#include "tessera/gnn/model_graph.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace tessera::gnn {
+
+/// A model's widths, spelled once: explicit layer sizes, or a hidden width and a layer count.
+/// The input width and the class count come from the data (resolve()).
+struct ModelShape {
+  /// {in, hidden..., classes}; when empty, hidden and num_layers give the shape.
+  std::vector<std::int64_t> layer_sizes;
+  std::int64_t hidden = 16; ///< width of every hidden layer
+  int num_layers = 2;       ///< graph layers, >= 1
+
+  /// {in, hidden..., classes}: layer_sizes, which must start at `in` and end at `classes`, or
+  /// {in, hidden × (num_layers - 1), classes}. Throws InvalidArgument naming what disagrees.
+  std::vector<std::int64_t> resolve(std::int64_t in, std::int64_t classes) const;
+};
+
+/// Parses "1433-16-7" into {1433, 16, 7}. Throws InvalidArgument on malformed text.
+std::vector<std::int64_t> parse_layer_sizes(const std::string& text);
+
+/// The settings every graph model reads, whatever its layers (GCN, GraphSAGE, GIN or a custom
+/// builder's): a builder applies those that mean something for its layers. A builder's own
+/// settings (GIN's initial ε, say) are its own to carry.
+struct ModelConfig {
+  float dropout = 0.5f; ///< dropout probability before each graph layer, in [0, 1)
+  bool bias = true;     ///< whether the layers add a bias
+  /// Product order of the layers that offer two (GcnConv, SageConv's neighbour term).
+  GcnOrder order = GcnOrder::Auto;
+  /// Weight decay on the first layer's parameters only (Kipf & Welling's GCN), else on every
+  /// layer's.
+  bool decay_first_layer_only = true;
+};
+
+/// One model to build: its widths resolved against the data, the settings, and the seed every
+/// weight is drawn from (so every rank builds the same model).
+struct ModelSpec {
+  std::vector<std::int64_t>
+      layer_sizes; ///< {in, hidden..., classes}: layer i is sizes[i] → sizes[i + 1]
+  ModelConfig config;
+  std::uint64_t seed = 0;
+
+  int num_layers() const noexcept { return static_cast<int>(layer_sizes.size()) - 1; }
+  /// Whether the parameters of graph layer `layer` decay (config.decay_first_layer_only).
+  bool decays(int layer) const noexcept { return !config.decay_first_layer_only || layer == 0; }
+};
+
+/// Builds a model on one process's graph or one rank's tile: its aggregating layers take their
+/// matrices and halos from `graph`. The model maps the layer-0 input ([graph.input_rows(), F])
+/// to logits of the owned rows ([graph.n_owned(), classes]); F and classes are the spec's first
+/// and last sizes. Weights must be drawn from spec.seed alone.
+using ModelBuilder = std::function<Sequential<float>(ModelGraph& graph, const ModelSpec& spec)>;
+
+/// Dropout → GCNConv → ReLU+Dropout → ... → GCNConv over Â (and Âᵀ, the same object for a
+/// symmetric graph), sizes spec.layer_sizes.
+template <typename T>
+Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
+                        const CsrT<T>& adjacency_t, const ModelSpec& spec);
+
+/// The same GCN on a model graph (one process or one rank's tile): convolution i aggregates
+/// with graph.matrix(AggregationKind::Gcn) and exchanges through graph.halo(i). A ModelBuilder.
+Sequential<float> build_gcn(ModelGraph& graph, const ModelSpec& spec);
+
+} // namespace tessera::gnn

@@ -1,0 +1,107 @@
+// The graph a model is built on: its aggregation matrices and, on a rank of a distributed job,
+// the halo exchanges of its layers. What a custom model needs to run on one process or P ranks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+
+namespace tessera::gnn {
+
+/// The sparse matrices a graph layer aggregates with, all [n_owned, n_local] rows of the whole
+/// graph's matrix (degrees are global degrees, so every tiling gives the same values).
+enum class AggregationKind {
+  Gcn,   ///< Â = D^-1/2 (A + I) D^-1/2 (GcnConv)
+  Mean,  ///< D⁻¹A, the mean over the neighbours (SageConv)
+  Sum    ///< A with unit weights, no self-loops (GinAggregate)
+};
+
+/// One process's graph, or one rank's tile of it, as a model builder sees it. Matrices are
+/// built on first request, in the backend's memory, and live as long as this object (which
+/// outlives training). On one process (or the one tile of a one-rank job) n_owned = n_local = n
+/// and nothing is exchanged.
+///
+/// On a rank's tile the owned rows come first, interior ones (no ghost neighbour) before the
+/// others; ghost rows follow. The layer-0 input holds the ghost rows when the job caches input
+/// features (input_rows() = n_local); past layer 0 every layer's input is the owned rows and
+/// its halo brings the ghosts. A layer built on Aggregation (GcnConv, SageConv, GinAggregate,
+/// or a user's) runs distributed by `layer.distribute(graph.halo(i), graph.n_interior())`.
+class ModelGraph {
+ public:
+  /// One process: adjacency: [n, n] symmetric, no self-loops needed (host memory).
+  ModelGraph(BackendPtr backend, Csr adjacency, std::int64_t in_features, std::int64_t classes);
+  /// One rank's tile: adjacency: [n_owned, n_local] rows of the owned vertices (host memory);
+  /// degree: [n_local] global degrees without self-loops; comm: the job's ranks, what halos go
+  /// through (on the backend's memory when it can); input_has_ghost_rows: the layer-0 input is
+  /// [n_local, F]. With one rank the tile is the whole graph and nothing is exchanged.
+  ModelGraph(BackendPtr backend, Csr adjacency, std::vector<std::int64_t> degree,
+             std::int64_t in_features, std::int64_t classes,
+             std::shared_ptr<comm::Communicator> comm, std::shared_ptr<const comm::HaloPlan> plan,
+             std::int64_t n_interior, bool input_has_ghost_rows);
+
+  /// Where the model runs and its matrices live.
+  const BackendPtr& backend() const noexcept { return backend_; }
+  /// Width F of the input features and number of classes (the logits' width).
+  std::int64_t in_features() const noexcept { return in_features_; }
+  std::int64_t num_classes() const noexcept { return classes_; }
+  /// Whether this is one tile of a job of several ranks (halo() can then return exchanges).
+  bool distributed() const noexcept { return comm_ != nullptr && comm_->size() > 1; }
+  /// Rows this process or rank owns (the logits' rows), and those plus its ghost rows.
+  std::int64_t n_owned() const noexcept { return n_owned_; }
+  std::int64_t n_local() const noexcept { return n_local_; }
+  /// Owned rows [0, n_interior) read no ghost row.
+  std::int64_t n_interior() const noexcept { return n_interior_; }
+  /// Rows of the layer-0 input: n_local with cached ghost input rows, else n_owned.
+  std::int64_t input_rows() const noexcept { return input_has_ghost_rows_ ? n_local_ : n_owned_; }
+
+  /// The aggregation matrix of `kind`, [n_owned, n_local], and its transpose, [n_local, n_owned]
+  /// (the same object when the matrix is symmetric: Â and A on one process).
+  const Csr& matrix(AggregationKind kind);
+  const Csr& transpose(AggregationKind kind);
+
+  /// The halo exchange for the aggregating layer `layer` (0, 1, ... in model order), made on
+  /// first request; nullptr when that layer's input already holds its ghost rows (one process;
+  /// layer 0 with cached input features). Every rank must ask for the same layers.
+  comm::HaloExchange<float>* halo(int layer);
+  /// The exchange made for `layer`, or nullptr.
+  const comm::HaloExchange<float>* halo_of(int layer) const;
+  /// One past the highest layer that has an exchange (0 on one process).
+  int num_layers_asked() const noexcept { return static_cast<int>(halos_.size()); }
+  /// What every halo has moved so far, summed over layers.
+  comm::HaloStats halo_totals() const;
+
+  /// Frees the adjacency kept for building matrices (call once the model is built).
+  void release_adjacency() { adjacency_ = Csr(); }
+  /// Bytes of the matrices built so far (and of the adjacency while kept).
+  std::size_t bytes() const;
+
+ private:
+  struct Built {
+    Csr host, host_t;      // on the host
+    Csr device, device_t;  // copies in the backend's memory (not on a CPU backend)
+    bool ready = false;
+    bool symmetric = false;
+  };
+  Built& build(AggregationKind kind);
+
+  BackendPtr backend_;
+  Csr adjacency_;
+  std::vector<std::int64_t> degree_;  // empty on one process
+  std::int64_t in_features_, classes_;
+  std::shared_ptr<comm::Communicator> comm_;
+  std::shared_ptr<const comm::HaloPlan> plan_;
+  std::int64_t n_owned_, n_local_, n_interior_;
+  // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
+  // still take part in the layer-0 exchange when the others make one.
+  bool input_has_ghost_rows_;
+  Built built_[3];
+  std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos_;  // by layer, null for none
+};
+
+}  // namespace tessera::gnn

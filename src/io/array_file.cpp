@@ -1,0 +1,218 @@
+// Reading and writing array files: the binary format of the partition store and native datasets.
+//
+// Array file format (version 1), all integers little-endian:
+//
+//   offset  size  field
+//        0     4  magic "TSRA"
+//        4     4  u32 format version (kArrayFileVersion)
+//        8     4  u32 dtype code: 1 = int32, 2 = int64, 3 = float32, 4 = uint8
+//       12     4  u32 ndim: 1 or 2
+//       16     8  u64 shape[0]: rows (the element count of a 1-D array)
+//       24     8  u64 shape[1]: columns of a 2-D array, 1 for a 1-D array
+//       32     8  u64 payload byte count = shape[0] * shape[1] * element size
+//       40     4  u32 CRC-32 (zlib crc32) of the payload
+//       44    20  zero padding
+//       64     -  payload: the elements, row-major, little-endian
+//
+// A file is written whole under a temporary name and renamed onto its own (files.hpp), so a
+// reader never sees a half-written file under its final name.
+#include "tessera/io/array_file.hpp"
+
+#include "tessera/core/error.hpp"
+#include "tessera/io/files.hpp"
+
+#include <bit>
+#include <cstdio>
+#include <cstring>
+#include <zlib.h>
+
+namespace tessera::io {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the partition store writes payloads in host order, which must be little-endian");
+
+constexpr char kMagic[4] = {'T', 'S', 'R', 'A'};
+
+const char* dtype_name(std::uint32_t code) {
+  switch (code) {
+  case 1:
+    return "int32";
+  case 2:
+    return "int64";
+  case 3:
+    return "float32";
+  case 4:
+    return "uint8";
+  default:
+    return "unknown";
+  }
+}
+
+void put32(unsigned char* out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+void put64(unsigned char* out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+std::uint32_t get32(const unsigned char* in) {
+  std::uint32_t v = 0;
+  for (int i = 3; i >= 0; --i)
+    v = (v << 8) | in[i];
+  return v;
+}
+std::uint64_t get64(const unsigned char* in) {
+  std::uint64_t v = 0;
+  for (int i = 7; i >= 0; --i)
+    v = (v << 8) | in[i];
+  return v;
+}
+
+/// "[rows, cols]" or "[rows]" for messages.
+std::string shape_text(bool two_dim, const std::string& rows, const std::string& cols) {
+  std::string text(1, '[');
+  text += rows;
+  if (two_dim) {
+    text += ", ";
+    text += cols;
+  }
+  text += ']';
+  return text;
+}
+
+/// A dimension for messages: the number, or "*" when any is accepted.
+std::string dimension_text(std::int64_t n) {
+  return n >= 0 ? std::to_string(n) : std::string("*");
+}
+
+[[noreturn]] void fail_file(const std::string& path, const std::string& problem) {
+  throw FormatError("array file '" + path + "': " + problem);
+}
+
+} // namespace
+
+std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t bytes) noexcept {
+  // zlib returns its initial value, not `crc`, for a null buffer (an empty vector's data()).
+  if (bytes == 0) return crc;
+  // crc32_z takes a size_t length, so large arrays need no chunking.
+  return static_cast<std::uint32_t>(
+      crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(bytes)));
+}
+
+std::string crc_hex(std::uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+template <typename T>
+std::uint32_t write_array(const std::string& path, std::span<const T> data, std::int64_t rows,
+                          std::int64_t cols) {
+  const std::int64_t width = cols < 0 ? 1 : cols;
+  if (rows < 0 || rows * width != static_cast<std::int64_t>(data.size())) {
+    throw InvalidArgument("store array '" + path + "': shape [" + std::to_string(rows) + ", " +
+                          std::to_string(cols) + "] does not hold " + std::to_string(data.size()) +
+                          " elements");
+  }
+  const std::size_t payload_bytes = data.size_bytes();
+  const std::uint32_t crc = crc32_update(0, data.data(), payload_bytes);
+  unsigned char head[kArrayHeaderBytes] = {};
+  std::memcpy(head, kMagic, 4);
+  put32(head + 4, static_cast<std::uint32_t>(kArrayFileVersion));
+  put32(head + 8, static_cast<std::uint32_t>(dtype_of<T>()));
+  put32(head + 12, cols < 0 ? 1u : 2u);
+  put64(head + 16, static_cast<std::uint64_t>(rows));
+  put64(head + 24, static_cast<std::uint64_t>(width));
+  put64(head + 32, payload_bytes);
+  put32(head + 40, crc);
+  write_file_atomically(path, head, sizeof head, data.data(), payload_bytes);
+  return crc;
+}
+
+template <typename T>
+StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t expected_rows,
+                          std::int64_t expected_cols) {
+  const auto fail = [&path](const std::string& problem) { fail_file(path, problem); };
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
+  }
+  struct Closer {
+    std::FILE* f;
+    ~Closer() { std::fclose(f); }
+  } closer{file};
+
+  unsigned char head[kArrayHeaderBytes];
+  if (std::fread(head, 1, sizeof head, file) != sizeof head) {
+    fail("truncated header (a header is " + std::to_string(kArrayHeaderBytes) + " bytes)");
+  }
+  if (std::memcmp(head, kMagic, 4) != 0) fail("bad magic (expected \"TSRA\")");
+  const std::uint32_t version = get32(head + 4);
+  if (version != static_cast<std::uint32_t>(kArrayFileVersion)) {
+    fail("format version " + std::to_string(version) + ", this build reads version " +
+         std::to_string(kArrayFileVersion));
+  }
+  const std::uint32_t dtype = get32(head + 8);
+  const auto want_dtype = static_cast<std::uint32_t>(dtype_of<T>());
+  if (dtype != want_dtype) {
+    fail(std::string("dtype ") + dtype_name(dtype) + " (code " + std::to_string(dtype) +
+         "), expected " + dtype_name(want_dtype));
+  }
+  const std::uint32_t ndim = get32(head + 12);
+  if (ndim != (two_dim ? 2u : 1u)) {
+    fail("ndim " + std::to_string(ndim) + ", expected " + (two_dim ? "2" : "1"));
+  }
+  const std::uint64_t rows = get64(head + 16);
+  const std::uint64_t cols = get64(head + 24);
+  const std::uint64_t payload_bytes = get64(head + 32);
+  const std::uint32_t crc = get32(head + 40);
+  constexpr auto kLimit = static_cast<std::uint64_t>(INT64_MAX) / 16;
+  if (rows > kLimit || cols > kLimit || (cols != 0 && rows > kLimit / cols) ||
+      (!two_dim && cols != 1)) {
+    fail("implausible shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  }
+  const bool rows_ok = expected_rows < 0 || rows == static_cast<std::uint64_t>(expected_rows);
+  const bool cols_ok =
+      !two_dim || expected_cols < 0 || cols == static_cast<std::uint64_t>(expected_cols);
+  if (!rows_ok || !cols_ok) {
+    fail("shape " + shape_text(two_dim, std::to_string(rows), std::to_string(cols)) +
+         ", expected " +
+         shape_text(two_dim, dimension_text(expected_rows), dimension_text(expected_cols)));
+  }
+  const std::uint64_t count = rows * cols;
+  if (payload_bytes != count * sizeof(T)) {
+    fail("header says " + std::to_string(payload_bytes) + " payload bytes, shape " +
+         shape_text(two_dim, std::to_string(rows), std::to_string(cols)) + " needs " +
+         std::to_string(count * sizeof(T)));
+  }
+
+  StoredArray<T> array;
+  array.rows = static_cast<std::int64_t>(rows);
+  array.cols = two_dim ? static_cast<std::int64_t>(cols) : -1;
+  array.crc = crc;
+  array.data.resize(static_cast<std::size_t>(count));
+  const std::size_t got = std::fread(array.data.data(), 1, payload_bytes, file);
+  if (got != payload_bytes) {
+    fail("truncated: " + std::to_string(got) + " of " + std::to_string(payload_bytes) +
+         " payload bytes present");
+  }
+  const std::uint32_t actual = crc32_update(0, array.data.data(), payload_bytes);
+  if (actual != crc) {
+    fail("CRC-32 mismatch: header says " + crc_hex(crc) + ", payload has " + crc_hex(actual));
+  }
+  return array;
+}
+
+#define TESSERA_STORE_ARRAY(T)                                                                     \
+  template std::uint32_t write_array<T>(const std::string&, std::span<const T>, std::int64_t,      \
+                                        std::int64_t);                                             \
+  template StoredArray<T> read_array<T>(const std::string&, bool, std::int64_t, std::int64_t);
+TESSERA_STORE_ARRAY(std::int32_t)
+TESSERA_STORE_ARRAY(std::int64_t)
+TESSERA_STORE_ARRAY(float)
+TESSERA_STORE_ARRAY(std::uint8_t)
+#undef TESSERA_STORE_ARRAY
+
+} // namespace tessera::io

@@ -1,0 +1,64 @@
+// The file set of one graph in a folder of array files: adjacency CSR, features, labels and
+// split. Native datasets and partition-store tiles both hold one.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tessera/core/tensor.hpp"
+#include "tessera/graph/features.hpp"
+
+namespace tessera::io {
+
+/// "dense", "sparse" or "none": how features are stored.
+const char* feature_kind(const graph::Features& features);
+
+/// What a reader must know before reading a graph file set (kept in the folder's JSON).
+struct GraphFilesShape {
+  std::int64_t rows = 0;  ///< adjacency rows (= feature rows, label count)
+  std::int64_t cols = 0;  ///< adjacency columns
+  std::int64_t nnz = 0;
+  std::string feature_kind = "none";
+  std::int64_t feature_width = 0;
+  std::int64_t feature_nnz = 0;  ///< sparse features only
+};
+
+/// The shape of the file set write_graph_files writes for these arrays.
+GraphFilesShape graph_files_shape(const Csr& adjacency, const graph::Features& features);
+
+/// Adds the shape's counts (nnz, feature_kind, feature_width, feature_nnz) to the JSON that
+/// describes a folder (native dataset.json, a store's part.json).
+void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape);
+
+/// The shape recorded by add_shape, for a [rows, cols] adjacency. Throws
+/// nlohmann::json::exception when a field is missing, FormatError naming `path` when a count is
+/// negative.
+GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
+                           std::int64_t cols, const std::string& path);
+
+/// A graph file set read back.
+struct GraphFiles {
+  Csr adjacency;
+  graph::Features features;
+  std::vector<std::int32_t> labels, train_idx, val_idx, test_idx;
+};
+
+/// Writes, in this order: adj_row_ptr.bin, adj_col.bin, adj_val.bin; features.bin (dense) or
+/// feat_row_ptr.bin, feat_col.bin, feat_val.bin (sparse) or nothing; labels.bin, train_idx.bin,
+/// val_idx.bin, test_idx.bin. Appends each file's payload CRC to `crcs`.
+void write_graph_files(const std::string& folder, const Csr& adjacency, const graph::Features& features,
+                       std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
+                       std::span<const std::int32_t> val, std::span<const std::int32_t> test,
+                       std::vector<std::uint32_t>& crcs);
+
+/// Reads the file set written by write_graph_files and checks it against `shape`: CSR row
+/// pointers and column ids in range, one label per row (or none), split ids in [0, rows).
+/// Appends the CRCs in file order. Throws IoError / FormatError naming the file.
+GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& shape,
+                            std::vector<std::uint32_t>& crcs);
+
+}  // namespace tessera::io

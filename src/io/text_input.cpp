@@ -1,0 +1,205 @@
+// Line-by-line reading of plain or gzip'd text files, with parse errors that point at file:line.
+#include "tessera/io/text_input.hpp"
+
+#include "tessera/core/error.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <zlib.h>
+
+namespace tessera::io {
+
+namespace {
+
+constexpr std::size_t kChunk = std::size_t{1} << 20;
+
+[[noreturn]] void throw_open_error(const std::string& path, int error_number) {
+  throw IoError("cannot open '" + path + "': " + std::strerror(error_number));
+}
+
+} // namespace
+
+void require_readable(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw_open_error(path, ENOENT);
+  if (std::filesystem::is_directory(status)) throw_open_error(path, EISDIR);
+  std::ifstream probe(path, std::ios::binary);
+  if (!probe) throw_open_error(path, errno != 0 ? errno : EACCES);
+}
+
+std::string first_existing(const std::vector<std::string>& candidates) {
+  for (const auto& candidate : candidates) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  }
+  return candidates.front();
+}
+
+LineReader::LineReader(std::string path) : path_(std::move(path)) {
+  require_readable(path_);
+  file_ = gzopen(path_.c_str(), "rb");
+  if (file_ == nullptr) throw_open_error(path_, errno != 0 ? errno : ENOMEM);
+  gzbuffer(file_, 1u << 18);
+  buffer_.resize(kChunk);
+}
+
+LineReader::~LineReader() {
+  if (file_ != nullptr) gzclose(file_);
+}
+
+void LineReader::fail(const std::string& message) const {
+  throw FormatError(path_ + ":" + std::to_string(line_) + ": " + message);
+}
+
+bool LineReader::refill() {
+  if (at_eof_) return false;
+  // Keep the unconsumed tail (a partial line) at the front; grow when one line fills the buffer.
+  const std::size_t tail = end_ - begin_;
+  if (begin_ > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
+  begin_ = 0;
+  end_ = tail;
+  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  const int got =
+      gzread(file_, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
+  int status = Z_OK;
+  const char* message = gzerror(file_, &status);
+  if (got < 0 || (status != Z_OK && status != Z_STREAM_END)) {
+    if (status == Z_ERRNO) {
+      throw IoError("cannot read '" + path_ + "': " + std::strerror(errno));
+    }
+    throw FormatError(path_ + ": corrupt or truncated gzip data after line " +
+                      std::to_string(line_) + ": " + message);
+  }
+  if (got == 0) {
+    at_eof_ = true;
+    return false;
+  }
+  end_ += static_cast<std::size_t>(got);
+  return true;
+}
+
+bool LineReader::next(std::string_view& line) {
+  while (true) {
+    const char* start = buffer_.data() + begin_;
+    const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
+    if (newline != nullptr) {
+      std::size_t length = static_cast<std::size_t>(newline - start);
+      begin_ += length + 1;
+      if (length > 0 && start[length - 1] == '\r') --length;
+      line = {start, length};
+      ++line_;
+      return true;
+    }
+    if (!refill()) {
+      if (begin_ == end_) return false;
+      // The last line has no newline.
+      std::size_t length = end_ - begin_;
+      if (buffer_[begin_ + length - 1] == '\r') --length;
+      line = {buffer_.data() + begin_, length};
+      begin_ = end_;
+      ++line_;
+      return true;
+    }
+  }
+}
+
+std::string read_text_file(const std::string& path) {
+  require_readable(path);
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) throw_open_error(path, errno != 0 ? errno : ENOMEM);
+  std::string text;
+  std::vector<char> chunk(kChunk);
+  while (true) {
+    const int got = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
+    int status = Z_OK;
+    const std::string message = gzerror(file, &status);
+    if (got < 0 || (status != Z_OK && status != Z_STREAM_END)) {
+      const int error_number = errno;
+      gzclose(file);
+      if (status == Z_ERRNO) {
+        throw IoError("cannot read '" + path + "': " + std::strerror(error_number));
+      }
+      throw FormatError(path + ": corrupt or truncated gzip data: " + message);
+    }
+    if (got == 0) break;
+    text.append(chunk.data(), static_cast<std::size_t>(got));
+  }
+  gzclose(file);
+  return text;
+}
+
+void split_whitespace(std::string_view line, std::vector<std::string_view>& fields) {
+  fields.clear();
+  std::size_t i = 0;
+  const std::size_t n = line.size();
+  while (true) {
+    while (i < n && (line[i] == ' ' || line[i] == '\t'))
+      ++i;
+    if (i == n) return;
+    const std::size_t start = i;
+    while (i < n && line[i] != ' ' && line[i] != '\t')
+      ++i;
+    fields.push_back(line.substr(start, i - start));
+  }
+}
+
+void split_on(std::string_view line, char delimiter, std::vector<std::string_view>& fields) {
+  fields.clear();
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = line.find(delimiter, start);
+    if (end == std::string_view::npos) {
+      fields.push_back(line.substr(start));
+      return;
+    }
+    fields.push_back(line.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+bool is_blank(std::string_view line) noexcept {
+  return line.find_first_not_of(" \t") == std::string_view::npos;
+}
+
+bool try_parse_int(std::string_view field, std::int64_t& value) noexcept {
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, value);
+  return ec == std::errc{} && ptr == end && !field.empty();
+}
+
+std::int64_t parse_int(const LineReader& in, std::string_view field, std::string_view what) {
+  std::int64_t value = 0;
+  if (!try_parse_int(field, value)) {
+    in.fail("expected " + std::string(what) + ", found " + quote(field));
+  }
+  return value;
+}
+
+double parse_double(const LineReader& in, std::string_view field, std::string_view what) {
+  double value = 0.0;
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, value);
+  if (ec != std::errc{} || ptr != end || field.empty()) {
+    in.fail("expected " + std::string(what) + ", found " + quote(field));
+  }
+  return value;
+}
+
+std::string quote(std::string_view text) {
+  constexpr std::size_t kMax = 60;
+  const bool shorten = text.size() > kMax;
+  std::string out;
+  out.reserve(std::min(text.size(), kMax) + 5);
+  out.push_back('\'');
+  out.append(text.substr(0, kMax));
+  if (shorten) out.append("...");
+  out.push_back('\'');
+  return out;
+}
+
+} // namespace tessera::io

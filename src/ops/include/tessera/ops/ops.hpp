@@ -1,0 +1,155 @@
+// Backend-agnostic tensor operations: each checks shapes, then dispatches to the backend's kernel.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tessera/core/device.hpp"
+#include "tessera/core/op_params.hpp"
+#include "tessera/core/rng.hpp"
+#include "tessera/core/tensor.hpp"
+
+namespace tessera::ops {
+
+// Every op runs on `backend` (queued on its stream for CUDA) and takes views and spans in that
+// backend's memory; shape mismatches throw DimensionMismatch naming the op and both shapes.
+
+// ---- sparse ----------------------------------------------------------------------------------
+
+/// C = A · B. A: [m, k] CSR, B: [k, n], C: [m, n] (overwritten). The CUDA backend keeps a
+/// cuSPARSE plan per matrix (keyed by its pointers and n): A's structure must not change while
+/// its memory lives; its values may.
+template <typename T>
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
+
+/// C = Aᵀ · B without forming Aᵀ. A: [m, k] CSR, B: [m, n], C: [k, n] (overwritten).
+/// Meant for small k (the weight gradient of a sparse input); large k should transpose A once.
+/// CUDA plans as for spmm.
+template <typename T>
+void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
+
+// ---- dense -----------------------------------------------------------------------------------
+
+/// C = alpha · op(A) · op(B) + beta · C through BLAS. op(A): [m, k], op(B): [k, n], C: [m, n].
+/// beta = 0 overwrites C (NaNs in it do not survive). The CPU backend throws InvalidArgument for
+/// a dimension above 2^31 - 1.
+template <typename T>
+void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
+          ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c);
+
+/// y = x (same shape [n, f]; y may be x). Used where a layer must not alias its input.
+template <typename T>
+void copy(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
+
+/// out[i, :] = x[rows[i], :] (packs the rows a halo sends). x: [n, f], rows: [m] in [0, n)
+/// in the backend's memory (checked on the CPU, trusted on a GPU), out: [m, f].
+template <typename T>
+void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                 DenseView<T> out);
+
+/// out[rows[i], :] += x[i, :] (adds received halo rows into their owners). x: [m, f], rows: [m]
+/// distinct, in [0, n) (range checked on the CPU, trusted on a GPU), out: [n, f].
+template <typename T>
+void scatter_add_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,
+                      DenseView<T> out);
+
+/// x[r, :] += bias for every row. x: [n, f], bias: [f]. Throws DimensionMismatch otherwise.
+template <typename T>
+void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias);
+
+/// d_bias (+)= column sums of dy. dy: [n, f], d_bias: [f]. Accumulates when `accumulate`.
+template <typename T>
+void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias, bool accumulate);
+
+/// y = max(x, 0). x, y: [n, f]; y may alias x.
+template <typename T>
+void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
+
+/// dx = dy where y > 0, else 0. y (the forward output), dy, dx: [n, f]; dx may alias dy.
+template <typename T>
+void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                   DenseView<T> dx);
+
+/// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. x, y: [n, f]; y may
+/// alias x; rows gives the global ids of the n rows. Throws InvalidArgument unless 0 <= p < 1.
+template <typename T>
+void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+                     const RngKey& key, RowIds rows);
+
+/// dx = dy · mask / (1 - p) with the same mask as the forward (redrawn, not stored): pass the
+/// forward's key and rows. dy, dx: [n, f]; dx may alias dy. Throws InvalidArgument unless
+/// 0 <= p < 1.
+template <typename T>
+void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
+                      const RngKey& key, RowIds rows);
+
+/// y = max(x, 0) · mask / (1 - p) with dropout_forward's mask: ReLU then dropout in one pass.
+/// x, y: [n, f]; y may alias x. Throws InvalidArgument unless 0 <= p < 1.
+template <typename T>
+void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
+                          const RngKey& key, RowIds rows);
+
+/// Backward of relu_dropout_forward from its output y: dx = dy / (1 - p) where y > 0, else 0
+/// (y > 0 exactly where the input was positive and kept, so no mask is redrawn). y, dy, dx:
+/// [n, f]; dx may alias dy. Throws InvalidArgument unless 0 <= p < 1.
+template <typename T>
+void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                           DenseView<T> dx, float p);
+
+/// Entries of a CSR view whose arrays live in `backend`'s memory (CsrView::nnz() reads row_ptr
+/// directly, so it only works for host memory): two offsets copied to the host on a device.
+template <typename T>
+std::int64_t nnz(const Backend& backend, CsrView<T> a);
+
+/// Dropout on the stored values of a sparse matrix with the dense mask semantics:
+/// out_val[k] = in_val[k] · mask(row, col[k]) / (1 - p). Same structure, values only.
+/// in: [n, f] CSR starting at entry 0 (row_ptr[0] == 0), out_val: [nnz(backend, in)].
+/// Throws InvalidArgument unless 0 <= p < 1 and row_ptr[0] == 0.
+template <typename T>
+void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
+                        const RngKey& key, RowIds rows);
+
+// ---- loss ------------------------------------------------------------------------------------
+
+/// Masked softmax cross-entropy over the rows listed in `rows`.
+/// logits: [n, c]; labels: [n], in [0, c) at the selected rows; rows: distinct ids in [0, n);
+/// d_logits: [n, c] is overwritten with d(loss)/d(logits) (zero outside `rows`) when
+/// non-empty. Loss and gradient are divided by `normalizer` (the global count of selected
+/// rows). Returns the sum of -log p over `rows` divided by normalizer; on CUDA it waits for the
+/// result. Throws InvalidArgument for a normalizer that is not positive and finite, or a
+/// selected row or label out of range.
+template <typename T>
+double softmax_cross_entropy(const Backend& backend, ConstDenseView<T> logits,
+                             std::span<const std::int32_t> labels,
+                             std::span<const std::int32_t> rows, double normalizer,
+                             DenseView<T> d_logits);
+
+/// Number of `rows` whose argmax over logits equals the label (ties: lowest index). logits:
+/// [n, c], labels: [n], rows: ids in [0, n); range errors as for softmax_cross_entropy.
+template <typename T>
+std::int64_t count_correct(const Backend& backend, ConstDenseView<T> logits,
+                           std::span<const std::int32_t> labels,
+                           std::span<const std::int32_t> rows);
+
+// ---- optimizer -------------------------------------------------------------------------------
+
+/// One Adam step on a flat parameter array, in torch.optim's order of operations; updates param,
+/// m and v in place. `step` counts from 1 (bias correction). param, grad, m, v: the same length.
+/// Throws InvalidArgument for step < 1 or a config outside the ranges AdamConfig documents.
+template <typename T>
+void adam_step(const Backend& backend, std::span<T> param, std::span<const T> grad,
+               std::span<T> m, std::span<T> v, const AdamConfig& config, std::int64_t step);
+
+/// Sets every element of x to zero.
+template <typename T>
+void zero(const Backend& backend, std::span<T> x);
+
+}  // namespace tessera::ops
+
+namespace tessera::ops {
+
+/// y += alpha · x over flat arrays of the same length (DimensionMismatch otherwise).
+template <typename T>
+void axpy(const Backend& backend, T alpha, std::span<const T> x, std::span<T> y);
+
+}  // namespace tessera::ops

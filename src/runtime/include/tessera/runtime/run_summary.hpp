@@ -1,0 +1,86 @@
+// What a training job did, gathered once from every rank into one typed value: the JSON report
+// and the per-rank table are both written from it.
+#pragma once
+
+#include "tessera/gnn/model.hpp"
+#include "tessera/gnn/trainer.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessera::runtime {
+
+/// One rank's figures. Per-epoch ones are medians over the training steps after the first
+/// (which allocates); per-layer bytes are totals over the run, training and evaluation.
+struct RankFigures {
+  double epoch_ms = 0.0;   ///< a training step
+  double compute_ms = 0.0; ///< of it: neither communication nor waiting
+  double comm_ms = 0.0;    ///< of it: posting halo messages and the gradient/loss allreduce
+  double wait_ms = 0.0;    ///< of it: blocked waiting for halo rows
+  double halo_bytes_sent = 0.0, halo_bytes_received = 0.0; ///< per training step
+  std::int64_t owned_rows = 0, ghost_rows = 0, interior_rows = 0;
+  double load_s = 0.0;  ///< getting the rank's graph: loading, partitioning, receiving
+  double setup_s = 0.0; ///< halo plan, cached ghost input rows, matrices, the model
+  /// Bytes of the aggregation matrices, the layer-0 input and the model's parameters and
+  /// buffers; the process's peak resident memory.
+  std::int64_t graph_bytes = 0, feature_bytes = 0, model_bytes = 0, peak_rss_bytes = 0;
+  /// Per aggregating layer, in model order: halo bytes over the run (0 for cached inputs).
+  std::vector<std::int64_t> layer_bytes_sent, layer_bytes_received;
+};
+
+/// What a job did, the same on every rank.
+struct RunSummary {
+  // ---- what ran ----
+  std::string dataset_spec; ///< as the job named it (empty: a store's dataset)
+  std::string model_name;
+  /// The model's widths {in, hidden..., classes}, and the settings it was built from.
+  std::vector<std::int64_t> layer_sizes;
+  gnn::ModelConfig model;
+  gnn::TrainConfig train;
+  bool normalize_features = true;
+  std::string backend; ///< rank 0's, e.g. "cpu (2 threads, OpenBLAS SkylakeX)"
+  int threads = 0;
+  std::string blas_core;
+
+  // ---- the data ----
+  std::string dataset; ///< its name
+  std::int64_t nodes = 0;
+  /// Nonzeros of the matrix the GCN multiplies (Â, self-loops included), or of the adjacency
+  /// for other models: what PyTorch's GCN is compared on.
+  std::int64_t edges = 0;
+  std::int64_t features = 0;
+  bool sparse_features = false;
+  std::int64_t classes = 0;
+
+  // ---- the ranks ----
+  int ranks = 1;
+  std::string communicator; ///< "one process", "MPI (4 ranks)", "NCCL ... over MPI ..."
+  std::string partition;    ///< "metis (in memory)", the store's folder, or "none (one rank)"
+  bool cache_input_features = true;
+  std::vector<RankFigures> per_rank; ///< [ranks]
+  /// Halo bytes all ranks send per training step, and what CAGNET's 1D broadcast would move for
+  /// the same layers (estimated for the GCN only).
+  double halo_bytes_per_epoch = 0.0;
+  std::optional<double> broadcast_1d_bytes_per_epoch;
+  std::int64_t cache_hit_rows = 0;      ///< ghost input rows served from the cache, all ranks
+  std::int64_t feature_fetch_bytes = 0; ///< what fetching them once moved, all ranks
+
+  // ---- what training did ----
+  gnn::TrainResult result; ///< metrics, best epoch, per-epoch history, phase times
+};
+
+/// The summary as the JSON run report (config, dataset, distributed, timing, comm, halo,
+/// memory, metrics and the per-epoch history; per-rank figures as max / mean / min).
+std::string report_json(const RunSummary& summary);
+
+/// Writes report_json to `path` (a temporary file in its folder, then renamed). Throws IoError
+/// naming the file.
+void write_report(const RunSummary& summary, const std::string& path);
+
+/// The per-rank spread of the figures (max, mean, min over ranks), one line each, and the
+/// halo bytes all ranks move: what train_main prints after a run of several ranks.
+std::string rank_table(const RunSummary& summary);
+
+} // namespace tessera::runtime

@@ -1,0 +1,65 @@
+// One training run from a dataset spec to a run summary: what tessera-train does, as a library
+// call. One path for any rank count: a process on its own is a one-rank job.
+#pragma once
+
+#include "tessera/comm/communicator.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/gnn/model.hpp"
+#include "tessera/gnn/trainer.hpp"
+#include "tessera/ops/backends.hpp"
+#include "tessera/partition/partition.hpp"
+#include "tessera/runtime/run_summary.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace tessera::runtime {
+
+/// Everything a training run needs: the data, where it runs, the model and how to train it.
+struct TrainJob {
+  // ---- the data ----
+  std::string dataset; ///< a load_dataset spec; may be empty with partition_dir (the store's)
+  datasets::LoadOptions load;
+  bool normalize_features = true; ///< row-normalize the input features
+
+  // ---- where it runs ----
+  int threads = 0; ///< CPU threads; 0: OpenMP's default
+  /// Where each rank trains (select_backend with the rank's place on its node). The data is
+  /// loaded and prepared on the host either way.
+  DeviceChoice device = DeviceChoice::Cpu;
+  /// The job's ranks; null: this process alone, a one-rank job that never starts MPI.
+  std::shared_ptr<comm::Communicator> comm;
+  /// A partition store with one part per rank: each rank loads only its part (and `dataset`,
+  /// when given, must be the store's). Empty: rank 0 loads the graph, cuts it with `partition`
+  /// (not at all for one rank) and sends every rank its tile.
+  std::string partition_dir;
+  partition::Options partition;
+  /// Ghost input features are fetched once and reused every epoch (exact). Off only to measure
+  /// what the cache saves.
+  bool cache_input_features = true;
+
+  // ---- the model ----
+  gnn::ModelShape shape;  ///< the widths: explicit layer sizes, or hidden × num_layers
+  gnn::ModelConfig model; ///< dropout, bias, product order, weight-decay scope
+  /// Builds the model on this rank's graph (empty: the GCN of Kipf & Welling, gnn::build_gcn),
+  /// named `model_name` in logs and the summary.
+  gnn::ModelBuilder model_builder;
+  std::string model_name = "GCN";
+
+  // ---- the training ----
+  gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
+};
+
+/// Runs `job` in four steps — this rank's graph (the whole graph on one rank, else its tile);
+/// the model on it; training; the summary — and returns the summary, the same on every rank.
+/// `log` receives human-readable setup lines (on rank 0); `on_epoch` each epoch's stats (on
+/// every rank; it may throw to end the job). Collective over job.comm's ranks: every rank
+/// returns the same metrics, and P ranks train what one process trains (up to float
+/// reassociation). Throws InvalidArgument, IoError or FormatError naming what is wrong with the
+/// job or its data, before training where it can.
+RunSummary run_train_job(const TrainJob& job,
+                         const std::function<void(const std::string&)>& log = {},
+                         const std::function<void(const gnn::EpochStats&)>& on_epoch = {});
+
+} // namespace tessera::runtime

@@ -1,0 +1,28 @@
+// A whole training program in one call: what tessera-train is, for any model.
+#pragma once
+
+#include "tessera/gnn/model.hpp"
+
+#include <string>
+
+namespace tessera::runtime {
+
+/// What a training program built on train_main is: its --help text, its model (empty builder:
+/// the GCN of Kipf & Welling, with its flags --layers, --order and --decay-all-layers) and the
+/// defaults of the settings every model reads (the flags --dropout, ... start from them).
+struct TrainProgram {
+  std::string description;
+  gnn::ModelBuilder model_builder;
+  std::string model_name = "GCN";
+  gnn::ModelConfig model;
+};
+
+/// The main() of a training program. Under mpirun it starts MPI and trains across the ranks
+/// (each holds one tile of the graph); otherwise it is a one-rank job without MPI. Parses the
+/// standard flags (--help lists them: dataset, sizes, optimizer, epochs, seed, device, partition
+/// store, --report, ...) into a TrainJob, trains, and prints progress and results on rank 0.
+/// Any error is printed as "[rank r] error: ..." and ends the whole job. Returns the exit
+/// status for main to return.
+int train_main(int argc, char** argv, const TrainProgram& program);
+
+} // namespace tessera::runtime

@@ -1,0 +1,43 @@
+// Step 1 of a training job: this rank's share of the graph, ready to build a model on.
+#pragma once
+
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/graph/features.hpp"
+#include "tessera/partition/local_graph.hpp"
+#include "tessera/runtime/train_job.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace tessera::runtime {
+
+using Log = std::function<void(const std::string&)>;
+
+/// This rank's tile — the whole graph on a one-rank job — with the owned rows interior first,
+/// the halo plan over it, and the layer-0 input.
+struct JobGraph {
+  std::string dataset; ///< the dataset's name
+  /// Owned-then-ghost numbering; its features moved into `features`.
+  partition::LocalGraph tile;
+  std::int64_t n_interior = 0; ///< owned rows [0, n_interior) read no ghost row
+  std::shared_ptr<const comm::HaloPlan> plan;
+  /// The layer-0 input in host memory: [n_owned + n_ghost, F] with the ghost rows fetched once
+  /// (the cache), else [n_owned, F].
+  graph::Features features;
+  comm::HaloStats feature_fetch; ///< what fetching the ghost input rows moved
+  double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out
+  double setup_s = 0.0;          ///< interior ordering, halo plan, ghost input rows
+};
+
+/// Gets this rank's graph for `job`: from its part of job.partition_dir, or from rank 0, which
+/// loads the dataset (adding a random split when it has none), partitions it for the ranks and
+/// hands out the tiles; row-normalizes the features when asked. `say` logs on rank 0.
+/// Collective over `comm`. Throws when the data cannot be trained on (no features or labels),
+/// naming the dataset.
+JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
+                       const BackendPtr& host, const Log& say);
+
+} // namespace tessera::runtime

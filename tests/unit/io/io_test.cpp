@@ -1,0 +1,126 @@
+// io: files are written whole or not at all; array files round-trip and refuse what is not
+// theirs, naming the file; text input reads plain and gzip'd lines and points at file:line.
+#include "tessera/core/error.hpp"
+#include "tessera/io/array_file.hpp"
+#include "tessera/io/files.hpp"
+#include "tessera/io/text_input.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+/// A fresh folder for one test, removed afterwards.
+class Io : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessera-io-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+TEST_F(Io, TextFileReplacesTheOldOneAndLeavesNoTemporary) {
+  std::ofstream(path("a.json")) << "old";
+
+  io::write_text_file(path("a.json"), "new\n");
+
+  std::ifstream in(path("a.json"));
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "new");
+  EXPECT_FALSE(fs::exists(path("a.json.tmp")));
+}
+
+TEST_F(Io, WriteIntoAMissingFolderNamesTheFile) {
+  EXPECT_THAT([&] { io::write_text_file(path("no/such/a.json"), "x"); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("no/such/a.json")));
+}
+
+TEST_F(Io, ArraysRoundTripWithShapeAndChecksum) {
+  const std::vector<float> values{1.0f, -2.5f, 3.0f, 4.0f, 5.0f, 6.0f};
+  const std::vector<std::int64_t> ids{7, 1, 9};
+
+  const std::uint32_t crc = io::write_array<float>(path("x.bin"), values, 2, 3);
+  io::write_array<std::int64_t>(path("ids.bin"), ids, 3);
+  const auto x = io::read_array<float>(path("x.bin"), true, 2, 3);
+  const auto back = io::read_array<std::int64_t>(path("ids.bin"), false, 3);
+
+  EXPECT_EQ(x.rows, 2);
+  EXPECT_EQ(x.cols, 3);
+  EXPECT_EQ(x.crc, crc);
+  EXPECT_EQ(x.data, values);
+  EXPECT_EQ(back.cols, -1);
+  EXPECT_EQ(back.data, ids);
+}
+
+TEST_F(Io, ArrayOfAnotherTypeOrShapeIsRefusedNamingTheFile) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(6, 1.0f), 2, 3);
+
+  EXPECT_THAT([&] { io::read_array<std::int32_t>(path("x.bin"), true); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("x.bin")));
+  EXPECT_THAT([&] { io::read_array<float>(path("x.bin"), true, 3, 2); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("x.bin")));
+}
+
+TEST_F(Io, TruncatedOrCorruptArrayIsRefused) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(100, 1.0f), 100);
+  fs::copy_file(path("x.bin"), path("short.bin"));
+  fs::resize_file(path("short.bin"), fs::file_size(path("x.bin")) - 4);
+  {
+    std::fstream f(path("x.bin"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(io::kArrayHeaderBytes) + 8);
+    f.put('\x7f');
+  }
+
+  EXPECT_THROW(io::read_array<float>(path("short.bin"), false), FormatError);
+  EXPECT_THAT([&] { io::read_array<float>(path("x.bin"), false); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("x.bin")));
+  EXPECT_THROW(io::read_array<float>(path("missing.bin"), false), IoError);
+}
+
+TEST_F(Io, LinesOfPlainAndGzipTextReadTheSame) {
+  std::ofstream(path("plain.txt")) << "1 2\n\n3 4\r\n";
+  gzFile gz = gzopen(path("packed.txt.gz").c_str(), "wb");
+  gzputs(gz, "1 2\n\n3 4\r\n");
+  gzclose(gz);
+
+  for (const char* name : {"plain.txt", "packed.txt.gz"}) {
+    io::LineReader in(path(name));
+    std::vector<std::string> lines;
+    for (std::string_view line; in.next(line);)
+      lines.emplace_back(line);
+    EXPECT_EQ(lines, (std::vector<std::string>{"1 2", "", "3 4"})) << name;
+  }
+}
+
+TEST_F(Io, ParseErrorsPointAtFileAndLine) {
+  std::ofstream(path("edges.txt")) << "1 2\n3 x\n";
+  io::LineReader in(path("edges.txt"));
+  std::string_view line;
+  std::vector<std::string_view> fields;
+  in.next(line);
+  in.next(line);
+  io::split_whitespace(line, fields);
+
+  EXPECT_THAT([&] { io::parse_int(in, fields[1], "a node id"); },
+              ::testing::ThrowsMessage<FormatError>(
+                  HasSubstr("edges.txt:2: expected a node id, found 'x'")));
+}
+
+} // namespace
+} // namespace tessera

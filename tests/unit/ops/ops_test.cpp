@@ -1,0 +1,256 @@
+// The op layer: shape checks name the op and both shapes; dispatch reaches the CUDA stubs; the
+// loss gradient matches finite differences.
+#include "tessera/core/error.hpp"
+#include "tessera/ops/backends.hpp"
+#include "tessera/ops/ops.hpp"
+#include "unit/gradient_check.hpp"
+#include "unit/kernels/kernel_test_util.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <new>
+#include <vector>
+
+namespace tessera::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
+/// A backend that claims to be a GPU, to reach the CUDA dispatch path in a CPU-only build.
+class FakeCudaBackend final : public Backend {
+public:
+  DeviceKind kind() const noexcept override { return DeviceKind::Cuda; }
+  int device_id() const noexcept override { return 0; }
+  int num_threads() const noexcept override { return 1; }
+  void* allocate(std::size_t) const override { throw std::bad_alloc(); }
+  void deallocate(void*, std::size_t) const noexcept override {}
+  void copy_from_host(void*, const void*, std::size_t) const override {}
+  void copy_to_host(void*, const void*, std::size_t) const override {}
+  void copy_within(void*, const void*, std::size_t) const override {}
+  void zero_bytes(void*, std::size_t) const override {}
+  void synchronize() const override {}
+  std::string describe() const override { return "fake cuda"; }
+};
+
+class Ops : public ::testing::Test {
+protected:
+  BackendPtr cpu = make_cpu_backend();
+  FakeCudaBackend cuda;
+};
+
+TEST_F(Ops, SpmmRejectsMismatchedInnerDimensionQuotingBothShapes) {
+  const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
+  const auto b = random_dense<float>(cpu, 6, 3, 2);
+  DenseT<float> c(cpu, 4, 3);
+
+  EXPECT_THAT([&] { ops::spmm(*cpu, a.view(), b.cview(), c.view()); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("spmm"), HasSubstr("[4, 5]"), HasSubstr("[6, 3]"))));
+}
+
+TEST_F(Ops, SpmmRejectsWrongOutputShape) {
+  const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
+  const auto b = random_dense<float>(cpu, 5, 3, 2);
+  DenseT<float> c(cpu, 4, 2);
+
+  EXPECT_THAT([&] { ops::spmm(*cpu, a.view(), b.cview(), c.view()); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("spmm"), HasSubstr("[4, 3]"), HasSubstr("[4, 2]"))));
+}
+
+TEST_F(Ops, SpmmTransposeRejectsMismatchedRows) {
+  const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
+  const auto b = random_dense<float>(cpu, 3, 2, 2);
+  DenseT<float> c(cpu, 5, 2);
+
+  EXPECT_THAT([&] { ops::spmm_transpose(*cpu, a.view(), b.cview(), c.view()); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("spmm_transpose"), HasSubstr("[4, 5]"), HasSubstr("[3, 2]"))));
+}
+
+TEST_F(Ops, GemmChecksTheTransposedShapes) {
+  const auto a = random_dense<double>(cpu, 3, 4, 1);
+  const auto b = random_dense<double>(cpu, 3, 2, 2);
+  DenseT<double> c(cpu, 4, 2);
+  DenseT<double> wrong_c(cpu, 3, 2);
+
+  ops::gemm(*cpu, Transpose::Yes, Transpose::No, 1.0, a.cview(), b.cview(), 0.0,
+            c.view());
+
+  EXPECT_THAT(
+      [&] {
+        ops::gemm(*cpu, Transpose::No, Transpose::No, 1.0, a.cview(), b.cview(), 0.0,
+                  c.view());
+      },
+      ThrowsMessage<DimensionMismatch>(
+          AllOf(HasSubstr("gemm"), HasSubstr("[3, 4]"), HasSubstr("[3, 2]"))));
+  EXPECT_THAT(
+      [&] {
+        ops::gemm(*cpu, Transpose::Yes, Transpose::No, 1.0, a.cview(), b.cview(), 0.0,
+                  wrong_c.view());
+      },
+      ThrowsMessage<DimensionMismatch>(AllOf(HasSubstr("[4, 2]"), HasSubstr("[3, 2]"))));
+}
+
+TEST_F(Ops, ElementwiseOpsRejectDifferentShapes) {
+  const auto x = random_dense<float>(cpu, 3, 4, 1);
+  DenseT<float> y(cpu, 4, 3);
+  const RngKey key{};
+
+  EXPECT_THROW(ops::copy(*cpu, x.cview(), y.view()), DimensionMismatch);
+  EXPECT_THROW(ops::relu_forward(*cpu, x.cview(), y.view()), DimensionMismatch);
+  EXPECT_THROW(ops::relu_backward(*cpu, x.cview(), x.cview(), y.view()), DimensionMismatch);
+  EXPECT_THAT([&] { ops::dropout_forward(*cpu, x.cview(), y.view(), 0.5f, key, {}); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("dropout_forward"), HasSubstr("[3, 4]"), HasSubstr("[4, 3]"))));
+}
+
+TEST_F(Ops, BiasOpsRejectWrongBiasLength) {
+  auto x = random_dense<float>(cpu, 3, 4, 1);
+  std::vector<float> bias(5);
+
+  EXPECT_THAT([&] { ops::add_bias(*cpu, x.view(), std::span<const float>(bias)); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("add_bias"), HasSubstr("[3, 4]"), HasSubstr("[5]"))));
+  EXPECT_THAT([&] { ops::bias_grad(*cpu, x.cview(), std::span<float>(bias), false); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("bias_grad"), HasSubstr("[3, 4]"), HasSubstr("[5]"))));
+}
+
+TEST_F(Ops, AxpyRejectsDifferentLengths) {
+  const std::vector<float> x(3);
+  std::vector<float> y(4);
+
+  EXPECT_THAT([&] { ops::axpy(*cpu, 1.0f, std::span<const float>(x), std::span<float>(y)); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("axpy"), HasSubstr("[3]"), HasSubstr("[4]"))));
+}
+
+TEST_F(Ops, DropoutRejectsProbabilityOutsideZeroToOne) {
+  const auto x = random_dense<float>(cpu, 3, 4, 1);
+  DenseT<float> y(cpu, 3, 4);
+  const auto a = random_csr<float>(cpu, 3, 4, 0.5, 1);
+  std::vector<float> values(static_cast<std::size_t>(a.nnz()));
+
+  for (const float p : {-0.1f, 1.0f, 1.5f, std::numeric_limits<float>::quiet_NaN()}) {
+    EXPECT_THROW(ops::dropout_forward(*cpu, x.cview(), y.view(), p, {}, {}), InvalidArgument);
+    EXPECT_THROW(ops::dropout_backward(*cpu, x.cview(), y.view(), p, {}, {}), InvalidArgument);
+    EXPECT_THROW(ops::dropout_csr_values(*cpu, a.view(), std::span<float>(values), p, {}, {}),
+                 InvalidArgument);
+  }
+}
+
+TEST_F(Ops, DropoutWithZeroProbabilityCopies) {
+  const auto x = random_dense<float>(cpu, 5, 7, 1);
+  DenseT<float> y(cpu, 5, 7);
+  const auto a = random_csr<float>(cpu, 5, 7, 0.5, 1);
+  std::vector<float> values(static_cast<std::size_t>(a.nnz()));
+
+  ops::dropout_forward(*cpu, x.cview(), y.view(), 0.0f, {}, {});
+  ops::dropout_csr_values(*cpu, a.view(), std::span<float>(values), 0.0f, {}, {});
+
+  EXPECT_EQ(std::vector<float>(y.data(), y.data() + y.size()),
+            std::vector<float>(x.data(), x.data() + x.size()));
+  EXPECT_EQ(values, std::vector<float>(a.val(), a.val() + a.nnz()));
+}
+
+TEST_F(Ops, DropoutCsrRejectsWrongValueCount) {
+  const auto a = random_csr<float>(cpu, 5, 7, 0.5, 1);
+  std::vector<float> values(static_cast<std::size_t>(a.nnz()) + 1);
+
+  EXPECT_THROW(ops::dropout_csr_values(*cpu, a.view(), std::span<float>(values), 0.5f, {}, {}),
+               DimensionMismatch);
+}
+
+TEST_F(Ops, DropoutCsrRefusesARowSliceNotStartingAtEntryZero) {
+  const auto a = random_csr<float>(cpu, 6, 7, 0.5, 2);
+  const CsrView<float> tail = a.view().row_slice(3, 6);
+  ASSERT_GT(tail.row_ptr[0], 0);
+  ASSERT_EQ(ops::nnz(*cpu, tail), tail.nnz());
+  std::vector<float> values(static_cast<std::size_t>(tail.nnz()));
+
+  EXPECT_THAT([&] { ops::dropout_csr_values(*cpu, tail, std::span<float>(values), 0.5f, {}, {}); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("row slice")));
+}
+
+TEST_F(Ops, LossOpsRejectWrongLabelCountAndBadNormalizer) {
+  const auto logits = random_dense<float>(cpu, 4, 3, 1);
+  const std::vector<std::int32_t> labels = {0, 1, 2};
+  const std::vector<std::int32_t> good_labels = {0, 1, 2, 0};
+  const std::vector<std::int32_t> rows = {0, 1};
+  DenseT<float> wrong_grad(cpu, 3, 3);
+
+  EXPECT_THAT(
+      [&] { ops::softmax_cross_entropy<float>(*cpu, logits.cview(), labels, rows, 1.0, {}); },
+      ThrowsMessage<DimensionMismatch>(
+          AllOf(HasSubstr("softmax_cross_entropy"), HasSubstr("[4, 3]"), HasSubstr("[3]"))));
+  EXPECT_THROW(ops::count_correct<float>(*cpu, logits.cview(), labels, rows), DimensionMismatch);
+  EXPECT_THROW(ops::softmax_cross_entropy<float>(*cpu, logits.cview(), good_labels, rows, 1.0,
+                                                 wrong_grad.view()),
+               DimensionMismatch);
+  EXPECT_THROW(ops::softmax_cross_entropy<float>(*cpu, logits.cview(), good_labels, rows, 0.0, {}),
+               InvalidArgument);
+}
+
+TEST_F(Ops, AdamRejectsMismatchedSizesAndStepZero) {
+  std::vector<float> param(4), grad(4), m(4), v(3);
+  const AdamConfig config;
+
+  EXPECT_THAT(
+      [&] {
+        ops::adam_step(*cpu, std::span<float>(param), std::span<const float>(grad),
+                       std::span<float>(m), std::span<float>(v), config, 1);
+      },
+      ThrowsMessage<DimensionMismatch>(
+          AllOf(HasSubstr("adam_step"), HasSubstr("[4]"), HasSubstr("[3]"))));
+  v.resize(4);
+  EXPECT_THROW(ops::adam_step(*cpu, std::span<float>(param), std::span<const float>(grad),
+                              std::span<float>(m), std::span<float>(v), config, 0),
+               InvalidArgument);
+}
+
+TEST(CudaBackend, DeviceCountIsZeroWithoutCudaAndMakingOneIsRefused) {
+  if (cuda_compiled()) GTEST_SKIP() << "this build has the CUDA backend";
+
+  EXPECT_EQ(cuda_device_count(), 0);
+  EXPECT_THROW(make_cuda_backend(0), NotCompiled);
+}
+
+TEST_F(Ops, CudaBackendThrowsNotCompiledInACpuOnlyBuild) {
+  if (cuda_compiled()) GTEST_SKIP() << "this build has the CUDA backend";
+  const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
+  const auto b = random_dense<float>(cpu, 5, 3, 2);
+  DenseT<float> c(cpu, 4, 3);
+  std::vector<float> x(4);
+
+  EXPECT_THAT([&] { ops::spmm(cuda, a.view(), b.cview(), c.view()); },
+              ThrowsMessage<NotCompiled>(
+                  AllOf(HasSubstr("CUDA kernel spmm"), HasSubstr("-DTESSERA_WITH_CUDA=ON"))));
+  EXPECT_THROW(ops::gemm(cuda, Transpose::No, Transpose::No, 1.0f, b.cview(),
+                         DenseT<float>(cpu, 3, 3).cview(), 0.0f, DenseT<float>(cpu, 5, 3).view()),
+               NotCompiled);
+  EXPECT_THROW(ops::relu_forward(cuda, b.cview(), DenseT<float>(cpu, 5, 3).view()), NotCompiled);
+  EXPECT_THROW(ops::zero(cuda, std::span<float>(x)), NotCompiled);
+  EXPECT_THROW(ops::softmax_cross_entropy<float>(cuda, c.cview(), std::vector<std::int32_t>(4),
+                                                 std::vector<std::int32_t>{}, 1.0, {}),
+               NotCompiled);
+}
+
+TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
+  Matrix logits = random_matrix(6, 4, 10);
+  const std::vector<std::int32_t> labels{0, 3, 1, 2, 2, 0};
+  const std::vector<std::int32_t> rows{0, 2, 3, 5};
+  Matrix grad(cpu(), 6, 4);
+  const auto objective = [&] {
+    return ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, {});
+  };
+
+  ops::softmax_cross_entropy<double>(*cpu(), logits.cview(), labels, rows, 4.0, grad.view());
+
+  expect_gradient_matches(objective, logits.data(), logits.size(), grad.data(), "logits");
+}
+
+} // namespace
+} // namespace tessera::testing

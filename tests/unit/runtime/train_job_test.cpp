@@ -1,0 +1,165 @@
+// Training jobs end to end on one rank: determinism, learning, both product orders, the refusals,
+// custom builders, and a one-part partition store giving what in-memory loading gives.
+#include "tessera/tessera.hpp"
+#include "test_data.hpp"
+
+#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace tessera {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr const char* kEasySbm =
+    "sbm:nodes=3000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1";
+
+runtime::TrainJob small_job(const std::string& dataset, int epochs) {
+  runtime::TrainJob job;
+  job.dataset = dataset;
+  job.load.data_dir = testing::shared_data_dir();
+  job.train.epochs = epochs;
+  return job;
+}
+
+void expect_same_losses(const gnn::TrainResult& a, const gnn::TrainResult& b) {
+  ASSERT_EQ(a.history.size(), b.history.size());
+  for (std::size_t e = 0; e < a.history.size(); ++e) {
+    EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss) << "epoch " << e + 1;
+  }
+}
+
+TEST(TrainJob, SameSeedGivesIdenticalLosses) {
+  const runtime::TrainJob job = small_job(kEasySbm, 5);
+
+  const auto first = runtime::run_train_job(job).result;
+  const auto second = runtime::run_train_job(job).result;
+
+  expect_same_losses(first, second);
+}
+
+TEST(TrainJob, LearnsAGeneratedCommunityGraph) {
+  const runtime::TrainJob job = small_job(kEasySbm, 100);
+
+  const gnn::TrainResult result = runtime::run_train_job(job).result;
+
+  EXPECT_LT(result.history.back().train_loss, result.history.front().train_loss);
+  EXPECT_GT(result.test_at_best_val.accuracy, 0.8);
+}
+
+TEST(TrainJob, BothProductOrdersComputeTheSameFunction) {
+  runtime::TrainJob job = small_job(kEasySbm, 3);
+  job.shape.hidden = 32;
+  job.model.order = GcnOrder::AggregateThenTransform;
+  const auto aggregate_first = runtime::run_train_job(job).result;
+  job.model.order = GcnOrder::TransformThenAggregate;
+
+  const auto transform_first = runtime::run_train_job(job).result;
+
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_NEAR(aggregate_first.history[e].train_loss, transform_first.history[e].train_loss,
+                1e-5 * aggregate_first.history[e].train_loss);
+  }
+}
+
+TEST(TrainJob, ProcessAloneIsTheOneRankJobOfTheSelfCommunicator) {
+  runtime::TrainJob job = small_job(kEasySbm, 4);
+  const auto alone = runtime::run_train_job(job);
+  job.comm = comm::make_self_communicator();
+
+  const auto one_rank = runtime::run_train_job(job);
+
+  expect_same_losses(alone.result, one_rank.result);
+  EXPECT_EQ(one_rank.ranks, 1);
+  EXPECT_EQ(one_rank.partition, "none (one rank)");
+  EXPECT_EQ(one_rank.per_rank.at(0).ghost_rows, 0);
+  EXPECT_EQ(one_rank.halo_bytes_per_epoch, 0.0);
+}
+
+TEST(TrainJob, DatasetWithoutFeaturesIsRefusedWithItsName) {
+  TESSERA_REQUIRE_DATA("metis_4elt/4elt.graph");
+  const runtime::TrainJob job = small_job("4elt", 1);
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("'4elt' has no node features")));
+}
+
+TEST(TrainJob, LayerSizesThatDoNotFitTheDataAreRefused) {
+  runtime::TrainJob job = small_job(kEasySbm, 1);
+  job.shape.layer_sizes = {10, 16, 4};
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("16 input features")));
+}
+
+TEST(TrainJob, CustomModelBuilderGetsTheResolvedSpecAndIsNamedInTheSummary) {
+  runtime::TrainJob job = small_job(kEasySbm, 30);
+  job.model_name = "SAGE";
+  job.shape.hidden = 24;
+  job.model.dropout = 0.25f;
+  gnn::ModelSpec seen;
+  job.model_builder = [&seen](gnn::ModelGraph& g, const gnn::ModelSpec& spec) {
+    seen = spec;
+    const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+    Sequential<float> model;
+    model.add(std::make_unique<SageConv<float>>(g.backend(), g.matrix(gnn::AggregationKind::Mean),
+                                                g.transpose(gnn::AggregationKind::Mean), sizes[0],
+                                                sizes[1], spec.config.bias, spec.seed, 0));
+    model.add(std::make_unique<Relu<float>>(g.backend()));
+    model.add(std::make_unique<SageConv<float>>(g.backend(), g.matrix(gnn::AggregationKind::Mean),
+                                                g.transpose(gnn::AggregationKind::Mean), sizes[1],
+                                                sizes[2], spec.config.bias, spec.seed, 1));
+    return model;
+  };
+
+  const runtime::RunSummary run = runtime::run_train_job(job);
+
+  EXPECT_EQ(seen.layer_sizes, (std::vector<std::int64_t>{16, 24, 4}));
+  EXPECT_EQ(seen.config.dropout, 0.25f);
+  EXPECT_EQ(seen.seed, job.train.seed);
+  EXPECT_GT(run.result.test_at_best_val.accuracy, 0.9);
+  EXPECT_EQ(run.model_name, "SAGE");
+  EXPECT_EQ(run.layer_sizes, seen.layer_sizes);
+  EXPECT_FALSE(run.broadcast_1d_bytes_per_epoch.has_value()); // estimated for the GCN only
+}
+
+TEST(TrainJob, EmptyCustomModelIsRefused) {
+  runtime::TrainJob job = small_job(kEasySbm, 1);
+  job.model_builder = [](gnn::ModelGraph&, const gnn::ModelSpec&) { return Sequential<float>(); };
+  job.model_name = "nothing";
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("model 'nothing' returned no")));
+}
+
+TEST(TrainJob, OnePartStoreTrainsWhatInMemoryLoadingTrains) {
+  const runtime::TrainJob job = small_job(kEasySbm, 5);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("tessera-one-part-" + std::to_string(::getpid())))
+          .string();
+  {
+    const BackendPtr cpu = make_cpu_backend();
+    datasets::Dataset data = datasets::load_dataset(cpu, job.dataset, job.load);
+    if (!data.has_split())
+      datasets::make_random_split(data, 0.6, 0.2, job.train.seed); // as the job
+    partition::Options options;
+    options.num_parts = 1;
+    const partition::Partition one{1, std::vector<std::int32_t>(data.num_nodes, 0)};
+    partition::write_store(dir, data, one, options, partition::Reorder::None,
+                           partition::measure(data.adjacency, one));
+  }
+  runtime::TrainJob from_store = job;
+  from_store.partition_dir = dir;
+
+  const auto in_memory = runtime::run_train_job(job);
+  const auto stored = runtime::run_train_job(from_store);
+  std::filesystem::remove_all(dir);
+
+  expect_same_losses(in_memory.result, stored.result);
+  EXPECT_EQ(stored.partition, "none (one rank)");
+}
+
+} // namespace
+} // namespace tessera
