@@ -82,13 +82,7 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
   std::vector<std::uint32_t> crcs;
-  io::GraphFiles graph = io::read_graph_files(dir, shape, crcs);
-  ds.adjacency = std::move(graph.adjacency);
-  ds.features = std::move(graph.features);
-  ds.labels = std::move(graph.labels);
-  ds.train_idx = std::move(graph.train_idx);
-  ds.val_idx = std::move(graph.val_idx);
-  ds.test_idx = std::move(graph.test_idx);
+  io::move_graph_files(io::read_graph_files(dir, shape, crcs), ds);
   return ds;
 }
 

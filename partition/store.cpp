@@ -339,13 +339,7 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     }
   }
 
-  io::GraphFiles graph = io::read_graph_files(folder, shape, crcs);
-  tile.adjacency = std::move(graph.adjacency);
-  tile.features = std::move(graph.features);
-  tile.labels = std::move(graph.labels);
-  tile.train_idx = std::move(graph.train_idx);
-  tile.val_idx = std::move(graph.val_idx);
-  tile.test_idx = std::move(graph.test_idx);
+  io::move_graph_files(io::read_graph_files(folder, shape, crcs), tile);
 
   const std::string checksum = part_checksum(crcs);
   if (checksum != manifest.part_checksums[part]) {

@@ -1,4 +1,5 @@
-// The run summary written out: as the JSON report, and as the per-rank table.
+// The run summary written out: as the JSON report, and as the per-rank table. Every per-rank
+// figure is listed once (kPerRank), with its report key and its row in the table.
 #include "tessera/runtime/run_summary.hpp"
 
 #include "tessera/core/report.hpp"
@@ -12,27 +13,59 @@ namespace tessera::runtime {
 
 namespace {
 
+constexpr double kMiB = 1 << 20;
+
+/// One per-rank figure: where the report puts its max / mean / min, and its row in the table
+/// (none when `label` is null), in `unit` after dividing by `scale`.
+struct PerRank {
+  const char* key;
+  const char* label;
+  double scale;
+  const char* unit;
+  double (*value)(const RankFigures&);
+};
+
+constexpr PerRank kPerRank[] = {
+    {"timing.epoch_ms", "epoch", 1.0, "ms", [](const RankFigures& f) { return f.epoch_ms; }},
+    {"timing.compute_ms", "compute", 1.0, "ms", [](const RankFigures& f) { return f.compute_ms; }},
+    {"timing.comm_ms", "communication", 1.0, "ms", [](const RankFigures& f) { return f.comm_ms; }},
+    {"timing.wait_ms", "waiting for halos", 1.0, "ms",
+     [](const RankFigures& f) { return f.wait_ms; }},
+    {"comm.halo_bytes_sent_per_epoch", "halo sent", kMiB, "MiB",
+     [](const RankFigures& f) { return f.halo_bytes_sent; }},
+    {"comm.halo_bytes_received_per_epoch", "halo received", kMiB, "MiB",
+     [](const RankFigures& f) { return f.halo_bytes_received; }},
+    {"distributed.owned_nodes", "owned rows", 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.owned_rows); }},
+    {"distributed.ghost_nodes", "ghost rows", 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.ghost_rows); }},
+    {"distributed.interior_nodes", nullptr, 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.interior_rows); }},
+    {"timing.load_s", nullptr, 1.0, "s", [](const RankFigures& f) { return f.load_s; }},
+    {"timing.setup_s", nullptr, 1.0, "s", [](const RankFigures& f) { return f.setup_s; }},
+    {"memory.graph_bytes", nullptr, 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.graph_bytes); }},
+    {"memory.feature_bytes", nullptr, 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.feature_bytes); }},
+    {"memory.model_bytes", nullptr, 1.0, "",
+     [](const RankFigures& f) { return static_cast<double>(f.model_bytes); }},
+    {"memory.peak_rss_bytes", "peak memory", kMiB, "MiB",
+     [](const RankFigures& f) { return static_cast<double>(f.peak_rss_bytes); }},
+};
+
 struct Spread {
   double max = 0.0, mean = 0.0, min = 0.0;
 };
 
 /// max / mean / min over the ranks of one figure.
-template <typename F> Spread spread(const RunSummary& s, F figure) {
+Spread spread(const RunSummary& s, const PerRank& figure) {
   std::vector<double> values;
   for (const RankFigures& f : s.per_rank)
-    values.push_back(static_cast<double>(figure(f)));
+    values.push_back(figure.value(f));
   if (values.empty()) return {};
   return {*std::max_element(values.begin(), values.end()),
           std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size()),
           *std::min_element(values.begin(), values.end())};
-}
-
-template <typename F>
-void set_spread(RunReport& r, const std::string& key, const RunSummary& s, F figure) {
-  const Spread v = spread(s, figure);
-  r.set(key + ".max", v.max);
-  r.set(key + ".mean", v.mean);
-  r.set(key + ".min", v.min);
 }
 
 void report_config(RunReport& r, const RunSummary& s) {
@@ -53,9 +86,6 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("backend", s.backend);
   r.set("threads", s.threads);
   r.set("blas_core", s.blas_core);
-}
-
-void report_data(RunReport& r, const RunSummary& s) {
   r.set("dataset.name", s.dataset);
   r.set("dataset.nodes", s.nodes);
   r.set("dataset.edges", s.edges);
@@ -66,31 +96,23 @@ void report_data(RunReport& r, const RunSummary& s) {
   r.set("distributed.communicator", s.communicator);
   r.set("distributed.partition", s.partition);
   r.set("distributed.cache_input_features", s.cache_input_features);
-  set_spread(r, "distributed.owned_nodes", s, [](const RankFigures& f) { return f.owned_rows; });
-  set_spread(r, "distributed.ghost_nodes", s, [](const RankFigures& f) { return f.ghost_rows; });
-  set_spread(r, "distributed.interior_nodes", s,
-             [](const RankFigures& f) { return f.interior_rows; });
 }
 
-void report_costs(RunReport& r, const RunSummary& s) {
-  r.set("timing.load_s", spread(s, [](const RankFigures& f) { return f.load_s; }).max);
-  r.set("timing.setup_s", spread(s, [](const RankFigures& f) { return f.setup_s; }).max);
+void report_figures(RunReport& r, const RunSummary& s) {
+  for (const PerRank& figure : kPerRank) {
+    const Spread v = spread(s, figure);
+    const std::string key = figure.key;
+    r.set(key + ".max", v.max);
+    r.set(key + ".mean", v.mean);
+    r.set(key + ".min", v.min);
+  }
   r.set("timing.epoch_ms_median", s.result.median_step_ms);
-  set_spread(r, "timing.epoch_ms", s, [](const RankFigures& f) { return f.epoch_ms; });
-  set_spread(r, "timing.compute_ms", s, [](const RankFigures& f) { return f.compute_ms; });
-  set_spread(r, "timing.comm_ms", s, [](const RankFigures& f) { return f.comm_ms; });
-  set_spread(r, "timing.wait_ms", s, [](const RankFigures& f) { return f.wait_ms; });
   const gnn::PhaseTimes& phases = s.result.phases;
   r.set("timing.phases_s.forward", phases.forward);
   r.set("timing.phases_s.loss", phases.loss);
   r.set("timing.phases_s.backward", phases.backward);
   r.set("timing.phases_s.optimizer", phases.optimizer);
   r.set("timing.phases_s.evaluate", phases.evaluate);
-
-  set_spread(r, "comm.halo_bytes_sent_per_epoch", s,
-             [](const RankFigures& f) { return f.halo_bytes_sent; });
-  set_spread(r, "comm.halo_bytes_received_per_epoch", s,
-             [](const RankFigures& f) { return f.halo_bytes_received; });
   r.set("comm.halo_bytes_per_epoch", s.halo_bytes_per_epoch);
   if (s.broadcast_1d_bytes_per_epoch) {
     r.set("comm.broadcast_1d_bytes_per_epoch", *s.broadcast_1d_bytes_per_epoch);
@@ -108,11 +130,6 @@ void report_costs(RunReport& r, const RunSummary& s) {
   }
   r.set("halo.cache_hit_rows", s.cache_hit_rows);
   r.set("halo.feature_fetch_bytes", s.feature_fetch_bytes);
-
-  set_spread(r, "memory.graph_bytes", s, [](const RankFigures& f) { return f.graph_bytes; });
-  set_spread(r, "memory.feature_bytes", s, [](const RankFigures& f) { return f.feature_bytes; });
-  set_spread(r, "memory.model_bytes", s, [](const RankFigures& f) { return f.model_bytes; });
-  set_spread(r, "memory.peak_rss_bytes", s, [](const RankFigures& f) { return f.peak_rss_bytes; });
 }
 
 void report_result(RunReport& r, const gnn::TrainResult& result) {
@@ -137,8 +154,7 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
 std::string report_json(const RunSummary& summary) {
   RunReport report;
   report_config(report, summary);
-  report_data(report, summary);
-  report_costs(report, summary);
+  report_figures(report, summary);
   report_result(report, summary.result);
   return report.dump() + "\n";
 }
@@ -149,30 +165,13 @@ void write_report(const RunSummary& summary, const std::string& path) {
 
 std::string rank_table(const RunSummary& s) {
   std::string out = "per rank (median epoch)     max       mean        min\n";
-  const auto row = [&](const char* label, auto figure, double scale, const char* unit) {
+  for (const PerRank& figure : kPerRank) {
+    if (figure.label == nullptr) continue;
     const Spread v = spread(s, figure);
-    out += fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", label, v.max * scale,
-                       v.mean * scale, v.min * scale, unit);
-  };
-  constexpr double mib = 1.0 / (1 << 20);
-  row(
-      "epoch", [](const RankFigures& f) { return f.epoch_ms; }, 1.0, "ms");
-  row(
-      "compute", [](const RankFigures& f) { return f.compute_ms; }, 1.0, "ms");
-  row(
-      "communication", [](const RankFigures& f) { return f.comm_ms; }, 1.0, "ms");
-  row(
-      "waiting for halos", [](const RankFigures& f) { return f.wait_ms; }, 1.0, "ms");
-  row(
-      "halo sent", [](const RankFigures& f) { return f.halo_bytes_sent; }, mib, "MiB");
-  row(
-      "halo received", [](const RankFigures& f) { return f.halo_bytes_received; }, mib, "MiB");
-  row(
-      "owned rows", [](const RankFigures& f) { return f.owned_rows; }, 1.0, "");
-  row(
-      "ghost rows", [](const RankFigures& f) { return f.ghost_rows; }, 1.0, "");
-  row(
-      "peak memory", [](const RankFigures& f) { return f.peak_rss_bytes; }, mib, "MiB");
+    out +=
+        fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", figure.label,
+                    v.max / figure.scale, v.mean / figure.scale, v.min / figure.scale, figure.unit);
+  }
   std::string ratio; // estimated for the GCN only
   if (s.broadcast_1d_bytes_per_epoch && s.halo_bytes_per_epoch > 0) {
     ratio = fmt::format(" ({:.1f}x less than a 1D broadcast)",
@@ -180,7 +179,7 @@ std::string rank_table(const RunSummary& s) {
   }
   out += fmt::format("halo bytes per epoch, all ranks: {:.2f} MiB{}; ghost input rows served "
                      "from the cache: {}\n",
-                     s.halo_bytes_per_epoch * mib, ratio, s.cache_hit_rows);
+                     s.halo_bytes_per_epoch / kMiB, ratio, s.cache_hit_rows);
   return out;
 }
 

@@ -143,24 +143,18 @@ Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec) 
   return model;
 }
 
-TEST(DistributedTraining, CustomSageModelMatchesOneProcessWithAndWithoutTheCache) {
-  runtime::TrainJob job = generated_job();
-  job.model_builder = sage_model;
-  job.model_name = "SAGE";
+TEST(DistributedTraining, CustomModelsMatchOneProcessWithAndWithoutTheCache) {
+  for (const auto& [name, builder] : {std::pair<std::string, gnn::ModelBuilder>{"SAGE", sage_model},
+                                      {"GIN", gin_model}}) {
+    SCOPED_TRACE(name);
+    runtime::TrainJob job = generated_job();
+    job.model_builder = builder;
+    job.model_name = name;
 
-  expect_same_training(serial(job), distributed(job));
-  job.cache_input_features = false;
-  expect_same_training(serial(job), distributed(job));
-}
-
-TEST(DistributedTraining, CustomGinModelMatchesOneProcessWithAndWithoutTheCache) {
-  runtime::TrainJob job = generated_job();
-  job.model_builder = gin_model;
-  job.model_name = "GIN";
-
-  expect_same_training(serial(job), distributed(job));
-  job.cache_input_features = false;
-  expect_same_training(serial(job), distributed(job));
+    expect_same_training(serial(job), distributed(job));
+    job.cache_input_features = false;
+    expect_same_training(serial(job), distributed(job));
+  }
 }
 
 TEST(DistributedTraining, CustomModelSummaryCountsEveryLayersHalo) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace tessera::testing {
 
@@ -56,6 +57,16 @@ inline void expect_gradient_matches(const std::function<double()>& objective, do
   }
 }
 
+/// Compares every parameter's gradient (as computed now) with central differences of
+/// `objective` in that parameter's values.
+inline void expect_parameter_gradients_match(const std::function<double()>& objective,
+                                             const std::vector<Parameter<double>*>& parameters) {
+  for (Parameter<double>* p : parameters) {
+    const std::vector<double> grad(p->grad.data(), p->grad.data() + p->grad.size());
+    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
+  }
+}
+
 /// Checks input and parameter gradients of `module` on a dense input [n, in].
 inline void check_module(Module<double>& module, Matrix& x, std::int64_t out_cols, const Step& step,
                          bool check_input = true) {
@@ -75,14 +86,7 @@ inline void check_module(Module<double>& module, Matrix& x, std::int64_t out_col
   }();
 
   if (check_input) expect_gradient_matches(objective, x.data(), x.size(), dx_copy.data(), "input");
-  for (Parameter<double>* p : module.parameters()) {
-    const Matrix grad = [&] {
-      Matrix copy(cpu(), p->grad.rows(), p->grad.cols());
-      std::copy(p->grad.data(), p->grad.data() + p->grad.size(), copy.data());
-      return copy;
-    }();
-    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
-  }
+  expect_parameter_gradients_match(objective, module.parameters());
 }
 
 } // namespace tessera::testing

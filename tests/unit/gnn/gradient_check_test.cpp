@@ -10,18 +10,23 @@ namespace {
 using testing::check_module;
 using testing::cpu;
 using testing::dot;
-using testing::expect_gradient_matches;
+using testing::expect_parameter_gradients_match;
 using testing::Matrix;
 using testing::random_matrix;
 
-/// Â of a small irregular graph (with an isolated node) in float64.
-CsrT<double> small_normalized_graph() {
+/// A small irregular graph on 7 nodes; node 6 is isolated.
+Csr small_graph() {
   graph::EdgeList edges;
   edges.num_nodes = 7;
   for (auto [u, v] : {std::pair{0, 1}, {0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {1, 5}}) {
     edges.add(u, v);
   }
-  return graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges)).cast<double>();
+  return graph::build_symmetric_csr(cpu(), edges);
+}
+
+/// Â of small_graph() in float64.
+CsrT<double> small_normalized_graph() {
+  return graph::gcn_normalize(small_graph()).cast<double>();
 }
 
 /// A CSR [rows.size(), cols] from per-row (column, value) lists with ascending columns.
@@ -39,6 +44,32 @@ CsrT<double> csr_from_rows(std::int64_t cols,
     out.row_ptr()[r + 1] = k;
   }
   return out;
+}
+
+/// A 7x6 sparse input with an empty row (row 3).
+CsrT<double> sparse_input() {
+  return csr_from_rows(6, {{{0, 0.5}, {3, 1.0}},
+                           {{5, 0.75}},
+                           {{1, 1.5}, {2, 0.25}},
+                           {},
+                           {{4, 2.0}},
+                           {{0, 1.0}},
+                           {{5, 0.5}}});
+}
+
+/// The weight gradients of `layer` on a sparse input (which has none of its own) against
+/// finite differences.
+void check_weights_on_sparse_input(Module<double>& layer, std::int64_t out_cols, unsigned seed) {
+  const CsrT<double> features = sparse_input();
+  const Matrix r = random_matrix(features.rows(), out_cols, seed);
+  const auto objective = [&] {
+    return dot(layer.forward(Step{}, Input<double>(features.view())).output.dense, r.cview());
+  };
+
+  const Context<double> ctx = layer.forward(Step{}, Input<double>(features.view()));
+  layer.backward(ctx, r.cview(), GradientMode::Ignore, GradientMode::Overwrite);
+
+  expect_parameter_gradients_match(objective, layer.parameters());
 }
 
 TEST(GradientCheck, GcnConvTransformFirstMatchesFiniteDifferences) {
@@ -70,32 +101,14 @@ TEST(GradientCheck, GcnConvWithNonSymmetricAdjacencyUsesTranspose) {
 TEST(GradientCheck, GcnConvWithSparseInputMatchesFiniteDifferencesForWeights) {
   const CsrT<double> a = small_normalized_graph();
   GcnConv<double> conv(cpu(), a, a, 6, 2, true, 4, 0);
-  // A 7x6 sparse input with an empty row (row 3).
-  const CsrT<double> features = csr_from_rows(
-      6, {{{0, 0.5}, {3, 1.0}}, {{5, 0.75}}, {{1, 1.5}, {2, 0.25}}, {}, {{4, 2.0}}, {{0, 1.0}}, {{5, 0.5}}});
-  const Matrix r = random_matrix(7, 2, 5);
-  const auto objective = [&] {
-    return dot(conv.forward(Step{}, Input<double>(features.view())).output.dense, r.cview());
-  };
 
-  const Context<double> ctx = conv.forward(Step{}, Input<double>(features.view()));
-  conv.backward(ctx, r.cview(), GradientMode::Ignore, GradientMode::Overwrite);
-
-  for (Parameter<double>* p : conv.parameters()) {
-    Matrix grad(cpu(), p->grad.rows(), p->grad.cols());
-    std::copy(p->grad.data(), p->grad.data() + p->grad.size(), grad.data());
-    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
-  }
+  check_weights_on_sparse_input(conv, 2, 5);
 }
 
-/// M = D⁻¹A of the small graph and its transpose (M is not symmetric), in float64.
+/// M = D⁻¹A of small_graph() and its transpose (M is not symmetric), in float64; the isolated
+/// node's row aggregates zero.
 std::pair<CsrT<double>, CsrT<double>> small_mean_aggregation() {
-  graph::EdgeList edges;
-  edges.num_nodes = 7;  // node 6 is isolated: its row aggregates zero
-  for (auto [u, v] : {std::pair{0, 1}, {0, 2}, {1, 2}, {2, 3}, {3, 4}, {4, 5}, {1, 5}}) {
-    edges.add(u, v);
-  }
-  const Csr m = graph::mean_aggregation(graph::build_symmetric_csr(cpu(), edges));
+  const Csr m = graph::mean_aggregation(small_graph());
   return {m.cast<double>(), graph::transpose(m).cast<double>()};
 }
 
@@ -113,20 +126,8 @@ TEST(GradientCheck, SageConvBothOrdersMatchFiniteDifferences) {
 TEST(GradientCheck, SageConvWithSparseInputMatchesFiniteDifferencesForWeights) {
   const auto [m, mt] = small_mean_aggregation();
   SageConv<double> sage(cpu(), m, mt, 6, 2, false, 7, 1);
-  const CsrT<double> features = csr_from_rows(
-      6, {{{0, 0.5}, {3, 1.0}}, {{5, 0.75}}, {{1, 1.5}, {2, 0.25}}, {}, {{4, 2.0}}, {{0, 1.0}}, {{5, 0.5}}});
-  const Matrix r = random_matrix(7, 2, 8);
-  const auto objective = [&] {
-    return dot(sage.forward(Step{}, Input<double>(features.view())).output.dense, r.cview());
-  };
 
-  sage.backward(sage.forward(Step{}, Input<double>(features.view())), r.cview(),
-                GradientMode::Ignore, GradientMode::Overwrite);
-
-  for (Parameter<double>* p : sage.parameters()) {
-    const std::vector<double> grad(p->grad.data(), p->grad.data() + p->grad.size());
-    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
-  }
+  check_weights_on_sparse_input(sage, 2, 8);
 }
 
 TEST(GradientCheck, GinAggregateMatchesFiniteDifferencesIncludingEpsilon) {
@@ -165,11 +166,7 @@ TEST(GradientCheck, TwoLayerGcnModelMatchesFiniteDifferences) {
   model.forward(step, x.cview());
   model.backward(r.cview());
 
-  for (Parameter<double>* p : model.parameters()) {
-    Matrix grad(cpu(), p->grad.rows(), p->grad.cols());
-    std::copy(p->grad.data(), p->grad.data() + p->grad.size(), grad.data());
-    expect_gradient_matches(objective, p->value.data(), p->value.size(), grad.data(), p->name);
-  }
+  expect_parameter_gradients_match(objective, model.parameters());
 }
 
 }  // namespace

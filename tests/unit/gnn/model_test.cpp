@@ -12,6 +12,14 @@ using ::testing::HasSubstr;
 constexpr const char* kEasySbm =
     "sbm:nodes=3000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1";
 
+/// Â of the graph 0 - 1, 2 (an isolated node).
+Csr three_node_gcn_matrix(const BackendPtr& cpu) {
+  graph::EdgeList e;
+  e.num_nodes = 3;
+  e.add(0, 1);
+  return graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
+}
+
 TEST(ParseLayerSizes, ReadsDashSeparatedSizes) {
   EXPECT_EQ(gnn::parse_layer_sizes("1433-16-7"), (std::vector<std::int64_t>{1433, 16, 7}));
 }
@@ -60,10 +68,7 @@ TEST(GcnOrder, NamesReadBack) {
 
 TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
   const BackendPtr cpu = make_cpu_backend();
-  graph::EdgeList e;
-  e.num_nodes = 3;
-  e.add(0, 1);
-  const Csr a = graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
+  const Csr a = three_node_gcn_matrix(cpu);
   const gnn::ModelSpec spec{{8, 16, 3}, {}, 0};
 
   Sequential<float> model = gnn::build_gcn(cpu, a, a, spec);
@@ -78,10 +83,7 @@ TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
 
 TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
   const BackendPtr cpu = make_cpu_backend();
-  graph::EdgeList e;
-  e.num_nodes = 3;
-  e.add(0, 1);
-  const Csr a = graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
+  const Csr a = three_node_gcn_matrix(cpu);
   gnn::ModelSpec spec{{8, 16, 3}, {}, 0};
   const auto decays = [&] {
     std::vector<bool> out;

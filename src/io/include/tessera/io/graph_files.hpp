@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,17 @@ void write_graph_files(const std::string& folder, const Csr& adjacency, const gr
                        std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
                        std::span<const std::int32_t> val, std::span<const std::int32_t> test,
                        std::vector<std::uint32_t>& crcs);
+
+/// Moves a file set's arrays into the members of the same names of `target` (a Dataset, a tile).
+template <typename Target>
+void move_graph_files(GraphFiles&& files, Target& target) {
+  target.adjacency = std::move(files.adjacency);
+  target.features = std::move(files.features);
+  target.labels = std::move(files.labels);
+  target.train_idx = std::move(files.train_idx);
+  target.val_idx = std::move(files.val_idx);
+  target.test_idx = std::move(files.test_idx);
+}
 
 /// Reads the file set written by write_graph_files and checks it against `shape`: CSR row
 /// pointers and column ids in range, one label per row (or none), split ids in [0, rows).
