@@ -28,7 +28,7 @@ if(NOT TARGET Boost::graph)
   target_link_libraries(Boost::graph INTERFACE Boost::headers)
 endif()
 
-# CLI11 (header-only): the flags of gnn::train_main, inside the library.
+# CLI11 (header-only): the flags of runtime::train_main, inside the library.
 find_package(CLI11 REQUIRED)
 if(TESSERA_BUILD_TESTS)
   find_package(GTest REQUIRED)

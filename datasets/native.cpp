@@ -7,7 +7,7 @@
 //   adj_row_ptr.bin, adj_col.bin, adj_val.bin       symmetric adjacency [N, N]
 //   features.bin | feat_row_ptr.bin, feat_col.bin, feat_val.bin   (absent without features)
 //   labels.bin, train_idx.bin, val_idx.bin, test_idx.bin
-// Each .bin file is a 64-byte header plus payload (datasets/array_file.cpp).
+// Each .bin file is a 64-byte header plus payload (src/io/array_file.cpp).
 #include <filesystem>
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-// cuBLAS, cuSPARSE (and NCCL, in src/comm/nccl) are loaded on first use rather than linked:
+// cuBLAS, cuSPARSE (and NCCL, in nccl_kernels.cpp) are loaded on first use rather than linked:
 // cuBLAS and cuSPARSE add about 250 MB of resident memory to any process that loads them, which a
 // CPU-only run should not pay, and a binary that merely lacks NCCL still runs.
 #pragma once

@@ -86,7 +86,7 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
 /// This rank's part of the job's partition store (refused when made for another rank count or
 /// another dataset).
 partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communicator& comm,
-                                      std::string& dataset_name) {
+                                      std::string& dataset_name, const Log& say) {
   const partition::Manifest manifest = partition::read_manifest(job.partition_dir);
   if (!job.dataset.empty() && job.dataset != manifest.dataset) {
     throw InvalidArgument(fmt::format("partition store '{}' was made for dataset '{}', this job "
@@ -94,7 +94,12 @@ partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communica
                                       job.partition_dir, manifest.dataset, job.dataset));
   }
   dataset_name = manifest.dataset;
+  const Stopwatch clock;
   partition::LocalGraph tile = partition::load_part(job.partition_dir, comm.rank(), comm.size());
+  say(fmt::format("partition store {}: dataset {} ({} nodes) in {} parts by {}; rank 0 read its "
+                  "part in {:.2f} s",
+                  job.partition_dir, manifest.dataset, manifest.num_nodes, manifest.num_parts,
+                  manifest.method, clock.seconds()));
   if (tile.features.cols() == 0 || tile.num_classes < 2) {
     throw InvalidArgument("dataset '" + dataset_name +
                           "' has no features or no class labels to train on");
@@ -151,7 +156,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   JobGraph g;
   Stopwatch clock;
   g.tile = job.partition_dir.empty() ? tile_in_memory(job, *comm, host, g.dataset, say)
-                                     : tile_from_store(job, *comm, g.dataset);
+                                     : tile_from_store(job, *comm, g.dataset, say);
   if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
   g.load_s = clock.seconds();
 
