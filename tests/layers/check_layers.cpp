@@ -270,7 +270,7 @@ private:
         const Layer* tested = layer_under_test(rel);
         if (layer.kind != "test" || (owner->kind != "test" && tested != owner)) {
           fail(rel, number,
-               where + "a private header of " + owner->name + " (only " + owner->name +
+               where + "a private file of " + owner->name + " (only " + owner->name +
                    "'s own files" +
                    (owner->kind == "test" ? "" : " and tests/unit/" + owner->name) +
                    " may include it)");

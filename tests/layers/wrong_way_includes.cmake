@@ -20,9 +20,9 @@ plant(src/core/device.cpp [[#include "tessera/kernels/backend_kernels.hpp"]]
 plant(src/comm/gradient_allreduce.cpp [[#include "tessera/engine/module.hpp"]]
       "comm -> engine is not an arrow")
 plant(partition/store.cpp [[#include "../datasets/assembly.hpp"]]
-      "a private header of datasets")
+      "a private file of datasets")
 plant(src/gnn/aggregation.cpp [[#include "../engine/layers.cpp"]]
-      "a private header of engine")
+      "a private file of engine")
 plant(src/gnn/trainer.cpp [[#include <CLI/CLI.hpp>]] "gnn does not use CLI11")
 
 execute_process(COMMAND ${CHECK} ${WORK_DIR} RESULT_VARIABLE status OUTPUT_VARIABLE out
