@@ -10,12 +10,11 @@
 #   tessera_layer_link_targets(NAMES OUT)      the third-party targets those layers use
 
 # Sets, in the caller's scope: TESSERA_LAYERS (names, in table order) and, per layer,
-# TESSERA_LAYER_<name>_FOLDER, _KIND, _DEPENDS, _LIBRARIES; TESSERA_THIRD_PARTY (names) and, per
-# library, TESSERA_LIBRARY_<name>_TARGETS and _HEADERS.
+# TESSERA_LAYER_<name>_FOLDER, _KIND, _DEPENDS, _LIBRARIES; per library,
+# TESSERA_LIBRARY_<name>_TARGETS. (The header columns are the layering test's.)
 function(tessera_read_layers file)
   file(STRINGS ${file} rows REGEX "^(layer|library)[ \t]")
   set(layers "")
-  set(libraries "")
   foreach(row ${rows})
     string(REGEX REPLACE "[ \t]+" ";" fields "${row}")
     list(LENGTH fields count)
@@ -48,21 +47,16 @@ function(tessera_read_layers file)
       set(TESSERA_LAYER_${name}_LIBRARIES "${uses}" PARENT_SCOPE)
     elseif(kind_of_row STREQUAL "library" AND count EQUAL 4)
       list(GET fields 2 targets)
-      list(GET fields 3 headers)
       if(targets STREQUAL "-")
         set(targets "")
       endif()
       string(REPLACE "," ";" targets "${targets}")
-      string(REPLACE "," ";" headers "${headers}")
-      list(APPEND libraries ${name})
       set(TESSERA_LIBRARY_${name}_TARGETS "${targets}" PARENT_SCOPE)
-      set(TESSERA_LIBRARY_${name}_HEADERS "${headers}" PARENT_SCOPE)
     else()
       message(FATAL_ERROR "${file}: malformed row '${row}'")
     endif()
   endforeach()
   set(TESSERA_LAYERS "${layers}" PARENT_SCOPE)
-  set(TESSERA_THIRD_PARTY "${libraries}" PARENT_SCOPE)
 endfunction()
 
 function(tessera_layer_closure name out)

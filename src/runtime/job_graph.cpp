@@ -16,13 +16,16 @@ namespace {
 constexpr int kTileTag = 7200;
 constexpr int kFeatureTag = 7300;
 
-void check_trainable(const datasets::Dataset& d) {
-  if (d.features.cols() == 0) {
-    throw InvalidArgument("dataset '" + d.name +
+/// Refuses data without features or class labels, naming the dataset: whole (in memory) or a
+/// store's part (every part of a store has the dataset's feature width and class count).
+void check_trainable(const std::string& dataset, const graph::Features& features,
+                     std::int32_t num_classes) {
+  if (features.cols() == 0) {
+    throw InvalidArgument("dataset '" + dataset +
                           "' has no node features; it can be partitioned but not trained on");
   }
-  if (!d.has_labels() || d.num_classes < 2) {
-    throw InvalidArgument("dataset '" + d.name + "' has no class labels to train on");
+  if (num_classes < 2) {
+    throw InvalidArgument("dataset '" + dataset + "' has no class labels to train on");
   }
 }
 
@@ -44,7 +47,7 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
   if (comm.rank() == 0) {
     const Stopwatch clock;
     datasets::Dataset data = datasets::load_dataset(host, job.dataset, job.load);
-    check_trainable(data);
+    check_trainable(data.name, data.features, data.has_labels() ? data.num_classes : 0);
     if (!data.has_split()) {
       datasets::make_random_split(data, 0.6, 0.2, job.train.seed);
       say("no published split: using a random 60/20/20 split");
@@ -100,10 +103,7 @@ partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communica
                   "part in {:.2f} s",
                   job.partition_dir, manifest.dataset, manifest.num_nodes, manifest.num_parts,
                   manifest.method, clock.seconds()));
-  if (tile.features.cols() == 0 || tile.num_classes < 2) {
-    throw InvalidArgument("dataset '" + dataset_name +
-                          "' has no features or no class labels to train on");
-  }
+  check_trainable(dataset_name, tile.features, tile.num_classes);
   return tile;
 }
 

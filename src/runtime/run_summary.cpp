@@ -8,12 +8,27 @@
 #include <algorithm>
 #include <fmt/core.h>
 #include <numeric>
+#include <type_traits>
+#include <variant>
 
 namespace tessera::runtime {
 
 namespace {
 
 constexpr double kMiB = 1 << 20;
+
+/// A figure's place in RankFigures, whatever its type.
+using Field = std::variant<double RankFigures::*, std::int64_t RankFigures::*>;
+
+double get(const RankFigures& f, Field field) {
+  return std::visit([&](auto member) { return static_cast<double>(f.*member); }, field);
+}
+
+void set(RankFigures& f, Field field, double value) {
+  std::visit(
+      [&](auto member) { f.*member = static_cast<std::decay_t<decltype(f.*member)>>(value); },
+      field);
+}
 
 /// One per-rank figure: where the report puts its max / mean / min, and its row in the table
 /// (none when `label` is null), in `unit` after dividing by `scale`.
@@ -22,35 +37,27 @@ struct PerRank {
   const char* label;
   double scale;
   const char* unit;
-  double (*value)(const RankFigures&);
+  Field field;
 };
 
-constexpr PerRank kPerRank[] = {
-    {"timing.epoch_ms", "epoch", 1.0, "ms", [](const RankFigures& f) { return f.epoch_ms; }},
-    {"timing.compute_ms", "compute", 1.0, "ms", [](const RankFigures& f) { return f.compute_ms; }},
-    {"timing.comm_ms", "communication", 1.0, "ms", [](const RankFigures& f) { return f.comm_ms; }},
-    {"timing.wait_ms", "waiting for halos", 1.0, "ms",
-     [](const RankFigures& f) { return f.wait_ms; }},
-    {"comm.halo_bytes_sent_per_epoch", "halo sent", kMiB, "MiB",
-     [](const RankFigures& f) { return f.halo_bytes_sent; }},
+/// Every scalar of RankFigures, once: what is gathered, reported and tabled.
+const PerRank kPerRank[] = {
+    {"timing.epoch_ms", "epoch", 1.0, "ms", &RankFigures::epoch_ms},
+    {"timing.compute_ms", "compute", 1.0, "ms", &RankFigures::compute_ms},
+    {"timing.comm_ms", "communication", 1.0, "ms", &RankFigures::comm_ms},
+    {"timing.wait_ms", "waiting for halos", 1.0, "ms", &RankFigures::wait_ms},
+    {"comm.halo_bytes_sent_per_epoch", "halo sent", kMiB, "MiB", &RankFigures::halo_bytes_sent},
     {"comm.halo_bytes_received_per_epoch", "halo received", kMiB, "MiB",
-     [](const RankFigures& f) { return f.halo_bytes_received; }},
-    {"distributed.owned_nodes", "owned rows", 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.owned_rows); }},
-    {"distributed.ghost_nodes", "ghost rows", 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.ghost_rows); }},
-    {"distributed.interior_nodes", nullptr, 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.interior_rows); }},
-    {"timing.load_s", nullptr, 1.0, "s", [](const RankFigures& f) { return f.load_s; }},
-    {"timing.setup_s", nullptr, 1.0, "s", [](const RankFigures& f) { return f.setup_s; }},
-    {"memory.graph_bytes", nullptr, 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.graph_bytes); }},
-    {"memory.feature_bytes", nullptr, 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.feature_bytes); }},
-    {"memory.model_bytes", nullptr, 1.0, "",
-     [](const RankFigures& f) { return static_cast<double>(f.model_bytes); }},
-    {"memory.peak_rss_bytes", "peak memory", kMiB, "MiB",
-     [](const RankFigures& f) { return static_cast<double>(f.peak_rss_bytes); }},
+     &RankFigures::halo_bytes_received},
+    {"distributed.owned_nodes", "owned rows", 1.0, "", &RankFigures::owned_rows},
+    {"distributed.ghost_nodes", "ghost rows", 1.0, "", &RankFigures::ghost_rows},
+    {"distributed.interior_nodes", nullptr, 1.0, "", &RankFigures::interior_rows},
+    {"timing.load_s", nullptr, 1.0, "s", &RankFigures::load_s},
+    {"timing.setup_s", nullptr, 1.0, "s", &RankFigures::setup_s},
+    {"memory.graph_bytes", nullptr, 1.0, "", &RankFigures::graph_bytes},
+    {"memory.feature_bytes", nullptr, 1.0, "", &RankFigures::feature_bytes},
+    {"memory.model_bytes", nullptr, 1.0, "", &RankFigures::model_bytes},
+    {"memory.peak_rss_bytes", "peak memory", kMiB, "MiB", &RankFigures::peak_rss_bytes},
 };
 
 struct Spread {
@@ -61,7 +68,7 @@ struct Spread {
 Spread spread(const RunSummary& s, const PerRank& figure) {
   std::vector<double> values;
   for (const RankFigures& f : s.per_rank)
-    values.push_back(figure.value(f));
+    values.push_back(get(f, figure.field));
   if (values.empty()) return {};
   return {*std::max_element(values.begin(), values.end()),
           std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size()),
@@ -150,6 +157,33 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
 }
 
 } // namespace
+
+std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const RankFigures& mine) {
+  // One row per rank, each rank filling its own: a sum over ranks is then an exact gather.
+  const std::size_t layers = mine.layer_bytes_sent.size();
+  const std::size_t width = std::size(kPerRank) + 2 * layers;
+  std::vector<double> rows(static_cast<std::size_t>(comm.size()) * width, 0.0);
+  double* row = rows.data() + static_cast<std::size_t>(comm.rank()) * width;
+  for (const PerRank& figure : kPerRank)
+    *row++ = get(mine, figure.field);
+  for (std::size_t i = 0; i < layers; ++i) {
+    *row++ = static_cast<double>(mine.layer_bytes_sent[i]);
+    *row++ = static_cast<double>(mine.layer_bytes_received[i]);
+  }
+  comm.allreduce_sum(std::span<double>(rows));
+
+  std::vector<RankFigures> all(static_cast<std::size_t>(comm.size()));
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const double* at = rows.data() + r * width;
+    for (const PerRank& figure : kPerRank)
+      set(all[r], figure.field, *at++);
+    for (std::size_t i = 0; i < layers; ++i) {
+      all[r].layer_bytes_sent.push_back(static_cast<std::int64_t>(*at++));
+      all[r].layer_bytes_received.push_back(static_cast<std::int64_t>(*at++));
+    }
+  }
+  return all;
+}
 
 std::string report_json(const RunSummary& summary) {
   RunReport report;

@@ -22,9 +22,15 @@ struct JobModel {
   gnn::ModelSpec spec;
   Sequential<float> model;
   graph::Features device_features; // the layer-0 input on a device backend (empty on the CPU)
+  bool on_host = true;             // the backend is the CPU: training reads the host input
   Buffer<GlobalId> row_ids;        // [n_local] global id of each local row (dropout masks)
   std::int64_t adjacency_nnz = 0;  // of this rank's rows of A
   double build_s = 0.0;
+
+  /// The layer-0 input training reads, in the backend's memory.
+  const graph::Features& input(const JobGraph& g) const {
+    return on_host ? g.features : device_features;
+  }
 };
 
 /// A copy of the features in `backend`'s memory.
@@ -60,7 +66,8 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   local_ids.insert(local_ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
   m.row_ids = Buffer<GlobalId>(backend, static_cast<std::int64_t>(local_ids.size()));
   backend->copy_from_host(m.row_ids.data(), local_ids.data(), local_ids.size() * sizeof(GlobalId));
-  if (backend->kind() != DeviceKind::Cpu) m.device_features = features_on(g.features, backend);
+  m.on_host = backend->kind() == DeviceKind::Cpu;
+  if (!m.on_host) m.device_features = features_on(g.features, backend);
 
   m.adjacency_nnz = tile.adjacency.nnz();
   m.graph = std::make_unique<gnn::ModelGraph>(
@@ -110,7 +117,7 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
   f.interior_rows = g.n_interior;
   f.load_s = g.load_s;
   f.setup_s = g.setup_s + m.build_s;
-  const graph::Features& input = m.device_features.cols() > 0 ? m.device_features : g.features;
+  const graph::Features& input = m.input(g);
   f.graph_bytes = static_cast<std::int64_t>(m.graph->bytes());
   f.feature_bytes =
       static_cast<std::int64_t>(input.dense ? input.dense->bytes() : input.sparse->bytes());
@@ -123,42 +130,6 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
     f.layer_bytes_received.push_back(stats.bytes_received);
   }
   return f;
-}
-
-/// Every rank's figures, in rank order. Collective.
-std::vector<RankFigures> gather_figures(comm::Communicator& comm, const RankFigures& mine) {
-  std::vector<RankFigures> all(static_cast<std::size_t>(comm.size()));
-  const auto gather = [&](auto field) {
-    const std::vector<double> values = comm.allgather(static_cast<double>(mine.*field));
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      all[r].*field = static_cast<std::remove_reference_t<decltype(all[r].*field)>>(values[r]);
-    }
-  };
-  gather(&RankFigures::epoch_ms);
-  gather(&RankFigures::compute_ms);
-  gather(&RankFigures::comm_ms);
-  gather(&RankFigures::wait_ms);
-  gather(&RankFigures::halo_bytes_sent);
-  gather(&RankFigures::halo_bytes_received);
-  gather(&RankFigures::owned_rows);
-  gather(&RankFigures::ghost_rows);
-  gather(&RankFigures::interior_rows);
-  gather(&RankFigures::load_s);
-  gather(&RankFigures::setup_s);
-  gather(&RankFigures::graph_bytes);
-  gather(&RankFigures::feature_bytes);
-  gather(&RankFigures::model_bytes);
-  gather(&RankFigures::peak_rss_bytes);
-  for (std::size_t i = 0; i < mine.layer_bytes_sent.size(); ++i) {
-    const std::vector<double> sent = comm.allgather(static_cast<double>(mine.layer_bytes_sent[i]));
-    const std::vector<double> received =
-        comm.allgather(static_cast<double>(mine.layer_bytes_received[i]));
-    for (std::size_t r = 0; r < all.size(); ++r) {
-      all[r].layer_bytes_sent.push_back(static_cast<std::int64_t>(sent[r]));
-      all[r].layer_bytes_received.push_back(static_cast<std::int64_t>(received[r]));
-    }
-  }
-  return all;
 }
 
 /// What CAGNET's 1D scheme would move per epoch for the GCN of these sizes: every rank
@@ -210,7 +181,7 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
                     : job.partition_dir;
   s.cache_input_features = job.cache_input_features;
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
-  s.per_rank = gather_figures(comm, figures_of(g, m, result, layers));
+  s.per_rank = gather_rank_figures(comm, figures_of(g, m, result, layers));
   for (const RankFigures& f : s.per_rank)
     s.halo_bytes_per_epoch += f.halo_bytes_sent;
   if (gcn) s.broadcast_1d_bytes_per_epoch = broadcast_1d_bytes(s.layer_sizes, s.ranks, s.nodes);
@@ -218,8 +189,9 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   const auto passes = static_cast<std::int64_t>(result.history.size()) +
                       std::count_if(result.history.begin(), result.history.end(),
                                     [](const gnn::EpochStats& e) { return e.evaluated; });
-  for (const RankFigures& f : s.per_rank) {
-    if (job.cache_input_features) s.cache_hit_rows += f.ghost_rows * passes;
+  if (job.cache_input_features) {
+    for (const RankFigures& f : s.per_rank)
+      s.cache_hit_rows += f.ghost_rows * passes;
   }
   s.result = std::move(result);
   return s;
@@ -252,10 +224,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   distribution.halo_totals = [&model] { return model.graph->halo_totals(); };
   const partition::LocalGraph& tile = graph.tile;
   const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
-  const graph::Features& input =
-      backend->kind() == DeviceKind::Cpu ? graph.features : model.device_features;
-  gnn::TrainResult result = gnn::train_node_classifier(backend, model.model, input_of(input),
-                                                       labels, job.train, on_epoch, &distribution);
+  gnn::TrainResult result =
+      gnn::train_node_classifier(backend, model.model, input_of(model.input(graph)), labels,
+                                 job.train, on_epoch, &distribution);
   return summarize(job, *comm, backend, graph, model, std::move(result));
 }
 

@@ -26,7 +26,7 @@ struct Options {
   std::string layers;
   std::int64_t hidden = 16;
   int num_layers = 2;
-  float dropout = 0.5f;  // the program's default (TrainProgram::model)
+  float dropout = 0.5f; // the program's default (TrainProgram::model)
   float lr = 0.01f;
   float weight_decay = 5e-4f;
   std::string optimizer = "adam";
@@ -60,28 +60,45 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     app.add_option("--layers", o.layers,
                    "layer sizes, e.g. 1433-16-7 (overrides --hidden/--num-layers)");
   }
-  app.add_option("--hidden", o.hidden, "hidden width")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--num-layers", o.num_layers, "number of graph layers")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--dropout", o.dropout, "dropout probability")->capture_default_str()->check(CLI::Range(0.0, 0.999));
+  app.add_option("--hidden", o.hidden, "hidden width")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--num-layers", o.num_layers, "number of graph layers")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--dropout", o.dropout, "dropout probability")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999));
   app.add_option("--lr", o.lr, "learning rate")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--weight-decay", o.weight_decay, "weight decay")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--weight-decay", o.weight_decay, "weight decay")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
-      ->capture_default_str()->check(CLI::IsMember({"adam", "adamw"}));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"adam", "adamw"}));
   if (gcn) {
-    app.add_flag("--decay-all-layers", o.decay_all_layers,
-                 "apply weight decay to every layer (default: first layer only, as Kipf & Welling)");
+    app.add_flag(
+        "--decay-all-layers", o.decay_all_layers,
+        "apply weight decay to every layer (default: first layer only, as Kipf & Welling)");
   }
-  app.add_option("--epochs", o.epochs, "training epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--eval-every", o.eval_every, "evaluate every k epochs")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", o.seed, "seed of weights, dropout and generated data")->capture_default_str();
+  app.add_option("--epochs", o.epochs, "training epochs")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--eval-every", o.eval_every, "evaluate every k epochs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--seed", o.seed, "seed of weights, dropout and generated data")
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--device", o.device,
                  "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
                  "(a GPU when the node has one for the rank, else the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")->capture_default_str();
+  app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")
+      ->capture_default_str();
   app.add_option("--normalize-features", o.normalize_features,
                  "row-normalize input features (Kipf & Welling, PyG NormalizeFeatures)")
       ->capture_default_str();
@@ -90,8 +107,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}));
   }
-  app.add_option("--log-every", o.log_every, "print a log line every k epochs when not on a terminal")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--log-every", o.log_every,
+                 "print a log line every k epochs when not on a terminal")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--report", o.report, "write a JSON run report to this path");
   app.add_option("--partition-dir", o.partition_dir,
                  "partition store (tessera-partition --out) with one part per rank; each rank "
@@ -150,9 +169,10 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
 /// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise
 /// (mpirun hands every rank a pseudo-terminal even when its own output goes to a file).
 class ProgressPrinter {
- public:
+public:
   ProgressPrinter(int epochs, int log_every)
-      : epochs_(epochs), log_every_(log_every), tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
+      : epochs_(epochs), log_every_(log_every),
+        tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
 
   void operator()(const gnn::EpochStats& s) {
     const std::string line = fmt::format(
@@ -167,7 +187,7 @@ class ProgressPrinter {
     }
   }
 
- private:
+private:
   int epochs_;
   int log_every_;
   bool tty_;
@@ -185,7 +205,7 @@ std::pair<int, int> parse_failure(const std::string& text) {
   }
 }
 
-}  // namespace
+} // namespace
 
 int train_main(int argc, char** argv, const TrainProgram& program) {
   std::unique_ptr<comm::MpiEnvironment> mpi;

@@ -295,7 +295,41 @@ TEST(OrderInteriorFirst, RowsWithoutGhostsComeFirstAndTheTileStaysConsistent) {
   EXPECT_EQ(split_globals(tile, tile.test_idx), test_before);
   EXPECT_TRUE(std::is_sorted(tile.train_idx.begin(), tile.train_idx.end()));
   EXPECT_THAT(std::vector<std::int64_t>(tile.degree.begin(), tile.degree.begin() + 2),
-              ElementsAre(2, 3));  // ids 0 and 1, corner and edge of the grid
+              ElementsAre(2, 3)); // ids 0 and 1, corner and edge of the grid
+}
+
+TEST(WholeGraphTile, EqualsTheOneTileOfAOnePartPartitionWithoutACopy) {
+  Dataset ds = eight_vertex_dataset();
+  const LocalGraph cut = build_local_graph(ds, Partition{1, std::vector<std::int32_t>(8, 0)}, 0);
+  const Dense& features = *ds.features.dense;
+  const float* feature_data = features.data();
+
+  const LocalGraph whole = whole_graph_tile(std::move(ds));
+
+  EXPECT_EQ(whole.num_parts, 1);
+  EXPECT_EQ(whole.num_global_nodes, 8);
+  EXPECT_EQ(whole.owned_ids, cut.owned_ids);
+  EXPECT_THAT(whole.ghost_ids, IsEmpty());
+  EXPECT_EQ(whole.degree, cut.degree);
+  EXPECT_EQ(whole.labels, cut.labels);
+  EXPECT_EQ(whole.train_idx, cut.train_idx);
+  EXPECT_EQ(whole.val_idx, cut.val_idx);
+  EXPECT_EQ(whole.test_idx, cut.test_idx);
+  ASSERT_EQ(whole.adjacency.nnz(), cut.adjacency.nnz());
+  for (Offset k = 0; k < cut.adjacency.nnz(); ++k)
+    EXPECT_EQ(whole.adjacency.col()[k], cut.adjacency.col()[k]);
+  EXPECT_EQ(whole.features.dense->data(), feature_data); // taken over, not copied
+}
+
+TEST(OrderInteriorFirst, AnAllInteriorTileIsLeftAsItIs) {
+  LocalGraph tile = whole_graph_tile(eight_vertex_dataset());
+  const float* feature_data = tile.features.dense->data();
+  const std::vector<GlobalId> owned = tile.owned_ids;
+
+  EXPECT_EQ(order_interior_first(tile), 8);
+
+  EXPECT_EQ(tile.owned_ids, owned);
+  EXPECT_EQ(tile.features.dense->data(), feature_data);
 }
 
 TEST(TileBytes, RoundTripGivesTheSameTile) {
@@ -319,9 +353,11 @@ TEST(TileBytes, RoundTripGivesTheSameTile) {
 
 TEST(TileBytes, TruncatedOrPaddedBytesAreRefused) {
   const Dataset ds = eight_vertex_dataset();
-  const std::vector<std::byte> bytes = tile_to_bytes(build_local_graph(ds, Partition{3, kOwner8}, 0));
+  const std::vector<std::byte> bytes =
+      tile_to_bytes(build_local_graph(ds, Partition{3, kOwner8}, 0));
 
-  for (const std::size_t size : {std::size_t{0}, std::size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
+  for (const std::size_t size :
+       {std::size_t{0}, std::size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
     EXPECT_THROW(tile_from_bytes(cpu(), std::span(bytes).first(size)), FormatError) << size;
   }
   std::vector<std::byte> padded = bytes;

@@ -1,11 +1,10 @@
 // Published accuracy on real data: Kipf & Welling's GCN on Cora's Planetoid split.
-#include <gtest/gtest.h>
-
-#include <cmath>
-#include <numeric>
-
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <numeric>
 
 namespace tessera {
 namespace {
@@ -30,12 +29,14 @@ TEST(CoraAccuracy, KipfWellingGcnReachesPublishedAccuracyOverSeeds) {
   std::vector<double> accuracy;
 
   for (std::uint64_t seed = 0; seed < 4; ++seed) {
-    accuracy.push_back(runtime::run_train_job(kipf_welling_cora(seed)).result.test_at_best_val.accuracy);
+    accuracy.push_back(
+        runtime::run_train_job(kipf_welling_cora(seed)).result.test_at_best_val.accuracy);
   }
 
   const double mean = std::accumulate(accuracy.begin(), accuracy.end(), 0.0) / accuracy.size();
   EXPECT_GE(mean, 0.800) << "mean test accuracy over " << accuracy.size() << " seeds";
-  for (const double a : accuracy) EXPECT_GE(a, 0.78);
+  for (const double a : accuracy)
+    EXPECT_GE(a, 0.78);
 }
 
 TEST(CoraAccuracy, SparseAndDenseFeaturesTrainTheSameModel) {
@@ -59,8 +60,10 @@ TEST(CoraAccuracy, SparseAndDenseFeaturesTrainTheSameModel) {
   Sequential<float> sparse_model = gnn::build_gcn(cpu, a_hat, a_hat, spec);
   Sequential<float> dense_model = gnn::build_gcn(cpu, a_hat, a_hat, spec);
 
-  const auto s = gnn::train_node_classifier(cpu, sparse_model, Input<float>(sparse.view()), labels, train);
-  const auto d = gnn::train_node_classifier(cpu, dense_model, Input<float>(dense.cview()), labels, train);
+  const auto s =
+      gnn::train_node_classifier(cpu, sparse_model, Input<float>(sparse.view()), labels, train);
+  const auto d =
+      gnn::train_node_classifier(cpu, dense_model, Input<float>(dense.cview()), labels, train);
 
   for (int e = 0; e < 10; ++e) {
     EXPECT_NEAR(s.history[e].train_loss, d.history[e].train_loss, 1e-5 * d.history[e].train_loss)
@@ -68,5 +71,5 @@ TEST(CoraAccuracy, SparseAndDenseFeaturesTrainTheSameModel) {
   }
 }
 
-}  // namespace
-}  // namespace tessera
+} // namespace
+} // namespace tessera

@@ -67,13 +67,29 @@ TEST(RunSummary, ReportSpreadsPerRankFiguresAndKeepsTheScriptsKeys) {
   EXPECT_TRUE(r["memory"]["peak_rss_bytes"].contains("max"));
 }
 
-TEST(RunSummary, OneProcessReportHasNoBroadcastEstimateForACustomModel) {
+TEST(RunSummary, ReportOmitsTheBroadcastEstimateWhenThereIsNone) {
   runtime::RunSummary s = two_ranks();
   s.broadcast_1d_bytes_per_epoch.reset();
 
   const nlohmann::json r = nlohmann::json::parse(runtime::report_json(s));
 
   EXPECT_FALSE(r["comm"].contains("broadcast_1d_bytes_per_epoch"));
+}
+
+TEST(RunSummary, GatherOnOneRankGivesTheRanksOwnFigures) {
+  const auto comm = comm::make_self_communicator();
+  runtime::RankFigures mine = two_ranks().per_rank[1];
+  mine.owned_rows = 123;
+  mine.peak_rss_bytes = std::int64_t{5} << 30;
+
+  const std::vector<runtime::RankFigures> all = runtime::gather_rank_figures(*comm, mine);
+
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].epoch_ms, 30.0);
+  EXPECT_EQ(all[0].owned_rows, 123);
+  EXPECT_EQ(all[0].peak_rss_bytes, std::int64_t{5} << 30);
+  EXPECT_EQ(all[0].layer_bytes_sent, (std::vector<std::int64_t>{0, 9}));
+  EXPECT_EQ(all[0].layer_bytes_received, (std::vector<std::int64_t>{0, 7}));
 }
 
 TEST(RunSummary, RankTableShowsTheSpreadAndTheTotals) {

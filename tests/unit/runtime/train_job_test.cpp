@@ -64,18 +64,20 @@ TEST(TrainJob, BothProductOrdersComputeTheSameFunction) {
   }
 }
 
-TEST(TrainJob, ProcessAloneIsTheOneRankJobOfTheSelfCommunicator) {
-  runtime::TrainJob job = small_job(kEasySbm, 4);
-  const auto alone = runtime::run_train_job(job);
-  job.comm = comm::make_self_communicator();
+TEST(TrainJob, ProcessAloneTrainsTheWholeGraphAsItsOneTile) {
+  const runtime::TrainJob job = small_job(kEasySbm, 4);
 
-  const auto one_rank = runtime::run_train_job(job);
+  const runtime::RunSummary one_rank = runtime::run_train_job(job);
 
-  expect_same_losses(alone.result, one_rank.result);
   EXPECT_EQ(one_rank.ranks, 1);
+  EXPECT_EQ(one_rank.communicator, "one process");
   EXPECT_EQ(one_rank.partition, "none (one rank)");
-  EXPECT_EQ(one_rank.per_rank.at(0).ghost_rows, 0);
+  ASSERT_EQ(one_rank.per_rank.size(), 1u);
+  EXPECT_EQ(one_rank.per_rank[0].owned_rows, one_rank.nodes);
+  EXPECT_EQ(one_rank.per_rank[0].interior_rows, one_rank.nodes);
+  EXPECT_EQ(one_rank.per_rank[0].ghost_rows, 0);
   EXPECT_EQ(one_rank.halo_bytes_per_epoch, 0.0);
+  EXPECT_EQ(one_rank.per_rank[0].comm_ms, 0.0); // no gradient allreduce on one rank
 }
 
 TEST(TrainJob, DatasetWithoutFeaturesIsRefusedWithItsName) {

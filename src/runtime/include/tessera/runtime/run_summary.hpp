@@ -2,6 +2,7 @@
 // and the per-rank table are both written from it.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/trainer.hpp"
 
@@ -70,6 +71,10 @@ struct RunSummary {
   // ---- what training did ----
   gnn::TrainResult result; ///< metrics, best epoch, per-epoch history, phase times
 };
+
+/// Every rank's figures, in rank order, from each rank's own (`mine`; every rank must have the
+/// same number of layers). Collective over `comm`.
+std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const RankFigures& mine);
 
 /// The summary as the JSON run report (config, dataset, distributed, timing, comm, halo,
 /// memory, metrics and the per-epoch history; per-rank figures as max / mean / min).
