@@ -2,6 +2,8 @@
 #include "assembly.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/datasets/dataset.hpp"
+#include "tessera/io/graph_files.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -76,11 +78,98 @@ Csr identity_features(const BackendPtr& backend, std::int64_t num_nodes) {
   return out;
 }
 
-std::int32_t count_classes(const std::vector<std::int32_t>& labels) {
-  std::int32_t largest = -1;
-  for (const auto label : labels)
-    largest = std::max(largest, label);
-  return largest + 1;
+namespace {
+
+std::string place_of(const RowPlace& place, std::int64_t row) {
+  return place ? place(row) : "row " + std::to_string(row);
+}
+
+std::int64_t count_labelled(std::span<const std::int32_t> labels) {
+  return std::count_if(labels.begin(), labels.end(), [](std::int32_t label) { return label >= 0; });
+}
+
+} // namespace
+
+std::int64_t max_class_count(std::int64_t labelled) noexcept {
+  return labelled + kClassSlack;
+}
+
+std::int32_t count_classes(std::span<const std::int32_t> labels, const std::string& file,
+                           const RowPlace& place) {
+  // In 64 bits: 1 + a label of 2^31 - 1 does not fit an int32.
+  std::int64_t largest = -1, row_of_largest = -1;
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] > largest) {
+      largest = labels[i];
+      row_of_largest = static_cast<std::int64_t>(i);
+    }
+  }
+  const std::int64_t classes = largest + 1;
+  const std::int64_t labelled = count_labelled(labels);
+  if (classes > max_class_count(labelled)) {
+    throw FormatError(file + ": label " + std::to_string(largest) + " at " +
+                      place_of(place, row_of_largest) + " means " + std::to_string(classes) +
+                      " classes for " + std::to_string(labelled) +
+                      " labelled rows; class ids must be dense, at most labelled rows + " +
+                      std::to_string(kClassSlack) + " = " +
+                      std::to_string(max_class_count(labelled)) + " classes");
+  }
+  return static_cast<std::int32_t>(classes);
+}
+
+void check_classes(std::span<const std::int32_t> labels, std::int64_t num_classes,
+                   const std::string& labels_file, const std::string& count_source,
+                   const RowPlace& place) {
+  const std::int64_t labelled = count_labelled(labels);
+  if (num_classes < 0 || num_classes > max_class_count(labelled)) {
+    throw FormatError(count_source + " is " + std::to_string(num_classes) + " for " +
+                      std::to_string(labelled) + " labelled rows; expected 0 to labelled rows + " +
+                      std::to_string(kClassSlack) + " = " +
+                      std::to_string(max_class_count(labelled)));
+  }
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] < -1 || labels[i] >= num_classes) {
+      throw FormatError(labels_file + ": label " + std::to_string(labels[i]) + " at " +
+                        place_of(place, static_cast<std::int64_t>(i)) + " is outside [0, " +
+                        std::to_string(num_classes) + ") (" + count_source + " is " +
+                        std::to_string(num_classes) + "; -1 means unknown)");
+    }
+  }
+}
+
+std::int64_t max_node_count(std::int64_t mentioned) noexcept {
+  return 2 * mentioned + 1024;
+}
+
+void check_loaded(const Dataset& dataset, const Sources& sources) {
+  if (dataset.features.dense) {
+    io::require_finite(*dataset.features.dense, sources.features, "feature");
+  }
+  if (dataset.features.sparse) {
+    io::require_finite(*dataset.features.sparse, sources.features, "feature");
+  }
+  io::require_finite(dataset.adjacency, sources.edges, "edge value");
+  if (dataset.has_labels()) {
+    check_classes(dataset.labels, dataset.num_classes, sources.labels,
+                  sources.class_count.empty() ? "the class count of " + sources.labels
+                                              : sources.class_count);
+  }
+}
+
+void refuse_split_index(int split_index, std::int64_t num_splits, const std::string& source) {
+  const std::string stored = num_splits == 0   ? "stores no split"
+                             : num_splits == 1 ? "stores 1 split"
+                                               : "stores " + std::to_string(num_splits) + " splits";
+  throw InvalidArgument(
+      "split index " + std::to_string(split_index) + " (--split) is out of range: '" + source +
+      "' " + stored + " (accepted: " +
+      (num_splits <= 1 ? std::string("0") : "0 to " + std::to_string(num_splits - 1)) + ")");
+}
+
+void check_split_index(int split_index, std::int64_t num_splits, const std::string& source) {
+  // Split 0 is the default: the stored split when there is one, else none to choose.
+  if (split_index == 0 || (split_index > 0 && split_index < num_splits)) return;
+  refuse_split_index(split_index, num_splits, source);
 }
 
 EncodedClasses encode_class_names(const std::vector<std::string>& name_of_node) {

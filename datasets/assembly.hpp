@@ -7,8 +7,14 @@
 #include "tessera/core/types.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
+
+namespace tessera::datasets {
+struct Dataset;
+}
 
 namespace tessera::datasets::detail {
 
@@ -40,8 +46,62 @@ Csr build_csr(const BackendPtr& backend, std::int64_t rows, std::int64_t cols,
 /// The [n, n] identity as sparse features (a one-hot vector per node), for data without features.
 Csr identity_features(const BackendPtr& backend, std::int64_t num_nodes);
 
-/// 1 + the largest label, or 0 when there is none (labels of -1 mean unknown).
-std::int32_t count_classes(const std::vector<std::int32_t>& labels);
+/// Where row `row` of an array came from, for messages ("line 12", "index 5 of array 'labels'").
+/// An empty RowPlace says "row <row>".
+using RowPlace = std::function<std::string(std::int64_t row)>;
+
+/// Extra classes accepted beyond the labelled rows (classes may have no member, but not many).
+inline constexpr std::int64_t kClassSlack = 1024;
+
+/// The most classes a dataset with `labelled` labelled rows may have: class ids are dense, so a
+/// count far above the labelled rows is a corrupt or mistyped label, and everything sized by the
+/// class count (logits, per-class tallies) would be sized by that one number.
+std::int64_t max_class_count(std::int64_t labelled) noexcept;
+
+/// 1 + the largest label, or 0 when there is none (labels of -1 mean unknown). Throws
+/// FormatError naming `file`, the label and its place when that count is above
+/// max_class_count(labelled rows): "FILE: label 1000000 at line 3 means 1000001 classes for 1
+/// labelled rows ...".
+std::int32_t count_classes(std::span<const std::int32_t> labels, const std::string& file,
+                           const RowPlace& place = {});
+
+/// Checks labels against a class count read from `count_source` (a file and field, e.g.
+/// "DIR/dataset.json: num_classes"): the count is at least 0 and at most
+/// max_class_count(labelled rows), every label lies in [-1, num_classes). Throws FormatError
+/// naming `count_source` or `labels_file` and the row.
+void check_classes(std::span<const std::int32_t> labels, std::int64_t num_classes,
+                   const std::string& labels_file, const std::string& count_source,
+                   const RowPlace& place = {});
+
+/// The most nodes a graph may have when its records mention `mentioned` distinct node ids: ids
+/// number the rows, so every id up to the largest gets a row; allowing at most this many keeps
+/// memory proportional to the data rather than to the largest number in it (2 x mentioned +
+/// 1024: gaps are fine, a lone id of 2,000,000,000 is not).
+std::int64_t max_node_count(std::int64_t mentioned) noexcept;
+
+/// The files a loader read, named in messages about what came from each (empty: not read).
+struct Sources {
+  std::string features{}; ///< the feature values
+  std::string edges{};    ///< the adjacency values
+  std::string labels{};   ///< the labels
+  /// Where num_classes came from when stored ("FILE: num_classes"); empty when counted.
+  std::string class_count{};
+};
+
+/// The checks every loader runs on the dataset it built, naming the file each array came from:
+/// features and adjacency values finite (row and column named), labels in [-1, num_classes) and
+/// num_classes within max_class_count. Throws FormatError.
+void check_loaded(const Dataset& dataset, const Sources& sources);
+
+/// Throws InvalidArgument "split index 3 (--split) is out of range: 'SOURCE' stores 1 split
+/// (accepted: 0)" for `split_index` (LoadOptions::split_index, the --split flag).
+[[noreturn]] void refuse_split_index(int split_index, std::int64_t num_splits,
+                                     const std::string& source);
+
+/// Refuses (as refuse_split_index) a `split_index` other than 0 that does not name one of the
+/// `num_splits` splits `source` stores: for loaders that would otherwise ignore it. 0, the
+/// default, is accepted with or without a stored split.
+void check_split_index(int split_index, std::int64_t num_splits, const std::string& source);
 
 /// Class ids for per-node class names: distinct names sorted, id = position. Empty names (nodes
 /// without a class) get -1.

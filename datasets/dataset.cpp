@@ -72,6 +72,8 @@ Dataset load_named(const BackendPtr& backend, const std::string& name, const Loa
   } else if (name == "4elt") {
     ds = load_metis_graph(backend, need({at("metis_4elt/4elt.graph")})[0]);
   } else {
+    std::error_code ec;
+    if (fs::is_directory(name, ec)) throw_not_native(name);
     throw InvalidArgument("unknown dataset '" + name + "'; known names: " + std::string(kNames) +
                           "; or FORMAT:PATH with FORMAT one of " + std::string(kFormats) +
                           "; or a generator rmat:... / sbm:...");
@@ -98,6 +100,14 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
                         "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm");
 }
 
+/// True when the loader of `head`:`rest` (or of the name `head`) reads LoadOptions::split_index.
+bool chooses_split(const std::string& head, const std::string& rest, bool has_colon) {
+  if (!has_colon) return head == "minesweeper";
+  if (head == "heterophilous") return true;
+  if (head != "npz") return false;
+  return is_heterophilous_npz(rest);
+}
+
 } // namespace
 
 Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
@@ -108,11 +118,24 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   const std::size_t colon = spec.find(':');
   const std::string head = spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
-  if (head == "rmat") return generate_rmat(backend, rest, options.seed);
-  if (head == "sbm") return generate_sbm(backend, rest, options.seed);
-  if (colon != std::string::npos) return load_file(backend, head, rest, options);
-  if (is_native_dataset(spec)) return load_native(backend, spec);
-  return load_named(backend, spec, options);
+  Dataset ds;
+  if (head == "rmat") {
+    ds = generate_rmat(backend, rest, options.seed);
+  } else if (head == "sbm") {
+    ds = generate_sbm(backend, rest, options.seed);
+  } else if (colon != std::string::npos) {
+    ds = load_file(backend, head, rest, options);
+  } else if (is_native_dataset(spec)) {
+    ds = load_native(backend, spec);
+  } else {
+    ds = load_named(backend, spec, options);
+  }
+  // Only the heterophilous benchmark stores several splits (its loader picks one); every other
+  // source has one or none and would ignore the index, so a nonzero one is refused here.
+  if (!chooses_split(head, rest, colon != std::string::npos)) {
+    check_split_index(options.split_index, ds.has_split() ? 1 : 0, spec);
+  }
+  return ds;
 }
 
 std::string default_data_dir() {
@@ -192,6 +215,12 @@ void row_normalize_features(graph::Features& features) {
     for (std::int64_t i = 0; i < x.rows(); ++i)
       l1_normalize(x.val() + x.row_ptr()[i], x.val() + x.row_ptr()[i + 1]);
   }
+}
+
+bool use_default_split_when_missing(Dataset& dataset, std::uint64_t seed) {
+  if (dataset.has_split() || !dataset.has_labels()) return false;
+  make_random_split(dataset, 0.6, 0.2, seed);
+  return true;
 }
 
 } // namespace tessera::datasets

@@ -1,8 +1,8 @@
 // LINQS citation data as text: <name>.content (id, feature values, class) and <name>.cites.
 #include "assembly.hpp"
 #include "loaders.hpp"
-#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/text_input.hpp"
 
 #include <filesystem>
 #include <string_view>
@@ -95,6 +95,8 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
     edges.add(ends[1], ends[0]); // citing -> cited
   }
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
+  // Rows are nodes in the order of the .content lines.
+  check_loaded(ds, {.features = content_path, .edges = cites_path, .labels = content_path});
   return ds;
 }
 

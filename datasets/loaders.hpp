@@ -19,6 +19,9 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path);
 /// train/val/test_masks [S, N]); `split_index` selects the mask row.
 Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& path, int split_index);
 
+/// True when the archive at `path` holds the heterophilous keys (edges, node_features).
+bool is_heterophilous_npz(const std::string& path);
+
 /// Either of the two above, chosen by the keys the archive holds.
 Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index);
 
@@ -47,6 +50,9 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path);
 
 /// True when `path` is a folder written by save_native (it holds dataset.json).
 bool is_native_dataset(const std::string& path);
+
+/// Throws IoError "'DIR' has no dataset.json (not a native dataset; ...)".
+[[noreturn]] void throw_not_native(const std::string& dir);
 
 /// Reads a native dataset folder (see datasets/native.cpp for the layout).
 Dataset load_native(const BackendPtr& backend, const std::string& dir);

@@ -1,15 +1,18 @@
 // Matrix Market coordinate files read as graphs: entry (i, j) is an edge, values are ignored.
 #include "assembly.hpp"
 #include "loaders.hpp"
-#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/text_input.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace tessera::datasets::detail {
 
 namespace {
+
+constexpr std::int64_t kMaxReserve = std::int64_t{1} << 22;
 
 std::string lower(std::string_view text) {
   std::string out(text);
@@ -33,7 +36,8 @@ std::size_t parse_banner(const io::LineReader& in, std::string_view line) {
   const std::string field = lower(banner[3]);
   const std::string symmetry = lower(banner[4]);
   if (symmetry != "general" && symmetry != "symmetric" && symmetry != "skew-symmetric") {
-    in.fail("expected symmetry general, symmetric or skew-symmetric, found " + io::quote(banner[4]));
+    in.fail("expected symmetry general, symmetric or skew-symmetric, found " +
+            io::quote(banner[4]));
   }
   if (field == "pattern") return 0;
   if (field == "real" || field == "integer" || field == "double") return 1;
@@ -71,11 +75,28 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   }
   if (rows < 0 || entries < 0) in.fail("negative sizes in " + io::quote(line));
   check_node_count(rows, path);
+  // Both counts are numbers in the file, not data: bound them by what the file can hold before
+  // anything is sized by them. An entry line takes at least 4 bytes ("1 1\n").
+  const std::int64_t max_entries = in.max_records(4 + 2 * static_cast<std::int64_t>(num_values));
+  if (entries > max_entries) {
+    in.fail("the size line promises " + std::to_string(entries) + " entries, but the file can " +
+            "hold at most " + std::to_string(max_entries) + " (an entry line takes at least " +
+            std::to_string(4 + 2 * num_values) + " bytes)");
+  }
+  // min(): rows < 2^31, so the bound cannot overflow.
+  if (rows > max_node_count(2 * std::min(entries, rows))) {
+    in.fail("the size line declares " + std::to_string(rows) + " rows for " +
+            std::to_string(entries) + " entries, which touch at most " +
+            std::to_string(2 * entries) + " rows; a graph may have at most 2 x touched + 1024 = " +
+            std::to_string(max_node_count(2 * entries)) + " nodes");
+  }
 
   graph::EdgeList edges;
   edges.num_nodes = rows;
-  edges.src.reserve(static_cast<std::size_t>(entries));
-  edges.dst.reserve(static_cast<std::size_t>(entries));
+  // A gzip'd file or a stream bounds `entries` only loosely: reserve a part, grow as read.
+  const auto expected = static_cast<std::size_t>(std::min(entries, kMaxReserve));
+  edges.src.reserve(expected);
+  edges.dst.reserve(expected);
   while (edges.size() < entries && next_data_line()) {
     io::split_whitespace(line, fields);
     if (fields.size() != 2 + num_values) {
@@ -90,6 +111,14 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
                 "]");
       }
     }
+    if (num_values > 0) {
+      // Values are not kept (edges weigh 1), but a NaN or infinite one means corrupt data.
+      const double value = io::parse_double(in, fields[2], "a value");
+      if (!std::isfinite(static_cast<float>(value))) {
+        in.fail("value " + io::quote(fields[2]) + " of entry (" + std::to_string(ends[0]) + ", " +
+                std::to_string(ends[1]) + ") is not finite (NaN and infinite values are refused)");
+      }
+    }
     edges.add(ends[0] - 1, ends[1] - 1);
   }
   if (edges.size() < entries) {
@@ -102,6 +131,7 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   }
   ds.num_nodes = rows;
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
+  check_loaded(ds, {.edges = path});
   return ds;
 }
 

@@ -2,8 +2,10 @@
 // on line i (blank for an isolated vertex); lines starting with '%' are comments.
 #include "assembly.hpp"
 #include "loaders.hpp"
-#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/text_input.hpp"
+
+#include <algorithm>
 
 namespace tessera::datasets::detail {
 
@@ -20,7 +22,8 @@ struct VertexLineLayout {
   bool has_edge_weights = false; // fmt xx1: a weight after every neighbour
 };
 
-VertexLineLayout parse_layout(const io::LineReader& in, const std::vector<std::string_view>& header) {
+VertexLineLayout parse_layout(const io::LineReader& in,
+                              const std::vector<std::string_view>& header) {
   VertexLineLayout layout;
   if (header.size() < 3) return layout;
   const std::string_view fmt = header[2];
@@ -60,16 +63,29 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   }
   const std::int64_t n = io::parse_int(in, fields[0], "the vertex count n");
   const std::int64_t m = io::parse_int(in, fields[1], "the edge count m");
-  if (n < 0 || m < 0) in.fail("vertex and edge counts must be non-negative, found " + io::quote(line));
+  if (n < 0 || m < 0)
+    in.fail("vertex and edge counts must be non-negative, found " + io::quote(line));
   check_node_count(n, path);
+  // n and m are numbers in the header: bound them by what the file can hold before anything is
+  // sized by them. A vertex line takes at least 1 byte ("\n"), a neighbour at least 2 ("1 ").
+  if (n > in.max_records(1)) {
+    in.fail("the header promises " + std::to_string(n) + " vertices, but the file can hold at " +
+            "most " + std::to_string(in.max_records(1)) + " vertex lines");
+  }
+  if (m > in.max_records(2) / 2) {
+    in.fail("the header promises " + std::to_string(m) + " edges, but the file can hold at most " +
+            std::to_string(in.max_records(2)) + " neighbour ids (each edge is listed twice)");
+  }
   const VertexLineLayout layout = parse_layout(in, fields);
   const std::size_t skip = (layout.has_size ? 1 : 0) + static_cast<std::size_t>(layout.num_weights);
   const std::size_t stride = layout.has_edge_weights ? 2 : 1;
 
   graph::EdgeList edges;
   edges.num_nodes = n;
-  edges.src.reserve(static_cast<std::size_t>(2 * m));
-  edges.dst.reserve(static_cast<std::size_t>(2 * m));
+  // A gzip'd file or a stream bounds m only loosely: reserve a part, grow as read.
+  constexpr std::int64_t kMaxReserve = std::int64_t{1} << 22;
+  edges.src.reserve(static_cast<std::size_t>(std::min(2 * m, kMaxReserve)));
+  edges.dst.reserve(static_cast<std::size_t>(std::min(2 * m, kMaxReserve)));
   std::int64_t vertex = 0;
   while (vertex < n && in.next(line)) {
     if (is_comment(line)) continue;
@@ -111,6 +127,7 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   }
   ds.num_nodes = n;
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
+  check_loaded(ds, {.edges = path});
   return ds;
 }
 

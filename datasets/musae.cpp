@@ -2,8 +2,8 @@
 // last column) and <prefix>.json (sparse binary features as lists of feature ids per node).
 #include "assembly.hpp"
 #include "loaders.hpp"
-#include "tessera/io/text_input.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/text_input.hpp"
 
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -29,10 +29,15 @@ MusaePaths musae_paths(const std::string& edges_path) {
           io::first_existing({prefix + ".json", prefix + ".json.gz"})};
 }
 
-/// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1.
+/// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1 for N
+/// rows, so the node count comes from the rows, never from an id.
 std::vector<std::string> read_targets(const std::string& path) {
-  std::vector<std::string> name_of_node;
-  std::vector<std::int64_t> line_of_node;
+  struct Row {
+    std::int64_t id;
+    std::string label;
+    std::int64_t line;
+  };
+  std::vector<Row> rows;
   io::LineReader in(path);
   std::string_view line;
   bool header = true;
@@ -54,27 +59,27 @@ std::vector<std::string> read_targets(const std::string& path) {
     if (label.size() >= 2 && label.front() == '"' && label.back() == '"') {
       label = label.substr(1, label.size() - 2);
     }
-    if (id < 0 || id >= std::numeric_limits<LocalId>::max()) {
-      in.fail("node id " + std::to_string(id) + " is outside [0, 2^31 - 1)");
-    }
     if (label.empty()) in.fail("empty label after the last comma");
-    if (id >= static_cast<std::int64_t>(name_of_node.size())) {
-      name_of_node.resize(static_cast<std::size_t>(id) + 1);
-      line_of_node.resize(static_cast<std::size_t>(id) + 1, 0);
-    }
-    if (line_of_node[id] != 0) {
-      in.fail("node " + std::to_string(id) + " already has a row at line " +
-              std::to_string(line_of_node[id]));
-    }
-    name_of_node[id] = label;
-    line_of_node[id] = in.line_number();
+    rows.push_back({id, std::string(label), in.line_number()});
   }
-  for (std::size_t id = 0; id < line_of_node.size(); ++id) {
-    if (line_of_node[id] == 0) {
-      throw FormatError(path + ": node " + std::to_string(id) + " has no row (expected ids 0.." +
-                        std::to_string(line_of_node.size() - 1) + ")");
+  const auto num_nodes = static_cast<std::int64_t>(rows.size());
+  std::vector<std::string> name_of_node(rows.size());
+  std::vector<std::int64_t> line_of_node(rows.size(), 0);
+  for (auto& row : rows) {
+    if (row.id < 0 || row.id >= num_nodes) {
+      throw FormatError(path + ":" + std::to_string(row.line) + ": node id " +
+                        std::to_string(row.id) + " is outside [0, " + std::to_string(num_nodes) +
+                        "): the file has " + std::to_string(num_nodes) +
+                        " rows, so ids must be 0.." + std::to_string(num_nodes - 1));
     }
+    if (line_of_node[row.id] != 0) {
+      throw FormatError(path + ":" + std::to_string(row.line) + ": node " + std::to_string(row.id) +
+                        " already has a row at line " + std::to_string(line_of_node[row.id]));
+    }
+    name_of_node[row.id] = std::move(row.label);
+    line_of_node[row.id] = row.line;
   }
+  // With N rows of ids in [0, N) and no repeats, every id has its row.
   return name_of_node;
 }
 
@@ -160,6 +165,7 @@ Dataset load_musae(const BackendPtr& backend, const std::string& edges_path) {
   ds.num_classes = static_cast<std::int32_t>(classes.names.size());
   ds.adjacency = graph::build_symmetric_csr(backend, read_edges_csv(paths.edges, ds.num_nodes));
   ds.features.sparse = read_feature_lists(backend, paths.features, ds.num_nodes);
+  check_loaded(ds, {.features = paths.features, .edges = paths.edges, .labels = paths.target});
   return ds;
 }
 

@@ -8,16 +8,16 @@
 //   features.bin | feat_row_ptr.bin, feat_col.bin, feat_val.bin   (absent without features)
 //   labels.bin, train_idx.bin, val_idx.bin, test_idx.bin
 // Each .bin file is a 64-byte header plus payload (src/io/array_file.cpp).
-#include <filesystem>
-#include <nlohmann/json.hpp>
-
+#include "assembly.hpp"
+#include "loaders.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
-#include "assembly.hpp"
 #include "tessera/io/graph_files.hpp"
-#include "loaders.hpp"
 #include "tessera/io/text_input.hpp"
-#include "tessera/core/error.hpp"
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
 
 namespace tessera::datasets {
 
@@ -30,7 +30,7 @@ std::string description_path(const std::string& dir) {
   return (fs::path(dir) / "dataset.json").string();
 }
 
-}  // namespace
+} // namespace
 
 namespace detail {
 
@@ -38,21 +38,37 @@ bool is_native_dataset(const std::string& path) {
   return fs::is_directory(path) && fs::exists(description_path(path));
 }
 
-}  // namespace detail
+void throw_not_native(const std::string& dir) {
+  throw IoError("'" + dir + "' has no dataset.json (not a native dataset; write one with " +
+                "tessera-convert --out DIR)");
+}
 
-void save_native(const Dataset& dataset, const std::string& dir) {
+} // namespace detail
+
+void check_save_target(const std::string& out, bool replace) {
+  if (out.ends_with(".npz")) {
+    io::check_output_file(out);
+  } else {
+    io::check_output_folder(out, "native dataset", replace);
+  }
+}
+
+void save_native(const Dataset& dataset, const std::string& dir, bool replace) {
+  // Held for the whole write: refuses "/", a foreign or non-empty folder, an existing dataset
+  // unless `replace`, and a second writer of the same folder.
+  const io::OutputFolder folder(dir, "native dataset", replace);
   // The description goes last: a folder without it is never taken for a complete dataset.
-  io::create_folder(dir);
   io::remove_file(description_path(dir));
   std::vector<std::uint32_t> crcs;
-  io::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels,
-                            dataset.train_idx, dataset.val_idx, dataset.test_idx, crcs);
+  io::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels, dataset.train_idx,
+                        dataset.val_idx, dataset.test_idx, crcs);
   nlohmann::ordered_json description = {{"format_version", kNativeFormatVersion},
                                         {"name", dataset.name},
                                         {"num_nodes", dataset.num_nodes},
                                         {"num_classes", dataset.num_classes}};
   io::add_shape(description, io::graph_files_shape(dataset.adjacency, dataset.features));
-  io::write_text_file(description_path(dir), description.dump(2) + "\n");
+  // json_text: a name taken from a non-UTF-8 file name must not throw halfway through.
+  io::write_text_file(description_path(dir), io::json_text(description));
 }
 
 namespace detail {
@@ -60,10 +76,7 @@ namespace detail {
 Dataset load_native(const BackendPtr& backend, const std::string& dir) {
   detail::require_host(backend);
   const std::string path = description_path(dir);
-  if (!fs::exists(path)) {
-    throw IoError("'" + dir + "' is not a native dataset folder (no dataset.json; write one with "
-                  "tessera-convert --out DIR)");
-  }
+  if (!fs::exists(path)) throw_not_native(dir);
   Dataset ds;
   io::GraphFilesShape shape;
   int version = 0;
@@ -76,15 +89,30 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
     }
     description.at("name").get_to(ds.name);
     description.at("num_nodes").get_to(ds.num_nodes);
-    description.at("num_classes").get_to(ds.num_classes);
+    std::int64_t num_classes = 0; // 64 bits: get_to an int32 would wrap a huge count silently
+    description.at("num_classes").get_to(num_classes);
     shape = io::read_shape(description, ds.num_nodes, ds.num_nodes, path);
+    check_node_count(ds.num_nodes, path);
+    // A first bound before anything is read; check_loaded applies the one of the labelled rows.
+    if (num_classes < 0 || num_classes > max_class_count(ds.num_nodes)) {
+      throw FormatError(path + ": num_classes is " + std::to_string(num_classes) + " for " +
+                        std::to_string(ds.num_nodes) + " nodes; expected 0 to nodes + " +
+                        std::to_string(kClassSlack));
+    }
+    ds.num_classes = static_cast<std::int32_t>(num_classes);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
   std::vector<std::uint32_t> crcs;
   io::move_graph_files(io::read_graph_files(dir, shape, crcs), ds);
+  const auto file = [&](const char* name) { return (fs::path(dir) / name).string(); };
+  check_loaded(ds,
+               {.features = file(shape.feature_kind == "dense" ? "features.bin" : "feat_val.bin"),
+                .edges = file("adj_val.bin"),
+                .labels = file("labels.bin"),
+                .class_count = path + ": num_classes"});
   return ds;
 }
 
-}  // namespace detail
-}  // namespace tessera::datasets
+} // namespace detail
+} // namespace tessera::datasets

@@ -50,6 +50,9 @@ void put32(std::string& out, std::uint32_t v) {
 }
 
 std::uint32_t crc_update(std::uint32_t crc, const void* data, std::size_t bytes) noexcept {
+  // zlib's crc32 of a null buffer returns its initial value, 0, whatever `crc` was; an empty
+  // array's data() is null, so a zero-length update must leave the running CRC alone.
+  if (bytes == 0) return crc;
   return static_cast<std::uint32_t>(
       crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(bytes)));
 }
@@ -695,30 +698,16 @@ template void NpzReader::read_into(const std::string&, std::span<double>) const;
 
 // ---- writer ------------------------------------------------------------------------------------
 
-NpzWriter::NpzWriter(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + ".tmp." + std::to_string(::getpid())) {
-  file_ = std::fopen(temp_path_.c_str(), "wb");
-  if (file_ == nullptr) {
-    throw IoError("cannot write '" + path_ + "': cannot create '" + temp_path_ +
-                  "': " + std::strerror(errno));
-  }
-  std::setvbuf(file_, nullptr, _IOFBF, kIoChunk);
-}
+NpzWriter::NpzWriter(std::string path) : path_(std::move(path)), file_(path_) {}
 
-NpzWriter::~NpzWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-  if (!committed_) std::remove(temp_path_.c_str());
-}
+NpzWriter::~NpzWriter() = default;
 
 void NpzWriter::fail_write(const std::string& what) const {
   throw IoError("cannot write '" + path_ + "': " + what);
 }
 
 void NpzWriter::write_raw(const void* data, std::size_t bytes) {
-  if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes) {
-    fail_write(std::strerror(errno));
-  }
-  offset_ += bytes;
+  file_.write(data, bytes);
 }
 
 void NpzWriter::write_data(const void* data, std::size_t bytes) {
@@ -750,12 +739,13 @@ void NpzWriter::begin_member(const std::string& key, DType dtype,
   const std::string name = key + ".npy";
   const std::uint64_t size =
       npy_header.size() + static_cast<std::uint64_t>(count) * item_size(dtype);
-  if (size >= 0xFFFFFFFFu || offset_ >= 0xFFFFFFFFu) {
+  const std::uint64_t offset = file_.size();
+  if (size >= 0xFFFFFFFFu || offset >= 0xFFFFFFFFu) {
     fail_write("array '" + key + "' (" + std::to_string(size) + " bytes at offset " +
-               std::to_string(offset_) +
+               std::to_string(offset) +
                ") would need a zip64 archive, which this writer does not produce (limit 4 GiB)");
   }
-  entries_.push_back({name, 0, size, offset_});
+  entries_.push_back({name, 0, size, offset});
 
   std::string local;
   put32(local, kLocalHeaderSignature);
@@ -778,15 +768,11 @@ void NpzWriter::end_member() {
   const Entry& entry = entries_.back();
   std::string crc;
   put32(crc, entry.crc);
-  if (fseeko(file_, static_cast<off_t>(entry.offset + 14), SEEK_SET) != 0 ||
-      std::fwrite(crc.data(), 1, crc.size(), file_) != crc.size() ||
-      fseeko(file_, 0, SEEK_END) != 0) {
-    fail_write(std::strerror(errno));
-  }
+  file_.write_at(entry.offset + 14, crc.data(), crc.size()); // the local header's CRC field
 }
 
 void NpzWriter::commit() {
-  const std::uint64_t cd_offset = offset_;
+  const std::uint64_t cd_offset = file_.size();
   std::string cd;
   for (const auto& entry : entries_) {
     put32(cd, kCentralHeaderSignature);
@@ -821,14 +807,7 @@ void NpzWriter::commit() {
   put32(cd, static_cast<std::uint32_t>(cd_offset));
   put16(cd, 0); // comment length
   write_raw(cd.data(), cd.size());
-  if (std::fflush(file_) != 0 || ::fsync(::fileno(file_)) != 0) fail_write(std::strerror(errno));
-  const int close_status = std::fclose(file_);
-  file_ = nullptr;
-  if (close_status != 0) fail_write(std::strerror(errno));
-  std::error_code ec;
-  std::filesystem::rename(temp_path_, path_, ec);
-  if (ec) fail_write("cannot rename '" + temp_path_ + "': " + ec.message());
-  committed_ = true;
+  file_.commit();
 }
 
 } // namespace tessera::datasets::detail

@@ -1,9 +1,10 @@
 // Reading and writing .npz archives: zip files (stored or deflated) whose members are .npy arrays.
 #pragma once
 
+#include "tessera/io/files.hpp"
+
 #include <algorithm>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
@@ -88,9 +89,9 @@ private:
 };
 
 /// Writes an uncompressed .npz (npy 1.0 members, little-endian, C order) that numpy's np.load
-/// reads. The archive is written to a temporary file beside `path` and renamed onto it by
-/// commit(); without commit() the temporary file is removed. Archives and members are limited
-/// to 4 GiB (no zip64).
+/// reads. The archive goes through an io::AtomicFile: a temporary file created exclusively beside
+/// `path` (never following a planted link) and renamed onto it by commit(); without commit() the
+/// temporary file is removed. Archives and members are limited to 4 GiB (no zip64).
 class NpzWriter {
 public:
   explicit NpzWriter(std::string path);
@@ -122,11 +123,8 @@ private:
   [[noreturn]] void fail_write(const std::string& what) const;
 
   std::string path_;
-  std::string temp_path_;
-  std::FILE* file_ = nullptr;
-  std::uint64_t offset_ = 0;
+  io::AtomicFile file_;
   std::vector<Entry> entries_;
-  bool committed_ = false;
 };
 
 template <typename T> constexpr DType dtype_of() noexcept;

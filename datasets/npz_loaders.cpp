@@ -3,6 +3,7 @@
 #include "loaders.hpp"
 #include "npz.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/io/graph_files.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -68,6 +69,8 @@ void check_ids(const NpzReader& npz, const std::string& key, std::span<const std
   }
 }
 
+/// Labels of `key`: -1 (unknown) or a class id; the class count they imply is bounded by
+/// count_classes.
 std::vector<std::int32_t> read_labels(const NpzReader& npz, const std::string& key,
                                       std::int64_t num_nodes) {
   const auto values = read_vector(npz, key, num_nodes);
@@ -80,6 +83,16 @@ std::vector<std::int32_t> read_labels(const NpzReader& npz, const std::string& k
     labels[i] = static_cast<std::int32_t>(values[i]);
   }
   return labels;
+}
+
+/// "PATH: array 'key'", naming an array in messages of the shared checks.
+std::string array_name(const NpzReader& npz, const std::string& key) {
+  return npz.path() + ": array '" + key + "'";
+}
+
+/// Where label `node` is in an npz array.
+std::string node_place(std::int64_t node) {
+  return "node " + std::to_string(node);
 }
 
 /// Node ids of one split, ascending.
@@ -201,6 +214,22 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
   edges.dst = read_vector(npz, "adj_indices");
   check_row_pointer(npz, "adj_indptr", indptr, static_cast<std::int64_t>(edges.dst.size()));
   check_ids(npz, "adj_indices", edges.dst, ds.num_nodes);
+  if (npz.contains("adj_data")) {
+    // Edges weigh 1 in a Dataset, but a NaN or infinite stored weight means corrupt data.
+    expect_shape(npz, "adj_data", npz.info("adj_data"),
+                 {static_cast<std::int64_t>(edges.dst.size())});
+    const auto data = npz.read<float>("adj_data").data;
+    const std::size_t k = io::first_non_finite(data);
+    if (k < data.size()) {
+      const auto row =
+          std::upper_bound(indptr.begin(), indptr.end(), static_cast<std::int64_t>(k)) -
+          indptr.begin() - 1;
+      npz.fail("adj_data", "edge value " + std::to_string(data[k]) + " at index " +
+                               std::to_string(k) + " (row " + std::to_string(row) + ", column " +
+                               std::to_string(edges.dst[k]) +
+                               ") is not finite (NaN and infinite values are refused)");
+    }
+  }
   if (std::optional<Csr> canonical = as_canonical_adjacency(backend, indptr, edges.dst)) {
     ds.adjacency = std::move(*canonical);
   } else {
@@ -216,16 +245,16 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
   } else if (npz.contains("features")) {
     ds.features.dense = read_dense(backend, npz, "features", ds.num_nodes);
   }
+  std::string class_count;
   if (npz.contains("labels")) {
     ds.labels = read_labels(npz, "labels", ds.num_nodes);
-    ds.num_classes = count_classes(ds.labels);
+    ds.num_classes = count_classes(ds.labels, array_name(npz, "labels"), node_place);
     if (npz.contains("num_classes")) {
       expect_shape(npz, "num_classes", npz.info("num_classes"), {});
       const auto stored = npz.read<std::int64_t>("num_classes").data.front();
-      if (stored < ds.num_classes || stored > std::numeric_limits<std::int32_t>::max()) {
-        npz.fail("num_classes", "is " + std::to_string(stored) + " but the labels reach " +
-                                    std::to_string(ds.num_classes - 1));
-      }
+      // Checked before the narrowing cast: within max_class_count and above every label.
+      class_count = array_name(npz, "num_classes");
+      check_classes(ds.labels, stored, array_name(npz, "labels"), class_count, node_place);
       ds.num_classes = static_cast<std::int32_t>(stored);
     }
   }
@@ -234,6 +263,11 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
     if (npz.contains("val_idx")) ds.val_idx = read_split(npz, "val_idx", ds.num_nodes);
     if (npz.contains("test_idx")) ds.test_idx = read_split(npz, "test_idx", ds.num_nodes);
   }
+  check_loaded(ds,
+               {.features = array_name(npz, npz.contains("attr_indptr") ? "attr_data" : "features"),
+                .edges = array_name(npz, "adj_data"),
+                .labels = array_name(npz, "labels"),
+                .class_count = class_count});
   return ds;
 }
 
@@ -250,7 +284,7 @@ Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& pat
   check_node_count(ds.num_nodes, path);
   ds.features.dense = read_dense(backend, npz, "node_features", ds.num_nodes);
   ds.labels = read_labels(npz, "node_labels", ds.num_nodes);
-  ds.num_classes = count_classes(ds.labels);
+  ds.num_classes = count_classes(ds.labels, array_name(npz, "node_labels"), node_place);
 
   expect_shape(npz, "edges", npz.info("edges"), {-1, 2});
   const auto pairs = npz.read<std::int64_t>("edges").data;
@@ -275,9 +309,7 @@ Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& pat
       expect_shape(npz, key, info, {-1, ds.num_nodes});
     const std::int64_t num_splits = info.shape.size() == 1 ? 1 : info.shape[0];
     if (split_index < 0 || split_index >= num_splits) {
-      throw InvalidArgument("split index " + std::to_string(split_index) + " is out of range: '" +
-                            path + "' holds " + std::to_string(num_splits) + " splits (0.." +
-                            std::to_string(num_splits - 1) + ")");
+      refuse_split_index(split_index, num_splits, path);
     }
     const auto masks = npz.read<std::uint8_t>(key).data;
     const std::uint8_t* row = masks.data() + split_index * ds.num_nodes;
@@ -285,14 +317,29 @@ Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& pat
       if (row[i] != 0) ids->push_back(static_cast<std::int32_t>(i));
     }
   }
+  check_loaded(ds, {.features = array_name(npz, "node_features"),
+                    .edges = array_name(npz, "edges"),
+                    .labels = array_name(npz, "node_labels")});
   return ds;
+}
+
+namespace {
+
+bool has_heterophilous_keys(const NpzReader& npz) {
+  return npz.contains("edges") && npz.contains("node_features");
+}
+
+} // namespace
+
+bool is_heterophilous_npz(const std::string& path) {
+  return has_heterophilous_keys(NpzReader(path));
 }
 
 Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index) {
   bool heterophilous = false;
   {
     const NpzReader npz(path);
-    heterophilous = npz.contains("edges") && npz.contains("node_features");
+    heterophilous = has_heterophilous_keys(npz);
     if (!heterophilous && !npz.contains("adj_indptr")) {
       std::string present;
       for (const auto& k : npz.keys())

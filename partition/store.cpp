@@ -21,35 +21,47 @@
 //     train_idx.bin, val_idx.bin, test_idx.bin   int32, local owned row ids, ascending
 // Each .bin file is a 64-byte header plus payload (format in src/io/array_file.cpp).
 //
-// Checksums: dataset_checksum is the CRC-32 over the whole dataset's adjacency row_ptr, col and
-// val, its features (dense data, or sparse row_ptr, col, val) and labels, in that order;
-// part_checksums[p] is the CRC-32 over the payload CRCs (u32 little-endian) of part p's .bin
-// files in the order above. Both are written as 8 hex digits.
+// Checksums (format version 2), each CRC-32 written as 8 hex digits, so that every byte of a
+// store is covered and an edit anywhere is refused:
+//   dataset_checksum        over the whole dataset's adjacency row_ptr, col and val, its features
+//                           (dense data, or sparse row_ptr, col, val) and labels, in that order;
+//   part_checksums[p]       over the payload CRCs (u32 little-endian, i.e. bytes 40..43 of each
+//                           header) of part p's .bin files in the order above;
+//   part_json_checksums[p]  over the bytes of part p's part.json;
+//   manifest_checksum       (the manifest's last key) over the manifest without that key, as
+//                           compact JSON (nlohmann's dump(), invalid UTF-8 replaced by U+FFFD).
 //
-// Crash safety: every file is written to "<name>.tmp" and renamed. Writing into an existing
-// store first removes its manifest.json, so during the rewrite the directory reads as
-// incomplete (read_manifest throws IoError) and it becomes a store again only when the new
-// manifest is renamed into place, last. Part folders beyond the new part count are removed.
+// Crash safety: every file is written to a temporary file and renamed (io/files.hpp). Writing
+// into an existing store first removes its manifest.json, so during the rewrite the directory
+// reads as incomplete (read_manifest throws IoError) and it becomes a store again only when the
+// new manifest is renamed into place, last. Part folders beyond the new part count are removed.
+// The folder is held as an io::OutputFolder for the whole write: a second writer fails.
 #include "tessera/partition/store.hpp"
 
+#include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
 #include "tessera/io/text_input.hpp"
-#include "tessera/core/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace tessera::partition {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-/// Written objects keep their keys in the order given, so manifests read top-down.
+/// Objects keep their keys in the order given (written) or found (read), so manifests read
+/// top-down and the manifest's checksum is taken over its keys in file order.
 using nlohmann::ordered_json;
+
+/// The output-folder kind io::OutputFolder records for a store.
+constexpr const char* kStoreKind = "partition store";
 
 std::string part_folder(const std::string& dir, int part) {
   char name[32];
@@ -60,7 +72,6 @@ std::string part_folder(const std::string& dir, int part) {
 std::string manifest_path(const std::string& dir) {
   return (fs::path(dir) / "manifest.json").string();
 }
-
 
 template <typename T> std::uint32_t crc_of(std::uint32_t crc, const T* data, std::int64_t count) {
   return io::crc32_update(crc, data, static_cast<std::size_t>(count) * sizeof(T));
@@ -73,15 +84,8 @@ std::uint32_t crc_of_csr(std::uint32_t crc, const Csr& m) {
   return crc_of(crc, m.val(), m.nnz());
 }
 
-std::string dataset_checksum(const datasets::Dataset& dataset) {
-  std::uint32_t crc = crc_of_csr(0, dataset.adjacency);
-  if (dataset.features.dense) {
-    crc = crc_of(crc, dataset.features.dense->data(), dataset.features.dense->size());
-  } else if (dataset.features.sparse) {
-    crc = crc_of_csr(crc, *dataset.features.sparse);
-  }
-  crc = crc_of(crc, dataset.labels.data(), static_cast<std::int64_t>(dataset.labels.size()));
-  return io::crc_hex(crc);
+std::string text_checksum(const std::string& text) {
+  return io::crc_hex(io::crc32_update(0, text.data(), text.size()));
 }
 
 /// The CRC over a part's payload CRCs, each as 4 little-endian bytes.
@@ -96,6 +100,12 @@ std::string part_checksum(const std::vector<std::uint32_t>& crcs) {
   return io::crc_hex(crc);
 }
 
+/// The manifest's seal: over the compact text of every key but manifest_checksum, in order.
+/// Invalid UTF-8 (a dataset name from a file name) is replaced, as io::json_text writes it.
+std::string manifest_checksum(const ordered_json& unsealed) {
+  return text_checksum(unsealed.dump(-1, ' ', false, ordered_json::error_handler_t::replace));
+}
+
 template <typename T> std::span<const T> span_of(const T* data, std::int64_t count) {
   return {data, static_cast<std::size_t>(count)};
 }
@@ -103,18 +113,25 @@ template <typename T> std::span<const T> span_of(const std::vector<T>& v) {
   return {v.data(), v.size()};
 }
 
-/// Writes one tile's files into `folder`; returns the payload CRCs in file order.
-std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGraph& tile) {
+/// Checksums of one written part.
+struct PartChecksums {
+  std::string arrays; ///< over the .bin payload CRCs
+  std::string json;   ///< over part.json's bytes
+};
+
+/// Writes one tile's files into `folder`.
+PartChecksums write_tile(const std::string& folder, const LocalGraph& tile) {
   io::create_folder(folder);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   std::vector<std::uint32_t> crcs;
   crcs.push_back(io::write_array(file("owned_ids.bin"), span_of(tile.owned_ids), tile.n_owned()));
   crcs.push_back(io::write_array(file("ghost_ids.bin"), span_of(tile.ghost_ids), tile.n_ghost()));
-  crcs.push_back(io::write_array(file("ghost_owner.bin"), span_of(tile.ghost_owner), tile.n_ghost()));
+  crcs.push_back(
+      io::write_array(file("ghost_owner.bin"), span_of(tile.ghost_owner), tile.n_ghost()));
   crcs.push_back(io::write_array(file("degree.bin"), span_of(tile.degree),
-                             static_cast<std::int64_t>(tile.degree.size())));
+                                 static_cast<std::int64_t>(tile.degree.size())));
   io::write_graph_files(folder, tile.adjacency, tile.features, tile.labels, tile.train_idx,
-                    tile.val_idx, tile.test_idx, crcs);
+                        tile.val_idx, tile.test_idx, crcs);
 
   ordered_json info = {{"part", tile.part},
                        {"num_parts", tile.num_parts},
@@ -123,8 +140,9 @@ std::vector<std::uint32_t> write_tile(const std::string& folder, const LocalGrap
                        {"n_ghost", tile.n_ghost()},
                        {"num_classes", tile.num_classes}};
   io::add_shape(info, io::graph_files_shape(tile.adjacency, tile.features));
-  io::write_text_file(file("part.json"), info.dump(2) + "\n");
-  return crcs;
+  const std::string text = io::json_text(info);
+  io::write_text_file(file("part.json"), text);
+  return {part_checksum(crcs), text_checksum(text)};
 }
 
 ordered_json quality_to_json(const Quality& q) {
@@ -143,7 +161,7 @@ ordered_json quality_to_json(const Quality& q) {
           {"broadcast_volume", q.broadcast_volume}};
 }
 
-Quality quality_from_json(const json& j) {
+Quality quality_from_json(const ordered_json& j) {
   Quality q;
   j.at("edge_cut").get_to(q.edge_cut);
   j.at("total_volume").get_to(q.total_volume);
@@ -175,41 +193,73 @@ ordered_json manifest_to_json(const Manifest& m) {
           {"num_nodes", m.num_nodes},
           {"part_nodes", m.part_nodes},
           {"part_checksums", m.part_checksums},
+          {"part_json_checksums", m.part_json_checksums},
           {"quality", quality_to_json(m.quality)}};
-}
-
-/// Parses `path` as JSON; FormatError naming the file when it is not.
-json parse_json_file(const std::string& path) {
-  const std::string text = io::read_text_file(path);
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError("partition store file '" + path + "': not valid JSON: " + e.what());
-  }
 }
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw FormatError("partition store file '" + path + "': " + problem);
 }
 
+/// Parses `text`, read from `path`, as JSON; FormatError naming the file when it is not.
+ordered_json parse_json(const std::string& text, const std::string& path) {
+  try {
+    return ordered_json::parse(text);
+  } catch (const ordered_json::exception& e) {
+    fail(path, std::string("not valid JSON: ") + e.what());
+  }
+}
 
-
+/// Refuses a manifest whose content differs from what its checksum sealed (an edit by hand).
+void check_manifest_seal(ordered_json j, const std::string& path) {
+  const auto at = j.find("manifest_checksum");
+  if (at == j.end() || !at->is_string()) {
+    fail(path, "no manifest_checksum: not written by tessera-partition (re-create the store)");
+  }
+  const std::string recorded = at->get<std::string>();
+  j.erase("manifest_checksum");
+  const std::string actual = manifest_checksum(j);
+  if (actual != recorded) {
+    fail(path, "its content has checksum " + actual + " but its manifest_checksum says " +
+                   recorded +
+                   ": the manifest was edited after it was written (re-create the "
+                   "store with tessera-partition)");
+  }
+}
 
 } // namespace
 
+std::string dataset_checksum(const datasets::Dataset& dataset) {
+  std::uint32_t crc = crc_of_csr(0, dataset.adjacency);
+  if (dataset.features.dense) {
+    crc = crc_of(crc, dataset.features.dense->data(), dataset.features.dense->size());
+  } else if (dataset.features.sparse) {
+    crc = crc_of_csr(crc, *dataset.features.sparse);
+  }
+  crc = crc_of(crc, dataset.labels.data(), static_cast<std::int64_t>(dataset.labels.size()));
+  return io::crc_hex(crc);
+}
+
+std::string part_description_path(const std::string& dir, int part) {
+  return (fs::path(part_folder(dir, part)) / "part.json").string();
+}
+
+void check_store_folder(const std::string& dir, bool replace) {
+  io::check_output_folder(dir, kStoreKind, replace);
+}
+
 void write_store(const std::string& dir, const datasets::Dataset& dataset,
                  const Partition& partition, const Options& options, Reorder reorder,
-                 const Quality& quality) {
+                 const Quality& quality, bool replace) {
   if (partition.num_parts < 1) {
     throw InvalidArgument("write_store: the partition has " + std::to_string(partition.num_parts) +
                           " parts");
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IoError("cannot create partition store '" + dir + "': " + ec.message());
+  // Refuses "/", other folders with content and a store without `replace`; the lock makes a
+  // second concurrent writer fail instead of both reporting success.
+  const io::OutputFolder out(dir, kStoreKind, replace);
   // An existing store stops looking complete before any of its parts changes.
-  fs::remove(manifest_path(dir), ec);
-  if (ec) throw IoError("cannot replace '" + manifest_path(dir) + "': " + ec.message());
+  io::remove_file(manifest_path(dir));
 
   Manifest manifest;
   manifest.dataset = dataset.name;
@@ -226,14 +276,24 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   for (int p = 0; p < partition.num_parts; ++p) {
     const LocalGraph tile = build_local_graph(dataset, partition, p, reorder);
     manifest.part_nodes.push_back(tile.n_owned());
-    manifest.part_checksums.push_back(part_checksum(write_tile(part_folder(dir, p), tile)));
+    const PartChecksums sums = write_tile(part_folder(dir, p), tile);
+    manifest.part_checksums.push_back(sums.arrays);
+    manifest.part_json_checksums.push_back(sums.json);
   }
   // Folders of a previous store with more parts.
+  std::error_code ec;
   for (int p = partition.num_parts; fs::exists(part_folder(dir, p)); ++p) {
     fs::remove_all(part_folder(dir, p), ec);
     if (ec) throw IoError("cannot remove '" + part_folder(dir, p) + "': " + ec.message());
   }
-  io::write_text_file(manifest_path(dir), manifest_to_json(manifest).dump(2) + "\n");
+  write_manifest(dir, manifest);
+}
+
+void write_manifest(const std::string& dir, const Manifest& manifest) {
+  ordered_json j = manifest_to_json(manifest);
+  const std::string seal = manifest_checksum(j);
+  j["manifest_checksum"] = seal;
+  io::write_text_file(manifest_path(dir), io::json_text(j));
 }
 
 Manifest read_manifest(const std::string& dir) {
@@ -242,13 +302,14 @@ Manifest read_manifest(const std::string& dir) {
     throw IoError("'" + dir + "' is not a complete partition store: '" + path +
                   "' is missing (no store there, or its write was interrupted)");
   }
-  const json j = parse_json_file(path);
+  const ordered_json j = parse_json(io::read_text_file(path), path);
   Manifest m;
   try {
     j.at("format_version").get_to(m.format_version);
     if (m.format_version != kStoreFormatVersion) {
       fail(path, "format version " + std::to_string(m.format_version) +
-                     ", this build reads version " + std::to_string(kStoreFormatVersion));
+                     ", this build reads version " + std::to_string(kStoreFormatVersion) +
+                     ": re-create it with tessera-partition");
     }
     j.at("dataset").get_to(m.dataset);
     j.at("dataset_checksum").get_to(m.dataset_checksum);
@@ -262,15 +323,19 @@ Manifest read_manifest(const std::string& dir) {
     j.at("num_nodes").get_to(m.num_nodes);
     j.at("part_nodes").get_to(m.part_nodes);
     j.at("part_checksums").get_to(m.part_checksums);
+    j.at("part_json_checksums").get_to(m.part_json_checksums);
     m.quality = quality_from_json(j.at("quality"));
-  } catch (const json::exception& e) {
+  } catch (const ordered_json::exception& e) {
     fail(path, std::string("malformed manifest: ") + e.what());
   }
+  check_manifest_seal(j, path);
   if (m.num_parts < 1 || static_cast<int>(m.part_nodes.size()) != m.num_parts ||
-      static_cast<int>(m.part_checksums.size()) != m.num_parts) {
+      static_cast<int>(m.part_checksums.size()) != m.num_parts ||
+      static_cast<int>(m.part_json_checksums.size()) != m.num_parts) {
     fail(path, "num_parts " + std::to_string(m.num_parts) + " but " +
-                   std::to_string(m.part_nodes.size()) + " part sizes and " +
-                   std::to_string(m.part_checksums.size()) + " part checksums");
+                   std::to_string(m.part_nodes.size()) + " part sizes, " +
+                   std::to_string(m.part_checksums.size()) + " part checksums and " +
+                   std::to_string(m.part_json_checksums.size()) + " part.json checksums");
   }
   return m;
 }
@@ -295,7 +360,13 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   const std::string folder = part_folder(dir, part);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   const std::string info_path = file("part.json");
-  const json info = parse_json_file(info_path);
+  // part.json is checked before it is believed: its counts size every read below.
+  const std::string info_text = io::read_text_file(info_path);
+  if (const std::string sum = text_checksum(info_text); sum != manifest.part_json_checksums[part]) {
+    fail(info_path, "checksum " + sum + " differs from the manifest's " +
+                        manifest.part_json_checksums[part] + " (edited, or from another store)");
+  }
+  const ordered_json info = parse_json(info_text, info_path);
   std::int64_t n_owned = 0, n_ghost = 0;
   io::GraphFilesShape shape;
   LocalGraph tile;
@@ -307,16 +378,16 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     info.at("n_ghost").get_to(n_ghost);
     info.at("num_classes").get_to(tile.num_classes);
     shape = io::read_shape(info, n_owned, n_owned + n_ghost, info_path);
-  } catch (const json::exception& e) {
+  } catch (const ordered_json::exception& e) {
     fail(info_path, std::string("malformed part description: ") + e.what());
   }
   if (tile.part != part || tile.num_parts != manifest.num_parts ||
       n_owned != manifest.part_nodes[part] || tile.num_global_nodes != manifest.num_nodes) {
-    fail(info_path, "describes part " + std::to_string(tile.part) + " of " +
-                        std::to_string(tile.num_parts) + " with " + std::to_string(n_owned) +
-                        " owned rows; the manifest expects part " + std::to_string(part) + " of " +
-                        std::to_string(manifest.num_parts) + " with " +
-                        std::to_string(manifest.part_nodes[part]));
+    fail(info_path,
+         fmt::format("describes part {} of {} with {} owned rows of {} nodes; '{}' says part {} of "
+                     "{} with {} owned rows of {} nodes",
+                     tile.part, tile.num_parts, n_owned, tile.num_global_nodes, mpath, part,
+                     manifest.num_parts, manifest.part_nodes[part], manifest.num_nodes));
   }
   if (n_ghost < 0) fail(info_path, "negative ghost count " + std::to_string(n_ghost));
   const std::int64_t n_local = n_owned + n_ghost;
@@ -330,15 +401,6 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   tile.ghost_ids = take(io::read_array<GlobalId>(file("ghost_ids.bin"), false, n_ghost));
   tile.ghost_owner = take(io::read_array<std::int32_t>(file("ghost_owner.bin"), false, n_ghost));
   tile.degree = take(io::read_array<std::int64_t>(file("degree.bin"), false, n_local));
-  for (std::size_t i = 0; i < tile.ghost_owner.size(); ++i) {
-    const std::int32_t q = tile.ghost_owner[i];
-    if (q < 0 || q >= manifest.num_parts || q == part || (i > 0 && q < tile.ghost_owner[i - 1])) {
-      fail(file("ghost_owner.bin"), "ghost " + std::to_string(i) + " has owner " +
-                                        std::to_string(q) +
-                                        " (owners must be other parts, non-decreasing)");
-    }
-  }
-
   io::move_graph_files(io::read_graph_files(folder, shape, crcs), tile);
 
   const std::string checksum = part_checksum(crcs);
@@ -346,7 +408,181 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
     fail(folder, "part checksum " + checksum + " differs from the manifest's " +
                      manifest.part_checksums[part] + " (files from another store?)");
   }
+  // Bytes as written are not yet a tile: a store sealed by hand may hold any values.
+  check_tile(tile, folder, manifest.reorder != "none");
   return tile;
+}
+
+namespace {
+
+/// Each id of `ids` (rows of `path`) in [0, n): FormatError naming the file and the row.
+void check_ids_in_range(const std::vector<GlobalId>& ids, std::int64_t n, const std::string& path,
+                        const char* what) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= n) {
+      fail(path, fmt::format("{} id {} at row {} is outside the graph's nodes [0, {})", what,
+                             ids[i], i, n));
+    }
+  }
+}
+
+/// Every global id once among the owned and ghost rows.
+void check_ids_unique(const LocalGraph& tile, const std::string& owned_path,
+                      const std::string& ghost_path) {
+  const std::int64_t n_owned = tile.n_owned();
+  std::vector<std::pair<GlobalId, std::int64_t>> ids; // (global id, local row)
+  ids.reserve(static_cast<std::size_t>(n_owned + tile.n_ghost()));
+  for (std::int64_t r = 0; r < n_owned; ++r)
+    ids.emplace_back(tile.owned_ids[r], r);
+  for (std::int64_t g = 0; g < tile.n_ghost(); ++g)
+    ids.emplace_back(tile.ghost_ids[g], n_owned + g);
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].first != ids[i - 1].first) continue;
+    const std::int64_t a = ids[i - 1].second, b = ids[i].second;
+    if (b < n_owned) {
+      fail(owned_path, fmt::format("owned id {} at rows {} and {}: owned ids must be unique",
+                                   ids[i].first, a, b));
+    }
+    if (a < n_owned) {
+      fail(ghost_path, fmt::format("ghost id {} at row {} is also owned (owned row {})",
+                                   ids[i].first, b - n_owned, a));
+    }
+    fail(ghost_path, fmt::format("ghost id {} at rows {} and {}: ghost ids must be unique",
+                                 ids[i].first, a - n_owned, b - n_owned));
+  }
+}
+
+/// Ghost rows grouped by owner (another part, ascending), ascending global id within a group.
+void check_ghost_order(const LocalGraph& tile, const std::string& ghost_path,
+                       const std::string& owner_path) {
+  for (std::int64_t g = 0; g < tile.n_ghost(); ++g) {
+    const std::int32_t q = tile.ghost_owner[g];
+    if (q < 0 || q >= tile.num_parts || q == tile.part) {
+      fail(owner_path, fmt::format("ghost {} has owner {}; owners are the other parts of [0, {}) "
+                                   "than this part {}",
+                                   g, q, tile.num_parts, tile.part));
+    }
+    if (g == 0) continue;
+    const std::int32_t before = tile.ghost_owner[g - 1];
+    if (q < before) {
+      fail(owner_path, fmt::format("ghost {} has owner {} after owner {}: ghosts must be "
+                                   "grouped by owner, ascending",
+                                   g, q, before));
+    }
+    if (q == before && tile.ghost_ids[g] <= tile.ghost_ids[g - 1]) {
+      fail(ghost_path, fmt::format("ghost id {} at row {} follows {} of the same owner {}: "
+                                   "ascending within an owner's group",
+                                   tile.ghost_ids[g], g, tile.ghost_ids[g - 1], q));
+    }
+  }
+}
+
+/// An owned row's degree is its neighbour count (self-loop aside); a ghost neighbours an owned row.
+void check_degrees(const LocalGraph& tile, const std::string& path) {
+  const Csr& a = tile.adjacency;
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r) {
+    std::int64_t neighbours = 0;
+    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k)
+      neighbours += a.col()[k] != r;
+    if (tile.degree[r] != neighbours) {
+      fail(path, fmt::format("owned row {} (global id {}) has degree {} but {} neighbours in its "
+                             "adjacency row",
+                             r, tile.owned_ids[r], tile.degree[r], neighbours));
+    }
+  }
+  for (std::int64_t g = 0; g < tile.n_ghost(); ++g) {
+    const std::int64_t d = tile.degree[tile.n_owned() + g];
+    if (d < 1) {
+      fail(path, fmt::format("ghost row {} (global id {}) has degree {}; a ghost neighbours an "
+                             "owned row, so at least 1",
+                             tile.n_owned() + g, tile.ghost_ids[g], d));
+    }
+  }
+}
+
+/// Split rows: owned rows, ascending, each once.
+void check_split(const std::vector<std::int32_t>& rows, std::int64_t n_owned,
+                 const std::string& path) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= n_owned) {
+      fail(path, fmt::format("row {} at position {} is outside the owned rows [0, {})", rows[i], i,
+                             n_owned));
+    }
+    if (i > 0 && rows[i] <= rows[i - 1]) {
+      fail(path, fmt::format("row {} at position {} follows {}: split rows must be ascending and "
+                             "unique",
+                             rows[i], i, rows[i - 1]));
+    }
+  }
+}
+
+/// The first non-finite value of `values` (the entries of `path`), naming its row.
+void check_finite(const float* values, std::int64_t count, const std::string& path,
+                  const auto& row_of) {
+  for (std::int64_t k = 0; k < count; ++k) {
+    if (!std::isfinite(values[k])) {
+      fail(path,
+           fmt::format("entry {} (row {}) is {}: values must be finite", k, row_of(k), values[k]));
+    }
+  }
+}
+
+/// The row of CSR entry k.
+auto csr_row_of(const Csr& m) {
+  return [&m](std::int64_t k) {
+    return std::upper_bound(m.row_ptr(), m.row_ptr() + m.rows() + 1, k) - m.row_ptr() - 1;
+  };
+}
+
+} // namespace
+
+void check_tile(const LocalGraph& tile, const std::string& folder, bool owned_reordered) {
+  const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
+  const std::int64_t n = tile.num_global_nodes;
+  check_ids_in_range(tile.owned_ids, n, file("owned_ids.bin"), "owned");
+  if (!owned_reordered) {
+    for (std::int64_t r = 1; r < tile.n_owned(); ++r) {
+      if (tile.owned_ids[r] <= tile.owned_ids[r - 1]) {
+        fail(file("owned_ids.bin"),
+             fmt::format("owned id {} at row {} follows {}: a store written without reordering "
+                         "holds owned ids ascending and unique",
+                         tile.owned_ids[r], r, tile.owned_ids[r - 1]));
+      }
+    }
+  }
+  check_ids_in_range(tile.ghost_ids, n, file("ghost_ids.bin"), "ghost");
+  check_ghost_order(tile, file("ghost_ids.bin"), file("ghost_owner.bin"));
+  check_ids_unique(tile, file("owned_ids.bin"), file("ghost_ids.bin"));
+  check_degrees(tile, file("degree.bin"));
+  check_finite(tile.adjacency.val(), tile.adjacency.nnz(), file("adj_val.bin"),
+               csr_row_of(tile.adjacency));
+
+  if (tile.num_classes < 0 || tile.num_classes > std::max<std::int64_t>(n, 2)) {
+    fail(file("part.json"),
+         fmt::format("num_classes {} for a graph of {} nodes", tile.num_classes, n));
+  }
+  for (std::size_t r = 0; r < tile.labels.size(); ++r) {
+    const std::int32_t label = tile.labels[r];
+    if (label != -1 && (label < 0 || label >= tile.num_classes)) {
+      fail(file("labels.bin"), fmt::format("label {} at row {} is outside the classes [0, {}) of "
+                                           "part.json's num_classes (or -1: unlabelled)",
+                                           label, r, tile.num_classes));
+    }
+  }
+  check_split(tile.train_idx, tile.n_owned(), file("train_idx.bin"));
+  check_split(tile.val_idx, tile.n_owned(), file("val_idx.bin"));
+  check_split(tile.test_idx, tile.n_owned(), file("test_idx.bin"));
+
+  if (tile.features.dense) {
+    const Dense& x = *tile.features.dense;
+    const std::int64_t width = std::max<std::int64_t>(x.cols(), 1);
+    check_finite(x.data(), x.size(), file("features.bin"),
+                 [width](std::int64_t k) { return k / width; });
+  } else if (tile.features.sparse) {
+    check_finite(tile.features.sparse->val(), tile.features.sparse->nnz(), file("feat_val.bin"),
+                 csr_row_of(*tile.features.sparse));
+  }
 }
 
 } // namespace tessera::partition

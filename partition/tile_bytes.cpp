@@ -87,6 +87,7 @@ public:
 private:
   void raw(void* out, std::size_t size) {
     if (size > bytes_.size() - at_) fail(fmt::format("{} bytes needed at offset {}", size, at_));
+    if (size == 0) return; // `out` may be an empty vector's null data()
     std::memcpy(out, bytes_.data() + at_, size);
     at_ += size;
   }

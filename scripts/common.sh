@@ -17,6 +17,10 @@
 #   tessera_fast_blas_env      export OPENBLAS_CORETYPE for this CPU's fast kernels unless set
 #   tessera_parse_bench_args SCRIPT SCALE ARGS...   --scale/--no-build/--help of the benchmarks
 #   tessera_build [DIR]        configure (Release, Ninja, native arch) and build with nproc jobs
+#   TESSERA_FUZZ_BUILD_DIR     the sanitizer + libFuzzer build ($TESSERA_FUZZ_BUILD_DIR, else
+#                              <repo>/build-fuzz), shared by scripts/fuzz.sh and scripts/test.sh
+#   tessera_build_sanitized TARGET...   configure TESSERA_FUZZ_BUILD_DIR (clang, ASan + UBSan,
+#                              libFuzzer harnesses, CUDA off) and build only TARGETs
 #   tessera_data_dir           print $TESSERA_DATA_DIR, else <repo>/../shared/datasets if it
 #                              exists, else nothing
 #   tessera_tcmalloc_path      print the path of libtcmalloc_minimal.so.4 (empty if absent)
@@ -30,7 +34,8 @@ TESSERA_PYTHON="${TESSERA_PYTHON:-/usr/bin/python3}"
 if [[ ! -x "${TESSERA_PYTHON}" ]]; then
   TESSERA_PYTHON="$(command -v python3 || true)"
 fi
-export TESSERA_ROOT TESSERA_BUILD_DIR TESSERA_PYTHON
+TESSERA_FUZZ_BUILD_DIR="${TESSERA_FUZZ_BUILD_DIR:-${TESSERA_ROOT}/build-fuzz}"
+export TESSERA_ROOT TESSERA_BUILD_DIR TESSERA_PYTHON TESSERA_FUZZ_BUILD_DIR
 
 # Open MPI refuses to run as root without these; vader's CMA copy fails in most containers.
 export OMPI_ALLOW_RUN_AS_ROOT=1
@@ -39,11 +44,18 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 TESSERA_DEPS=(
   build-essential cmake ninja-build pkg-config
-  libopenblas-openmp-dev libomp-dev libmetis-dev libboost-graph-dev
+  libopenblas-openmp-dev libmetis-dev libboost-graph-dev
   libopenmpi-dev openmpi-bin zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The sanitizer and fuzz build: Debian 12's default clang (14) lacks the builtin behind
+  # std::source_location, which tessera::Error uses, so clang 16 with its own sanitizer and
+  # libFuzzer runtimes (not a dependency of clang-16) and OpenMP (libomp-16-dev conflicts with
+  # libomp-dev, LLVM 14's, which gcc builds do not need: they use libgomp).
+  clang-16 libclang-rt-16-dev libomp-16-dev
 )
+TESSERA_CLANG_CXX=clang++-16
+TESSERA_CLANG_CC=clang-16
 TESSERA_BENCH_DEPS=(python3-torch python3-numpy libtcmalloc-minimal4)
 
 tessera_usage() {
@@ -147,6 +159,20 @@ tessera_build() {
     -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE_ARCH=ON
   tessera_log "building ${dir} with $(nproc) jobs"
   cmake --build "${dir}" --parallel "$(nproc)"
+}
+
+tessera_build_sanitized() {
+  local dir="${TESSERA_FUZZ_BUILD_DIR}"
+  if [[ ! -f "${dir}/CMakeCache.txt" ]]; then
+    tessera_log "configuring ${dir} (${TESSERA_CLANG_CXX}, ASan + UBSan, libFuzzer)"
+    # The compiler is fixed when a build folder is made; later runs reuse the cache as it is.
+    CC="${TESSERA_CLANG_CC}" CXX="${TESSERA_CLANG_CXX}" cmake -S "${TESSERA_ROOT}" -B "${dir}" \
+      -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WITH_CUDA=OFF \
+      -DTESSERA_SANITIZE=address,undefined -DTESSERA_FUZZ=ON -DTESSERA_BUILD_BENCHMARKS=OFF \
+      >/dev/null
+  fi
+  tessera_log "building $* in ${dir} with $(nproc) jobs"
+  cmake --build "${dir}" --parallel "$(nproc)" --target "$@"
 }
 
 tessera_data_dir() {

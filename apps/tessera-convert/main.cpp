@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <fmt/core.h>
 #include <string>
 #include <tessera/core/device.hpp>
@@ -17,6 +18,7 @@ struct Options {
   std::uint64_t seed = 0;
   int split_index = 0;
   std::string out;
+  bool force = false;
 };
 
 void add_flags(CLI::App& app, Options& o) {
@@ -31,10 +33,13 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--seed", o.seed, "seed of generated graphs and features")->capture_default_str();
   app.add_option("--split", o.split_index, "which stored split to keep (minesweeper has 10)")
       ->capture_default_str();
-  app.add_option("--out", o.out,
-                 "output: FILE.npz (numpy-readable, Planetoid-style keys) or a folder in the native "
-                 "format, which --dataset DIR loads at disk speed")
+  app.add_option(
+         "--out", o.out,
+         "output: FILE.npz (numpy-readable, Planetoid-style keys) or a folder in the native "
+         "format, which --dataset DIR loads at disk speed: a new or empty folder, or a "
+         "native dataset with --force")
       ->required();
+  app.add_flag("--force", o.force, "replace the native dataset already in --out");
 }
 
 std::string describe_features(const tessera::graph::Features& features) {
@@ -51,6 +56,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   try {
+    // A bad --out fails now, not after the dataset is loaded.
+    tessera::datasets::check_save_target(o.out, o.force);
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();
     const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed};
@@ -65,10 +72,11 @@ int main(int argc, char** argv) {
     if (o.out.ends_with(".npz")) {
       tessera::datasets::save_npz(dataset, o.out);
     } else {
-      tessera::datasets::save_native(dataset, o.out);
+      tessera::datasets::save_native(dataset, o.out, o.force);
     }
     fmt::print("wrote {} in {:.2f} s\n", o.out, save_time.seconds());
-  } catch (const tessera::Error& e) {
+  } catch (const std::exception& e) {
+    // tessera::Error and anything else (out of memory, a library's own): one line, status 1.
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }

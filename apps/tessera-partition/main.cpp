@@ -27,6 +27,7 @@ struct Flags {
   std::string reorder = "none";
   bool compare = false;
   std::string out;
+  bool force = false;
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -53,7 +54,10 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "rcm"}));
   app.add_flag("--compare", f.compare, "partition with every method and print one row each");
-  app.add_option("--out", f.out, "write the partition store (of --method) to this folder");
+  app.add_option("--out", f.out,
+                 "write the partition store (of --method) to this folder: a new or empty one, "
+                 "or an existing store with --force");
+  app.add_flag("--force", f.force, "replace the partition store already in --out");
 }
 
 /// The partitioning options of the flags; bad text throws before the dataset is loaded. The
@@ -108,12 +112,21 @@ void print_table(const std::vector<Row>& rows) {
 
 int run(const Flags& f) {
   tp::Options options = make_options(f);
+  // A bad --out fails now, not after loading and partitioning.
+  if (!f.out.empty()) tp::check_store_folder(f.out, f.force);
   const tessera::Stopwatch load_time;
   const auto backend = tessera::make_cpu_backend();
-  const auto dataset = tessera::datasets::load_dataset(backend, f.dataset, {f.data_dir, 0, f.seed});
+  auto dataset = tessera::datasets::load_dataset(backend, f.dataset, {f.data_dir, 0, f.seed});
+  // tessera-train's --seed picks the same split for this data in memory.
+  const bool split_added = tessera::datasets::use_default_split_when_missing(dataset, f.seed);
   options.feature_width = dataset.features.cols();
   fmt::print("{}: {} nodes, {} undirected edges (loaded in {:.2f} s)\n", dataset.name,
              dataset.num_nodes, dataset.adjacency.nnz() / 2, load_time.seconds());
+  if (split_added) {
+    fmt::print("no published split: a random 60/20/20 split with seed {} ({}/{}/{}), as "
+               "tessera-train makes in memory\n",
+               f.seed, dataset.train_idx.size(), dataset.val_idx.size(), dataset.test_idx.size());
+  }
 
   const tessera::Stopwatch components_time;
   const tp::Components components = tp::connected_components(dataset.adjacency);
@@ -141,7 +154,8 @@ int run(const Flags& f) {
   if (!f.out.empty()) {
     const tessera::Stopwatch write_time;
     const auto reorder = f.reorder == "rcm" ? tp::Reorder::Rcm : tp::Reorder::None;
-    tp::write_store(f.out, dataset, rows.front().partition, options, reorder, rows.front().quality);
+    tp::write_store(f.out, dataset, rows.front().partition, options, reorder, rows.front().quality,
+                    f.force);
     fmt::print("wrote {} ({} parts, {}) in {:.2f} s\n", f.out, f.parts, f.method,
                write_time.seconds());
   }

@@ -71,7 +71,9 @@ struct RandomLanes {
 #if defined(__AVX512F__)
 // GCC 12 warns falsely inside its own _mm512_set1_epi32 (GCC bug 105593).
 #pragma GCC diagnostic push
+#if !defined(__clang__) // clang has no -Wmaybe-uninitialized, and warns that it has none
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
   /// (hi, lo) of the 32x32-bit products m · x in all 16 lanes (two even/odd vpmuludq).
   static void mulhilo(__m512i m, __m512i x, __m512i& hi, __m512i& lo) noexcept {

@@ -1,29 +1,33 @@
 // The CPU backend: OpenMP threads and aligned host memory (huge pages for large buffers).
 #include "tessera/core/device.hpp"
 
-#include <sys/mman.h>
+#include "tessera/core/error.hpp"
 
+#include <algorithm>
+#include <cblas.h>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <vector>
-
-#include <cblas.h>
 #include <omp.h>
-
-#include "tessera/core/error.hpp"
+#include <sys/mman.h>
+#include <thread>
+#include <vector>
 
 namespace tessera {
 
 std::string to_string(DeviceKind kind) {
   switch (kind) {
-    case DeviceKind::Cpu: return "cpu";
-    case DeviceKind::Cuda: return "cuda";
+  case DeviceKind::Cpu:
+    return "cpu";
+  case DeviceKind::Cuda:
+    return "cuda";
   }
   return "unknown";
 }
 
-std::string blas_core_name() { return openblas_get_corename(); }
+std::string blas_core_name() {
+  return openblas_get_corename();
+}
 
 std::string blas_performance_warning() {
   if (blas_core_name() != "Prescott") return {};
@@ -39,9 +43,12 @@ std::string blas_performance_warning() {
 namespace {
 
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
+/// Threads per available core a CPU backend may run: enough for hyper-threads and
+/// oversubscribed tests, far below what exhausts memory for thread stacks.
+constexpr int kThreadsPerCore = 4;
 
 class CpuBackend final : public Backend {
- public:
+public:
   explicit CpuBackend(int num_threads) {
     if (num_threads > 0) omp_set_num_threads(num_threads);
   }
@@ -85,11 +92,39 @@ class CpuBackend final : public Backend {
   }
 };
 
-}  // namespace
+} // namespace
+
+/// Cores of the machine, not only those this process is bound to: mpirun binds each rank to
+/// one core by default, and a rank asking for a few threads more is slow, not broken.
+int machine_cores() {
+  return std::max(omp_get_num_procs(), static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+int max_cpu_threads() {
+  return kThreadsPerCore * machine_cores();
+}
 
 BackendPtr make_cpu_backend(int num_threads) {
-  if (num_threads < 0) {
-    throw InvalidArgument("thread count must be >= 0, got " + std::to_string(num_threads));
+  // Far more threads than cores only slows the kernels down, and libgomp gives each thread a
+  // stack: OMP_NUM_THREADS=100000 overflows in the first parallel region. Both ways of asking
+  // (the argument, OpenMP's default from the environment) are checked here, before any
+  // parallel region of the job runs.
+  const int cap = max_cpu_threads();
+  if (num_threads < 0 || num_threads > cap) {
+    throw InvalidArgument("thread count (--threads) must be in [0, " + std::to_string(cap) +
+                          "] (0: OMP_NUM_THREADS or all cores; at most " +
+                          std::to_string(kThreadsPerCore) + " per core of the " +
+                          std::to_string(machine_cores()) + " available), got " +
+                          std::to_string(num_threads));
+  }
+  if (num_threads == 0 && omp_get_max_threads() > cap) {
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    throw InvalidArgument(
+        "OpenMP's default thread count " + std::to_string(omp_get_max_threads()) +
+        " (OMP_NUM_THREADS=" + (env != nullptr ? env : "unset") + ") is more than " +
+        std::to_string(cap) + " (" + std::to_string(kThreadsPerCore) + " per core of the " +
+        std::to_string(machine_cores()) + " available): set OMP_NUM_THREADS or --threads in [1, " +
+        std::to_string(cap) + "]");
   }
   return std::make_shared<CpuBackend>(num_threads);
 }
@@ -105,14 +140,14 @@ void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* s
   } else if (to_host) {
     from.copy_to_host(dst, src, bytes);
   } else if (to.device_id() == from.device_id()) {
-    from.synchronize();  // the data may still be computed on the source's stream
+    from.synchronize(); // the data may still be computed on the source's stream
     to.copy_within(dst, src, bytes);
     to.synchronize();
   } else {
-    std::vector<std::byte> staging(bytes);  // between two devices, through the host
+    std::vector<std::byte> staging(bytes); // between two devices, through the host
     from.copy_to_host(staging.data(), src, bytes);
     to.copy_from_host(dst, staging.data(), bytes);
   }
 }
 
-}  // namespace tessera
+} // namespace tessera

@@ -58,6 +58,10 @@ void RunReport::append(std::string_view key,
   array.push_back(std::move(object));
 }
 
-std::string RunReport::dump() const { return impl_->root.dump(2); }
+// A dataset path need not be UTF-8 (file names are bytes): its bad bytes become U+FFFD rather
+// than an exception after hours of training.
+std::string RunReport::dump() const {
+  return impl_->root.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 }  // namespace tessera

@@ -2,13 +2,16 @@
 #include "tessera/gnn/trainer.hpp"
 
 #include "tessera/comm/gradient_allreduce.hpp"
-
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/engine/optimizer.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <optional>
+#include <string>
 #include <utility>
 
 namespace tessera::gnn {
@@ -80,15 +83,115 @@ SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
           static_cast<double>(counts[2])};
 }
 
+/// "nan", "inf" or "-inf", for messages (printf may write "-nan").
+std::string non_finite_text(double value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
+/// Throws TrainingStopped when `value` is not finite. Every rank holds the same (allreduced)
+/// value, so every rank throws at the same epoch.
+void check_finite(double value, const char* what, int epoch, const AdamConfig& adam) {
+  if (std::isfinite(value)) return;
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%g", static_cast<double>(adam.lr));
+  throw TrainingStopped("the " + std::string(what) + " is " + non_finite_text(value) +
+                            " at epoch " + std::to_string(epoch) +
+                            ": training diverged; try a lower learning rate (--lr, now " + lr + ")",
+                        epoch, 0);
+}
+
+/// "SIGTERM" and the like.
+std::string signal_name(int signal) {
+  switch (signal) {
+  case SIGINT:
+    return "SIGINT";
+  case SIGTERM:
+    return "SIGTERM";
+  case SIGUSR1:
+    return "SIGUSR1";
+  default:
+    return "signal " + std::to_string(signal);
+  }
+}
+
+/// The model's parameters and Adam's state in host memory, after `epoch` epochs.
+TrainState save_state(int epoch, Sequential<float>& model, const Adam<float>& optimizer,
+                      const TrainResult& result) {
+  TrainState state;
+  state.epoch = epoch;
+  const AdamState<float> adam = optimizer.state();
+  state.adam_steps = adam.steps;
+  const std::vector<Parameter<float>*> parameters = model.parameters();
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter<float>& p = *parameters[i];
+    ParameterState saved{p.name, p.value.rows(), p.value.cols(), {}, adam.m[i], adam.v[i]};
+    saved.value.resize(static_cast<std::size_t>(p.value.size()));
+    p.value.backend()->copy_to_host(saved.value.data(), p.value.data(),
+                                    saved.value.size() * sizeof(float));
+    state.parameters.push_back(std::move(saved));
+  }
+  state.best_epoch = result.best_epoch;
+  state.best_val = result.best_val;
+  state.test_at_best_val = result.test_at_best_val;
+  state.final_test = result.final_test;
+  return state;
+}
+
+/// Puts `state`'s weights into the model and its moments into the optimizer, after checking
+/// that it is a state of this model (every name and shape) and of a run that has epochs left.
+void restore_state(const TrainState& state, const TrainConfig& config, Sequential<float>& model,
+                   Adam<float>& optimizer, TrainResult& result) {
+  if (state.epoch < 0 || state.epoch >= config.epochs) {
+    throw InvalidArgument("the state to resume is after epoch " + std::to_string(state.epoch) +
+                          ", but training has " + std::to_string(config.epochs) +
+                          " epochs: nothing is left to train (raise --epochs)");
+  }
+  const std::vector<Parameter<float>*> parameters = model.parameters();
+  if (state.parameters.size() != parameters.size()) {
+    throw DimensionMismatch("the state to resume holds " + std::to_string(state.parameters.size()) +
+                            " parameters, the model has " + std::to_string(parameters.size()));
+  }
+  AdamState<float> adam;
+  adam.steps = state.adam_steps;
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter<float>& p = *parameters[i];
+    const ParameterState& saved = state.parameters[i];
+    const auto n = static_cast<std::size_t>(p.value.size());
+    if (saved.name != p.name || saved.rows != p.value.rows() || saved.cols != p.value.cols() ||
+        saved.value.size() != n) {
+      throw DimensionMismatch("parameter " + std::to_string(i) + " of the state to resume is '" +
+                              saved.name + "' [" + std::to_string(saved.rows) + ", " +
+                              std::to_string(saved.cols) + "], the model's is '" + p.name + "' [" +
+                              std::to_string(p.value.rows()) + ", " +
+                              std::to_string(p.value.cols()) + "]");
+    }
+    adam.m.push_back(saved.adam_m);
+    adam.v.push_back(saved.adam_v);
+  }
+  optimizer.load_state(adam); // checks the moments' sizes before the weights change
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    Parameter<float>& p = *parameters[i];
+    const std::vector<float>& value = state.parameters[i].value;
+    p.value.backend()->copy_from_host(p.value.data(), value.data(), value.size() * sizeof(float));
+  }
+  result.best_epoch = state.best_epoch;
+  result.best_val = state.best_val;
+  result.test_at_best_val = state.test_at_best_val;
+  result.final_test = state.final_test;
+}
+
 } // namespace
 
 TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& model,
                                   Input<float> features, const NodeLabels& host_labels,
                                   const TrainConfig& config,
                                   const std::function<void(const EpochStats&)>& on_epoch,
-                                  const Distribution* distribution) {
-  if (config.epochs < 0 || config.eval_every < 1) {
-    throw InvalidArgument("epochs must be >= 0 and eval_every >= 1");
+                                  const Distribution* distribution, const TrainControl& control) {
+  if (config.epochs < 0 || config.eval_every < 1 || control.checkpoint_every < 0) {
+    throw InvalidArgument("epochs must be >= 0, eval_every >= 1 and checkpoint_every >= 0, got " +
+                          std::to_string(config.epochs) + ", " + std::to_string(config.eval_every) +
+                          " and " + std::to_string(control.checkpoint_every));
   }
   comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
   const RowIds row_ids = distribution != nullptr ? distribution->rows : RowIds{};
@@ -101,7 +204,8 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   std::optional<comm::GradientAllreduce> gradient_sum;
   if (comm != nullptr && comm->size() > 1) {
     std::vector<Dense*> gradients;
-    for (Parameter<float>* p : model.parameters()) gradients.push_back(&p->grad);
+    for (Parameter<float>* p : model.parameters())
+      gradients.push_back(&p->grad);
     gradient_sum.emplace(*comm, backend, std::move(gradients));
   }
   Dense d_logits; // [n, classes], allocated on the first epoch
@@ -110,12 +214,17 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   const NodeLabels& labels = labels_on_backend.view();
 
   TrainResult result;
-  result.history.reserve(static_cast<std::size_t>(config.epochs));
+  result.train_rows = static_cast<std::int64_t>(counts.train);
+  result.val_rows = static_cast<std::int64_t>(counts.val);
+  result.test_rows = static_cast<std::int64_t>(counts.test);
+  if (control.resume != nullptr) restore_state(*control.resume, config, model, optimizer, result);
+  const int first_epoch = control.resume != nullptr ? control.resume->epoch + 1 : 1;
+  result.history.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
   std::vector<double> step_ms;
-  step_ms.reserve(static_cast<std::size_t>(config.epochs));
-  double best_val_accuracy = -1.0;
+  step_ms.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
+  double best_val_accuracy = result.best_epoch > 0 ? result.best_val.accuracy : -1.0;
 
-  for (int epoch = 1; epoch <= config.epochs; ++epoch) {
+  for (int epoch = first_epoch; epoch <= config.epochs; ++epoch) {
     EpochStats stats;
     stats.epoch = epoch;
     const Step train_step{config.seed, static_cast<std::uint32_t>(epoch), true, row_ids};
@@ -125,7 +234,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     Stopwatch step_clock, phase;
     const ConstDenseView<float> logits = model.forward(train_step, features);
     result.phases.forward += phase.seconds();
-    if (epoch == 1) check_labels(host_labels, logits.rows, comm != nullptr);
+    if (epoch == first_epoch) check_labels(host_labels, logits.rows, comm != nullptr);
     phase.restart();
     if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
       d_logits = Dense(backend, logits.rows, logits.cols);
@@ -143,6 +252,8 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       comm->allreduce_sum(std::span<double>(&stats.train_loss, 1));
       allreduce_s = reduce_clock.seconds();
     }
+    // Before the update, so the weights a checkpoint of an earlier epoch holds stay finite.
+    check_finite(stats.train_loss, "training loss", epoch, config.adam);
     optimizer.step();
     result.phases.optimizer += phase.seconds();
     stats.step_ms = step_clock.seconds() * 1e3;
@@ -169,6 +280,9 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
         stats.val = {shares[2], shares[3]};
         stats.test = {shares[4], shares[5]};
       }
+      check_finite(stats.train.loss, "training loss in evaluation", epoch, config.adam);
+      check_finite(stats.val.loss, "validation loss", epoch, config.adam);
+      check_finite(stats.test.loss, "test loss", epoch, config.adam);
       result.phases.evaluate += phase.seconds();
       if (stats.val.accuracy > best_val_accuracy) {
         best_val_accuracy = stats.val.accuracy;
@@ -180,6 +294,23 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     }
     result.history.push_back(stats);
     if (on_epoch) on_epoch(stats);
+
+    // Every rank learns whether any was asked to stop, in one small allreduce, so all stop
+    // after the same epoch and write (or skip) the same checkpoint.
+    double stop = control.stop_requested ? static_cast<double>(control.stop_requested()) : 0.0;
+    if (comm != nullptr && comm->size() > 1 && control.stop_requested) {
+      comm->allreduce_max(std::span<double>(&stop, 1));
+    }
+    const bool due = control.checkpoint_every > 0 && epoch % control.checkpoint_every == 0;
+    if (control.on_checkpoint && (due || epoch == config.epochs || stop != 0.0)) {
+      control.on_checkpoint(save_state(epoch, model, optimizer, result));
+    }
+    if (stop != 0.0) {
+      const int signal = static_cast<int>(stop);
+      throw TrainingStopped("training stopped by " + signal_name(signal) + " after epoch " +
+                                std::to_string(epoch) + " of " + std::to_string(config.epochs),
+                            epoch, signal);
+    }
   }
   result.median_step_ms = median(std::move(step_ms));
   return result;

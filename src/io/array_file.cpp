@@ -21,9 +21,11 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/files.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <zlib.h>
 
 namespace tessera::io {
@@ -186,6 +188,19 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
     fail("header says " + std::to_string(payload_bytes) + " payload bytes, shape " +
          shape_text(two_dim, std::to_string(rows), std::to_string(cols)) + " needs " +
          std::to_string(count * sizeof(T)));
+  }
+
+  // The size comes from the data: a header may claim any shape, the file holds what it holds.
+  struct stat info {};
+  if (::fstat(::fileno(file), &info) != 0) {
+    throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
+  }
+  const auto present = static_cast<std::uint64_t>(std::max<std::int64_t>(
+      0, static_cast<std::int64_t>(info.st_size) - static_cast<std::int64_t>(kArrayHeaderBytes)));
+  if (!S_ISREG(info.st_mode)) fail("not a regular file");
+  if (present < payload_bytes) {
+    fail("truncated: the file holds " + std::to_string(present) +
+         " payload bytes, the header says " + std::to_string(payload_bytes));
   }
 
   StoredArray<T> array;

@@ -1,12 +1,13 @@
 // Writing and reading a graph's adjacency, features, labels and split as array files.
 #include "tessera/io/graph_files.hpp"
 
-#include <algorithm>
-#include <filesystem>
-
+#include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
-#include "tessera/core/error.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
 
 namespace tessera::io {
 
@@ -14,8 +15,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <typename T>
-std::span<const T> span_of(const T* data, std::int64_t count) {
+template <typename T> std::span<const T> span_of(const T* data, std::int64_t count) {
   return {data, static_cast<std::size_t>(count)};
 }
 
@@ -25,8 +25,11 @@ std::span<const T> span_of(const T* data, std::int64_t count) {
 
 void write_csr(const std::string& folder, const std::string& prefix, const Csr& m,
                std::vector<std::uint32_t>& crcs) {
-  const auto file = [&](const char* suffix) { return (fs::path(folder) / (prefix + suffix)).string(); };
-  crcs.push_back(write_array(file("_row_ptr.bin"), span_of(m.row_ptr(), m.rows() + 1), m.rows() + 1));
+  const auto file = [&](const char* suffix) {
+    return (fs::path(folder) / (prefix + suffix)).string();
+  };
+  crcs.push_back(
+      write_array(file("_row_ptr.bin"), span_of(m.row_ptr(), m.rows() + 1), m.rows() + 1));
   crcs.push_back(write_array(file("_col.bin"), span_of(m.col(), m.nnz()), m.nnz()));
   crcs.push_back(write_array(file("_val.bin"), span_of(m.val(), m.nnz()), m.nnz()));
 }
@@ -34,7 +37,9 @@ void write_csr(const std::string& folder, const std::string& prefix, const Csr& 
 /// Reads prefix_row_ptr/col/val as a [rows, cols] CSR of nnz entries, checking its structure.
 Csr read_csr(const std::string& folder, const std::string& prefix, std::int64_t rows,
              std::int64_t cols, std::int64_t nnz, std::vector<std::uint32_t>& crcs) {
-  const auto file = [&](const char* suffix) { return (fs::path(folder) / (prefix + suffix)).string(); };
+  const auto file = [&](const char* suffix) {
+    return (fs::path(folder) / (prefix + suffix)).string();
+  };
   auto row_ptr = read_array<Offset>(file("_row_ptr.bin"), false, rows + 1);
   auto col = read_array<LocalId>(file("_col.bin"), false, nnz);
   auto val = read_array<float>(file("_val.bin"), false, nnz);
@@ -52,7 +57,8 @@ Csr read_csr(const std::string& folder, const std::string& prefix, std::int64_t 
   for (std::int64_t k = 0; k < nnz; ++k) {
     if (col.data[k] < 0 || col.data[k] >= cols) {
       fail(file("_col.bin"), "column id " + std::to_string(col.data[k]) + " at entry " +
-                                 std::to_string(k) + " is outside [0, " + std::to_string(cols) + ")");
+                                 std::to_string(k) + " is outside [0, " + std::to_string(cols) +
+                                 ")");
     }
   }
   Csr out(make_cpu_backend(), rows, cols, nnz);
@@ -76,15 +82,67 @@ std::vector<std::int32_t> read_rows(const std::string& path, std::int64_t rows,
   return std::move(ids.data);
 }
 
-}  // namespace
+} // namespace
+
+std::size_t first_non_finite(std::span<const float> values) noexcept {
+  // Blocks of a branch-free test on the exponent bits (all ones: NaN or infinite), which the
+  // compiler vectorizes; only a block that holds a bad value is searched.
+  constexpr std::size_t kBlock = 4096;
+  const auto bad = [](float v) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    return (bits & 0x7F800000u) == 0x7F800000u;
+  };
+  for (std::size_t begin = 0; begin < values.size(); begin += kBlock) {
+    const std::size_t end = std::min(values.size(), begin + kBlock);
+    bool any = false;
+    for (std::size_t i = begin; i < end; ++i)
+      any |= bad(values[i]);
+    if (!any) continue;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (bad(values[i])) return i;
+    }
+  }
+  return values.size();
+}
+
+namespace {
+
+[[noreturn]] void fail_not_finite(const std::string& path, std::string_view what, float value,
+                                  std::int64_t row, std::int64_t col) {
+  throw FormatError(path + ": " + std::string(what) + " " + std::to_string(value) + " at row " +
+                    std::to_string(row) + ", column " + std::to_string(col) +
+                    " is not finite (NaN and infinite values are refused)");
+}
+
+} // namespace
+
+void require_finite(const Csr& matrix, const std::string& path, std::string_view what) {
+  const std::span<const float> values(matrix.val(), static_cast<std::size_t>(matrix.nnz()));
+  const std::size_t k = first_non_finite(values);
+  if (k == values.size()) return;
+  const Offset* row_ptr = matrix.row_ptr();
+  const auto row =
+      std::upper_bound(row_ptr, row_ptr + matrix.rows() + 1, static_cast<Offset>(k)) - row_ptr - 1;
+  fail_not_finite(path, what, values[k], row, matrix.col()[k]);
+}
+
+void require_finite(const Dense& matrix, const std::string& path, std::string_view what) {
+  const std::span<const float> values(matrix.data(), static_cast<std::size_t>(matrix.size()));
+  const std::size_t k = first_non_finite(values);
+  if (k == values.size()) return;
+  const auto cols = static_cast<std::size_t>(matrix.cols());
+  fail_not_finite(path, what, values[k], static_cast<std::int64_t>(k / cols),
+                  static_cast<std::int64_t>(k % cols));
+}
 
 const char* feature_kind(const graph::Features& features) {
   return features.dense ? "dense" : features.sparse ? "sparse" : "none";
 }
 
 GraphFilesShape graph_files_shape(const Csr& adjacency, const graph::Features& features) {
-  return {adjacency.rows(), adjacency.cols(), adjacency.nnz(), feature_kind(features),
-          features.cols(), features.sparse ? features.sparse->nnz() : 0};
+  return {adjacency.rows(),       adjacency.cols(), adjacency.nnz(),
+          feature_kind(features), features.cols(),  features.sparse ? features.sparse->nnz() : 0};
 }
 
 void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape) {
@@ -94,8 +152,8 @@ void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape
   description["feature_nnz"] = shape.feature_nnz;
 }
 
-GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
-                           std::int64_t cols, const std::string& path) {
+GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows, std::int64_t cols,
+                           const std::string& path) {
   GraphFilesShape shape;
   shape.rows = rows;
   shape.cols = cols;
@@ -109,16 +167,17 @@ GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
   return shape;
 }
 
-void write_graph_files(const std::string& folder, const Csr& adjacency, const graph::Features& features,
-                       std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
-                       std::span<const std::int32_t> val, std::span<const std::int32_t> test,
-                       std::vector<std::uint32_t>& crcs) {
+void write_graph_files(const std::string& folder, const Csr& adjacency,
+                       const graph::Features& features, std::span<const std::int32_t> labels,
+                       std::span<const std::int32_t> train, std::span<const std::int32_t> val,
+                       std::span<const std::int32_t> test, std::vector<std::uint32_t>& crcs) {
   create_folder(folder);
   const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
   write_csr(folder, "adj", adjacency, crcs);
   if (features.dense) {
     const Dense& x = *features.dense;
-    crcs.push_back(write_array(file("features.bin"), span_of(x.data(), x.size()), x.rows(), x.cols()));
+    crcs.push_back(
+        write_array(file("features.bin"), span_of(x.data(), x.size()), x.rows(), x.cols()));
   } else if (features.sparse) {
     write_csr(folder, "feat", *features.sparse, crcs);
   }
@@ -161,4 +220,4 @@ GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& sh
   return g;
 }
 
-}  // namespace tessera::io
+} // namespace tessera::io

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <sys/stat.h>
 #include <zlib.h>
 
 namespace tessera::io {
@@ -40,12 +42,16 @@ std::string first_existing(const std::vector<std::string>& candidates) {
   return candidates.front();
 }
 
-LineReader::LineReader(std::string path) : path_(std::move(path)) {
+LineReader::LineReader(std::string path, std::size_t max_line_bytes)
+    : path_(std::move(path)), max_line_bytes_(max_line_bytes) {
   require_readable(path_);
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) file_bytes_ = st.st_size;
   file_ = gzopen(path_.c_str(), "rb");
   if (file_ == nullptr) throw_open_error(path_, errno != 0 ? errno : ENOMEM);
   gzbuffer(file_, 1u << 18);
-  buffer_.resize(kChunk);
+  compressed_ = gzdirect(file_) == 0;
+  buffer_.resize(std::min(kChunk, max_line_bytes_ + 1));
 }
 
 LineReader::~LineReader() {
@@ -56,14 +62,38 @@ void LineReader::fail(const std::string& message) const {
   throw FormatError(path_ + ":" + std::to_string(line_) + ": " + message);
 }
 
+std::int64_t LineReader::max_records(std::int64_t min_record_bytes) const noexcept {
+  // Deflate expands at most 1032:1, so a gzip'd file bounds its text too.
+  constexpr std::int64_t kMaxDeflateRatio = 1032;
+  constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max();
+  if (file_bytes_ < 0 || min_record_bytes <= 0) return kUnbounded;
+  const std::int64_t records = (file_bytes_ + 1) / min_record_bytes;
+  if (!compressed_) return records;
+  if (file_bytes_ + 1 > kUnbounded / kMaxDeflateRatio) return kUnbounded;
+  return (file_bytes_ + 1) * kMaxDeflateRatio / min_record_bytes;
+}
+
+void LineReader::refuse_nul(std::size_t from) const {
+  const char* start = buffer_.data() + from;
+  const auto* nul = static_cast<const char*>(std::memchr(start, '\0', end_ - from));
+  if (nul == nullptr) return;
+  // The bytes after begin_ belong to the lines after the last one returned.
+  const char* first = buffer_.data() + begin_;
+  const auto line = line_ + 1 + std::count(first, nul, '\n');
+  throw FormatError(
+      path_ + ":" + std::to_string(line) + ": NUL byte at byte offset " +
+      std::to_string(consumed_before_ + static_cast<std::size_t>(nul - buffer_.data())) +
+      ": not a text file");
+}
 bool LineReader::refill() {
   if (at_eof_) return false;
   // Keep the unconsumed tail (a partial line) at the front; grow when one line fills the buffer.
   const std::size_t tail = end_ - begin_;
   if (begin_ > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, tail);
+  consumed_before_ += begin_;
   begin_ = 0;
   end_ = tail;
-  if (end_ == buffer_.size()) buffer_.resize(buffer_.size() * 2);
+  if (end_ == buffer_.size()) buffer_.resize(std::min(buffer_.size() * 2, max_line_bytes_ + 1));
   const int got =
       gzread(file_, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
   int status = Z_OK;
@@ -80,6 +110,7 @@ bool LineReader::refill() {
     return false;
   }
   end_ += static_cast<std::size_t>(got);
+  refuse_nul(end_ - static_cast<std::size_t>(got));
   return true;
 }
 
@@ -87,6 +118,11 @@ bool LineReader::next(std::string_view& line) {
   while (true) {
     const char* start = buffer_.data() + begin_;
     const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - begin_));
+    if (newline == nullptr && end_ - begin_ > max_line_bytes_) {
+      throw FormatError(path_ + ":" + std::to_string(line_ + 1) + ": line longer than " +
+                        std::to_string(max_line_bytes_) +
+                        " bytes without a newline: not a line-oriented text file");
+    }
     if (newline != nullptr) {
       std::size_t length = static_cast<std::size_t>(newline - start);
       begin_ += length + 1;
@@ -108,7 +144,7 @@ bool LineReader::next(std::string_view& line) {
   }
 }
 
-std::string read_text_file(const std::string& path) {
+std::string read_text_file(const std::string& path, std::size_t max_bytes) {
   require_readable(path);
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) throw_open_error(path, errno != 0 ? errno : ENOMEM);
@@ -127,6 +163,21 @@ std::string read_text_file(const std::string& path) {
       throw FormatError(path + ": corrupt or truncated gzip data: " + message);
     }
     if (got == 0) break;
+    // Text holds no NUL byte; stopping at one (or at the size bound) keeps a binary file or an
+    // endless stream such as /dev/zero from being read into memory.
+    const auto* nul =
+        static_cast<const char*>(std::memchr(chunk.data(), '\0', static_cast<std::size_t>(got)));
+    if (nul != nullptr || text.size() + static_cast<std::size_t>(got) > max_bytes) {
+      gzclose(file);
+      if (nul != nullptr) {
+        throw FormatError(
+            path + ": NUL byte at byte offset " +
+            std::to_string(text.size() + static_cast<std::size_t>(nul - chunk.data())) +
+            ": not a text file");
+      }
+      throw FormatError(path + ": more than " + std::to_string(max_bytes) +
+                        " bytes, the most a text side file may hold");
+    }
     text.append(chunk.data(), static_cast<std::size_t>(got));
   }
   gzclose(file);

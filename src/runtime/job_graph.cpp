@@ -7,7 +7,10 @@
 #include "tessera/ops/ops.hpp"
 #include "tessera/partition/store.hpp"
 
+#include <exception>
 #include <fmt/core.h>
+#include <string>
+#include <vector>
 
 namespace tessera::runtime {
 
@@ -16,16 +19,26 @@ namespace {
 constexpr int kTileTag = 7200;
 constexpr int kFeatureTag = 7300;
 
-/// Refuses data without features or class labels, naming the dataset: whole (in memory) or a
-/// store's part (every part of a store has the dataset's feature width and class count).
-void check_trainable(const std::string& dataset, const graph::Features& features,
-                     std::int32_t num_classes) {
+/// Refuses data that cannot be trained on, naming the dataset and what it holds: whole (in
+/// memory) or a store's part (every part of a store has the dataset's node count, feature width
+/// and class count).
+void check_trainable(const std::string& dataset, std::int64_t num_nodes,
+                     const graph::Features& features, bool labelled, std::int32_t num_classes) {
   if (features.cols() == 0) {
     throw InvalidArgument("dataset '" + dataset +
                           "' has no node features; it can be partitioned but not trained on");
   }
-  if (num_classes < 2) {
+  if (!labelled) {
     throw InvalidArgument("dataset '" + dataset + "' has no class labels to train on");
+  }
+  if (num_nodes < 2) {
+    throw InvalidArgument(fmt::format("dataset '{}' has {} node{}: at least 2 are needed to train",
+                                      dataset, num_nodes, num_nodes == 1 ? "" : "s"));
+  }
+  if (num_classes < 2) {
+    throw InvalidArgument(
+        fmt::format("dataset '{}' has {} class{}: at least 2 are needed to train a classifier",
+                    dataset, num_classes, num_classes == 1 ? "" : "es"));
   }
 }
 
@@ -37,74 +50,267 @@ std::string describe(const datasets::Dataset& d, double seconds) {
                      d.val_idx.size(), d.test_idx.size(), seconds);
 }
 
+/// The bytes of `text` and back, for broadcasts.
+std::vector<std::byte> to_bytes(const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  return {p, p + text.size()};
+}
+std::string to_text(const std::vector<std::byte>& bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+/// Makes `root`'s failure (null: none) every rank's: `root` rethrows its exception, the others
+/// throw one of the same type (IoError, FormatError, InvalidArgument; Error otherwise) saying
+/// "rank R ...: message". One broadcast; so one rank's bad input fails the whole job with its
+/// message instead of leaving the other ranks waiting. Collective over `comm`.
+void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
+                   const std::string& what_root_did) {
+  std::string text = "-";
+  if (comm.rank() == root && failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const IoError& e) {
+      text = std::string("I") + e.what();
+    } catch (const FormatError& e) {
+      text = std::string("F") + e.what();
+    } catch (const InvalidArgument& e) {
+      text = std::string("A") + e.what();
+    } catch (const std::exception& e) {
+      text = std::string("E") + e.what();
+    }
+  }
+  std::vector<std::byte> bytes = to_bytes(text);
+  comm.broadcast(bytes, root);
+  text = to_text(bytes);
+  if (text == "-") return;
+  if (comm.rank() == root) std::rethrow_exception(failure);
+  const std::string message = fmt::format("rank {} {}: {}", root, what_root_did, text.substr(1));
+  switch (text.front()) {
+  case 'I':
+    throw IoError(message);
+  case 'F':
+    throw FormatError(message);
+  case 'A':
+    throw InvalidArgument(message);
+  default:
+    throw Error(message);
+  }
+}
+
 /// Rank 0 loads the whole graph and, for several ranks, partitions it and sends every other rank
-/// its tile; the others receive theirs. Only rank 0 ever holds the whole graph.
+/// its tile; the others receive theirs. Only rank 0 ever holds the whole graph. A dataset rank 0
+/// cannot load, train on or cut fails on every rank.
 partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& comm,
                                      const BackendPtr& host, std::string& dataset_name,
                                      const Log& say) {
-  std::vector<std::byte> name;
-  partition::LocalGraph own;
+  datasets::Dataset data;
+  partition::Partition parts;
+  std::exception_ptr failure;
   if (comm.rank() == 0) {
-    const Stopwatch clock;
-    datasets::Dataset data = datasets::load_dataset(host, job.dataset, job.load);
-    check_trainable(data.name, data.features, data.has_labels() ? data.num_classes : 0);
-    if (!data.has_split()) {
-      datasets::make_random_split(data, 0.6, 0.2, job.train.seed);
-      say("no published split: using a random 60/20/20 split");
-    }
-    say(describe(data, clock.seconds()));
-    const auto* text = reinterpret_cast<const std::byte*>(data.name.data());
-    name.assign(text, text + data.name.size());
-    if (comm.size() == 1) {
-      own = partition::whole_graph_tile(std::move(data));
-    } else {
-      partition::Options options = job.partition;
-      options.num_parts = comm.size();
-      options.feature_width = data.features.cols();
-      const Stopwatch cut;
-      const partition::Partition parts = partition::partition_graph(data.adjacency, options);
-      const partition::Quality quality = partition::measure(data.adjacency, parts);
-      say(fmt::format("partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows "
-                      "per exchange ({:.3f} of a 1D broadcast)",
-                      data.name, comm.size(), partition::to_string(options.method), cut.seconds(),
-                      quality.total_volume,
-                      quality.broadcast_volume == 0
-                          ? 0.0
-                          : static_cast<double>(quality.total_volume) /
-                                static_cast<double>(quality.broadcast_volume)));
-      for (int q = 1; q < comm.size(); ++q) {
-        comm.send(partition::tile_to_bytes(partition::build_local_graph(data, parts, q)), q,
-                  kTileTag);
+    try {
+      const Stopwatch clock;
+      data = datasets::load_dataset(host, job.dataset, job.load);
+      check_trainable(data.name, data.num_nodes, data.features, data.has_labels(),
+                      data.num_classes);
+      if (datasets::use_default_split_when_missing(data, job.train.seed)) {
+        say("no published split: using a random 60/20/20 split");
       }
-      own = partition::build_local_graph(data, parts, 0);
+      say(describe(data, clock.seconds()));
+      if (comm.size() > 1) {
+        partition::Options options = job.partition;
+        options.num_parts = comm.size();
+        options.feature_width = data.features.cols();
+        const Stopwatch cut;
+        parts = partition::partition_graph(data.adjacency, options);
+        const partition::Quality quality = partition::measure(data.adjacency, parts);
+        say(fmt::format("partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows "
+                        "per exchange ({:.3f} of a 1D broadcast)",
+                        data.name, comm.size(), partition::to_string(options.method), cut.seconds(),
+                        quality.total_volume,
+                        quality.broadcast_volume == 0
+                            ? 0.0
+                            : static_cast<double>(quality.total_volume) /
+                                  static_cast<double>(quality.broadcast_volume)));
+      }
+    } catch (const std::exception&) {
+      failure = std::current_exception();
     }
-  } else {
-    own = partition::tile_from_bytes(host, comm.receive(0, kTileTag));
   }
+  share_failure(comm, 0, failure, "could not prepare the dataset");
+  std::vector<std::byte> name = to_bytes(data.name);
   comm.broadcast(name, 0);
-  dataset_name.assign(reinterpret_cast<const char*>(name.data()), name.size());
-  return own;
+  dataset_name = to_text(name);
+  if (comm.rank() != 0) return partition::tile_from_bytes(host, comm.receive(0, kTileTag));
+  if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
+  for (int q = 1; q < comm.size(); ++q) {
+    comm.send(partition::tile_to_bytes(partition::build_local_graph(data, parts, q)), q, kTileTag);
+  }
+  return partition::build_local_graph(data, parts, 0);
 }
 
-/// This rank's part of the job's partition store (refused when made for another rank count or
-/// another dataset).
+/// Where a rank's tile came from, for messages, and the dataset checksum it was cut from (0 for
+/// tiles cut in memory: rank 0 cut them all from one graph).
+struct TileSource {
+  std::string file;
+  std::uint32_t dataset_crc = 0;
+};
+
+/// Refuses a store that was not cut from the job's --dataset: rank 0 loads the dataset and
+/// hashes it as write_store did, every rank compares the result with the manifest. A store is
+/// otherwise matched by name only, and another graph saved under the same name would train.
+/// Collective over `comm` (one broadcast from rank 0, also when rank 0 fails to load).
+void check_store_matches_dataset(const TrainJob& job, comm::Communicator& comm,
+                                 const partition::Manifest& manifest, const BackendPtr& host) {
+  std::string checksum;
+  std::exception_ptr failure;
+  if (comm.rank() == 0) {
+    try {
+      checksum = partition::dataset_checksum(datasets::load_dataset(host, job.dataset, job.load));
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+  }
+  share_failure(comm, 0, failure,
+                "could not load --dataset " + job.dataset + " to check partition store '" +
+                    job.partition_dir + "' against it");
+  std::vector<std::byte> bytes = to_bytes(checksum);
+  comm.broadcast(bytes, 0);
+  checksum = to_text(bytes);
+  if (checksum != manifest.dataset_checksum) {
+    const std::string data_dir =
+        job.load.data_dir.empty() ? datasets::default_data_dir() : job.load.data_dir;
+    throw InvalidArgument(fmt::format(
+        "partition store '{}' was cut from a graph with checksum {} (dataset '{}' in its "
+        "manifest); --dataset {} (data dir '{}') has checksum {}: they are different graphs. "
+        "Re-create the store from this data, or omit --dataset to train on the store's",
+        job.partition_dir, manifest.dataset_checksum, manifest.dataset, job.dataset, data_dir,
+        checksum));
+  }
+}
+
+/// This rank's part of the job's partition store (refused when made for another rank count or,
+/// by name, for another dataset) and its manifest. Not collective: a failure here is reported on
+/// every rank by check_job_facts.
 partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communicator& comm,
-                                      std::string& dataset_name, const Log& say) {
-  const partition::Manifest manifest = partition::read_manifest(job.partition_dir);
+                                      partition::Manifest& manifest, TileSource& source,
+                                      const Log& say) {
+  manifest = partition::read_manifest(job.partition_dir);
   if (!job.dataset.empty() && job.dataset != manifest.dataset) {
     throw InvalidArgument(fmt::format("partition store '{}' was made for dataset '{}', this job "
                                       "names '{}' (omit --dataset to use the store's)",
                                       job.partition_dir, manifest.dataset, job.dataset));
   }
-  dataset_name = manifest.dataset;
+  source.file = partition::part_description_path(job.partition_dir, comm.rank());
+  source.dataset_crc =
+      static_cast<std::uint32_t>(std::stoul(manifest.dataset_checksum, nullptr, 16));
   const Stopwatch clock;
   partition::LocalGraph tile = partition::load_part(job.partition_dir, comm.rank(), comm.size());
   say(fmt::format("partition store {}: dataset {} ({} nodes) in {} parts by {}; rank 0 read its "
                   "part in {:.2f} s",
                   job.partition_dir, manifest.dataset, manifest.num_nodes, manifest.num_parts,
                   manifest.method, clock.seconds()));
-  check_trainable(dataset_name, tile.features, tile.num_classes);
   return tile;
+}
+
+/// The facts of a tile that must be the same on every rank of a job (and its part, which must be
+/// the rank), in the order they are compared.
+enum Fact : std::size_t {
+  kLoaded,
+  kPart,
+  kNumParts,
+  kNumGlobalNodes,
+  kDatasetChecksum,
+  kNumClasses,
+  kLabelled,
+  kFeatureKind,
+  kFeatureWidth,
+  kNumFacts
+};
+constexpr const char* kFactNames[kNumFacts] = {
+    "loaded",      "part",   "num_parts",    "num_global_nodes", "dataset_checksum",
+    "num_classes", "labels", "feature_kind", "feature_width"};
+
+/// The value held by most ranks (the lowest rank's on a tie): what the odd ranks are named
+/// against.
+std::int64_t majority(const std::vector<std::int64_t>& facts, int ranks, std::size_t fact) {
+  std::int64_t best = facts[fact];
+  int best_count = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const std::int64_t v = facts[r * kNumFacts + fact];
+    int count = 0;
+    for (int q = 0; q < ranks; ++q)
+      count += facts[q * kNumFacts + fact] == v;
+    if (count > best_count) best = v, best_count = count;
+  }
+  return best;
+}
+
+std::string fact_text(std::size_t fact, std::int64_t value) {
+  if (fact == kDatasetChecksum) return fmt::format("{:08x}", value);
+  if (fact == kFeatureKind) return value == 1 ? "dense" : value == 2 ? "sparse" : "none";
+  if (fact == kLabelled) return value != 0 ? "present" : "absent";
+  return std::to_string(value);
+}
+
+/// Every rank's tile belongs to one job: loaded, part = rank, and the same part count, graph
+/// size, dataset, classes, labels and features on every rank. Checked with one collective before
+/// any exchange, so a rank whose part could not be loaded or came from another store makes every
+/// rank throw the same error (naming that rank and its file) instead of one rank failing while
+/// the others wait, or mismatched messages (MPI_ERR_TRUNCATE). `failure` is this rank's load
+/// error, if any (rethrown here). Collective over `comm`.
+void check_job_facts(comm::Communicator& comm, const partition::LocalGraph* tile,
+                     const TileSource& source, const std::exception_ptr& failure) {
+  const int ranks = comm.size(), me = comm.rank();
+  std::vector<std::int64_t> facts(static_cast<std::size_t>(ranks) * kNumFacts, 0);
+  std::int64_t* mine = facts.data() + static_cast<std::size_t>(me) * kNumFacts;
+  if (!failure) {
+    mine[kLoaded] = 1;
+    mine[kPart] = tile->part;
+    mine[kNumParts] = tile->num_parts;
+    mine[kNumGlobalNodes] = tile->num_global_nodes;
+    mine[kDatasetChecksum] = source.dataset_crc;
+    mine[kNumClasses] = tile->num_classes;
+    mine[kLabelled] = tile->labels.empty() ? 0 : 1;
+    mine[kFeatureKind] = tile->features.dense ? 1 : tile->features.sparse ? 2 : 0;
+    mine[kFeatureWidth] = tile->features.cols();
+  }
+  comm.allreduce_sum(facts); // an allgather: each rank filled only its own row
+  const auto fact = [&](int rank, std::size_t f) { return facts[rank * kNumFacts + f]; };
+  // Only on a failure: every rank knows the same failing rank, so these broadcasts match.
+  const auto file_of = [&](int rank) {
+    std::vector<std::byte> bytes = to_bytes(source.file);
+    comm.broadcast(bytes, rank);
+    return to_text(bytes);
+  };
+
+  for (int r = 0; r < ranks; ++r) {
+    if (fact(r, kLoaded) == 0) {
+      share_failure(comm, r, r == me ? failure : nullptr,
+                    "could not load its part, so no rank trains");
+    }
+  }
+  for (int r = 0; r < ranks; ++r) {
+    if (fact(r, kPart) != r || fact(r, kNumParts) != ranks) {
+      const std::string file = file_of(r);
+      throw FormatError(fmt::format("rank {} ({}) holds part {} of {}, but this job has {} ranks",
+                                    r, file, fact(r, kPart), fact(r, kNumParts), ranks));
+    }
+  }
+  for (std::size_t f = kNumGlobalNodes; f < kNumFacts; ++f) {
+    const std::int64_t agreed = majority(facts, ranks, f);
+    int odd = -1, holder = -1;
+    for (int r = ranks - 1; r >= 0; --r) {
+      if (fact(r, f) != agreed) odd = r;
+      if (fact(r, f) == agreed) holder = r;
+    }
+    if (odd < 0) continue;
+    const std::string odd_file = file_of(odd), holder_file = file_of(holder);
+    throw FormatError(fmt::format(
+        "the ranks' tiles disagree on {}: rank {} ({}) has {}, rank {} ({}) has {}; every part "
+        "of a job must come from the same store",
+        kFactNames[f], odd, odd_file, fact_text(f, fact(odd, f)), holder, holder_file,
+        fact_text(f, agreed)));
+  }
 }
 
 /// The layer-0 input: owned rows followed (with the cache) by the ghost rows, fetched once here
@@ -155,8 +361,29 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
                        const BackendPtr& host, const Log& say) {
   JobGraph g;
   Stopwatch clock;
-  g.tile = job.partition_dir.empty() ? tile_in_memory(job, *comm, host, g.dataset, say)
-                                     : tile_from_store(job, *comm, g.dataset, say);
+  TileSource source;
+  std::exception_ptr failure;
+  partition::Manifest manifest;
+  if (job.partition_dir.empty()) {
+    g.tile = tile_in_memory(job, *comm, host, g.dataset, say);
+    source.file = "the tile rank 0 cut from dataset '" + g.dataset + "'";
+  } else {
+    // A part that fails to load is reported by every rank (check_job_facts), not by one while
+    // the others wait in the first exchange.
+    try {
+      g.tile = tile_from_store(job, *comm, manifest, source, say);
+      g.dataset = manifest.dataset;
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+  }
+  check_job_facts(*comm, &g.tile, source, failure);
+  // Every rank now holds the same manifest (its dataset checksum is one of the facts).
+  if (!job.partition_dir.empty() && !job.dataset.empty()) {
+    check_store_matches_dataset(job, *comm, manifest, host);
+  }
+  check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
+                  g.tile.num_classes);
   if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
   g.load_s = clock.seconds();
 

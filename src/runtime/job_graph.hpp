@@ -33,10 +33,16 @@ struct JobGraph {
 };
 
 /// Gets this rank's graph for `job`: from its part of job.partition_dir, or from rank 0, which
-/// loads the dataset (adding a random split when it has none), partitions it for the ranks and
-/// hands out the tiles; row-normalizes the features when asked. `say` logs on rank 0.
-/// Collective over `comm`. Throws when the data cannot be trained on (no features or labels),
-/// naming the dataset.
+/// loads the dataset (adding the default split when it has none:
+/// datasets::use_default_split_when_missing), partitions it for the ranks and hands out the
+/// tiles; row-normalizes the features when asked. `say` logs on rank 0.
+/// Before any halo exchange every rank checks, in one collective, that every part loaded and
+/// that all tiles agree on part count, graph size, dataset, classes, labels and features: a
+/// failure on one rank is thrown on every rank, naming the rank and its file. With both
+/// partition_dir and dataset, rank 0 loads the dataset and the store is refused (on every rank)
+/// unless it was cut from that data (dataset checksum). Collective over `comm`. Throws
+/// InvalidArgument when the data cannot be trained on (no features or labels, one node, one
+/// class), naming the dataset and what it holds.
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                        const BackendPtr& host, const Log& say);
 

@@ -6,9 +6,13 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/io/files.hpp"
+#include "tessera/runtime/checkpoint.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fmt/core.h>
+#include <optional>
 
 namespace tessera::runtime {
 
@@ -197,6 +201,32 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   return s;
 }
 
+/// The run a checkpoint of this job belongs to.
+CheckpointRun checkpoint_run(const TrainJob& job, const comm::Communicator& comm, const JobGraph& g,
+                             const JobModel& m) {
+  CheckpointRun run;
+  run.dataset = g.dataset;
+  run.num_nodes = g.tile.num_global_nodes;
+  run.features = m.graph->in_features();
+  run.classes = m.graph->num_classes();
+  run.model_name = job.model_name;
+  run.layer_sizes = m.spec.layer_sizes;
+  run.seed = job.train.seed;
+  run.adam = job.train.adam;
+  run.model = job.model;
+  run.epochs = job.train.epochs;
+  run.ranks = comm.size();
+  return run;
+}
+
+/// Whether two folder names are the same folder (either may not exist yet).
+bool same_folder(const std::string& a, const std::string& b) {
+  std::error_code error;
+  const auto canonical_a = std::filesystem::weakly_canonical(a, error);
+  const auto canonical_b = std::filesystem::weakly_canonical(b, error);
+  return !error && canonical_a == canonical_b;
+}
+
 } // namespace
 
 RunSummary run_train_job(const TrainJob& job, const std::function<void(const std::string&)>& log,
@@ -206,6 +236,25 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   const Log say = [&](const std::string& line) {
     if (log && comm->rank() == 0) log(line);
   };
+  if (job.checkpoint_every < 0) {
+    throw InvalidArgument("checkpoint_every must be >= 0 (0: after the last epoch only), got " +
+                          std::to_string(job.checkpoint_every));
+  }
+  // Claimed before any work, so a folder that cannot take checkpoints fails now, not after the
+  // first N epochs; held (locked) until training ends. Rank 0 alone writes: weights are
+  // replicated.
+  std::optional<io::OutputFolder> checkpoint_folder;
+  if (!job.checkpoint_dir.empty() && comm->rank() == 0) {
+    const bool resuming_here =
+        !job.resume_dir.empty() && same_folder(job.resume_dir, job.checkpoint_dir);
+    checkpoint_folder.emplace(job.checkpoint_dir, "checkpoint",
+                              job.replace_checkpoints || resuming_here);
+  }
+  // Read before the data, so a missing or malformed checkpoint fails at once. Every rank reads
+  // it (as every rank reads its part of a store): no rank waits on another's file system.
+  std::optional<Checkpoint> resume;
+  if (!job.resume_dir.empty()) resume = read_checkpoint(job.resume_dir);
+
   // The data is read and prepared on the host; the model runs on this rank's backend.
   const BackendPtr host = make_cpu_backend(job.threads);
   const BackendPtr backend = select_backend(job.device, comm->local_rank(), job.threads);
@@ -224,9 +273,25 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   distribution.halo_totals = [&model] { return model.graph->halo_totals(); };
   const partition::LocalGraph& tile = graph.tile;
   const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
+  const CheckpointRun run = checkpoint_run(job, *comm, graph, model);
+  gnn::TrainControl control;
+  if (resume) {
+    for (const std::string& note : check_resumable(job.resume_dir, resume->run, run))
+      say(note);
+    say(fmt::format("resuming from {} after epoch {}", job.resume_dir, resume->state.epoch));
+    control.resume = &resume->state;
+  }
+  control.checkpoint_every = job.checkpoint_every;
+  if (!job.checkpoint_dir.empty()) {
+    control.on_checkpoint = [&](const gnn::TrainState& state) {
+      if (comm->rank() == 0)
+        write_checkpoint(job.checkpoint_dir, {kCheckpointFormatVersion, run, state});
+    };
+  }
+  control.stop_requested = job.stop_requested;
   gnn::TrainResult result =
       gnn::train_node_classifier(backend, model.model, input_of(model.input(graph)), labels,
-                                 job.train, on_epoch, &distribution);
+                                 job.train, on_epoch, &distribution, control);
   return summarize(job, *comm, backend, graph, model, std::move(result));
 }
 

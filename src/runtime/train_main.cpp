@@ -5,9 +5,11 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/io/files.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/core.h>
@@ -45,7 +47,51 @@ struct Options {
   std::string partition_method = "metis";
   bool no_feature_cache = false;
   std::string inject_failure;
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  std::string resume;
+  bool force = false;
 };
+
+/// The signal that asked training to stop (0: none), set by the handler below.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  stop_signal = signal;
+}
+
+/// SIGINT, SIGTERM and SIGUSR1 ask training to stop after the current epoch (and checkpoint);
+/// the handler is reset by the first, so a second signal ends the process at once as usual.
+/// Open MPI's mpirun answers SIGINT/SIGTERM by killing the ranks (SIGTERM, then SIGKILL one
+/// second later: MCA odls_base_sigkill_timeout) but forwards SIGUSR1 to every rank, so under
+/// mpirun the graceful stop is SIGUSR1 to mpirun, or SIGTERM to every rank's process.
+void catch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  for (const int signal : {SIGINT, SIGTERM, SIGUSR1})
+    sigaction(signal, &action, nullptr);
+}
+
+/// A number flag's accepted range, said in its error ("--lr: expects a number > 0, got 0"):
+/// CLI11's PositiveNumber quotes its bound as a 309-digit number.
+CLI::Validator range_of(double low, bool low_open, double high, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0.0;
+        std::size_t used = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        const bool ok =
+            used == text.size() && (low_open ? value > low : value >= low) && value <= high;
+        return ok ? std::string() : "expects " + what + ", got '" + text + "'";
+      },
+      what);
+}
 
 /// The flags every program has, and the GCN's own when `gcn`.
 void add_flags(CLI::App& app, Options& o, bool gcn) {
@@ -62,17 +108,19 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   }
   app.add_option("--hidden", o.hidden, "hidden width")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(range_of(1, false, 1 << 30, "an integer in [1, 2^30]"));
   app.add_option("--num-layers", o.num_layers, "number of graph layers")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(range_of(1, false, 1000, "an integer in [1, 1000]"));
   app.add_option("--dropout", o.dropout, "dropout probability")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.999));
-  app.add_option("--lr", o.lr, "learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr", o.lr, "learning rate")
+      ->capture_default_str()
+      ->check(range_of(0, true, 1e30, "a number > 0"));
   app.add_option("--weight-decay", o.weight_decay, "weight decay")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(range_of(0, false, 1e30, "a number >= 0"));
   app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"adam", "adamw"}));
@@ -83,15 +131,18 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   }
   app.add_option("--epochs", o.epochs, "training epochs")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(range_of(0, false, 1e8, "an integer in [0, 10^8]"));
   app.add_option("--eval-every", o.eval_every, "evaluate every k epochs")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(range_of(1, false, 1e8, "an integer in [1, 10^8]"));
   app.add_option("--seed", o.seed, "seed of weights, dropout and generated data")
       ->capture_default_str();
-  app.add_option("--threads", o.threads, "CPU threads (0: OMP_NUM_THREADS or all cores)")
+  // Its upper bound (4 per core) is checked where threads are set (make_cpu_backend), which
+  // covers OMP_NUM_THREADS too.
+  app.add_option("--threads", o.threads,
+                 "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(range_of(0, false, 1e9, "an integer >= 0"));
   app.add_option("--device", o.device,
                  "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
                  "(a GPU when the node has one for the rank, else the CPU)")
@@ -110,7 +161,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_option("--log-every", o.log_every,
                  "print a log line every k epochs when not on a terminal")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(range_of(1, false, 1e8, "an integer in [1, 10^8]"));
   app.add_option("--report", o.report, "write a JSON run report to this path");
   app.add_option("--partition-dir", o.partition_dir,
                  "partition store (tessera-partition --out) with one part per rank; each rank "
@@ -121,6 +172,19 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->check(CLI::IsMember({"metis", "metis-recursive", "block", "random"}));
   app.add_flag("--no-feature-cache", o.no_feature_cache,
                "fetch ghost input features every epoch instead of once (to measure the cache)");
+  app.add_option(
+      "--checkpoint-dir", o.checkpoint_dir,
+      "write checkpoints (weights, Adam state, epoch, best validation) to this folder "
+      "after every --checkpoint-every epochs, the last epoch, and a stop signal (SIGINT, "
+      "SIGTERM; under mpirun: SIGUSR1 to mpirun, or SIGTERM to every rank)");
+  app.add_option("--checkpoint-every", o.checkpoint_every,
+                 "epochs between checkpoints (0: after the last epoch and on a signal only)")
+      ->capture_default_str()
+      ->check(range_of(0, false, 1e8, "an integer in [0, 10^8]"));
+  app.add_option("--resume", o.resume,
+                 "continue from the latest checkpoint in this folder (same data and model; made "
+                 "at any rank count); --epochs counts from the start of the original run");
+  app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   app.add_option("--inject-failure", o.inject_failure,
                  "testing: RANK:EPOCH makes that rank throw after that epoch")
       ->group("Testing");
@@ -163,7 +227,33 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.method = partition::parse_method(o.partition_method);
   job.partition.seed = o.seed;
   job.cache_input_features = !o.no_feature_cache;
+  job.checkpoint_dir = o.checkpoint_dir;
+  job.checkpoint_every = o.checkpoint_every;
+  job.replace_checkpoints = o.force;
+  job.resume_dir = o.resume;
+  job.stop_requested = [] { return static_cast<int>(stop_signal); };
   return job;
+}
+
+/// Refuses flags that would be ignored with the others given: a user who passes them expects
+/// them to do something.
+void check_flag_combinations(const CLI::App& app, const Options& o) {
+  if (!o.partition_dir.empty()) {
+    for (const char* flag : {"--split", "--partition-method"}) {
+      if (app.count(flag) > 0) {
+        throw InvalidArgument(std::string(flag) +
+                              " is not used with --partition-dir (the store was made with its "
+                              "own split and partitioning): drop one of them");
+      }
+    }
+  }
+  if (app.count("--checkpoint-every") > 0 && o.checkpoint_dir.empty()) {
+    throw InvalidArgument("--checkpoint-every needs --checkpoint-dir (where to write them)");
+  }
+  if (o.force && o.checkpoint_dir.empty()) {
+    throw InvalidArgument("--force only replaces a checkpoint in --checkpoint-dir, which is not "
+                          "given");
+  }
 }
 
 /// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise
@@ -205,6 +295,37 @@ std::pair<int, int> parse_failure(const std::string& text) {
   }
 }
 
+/// Refuses an --inject-failure that could never fire.
+void check_failure(int rank, int epoch, int ranks, int epochs) {
+  if (rank < 0) return;
+  if (rank >= ranks) {
+    throw InvalidArgument(fmt::format("--inject-failure {}:{} names rank {}, but the job has {} "
+                                      "rank(s): expects a rank in [0, {}]",
+                                      rank, epoch, rank, ranks, ranks - 1));
+  }
+  if (epoch < 1 || epoch > epochs) {
+    throw InvalidArgument(fmt::format("--inject-failure {}:{} names epoch {}, but --epochs is {}: "
+                                      "expects an epoch in [1, {}]",
+                                      rank, epoch, epoch, epochs, epochs));
+  }
+}
+
+/// The final metrics line: test accuracy at the best validation epoch, or why there is none.
+void print_result(const gnn::TrainResult& result, int epochs) {
+  if (result.history.empty()) {
+    fmt::print("no epochs trained (--epochs {}): no test accuracy to report\n", epochs);
+  } else if (result.test_rows == 0) {
+    fmt::print("no test rows: the dataset's test split is empty, so there is no test accuracy "
+               "(validation accuracy {:.2f}% at epoch {})\n",
+               100.0 * result.best_val.accuracy, result.best_epoch);
+  } else {
+    fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); "
+               "final test accuracy {:.2f}%\n",
+               100.0 * result.test_at_best_val.accuracy, result.best_epoch,
+               100.0 * result.best_val.accuracy, 100.0 * result.final_test.accuracy);
+  }
+}
+
 } // namespace
 
 int train_main(int argc, char** argv, const TrainProgram& program) {
@@ -234,11 +355,16 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
   }
 
   try {
+    check_flag_combinations(app, options);
     TrainJob job = make_job(options, program);
     job.comm = comm;
     // With a store, the dataset is the store's unless named explicitly (then it must match).
     if (!options.partition_dir.empty() && app.count("--dataset") == 0) job.dataset.clear();
     const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
+    check_failure(fail_rank, fail_epoch, comm->size(), options.epochs);
+    // A report that cannot be written fails now, not after hours of training.
+    if (rank == 0 && !options.report.empty()) io::check_output_file(options.report);
+    catch_stop_signals();
     ProgressPrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const gnn::EpochStats& s) {
       if (rank == 0) progress(s);
@@ -250,10 +376,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
         job, [](const std::string& line) { fmt::print("{}\n", line); }, on_epoch);
     if (rank == 0) {
       const gnn::TrainResult& result = summary.result;
-      fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); "
-                 "final test accuracy {:.2f}%\n",
-                 100.0 * result.test_at_best_val.accuracy, result.best_epoch,
-                 100.0 * result.best_val.accuracy, 100.0 * result.final_test.accuracy);
+      print_result(result, options.epochs);
       fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
                  static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
       if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
@@ -262,6 +385,18 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
         fmt::print("report written to {}\n", options.report);
       }
     }
+  } catch (const gnn::TrainingStopped& e) {
+    // Every rank stopped after the same epoch: one message, and no abort is needed.
+    if (rank == 0) {
+      std::string where;
+      if (!options.checkpoint_dir.empty() && e.signal() != 0) {
+        where = fmt::format("; checkpoint of epoch {} in {} (continue with --resume {})", e.epoch(),
+                            options.checkpoint_dir, options.checkpoint_dir);
+      }
+      fmt::print(stderr, "[rank {}] error: {}{}\n", rank, e.what(), where);
+      std::fflush(stderr);
+    }
+    return e.signal() != 0 ? 128 + e.signal() : 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
     std::fflush(stderr);

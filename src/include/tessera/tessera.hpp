@@ -34,5 +34,6 @@
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/partition.hpp"
 #include "tessera/partition/store.hpp"
+#include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/train_job.hpp"
 #include "tessera/runtime/train_main.hpp"

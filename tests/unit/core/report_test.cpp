@@ -42,6 +42,15 @@ TEST(RunReport, KeyThroughAValueIsRefusedNamingIt) {
   EXPECT_NE(report.dump().find("\"epoch_ms\": 3.0"), std::string::npos) << report.dump();
 }
 
+TEST(RunReport, ValueThatIsNotUtf8IsWrittenNotThrown) {
+  RunReport report;
+  report.set("dataset", std::string("npz:/data/caf\xe9.npz"));
+
+  const std::string text = report.dump();
+
+  EXPECT_NE(text.find("caf\xef\xbf\xbd.npz"), std::string::npos) << text;
+}
+
 TEST(PeakRss, IsPositive) { EXPECT_GT(peak_rss_bytes(), 0); }
 
 }  // namespace

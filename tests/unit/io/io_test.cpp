@@ -93,6 +93,25 @@ TEST_F(Io, TruncatedOrCorruptArrayIsRefused) {
   EXPECT_THROW(io::read_array<float>(path("missing.bin"), false), IoError);
 }
 
+// Found by tests/fuzz (array_file): a consistent header of [20, 83886080] floats and 400 bytes of
+// payload made read_array allocate 6.7 GB before it found the payload missing.
+TEST_F(Io, HeaderClaimingMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(100, 1.0f), 20, 5);
+  {
+    std::fstream f(path("x.bin"), std::ios::in | std::ios::out | std::ios::binary);
+    const std::int64_t cols = std::int64_t{5} << 24;
+    const std::uint64_t payload = 20 * static_cast<std::uint64_t>(cols) * sizeof(float);
+    f.seekp(24);
+    f.write(reinterpret_cast<const char*>(&cols), sizeof cols);
+    f.write(reinterpret_cast<const char*>(&payload), sizeof payload);
+  }
+
+  EXPECT_THAT([&] { io::read_array<float>(path("x.bin"), true); },
+              ::testing::ThrowsMessage<FormatError>(::testing::AllOf(
+                  HasSubstr("x.bin"), HasSubstr("the file holds 400 payload bytes, the header says "
+                                                "6710886400"))));
+}
+
 TEST_F(Io, LinesOfPlainAndGzipTextReadTheSame) {
   std::ofstream(path("plain.txt")) << "1 2\n\n3 4\r\n";
   gzFile gz = gzopen(path("packed.txt.gz").c_str(), "wb");

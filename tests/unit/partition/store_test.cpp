@@ -2,9 +2,12 @@
 // byte-identical files, and corrupt, truncated, foreign or incomplete stores are refused.
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/io/array_file.hpp"
+#include "tessera/io/files.hpp"
 #include "tessera/partition/store.hpp"
 #include "unit/datasets/dataset_test_util.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -241,7 +244,8 @@ TEST(PartitionStore, SameInputsWriteByteIdenticalStores) {
   const auto a = snapshot(first.dir);
   const auto b = snapshot(second.dir);
 
-  EXPECT_EQ(a.size(), 3u * 15u + 1u); // 14 arrays + part.json per part, and the manifest
+  // 14 arrays + part.json per part, the manifest and the output folder's marker
+  EXPECT_EQ(a.size(), 3u * 15u + 2u);
   EXPECT_TRUE(a == b);
 }
 
@@ -249,7 +253,7 @@ TEST(PartitionStore, RewritingWithFewerPartsReplacesTheStore) {
   StoreFixture store;
   const Partition two{2, {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}};
 
-  write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality());
+  write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality(), true);
 
   EXPECT_EQ(read_manifest(store.dir).num_parts, 2);
   EXPECT_FALSE(fs::exists(fs::path(store.dir) / "part-00002"));
@@ -291,9 +295,9 @@ TEST(PartitionStore, RefusesAnotherFileFormatVersion) {
 TEST(PartitionStore, RefusesAnotherManifestFormatVersion) {
   const StoreFixture store;
   const std::string manifest = (fs::path(store.dir) / "manifest.json").string();
-  edit_text(manifest, "\"format_version\": 1", "\"format_version\": 2");
+  edit_text(manifest, "\"format_version\": 2", "\"format_version\": 3");
 
-  expect_refused<FormatError>([&] { load_part(store.dir, 0); }, {manifest, "format version 2"});
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); }, {manifest, "format version 3"});
 }
 
 TEST(PartitionStore, RefusesBadMagic) {
@@ -379,6 +383,349 @@ TEST(PartitionStore, LeavesNoTemporaryFiles) {
   for (const auto& entry : fs::recursive_directory_iterator(store.dir)) {
     EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
   }
+}
+
+// --- Output folder (issue 12 item 3): write_store claims its folder.
+
+TEST(PartitionStore, RefusesTheRootFolder) {
+  const Dataset ring = ring_dataset(false);
+
+  expect_refused<IoError>(
+      [&] { write_store("/", ring, kPartition, block_options(), Reorder::None, some_quality()); },
+      {"'/'", "root"});
+}
+
+TEST(PartitionStore, RefusesAFolderWithOtherContentAndLeavesItAsItWas) {
+  TempDir temp;
+  const std::string dir = temp.file("notes");
+  fs::create_directories(dir);
+  std::ofstream(fs::path(dir) / "notes.txt") << "mine";
+  const Dataset ring = ring_dataset(false);
+
+  expect_refused<IoError>(
+      [&] { write_store(dir, ring, kPartition, block_options(), Reorder::None, some_quality()); },
+      {dir, "not empty"});
+  EXPECT_EQ(read_bytes((fs::path(dir) / "notes.txt").string()), "mine");
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "manifest.json"));
+  EXPECT_FALSE(fs::exists(fs::path(dir) / "part-00000"));
+}
+
+TEST(PartitionStore, RefusesADatasetFolder) {
+  TempDir temp;
+  const std::string dir = temp.file("native");
+  const Dataset ring = ring_dataset(false);
+  datasets::save_native(ring, dir);
+  const auto before = snapshot(dir);
+
+  expect_refused<IoError>(
+      [&] { write_store(dir, ring, kPartition, block_options(), Reorder::None, some_quality()); },
+      {dir});
+  EXPECT_TRUE(snapshot(dir) == before);
+}
+
+TEST(PartitionStore, ReplacesAnExistingStoreOnlyWhenAsked) {
+  const StoreFixture store;
+  const Partition two{2, {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}};
+
+  expect_refused<IoError>(
+      [&] {
+        write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality());
+      },
+      {store.dir, "--force"});
+  EXPECT_EQ(read_manifest(store.dir).num_parts, 3);
+
+  write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality(), true);
+  EXPECT_EQ(read_manifest(store.dir).num_parts, 2);
+}
+
+TEST(PartitionStore, ASecondWriterOfTheSameFolderFails) {
+  const StoreFixture store;
+  const io::OutputFolder first_writer(store.dir, "partition store", true);
+
+  expect_refused<IoError>(
+      [&] {
+        write_store(store.dir, store.dataset, kPartition, block_options(), Reorder::None,
+                    some_quality(), true);
+      },
+      {"another process is writing", store.dir});
+}
+
+TEST(PartitionStore, CheckStoreFolderRefusesWhatWriteStoreRefusesAndCreatesNothing) {
+  const StoreFixture store;
+  TempDir temp;
+  const std::string fresh = temp.file("fresh");
+
+  expect_refused<IoError>([&] { check_store_folder(store.dir, false); }, {store.dir, "--force"});
+  expect_refused<IoError>([&] { check_store_folder("/", true); }, {"'/'"});
+  check_store_folder(store.dir, true);
+  check_store_folder(fresh, false);
+  EXPECT_FALSE(fs::exists(fresh));
+}
+
+TEST(PartitionStore, ADatasetNameThatIsNotUtf8IsWrittenNotThrown) {
+  TempDir temp;
+  Dataset ring = ring_dataset(false);
+  ring.name = "ring\xff\xfe";
+
+  write_store(temp.file("s"), ring, kPartition, block_options(), Reorder::None, some_quality());
+
+  EXPECT_EQ(read_manifest(temp.file("s")).dataset, "ring\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(load_part(temp.file("s"), 1).n_owned(), 4);
+}
+
+// --- Every file checksummed (items 5 and 6).
+
+std::string manifest_of(const StoreFixture& store) {
+  return (fs::path(store.dir) / "manifest.json").string();
+}
+
+TEST(PartitionStore, RefusesAnEditedDatasetChecksumNamingTheManifest) {
+  const StoreFixture store;
+  const std::string checksum = read_manifest(store.dir).dataset_checksum;
+  edit_text(manifest_of(store), checksum, checksum == "00000000" ? "00000001" : "00000000");
+
+  expect_refused<FormatError>([&] { read_manifest(store.dir); }, {manifest_of(store), "edited"});
+}
+
+TEST(PartitionStore, RefusesAnEditedNumNodesNamingTheManifest) {
+  const StoreFixture store;
+  edit_text(manifest_of(store), "\"num_nodes\": 12", "\"num_nodes\": 13");
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); }, {manifest_of(store), "edited"});
+}
+
+TEST(PartitionStore, RefusesAStoreOfTheOldFormatAskingToRecreateIt) {
+  const StoreFixture store;
+  edit_text(manifest_of(store), "\"format_version\": 2", "\"format_version\": 1");
+
+  expect_refused<FormatError>(
+      [&] { load_part(store.dir, 0); },
+      {manifest_of(store), "format version 1", "re-create it with tessera-partition"});
+}
+
+TEST(PartitionStore, RefusesAnEditedPartJsonNamingIt) {
+  const StoreFixture store;
+  const std::string file = store.part_file(1, "part.json");
+  edit_text(file, "\"num_classes\": 4", "\"num_classes\": 5");
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 1); }, {file, "checksum"});
+  EXPECT_EQ(load_part(store.dir, 0).num_classes, 4); // the other parts still load
+}
+
+TEST(PartitionStore, PartDescriptionPathNamesThePartJson) {
+  const StoreFixture store;
+
+  EXPECT_EQ(part_description_path(store.dir, 2), store.part_file(2, "part.json"));
+}
+
+TEST(PartitionStore, APartThatDisagreesWithTheManifestSaysWhatEachHolds) {
+  const StoreFixture store;
+  Manifest m = read_manifest(store.dir);
+  m.num_nodes = 13;
+  write_manifest(store.dir, m); // sealed again, as a forger would
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 2); },
+                              {store.part_file(2, "part.json"),
+                               "part 2 of 3 with 4 owned rows of 12 nodes",
+                               "says part 2 of 3 with 4 owned rows of 13 nodes"});
+}
+
+// --- Semantic validation (item 7): contents sealed by a forger are still checked.
+
+/// The part checksum write_store records: CRC-32 over each .bin file's payload CRC (header
+/// bytes 40..43) in the store's file order (dense features).
+std::string recomputed_part_checksum(const StoreFixture& store, int part) {
+  std::uint32_t crc = 0;
+  for (const char* name : {"owned_ids.bin", "ghost_ids.bin", "ghost_owner.bin", "degree.bin",
+                           "adj_row_ptr.bin", "adj_col.bin", "adj_val.bin", "features.bin",
+                           "labels.bin", "train_idx.bin", "val_idx.bin", "test_idx.bin"}) {
+    const std::string bytes = read_bytes(store.part_file(part, name));
+    crc = io::crc32_update(crc, bytes.data() + 40, 4);
+  }
+  return io::crc_hex(crc);
+}
+
+/// Rewrites array `name` of `part` with `values` ([rows] or [rows, cols]) and seals the store
+/// again: every checksum holds, only the contents are wrong.
+template <typename T>
+void forge(const StoreFixture& store, int part, const std::string& name, std::vector<T> values,
+           std::int64_t cols = -1) {
+  const auto rows = static_cast<std::int64_t>(values.size()) / (cols > 0 ? cols : 1);
+  io::write_array(store.part_file(part, name), std::span<const T>(values), rows, cols);
+  Manifest m = read_manifest(store.dir);
+  m.part_checksums[part] = recomputed_part_checksum(store, part);
+  write_manifest(store.dir, m);
+}
+
+/// The tile write_store wrote for `part` (no reordering).
+LocalGraph written(const StoreFixture& store, int part) {
+  return build_local_graph(store.dataset, kPartition, part);
+}
+
+TEST(PartitionStoreContents, ForgingKeepsAValidPartLoadable) {
+  const StoreFixture store;
+
+  forge(store, 1, "owned_ids.bin", written(store, 1).owned_ids);
+
+  expect_same_tile(load_part(store.dir, 1), written(store, 1));
+}
+
+TEST(PartitionStoreContents, RefusesANegativeOwnedId) {
+  const StoreFixture store;
+  auto ids = written(store, 0).owned_ids;
+  ids[0] = -1;
+  forge(store, 0, "owned_ids.bin", ids);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); },
+                              {store.part_file(0, "owned_ids.bin"), "owned id -1 at row 0"});
+}
+
+TEST(PartitionStoreContents, RefusesAnOwnedIdOutOfRange) {
+  const StoreFixture store;
+  auto ids = written(store, 0).owned_ids;
+  ids.back() = 12;
+  forge(store, 0, "owned_ids.bin", ids);
+
+  expect_refused<FormatError>(
+      [&] { load_part(store.dir, 0); },
+      {store.part_file(0, "owned_ids.bin"), "owned id 12 at row 3", "[0, 12)"});
+}
+
+TEST(PartitionStoreContents, RefusesADuplicatedOwnedId) {
+  const StoreFixture store;
+  auto ids = written(store, 0).owned_ids;
+  ids[1] = ids[0];
+  forge(store, 0, "owned_ids.bin", ids);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); },
+                              {store.part_file(0, "owned_ids.bin"), "at row 1", "unique"});
+}
+
+TEST(PartitionStoreContents, RefusesAGhostIdThatIsAlsoOwned) {
+  const StoreFixture store;
+  const LocalGraph tile = written(store, 0);
+  auto ghosts = tile.ghost_ids;
+  ghosts[0] = tile.owned_ids[0];
+  // Keep the group's order so only the overlap is wrong.
+  ASSERT_TRUE(tile.ghost_owner.size() < 2 || tile.ghost_owner[1] != tile.ghost_owner[0] ||
+              ghosts[0] < ghosts[1]);
+  forge(store, 0, "ghost_ids.bin", ghosts);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); },
+                              {store.part_file(0, "ghost_ids.bin"), "is also owned"});
+}
+
+TEST(PartitionStoreContents, RefusesADuplicatedGhostId) {
+  const StoreFixture store;
+  auto ghosts = written(store, 0).ghost_ids;
+  ghosts[1] = ghosts[0];
+  forge(store, 0, "ghost_ids.bin", ghosts);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); },
+                              {store.part_file(0, "ghost_ids.bin"), "ghost"});
+}
+
+TEST(PartitionStoreContents, RefusesAGhostOwnedByItsOwnPart) {
+  const StoreFixture store;
+  auto owners = written(store, 1).ghost_owner;
+  owners[0] = 1;
+  forge(store, 1, "ghost_owner.bin", owners);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 1); },
+                              {store.part_file(1, "ghost_owner.bin"), "ghost 0 has owner 1"});
+}
+
+TEST(PartitionStoreContents, RefusesAZeroOrWrongDegree) {
+  const StoreFixture store;
+  const LocalGraph tile = written(store, 2);
+  auto owned_wrong = tile.degree;
+  owned_wrong[0] = 0;
+  auto ghost_negative = tile.degree;
+  ghost_negative.back() = -3;
+
+  forge(store, 2, "degree.bin", owned_wrong);
+  expect_refused<FormatError>([&] { load_part(store.dir, 2); },
+                              {store.part_file(2, "degree.bin"), "owned row 0", "degree 0"});
+  forge(store, 2, "degree.bin", ghost_negative);
+  expect_refused<FormatError>([&] { load_part(store.dir, 2); },
+                              {store.part_file(2, "degree.bin"), "degree -3"});
+}
+
+TEST(PartitionStoreContents, RefusesALabelOutOfRangeNamingTheFile) {
+  const StoreFixture store;
+  auto labels = written(store, 1).labels;
+  labels[2] = 4;
+  forge(store, 1, "labels.bin", labels);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 1); },
+                              {store.part_file(1, "labels.bin"), "label 4 at row 2", "[0, 4)"});
+}
+
+TEST(PartitionStoreContents, RefusesASplitThatIsNotAscending) {
+  const StoreFixture store;
+  const LocalGraph tile = written(store, 1);
+  ASSERT_GE(tile.test_idx.size(), 2u);
+  std::vector<std::int32_t> test(tile.test_idx.rbegin(), tile.test_idx.rend());
+  forge(store, 1, "test_idx.bin", test);
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 1); },
+                              {store.part_file(1, "test_idx.bin"), "ascending"});
+}
+
+TEST(PartitionStoreContents, RefusesNonFiniteFeatures) {
+  const StoreFixture store;
+  const LocalGraph tile = written(store, 0);
+  const Dense& x = *tile.features.dense;
+  std::vector<float> values(x.data(), x.data() + x.size());
+  values[4] = std::nanf("");
+  forge(store, 0, "features.bin", values, x.cols());
+
+  expect_refused<FormatError>([&] { load_part(store.dir, 0); },
+                              {store.part_file(0, "features.bin"), "(row 1)", "finite"});
+}
+
+TEST(PartitionStoreContents, LabelsBeyondTheClassCountAreRefusedOnLoadNamingTheFile) {
+  TempDir temp;
+  Dataset ring = ring_dataset(false);
+  ring.num_classes = 3; // labels are v % 4
+
+  write_store(temp.file("s"), ring, kPartition, block_options(), Reorder::None, some_quality());
+
+  // Part 1 owns vertices 2, 3, 7 and 10: labels 2, 3, 3, 2.
+  expect_refused<FormatError>([&] { load_part(temp.file("s"), 1); },
+                              {"part-00001/labels.bin", "label 3 at row 1"});
+}
+
+TEST(PartitionStoreContents, EveryCheckPassesOnEveryWrittenTile) {
+  for (const bool sparse : {false, true}) {
+    for (const Reorder reorder : {Reorder::None, Reorder::Rcm}) {
+      const Dataset ring = ring_dataset(sparse);
+      for (int p = 0; p < 3; ++p) {
+        check_tile(build_local_graph(ring, kPartition, p, reorder), "tile",
+                   reorder == Reorder::Rcm);
+      }
+    }
+  }
+}
+
+// --- The split of a dataset without one (item 8).
+
+TEST(PartitionStore, DefaultSplitIsTheInMemoryRandomSplitAndOnlyWhenMissing) {
+  Dataset without = ring_dataset(false);
+  without.train_idx.clear();
+  without.val_idx.clear();
+  without.test_idx.clear();
+  Dataset expected = ring_dataset(false);
+  datasets::make_random_split(expected, 0.6, 0.2, 11);
+  Dataset published = ring_dataset(false);
+
+  EXPECT_TRUE(datasets::use_default_split_when_missing(without, 11));
+  EXPECT_FALSE(datasets::use_default_split_when_missing(published, 11));
+
+  EXPECT_EQ(without.train_idx, expected.train_idx);
+  EXPECT_EQ(without.val_idx, expected.val_idx);
+  EXPECT_EQ(without.test_idx, expected.test_idx);
+  EXPECT_EQ(published.train_idx, ring_dataset(false).train_idx);
 }
 
 } // namespace

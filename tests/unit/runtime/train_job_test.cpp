@@ -163,5 +163,15 @@ TEST(TrainJob, OnePartStoreTrainsWhatInMemoryLoadingTrains) {
   EXPECT_EQ(stored.partition, "none (one rank)");
 }
 
+TEST(TrainJob, DivergingLossStopsAtTheFirstNonFiniteEpochSuggestingALowerLearningRate) {
+  runtime::TrainJob job = small_job(kEasySbm, 50);
+  job.train.adam.lr = 1e30f;
+
+  EXPECT_THAT(
+      [&] { runtime::run_train_job(job); },
+      ::testing::ThrowsMessage<gnn::TrainingStopped>(::testing::AllOf(
+          HasSubstr(" at epoch "), HasSubstr("diverged; try a lower learning rate (--lr"))));
+}
+
 } // namespace
 } // namespace tessera

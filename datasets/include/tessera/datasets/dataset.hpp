@@ -1,25 +1,25 @@
 // A node-classification dataset in memory, and loading one by name, format:path or generator spec.
 #pragma once
 
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/graph/features.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "tessera/core/device.hpp"
-#include "tessera/core/tensor.hpp"
-#include "tessera/graph/features.hpp"
-
 namespace tessera::datasets {
 
 /// A graph with features, labels and a train/val/test split.
 struct Dataset {
-  std::string name;  ///< a known name, the generator spec, or the file name without extensions
+  std::string name; ///< a known name, the generator spec, or the file name without extensions
   std::int64_t num_nodes = 0;
   /// [num_nodes, num_nodes] symmetric adjacency, no self-loops, no duplicates, sorted columns,
   /// values 1.
   Csr adjacency;
-  graph::Features features;  ///< [num_nodes, F] (none for structure-only formats)
+  graph::Features features; ///< [num_nodes, F] (none for structure-only formats)
   /// Class of each node in [0, num_classes), or -1 when unknown. Empty when the data has none.
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
@@ -82,8 +82,22 @@ void row_normalize_features(graph::Features& features);
 void save_npz(const Dataset& dataset, const std::string& path);
 
 /// Writes `dataset` as a native dataset folder: binary array files with checksummed headers and a
-/// dataset.json written last, which "native:DIR" (or just DIR) loads at disk speed. Throws
-/// IoError naming the file.
-void save_native(const Dataset& dataset, const std::string& dir);
+/// dataset.json written last, which "native:DIR" (or just DIR) loads at disk speed. The folder is
+/// claimed for the whole write (io::OutputFolder, kind "native dataset"): it must be new, empty,
+/// or a native dataset, which is replaced only when `replace` (--force); "/", other folders and a
+/// folder another process is writing are refused. Throws IoError naming the folder or file.
+void save_native(const Dataset& dataset, const std::string& dir, bool replace = false);
 
-}  // namespace tessera::datasets
+/// The preflight of save_npz (`out` ends in ".npz") or save_native (any other `out`), for a caller
+/// about to load or compute what goes there: throws IoError naming `out` now when the write would
+/// be refused later (a missing folder, a foreign non-empty folder, an existing native dataset
+/// without `replace`, ...). Creates nothing.
+void check_save_target(const std::string& out, bool replace);
+
+/// The split a dataset without a published one is trained with, the same for every path that
+/// needs one (in-memory training, tessera-partition's store): a random 60/20/20 split of the
+/// labelled nodes by make_random_split with `seed`. Does nothing and returns false when the
+/// dataset has a split or no labels; returns true when it made one.
+bool use_default_split_when_missing(Dataset& dataset, std::uint64_t seed);
+
+} // namespace tessera::datasets

@@ -16,7 +16,7 @@ std::string to_string(DeviceKind kind);
 /// Owns what kernels need to run on one device: threads (CPU) or stream and library handles
 /// (CUDA), and the allocator for tensor memory. Tensors keep a shared pointer to theirs.
 class Backend {
- public:
+public:
   virtual ~Backend() = default;
 
   /// Cpu or Cuda; says whether this backend's memory is host memory.
@@ -58,9 +58,13 @@ std::string blas_core_name();
 /// empty otherwise. The fix is an environment variable set before the process starts.
 std::string blas_performance_warning();
 
+/// The most threads a CPU backend runs: 4 per core of the machine.
+int max_cpu_threads();
+
 /// The host backend. num_threads = 0 keeps OpenMP's default (OMP_NUM_THREADS or all cores);
-/// a positive value sets the OpenMP thread count for the process. Throws InvalidArgument for a
-/// negative count.
+/// a positive value sets the OpenMP thread count for the process. Throws InvalidArgument naming
+/// --threads or OMP_NUM_THREADS and the range [0, max_cpu_threads()] for a count outside it
+/// (given, or OpenMP's default).
 BackendPtr make_cpu_backend(int num_threads = 0);
 
 /// Copies `bytes` from memory of backend `from` to memory of backend `to` (any pair of host and
@@ -68,4 +72,4 @@ BackendPtr make_cpu_backend(int num_threads = 0);
 void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* src,
                 std::size_t bytes);
 
-}  // namespace tessera
+} // namespace tessera

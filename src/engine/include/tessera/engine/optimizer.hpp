@@ -1,19 +1,25 @@
 // Adam / AdamW over a set of parameters, with per-parameter weight decay.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
 #include "tessera/engine/module.hpp"
 #include "tessera/ops/ops.hpp"
 
+#include <cstdint>
+#include <vector>
+
 namespace tessera {
+
+/// What Adam carries from step to step, in host memory: a checkpoint of it resumes the updates
+/// exactly.
+template <typename T> struct AdamState {
+  std::int64_t steps = 0;           ///< steps taken (the bias-correction count of the last)
+  std::vector<std::vector<T>> m, v; ///< per parameter, in order: [rows * cols] moments
+};
 
 /// torch.optim.Adam (L2 decay) or AdamW (decoupled decay) by config.decoupled. Decay applies to
 /// parameters whose `decay` flag is set. State (m, v) is allocated once at construction.
-template <typename T>
-class Adam {
- public:
+template <typename T> class Adam {
+public:
   /// m and v start at zero, shaped like each parameter's value. The parameters must outlive
   /// this object and keep their shapes. The config is checked at each step().
   Adam(BackendPtr backend, std::vector<Parameter<T>*> parameters, AdamConfig config);
@@ -25,10 +31,16 @@ class Adam {
   std::int64_t steps() const noexcept { return steps_; }
   /// The hyper-parameters given at construction.
   const AdamConfig& config() const noexcept { return config_; }
+  /// A host copy of the state (moments and step count).
+  AdamState<T> state() const;
+  /// Replaces the state with `state` (from state(), perhaps of another run). Throws
+  /// DimensionMismatch naming the parameter when the count or a size differs, InvalidArgument
+  /// for a negative step count.
+  void load_state(const AdamState<T>& state);
   /// Bytes of the optimizer state (m and v).
   std::size_t bytes() const;
 
- private:
+private:
   BackendPtr backend_;
   std::vector<Parameter<T>*> parameters_;
   std::vector<DenseT<T>> m_, v_;
@@ -36,4 +48,4 @@ class Adam {
   std::int64_t steps_ = 0;
 };
 
-}  // namespace tessera
+} // namespace tessera

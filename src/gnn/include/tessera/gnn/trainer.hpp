@@ -2,53 +2,56 @@
 // with evaluation every k epochs and best-validation tracking.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/engine/optimizer.hpp"
+#include "tessera/engine/sequential.hpp"
+#include "tessera/ops/ops.hpp"
+
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/comm/halo_exchange.hpp"
-#include "tessera/engine/sequential.hpp"
-#include "tessera/ops/ops.hpp"
 
 namespace tessera::gnn {
 
 /// How long and how to train.
 struct TrainConfig {
-  int epochs = 200;        ///< full-batch steps
-  AdamConfig adam{};  ///< learning rate, weight decay, Adam or AdamW
+  int epochs = 200;  ///< full-batch steps
+  AdamConfig adam{}; ///< learning rate, weight decay, Adam or AdamW
   /// Evaluate (dropout off) every this many epochs and after the last.
   int eval_every = 1;
-  std::uint64_t seed = 0;  ///< keys every dropout mask (and, in run_train_job, the weights)
+  std::uint64_t seed = 0; ///< keys every dropout mask (and, in run_train_job, the weights)
 };
 
 /// The labelled rows of each split and the labels, all local row ids, in host memory (the
 /// trainer copies them to a device backend itself).
 struct NodeLabels {
-  std::span<const std::int32_t> labels;             ///< [n] class of each row (logits' rows)
-  std::span<const std::int32_t> train, val, test;  ///< rows of each split
+  std::span<const std::int32_t> labels;           ///< [n] class of each row (logits' rows)
+  std::span<const std::int32_t> train, val, test; ///< rows of each split
 };
 
 /// Loss and accuracies of one split at one point in training.
 struct SplitMetrics {
-  double loss = 0.0;      ///< mean softmax cross-entropy over the split
-  double accuracy = 0.0;  ///< fraction of the split classified correctly, in [0, 1]
+  double loss = 0.0;     ///< mean softmax cross-entropy over the split
+  double accuracy = 0.0; ///< fraction of the split classified correctly, in [0, 1]
 };
 
 /// What one epoch did (the same on every rank of a distributed run, except the times and
 /// bytes, which are this rank's).
 struct EpochStats {
-  int epoch = 0;               ///< from 1
-  double train_loss = 0.0;     ///< training-mode loss (dropout on) of this epoch's step
-  double step_ms = 0.0;        ///< forward + loss + backward + optimizer
+  int epoch = 0;           ///< from 1
+  double train_loss = 0.0; ///< training-mode loss (dropout on) of this epoch's step
+  double step_ms = 0.0;    ///< forward + loss + backward + optimizer
   /// Of step_ms on this rank: posting messages and the gradient/loss allreduce (comm), and
   /// blocked waiting for halo rows (wait). Compute is the rest. Zero on one process.
   double comm_ms = 0.0, wait_ms = 0.0;
   /// Halo bytes this rank sent and received during the step (not the evaluation).
   std::int64_t halo_bytes_sent = 0, halo_bytes_received = 0;
-  bool evaluated = false;         ///< whether the metrics below were measured this epoch
-  SplitMetrics train, val, test;  ///< eval-mode metrics when evaluated
+  bool evaluated = false;        ///< whether the metrics below were measured this epoch
+  SplitMetrics train, val, test; ///< eval-mode metrics when evaluated
 };
 
 /// Seconds spent in each phase over the whole run.
@@ -58,20 +61,71 @@ struct PhaseTimes {
 
 /// A whole run: every epoch and the metrics that matter at its end.
 struct TrainResult {
-  std::vector<EpochStats> history;  ///< one entry per epoch, in order
-  int best_epoch = 0;           ///< epoch of the highest validation accuracy (earliest on ties)
-  SplitMetrics best_val;        ///< validation metrics at best_epoch
-  SplitMetrics test_at_best_val; ///< test metrics at best_epoch (what papers report)
-  SplitMetrics final_test;      ///< test metrics after the last epoch
+  std::vector<EpochStats> history; ///< one entry per epoch, in order
+  int best_epoch = 0;              ///< epoch of the highest validation accuracy (earliest on ties)
+  SplitMetrics best_val;           ///< validation metrics at best_epoch
+  SplitMetrics test_at_best_val;   ///< test metrics at best_epoch (what papers report)
+  SplitMetrics final_test;         ///< test metrics after the last epoch
   PhaseTimes phases;
-  double median_step_ms = 0.0;  ///< median of EpochStats::step_ms
+  double median_step_ms = 0.0; ///< median of EpochStats::step_ms
+  /// Rows of each split over all ranks (a split without rows has no metrics to report).
+  std::int64_t train_rows = 0, val_rows = 0, test_rows = 0;
+};
+
+/// One parameter of a model as a checkpoint holds it, in host memory: its values and Adam's
+/// moments, each [rows * cols].
+struct ParameterState {
+  std::string name; ///< the parameter's name ("gcn0.weight"), checked on restore
+  std::int64_t rows = 0, cols = 0;
+  std::vector<float> value, adam_m, adam_v;
+};
+
+/// Where training stands after an epoch: everything the next epochs depend on. Dropout masks
+/// and weight init are functions of (seed, epoch, ...), so there is no generator state: a run
+/// restored from this continues exactly as the run that made it.
+struct TrainState {
+  int epoch = 0;                          ///< epochs completed
+  std::vector<ParameterState> parameters; ///< in model order
+  std::int64_t adam_steps = 0;            ///< Adam's bias-correction count
+  int best_epoch = 0;                     ///< 0: no evaluation yet
+  SplitMetrics best_val, test_at_best_val, final_test;
+};
+
+/// How a run may be continued, saved and stopped (all optional).
+struct TrainControl {
+  /// Continue after resume->epoch with its weights, Adam state and best validation (a state of
+  /// this model's parameters, from any rank count: weights are replicated).
+  const TrainState* resume = nullptr;
+  /// on_checkpoint receives the state every this many epochs, after the last epoch and when a
+  /// stop is asked (0: only then). Called on every rank with the same state.
+  int checkpoint_every = 0;
+  std::function<void(const TrainState&)> on_checkpoint;
+  /// Polled after every epoch: a nonzero value (a signal number) asks to stop. When any rank
+  /// asks, every rank finishes the epoch, checkpoints and throws TrainingStopped.
+  std::function<int()> stop_requested;
+};
+
+/// Thrown by every rank of a run at the same epoch when training cannot or should not go on:
+/// a stop was asked (signal() is its number) or the loss or a metric is not finite (signal()
+/// is 0). Every rank throws it, so the job may end without aborting.
+class TrainingStopped : public Error {
+public:
+  TrainingStopped(const std::string& message, int epoch, int signal)
+      : Error(message), epoch_(epoch), signal_(signal) {}
+  /// The last epoch that completed (its checkpoint, if any, is written) or that diverged.
+  int epoch() const noexcept { return epoch_; }
+  int signal() const noexcept { return signal_; }
+
+private:
+  int epoch_ = 0;
+  int signal_ = 0;
 };
 
 /// What a rank of a job adds to training: the job's ranks, the global id of every local row
 /// (dropout masks follow global ids, so any tiling draws the same masks), and the time the
 /// model's halo exchanges spent (read after each step).
 struct Distribution {
-  comm::Communicator* comm = nullptr;  ///< where gradients and metrics are summed
+  comm::Communicator* comm = nullptr; ///< where gradients and metrics are summed
   RowIds rows;
   /// What the model's halo exchanges have done so far on this rank, summed over layers.
   std::function<comm::HaloStats()> halo_totals;
@@ -85,10 +139,17 @@ struct Distribution {
 /// in local ids): losses and accuracies are normalized by the global counts, the weight
 /// gradients are summed over ranks in one fused allreduce per step, and every rank returns the
 /// same metrics. Collective.
+///
+/// `control` resumes from a state, hands out checkpoints and polls for a stop (see
+/// TrainControl). Throws TrainingStopped (on every rank, at the same epoch) when a stop is
+/// asked, or when the training loss or an evaluation metric is not finite — the message names
+/// the epoch and suggests a lower learning rate; InvalidArgument for a resume state at or past
+/// config.epochs, DimensionMismatch for one of another model.
 TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& model,
                                   Input<float> features, const NodeLabels& labels,
                                   const TrainConfig& config,
                                   const std::function<void(const EpochStats&)>& on_epoch = {},
-                                  const Distribution* distribution = nullptr);
+                                  const Distribution* distribution = nullptr,
+                                  const TrainControl& control = {});
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

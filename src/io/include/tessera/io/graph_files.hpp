@@ -2,30 +2,40 @@
 // split. Native datasets and partition-store tiles both hold one.
 #pragma once
 
-#include <cstdint>
-#include <span>
-#include <string>
-#include <utility>
-#include <vector>
-
-#include <nlohmann/json.hpp>
-
 #include "tessera/core/tensor.hpp"
 #include "tessera/graph/features.hpp"
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tessera::io {
 
 /// "dense", "sparse" or "none": how features are stored.
 const char* feature_kind(const graph::Features& features);
 
+/// Index of the first NaN or infinite value of `values`, or values.size() when every one is
+/// finite.
+std::size_t first_non_finite(std::span<const float> values) noexcept;
+
+/// Throws FormatError "`path`: <what> <value> at row r, column c is not finite (NaN and infinite
+/// values are refused)" for the first NaN or infinite value of `matrix`: inputs are checked at
+/// load so that a bad value never trains silently to a NaN loss.
+void require_finite(const Csr& matrix, const std::string& path, std::string_view what);
+void require_finite(const Dense& matrix, const std::string& path, std::string_view what);
+
 /// What a reader must know before reading a graph file set (kept in the folder's JSON).
 struct GraphFilesShape {
-  std::int64_t rows = 0;  ///< adjacency rows (= feature rows, label count)
-  std::int64_t cols = 0;  ///< adjacency columns
+  std::int64_t rows = 0; ///< adjacency rows (= feature rows, label count)
+  std::int64_t cols = 0; ///< adjacency columns
   std::int64_t nnz = 0;
   std::string feature_kind = "none";
   std::int64_t feature_width = 0;
-  std::int64_t feature_nnz = 0;  ///< sparse features only
+  std::int64_t feature_nnz = 0; ///< sparse features only
 };
 
 /// The shape of the file set write_graph_files writes for these arrays.
@@ -38,8 +48,8 @@ void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape
 /// The shape recorded by add_shape, for a [rows, cols] adjacency. Throws
 /// nlohmann::json::exception when a field is missing, FormatError naming `path` when a count is
 /// negative.
-GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
-                           std::int64_t cols, const std::string& path);
+GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows, std::int64_t cols,
+                           const std::string& path);
 
 /// A graph file set read back.
 struct GraphFiles {
@@ -51,14 +61,13 @@ struct GraphFiles {
 /// Writes, in this order: adj_row_ptr.bin, adj_col.bin, adj_val.bin; features.bin (dense) or
 /// feat_row_ptr.bin, feat_col.bin, feat_val.bin (sparse) or nothing; labels.bin, train_idx.bin,
 /// val_idx.bin, test_idx.bin. Appends each file's payload CRC to `crcs`.
-void write_graph_files(const std::string& folder, const Csr& adjacency, const graph::Features& features,
-                       std::span<const std::int32_t> labels, std::span<const std::int32_t> train,
-                       std::span<const std::int32_t> val, std::span<const std::int32_t> test,
-                       std::vector<std::uint32_t>& crcs);
+void write_graph_files(const std::string& folder, const Csr& adjacency,
+                       const graph::Features& features, std::span<const std::int32_t> labels,
+                       std::span<const std::int32_t> train, std::span<const std::int32_t> val,
+                       std::span<const std::int32_t> test, std::vector<std::uint32_t>& crcs);
 
 /// Moves a file set's arrays into the members of the same names of `target` (a Dataset, a tile).
-template <typename Target>
-void move_graph_files(GraphFiles&& files, Target& target) {
+template <typename Target> void move_graph_files(GraphFiles&& files, Target& target) {
   target.adjacency = std::move(files.adjacency);
   target.features = std::move(files.features);
   target.labels = std::move(files.labels);
@@ -73,4 +82,4 @@ void move_graph_files(GraphFiles&& files, Target& target) {
 GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& shape,
                             std::vector<std::uint32_t>& crcs);
 
-}  // namespace tessera::io
+} // namespace tessera::io

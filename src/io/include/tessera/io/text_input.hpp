@@ -1,6 +1,7 @@
 // Line-by-line reading of plain or gzip'd text files, with parse errors that point at file:line.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -17,12 +18,22 @@ void require_readable(const std::string& path);
 /// it reports the missing file).
 std::string first_existing(const std::vector<std::string>& candidates);
 
+/// The longest line LineReader accepts by default: far above any real record (a LINQS line of
+/// 4,000 features is 8 KiB), low enough that a stream without newlines fails in a moment.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
+
+/// The most bytes read_text_file reads by default (JSON side files are a few MiB).
+inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
+
 /// Reads a plain or gzip'd text file (zlib's gzread reads both) one line at a time. Lines come
 /// without their "\n" or "\r\n"; blank lines are returned too (METIS gives them meaning).
+/// Text never holds a NUL byte, and a line never runs past `max_line_bytes`: both are refused
+/// with a FormatError as soon as they are read, so a binary file or a stream such as /dev/zero
+/// fails at once instead of being read into memory.
 class LineReader {
 public:
   /// Opens `path`; throws IoError when it cannot be opened.
-  explicit LineReader(std::string path);
+  explicit LineReader(std::string path, std::size_t max_line_bytes = kMaxLineBytes);
   ~LineReader();
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
@@ -35,14 +46,27 @@ public:
   std::int64_t line_number() const noexcept { return line_; }
   const std::string& path() const noexcept { return path_; }
 
+  /// The most records of at least `min_record_bytes` bytes each (its newline included; the last
+  /// may lack it) that the file can hold: (size + 1) / min_record_bytes for a plain file, times
+  /// 1032 (deflate's largest expansion) for a gzip'd one, no bound (INT64_MAX) for a stream that
+  /// is not a regular file. Loaders check counts announced in a header against it before sizing
+  /// anything by them.
+  std::int64_t max_records(std::int64_t min_record_bytes) const noexcept;
+
   /// Throws FormatError "path:line: message".
   [[noreturn]] void fail(const std::string& message) const;
 
 private:
   /// Reads more bytes after the unconsumed tail; false at the end of the file.
   bool refill();
+  /// Throws FormatError when bytes [from, end_) of the buffer hold a NUL byte.
+  void refuse_nul(std::size_t from) const;
 
   std::string path_;
+  std::size_t max_line_bytes_;
+  std::int64_t file_bytes_ = -1; // -1: not a regular file
+  bool compressed_ = false;
+  std::uint64_t consumed_before_ = 0; // bytes of the file before buffer_[0]
   gzFile_s* file_ = nullptr;
   std::vector<char> buffer_;
   std::size_t begin_ = 0; // first unconsumed byte
@@ -51,8 +75,9 @@ private:
   std::int64_t line_ = 0;
 };
 
-/// The whole content of a plain or gzip'd text file.
-std::string read_text_file(const std::string& path);
+/// The whole content of a plain or gzip'd text file. Throws FormatError naming the file when it
+/// holds a NUL byte (not text) or more than `max_bytes` bytes, IoError when it cannot be read.
+std::string read_text_file(const std::string& path, std::size_t max_bytes = kMaxTextFileBytes);
 
 /// Splits `line` at runs of spaces and tabs into `fields` (cleared first); no empty fields.
 void split_whitespace(std::string_view line, std::vector<std::string_view>& fields);

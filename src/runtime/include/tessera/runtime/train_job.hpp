@@ -49,6 +49,21 @@ struct TrainJob {
 
   // ---- the training ----
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
+
+  // ---- checkpoints and stopping ----
+  /// Rank 0 claims this folder at the start (io::OutputFolder, kind "checkpoint"; an existing
+  /// checkpoint folder only with replace_checkpoints or when it is resume_dir) and writes a
+  /// checkpoint there every checkpoint_every epochs, after the last and when stopped. Empty:
+  /// none.
+  std::string checkpoint_dir;
+  int checkpoint_every = 0;
+  bool replace_checkpoints = false;
+  /// Continue from the latest checkpoint in this folder (empty: start at epoch 1): it must be
+  /// of the same data and model shape, made at any rank count.
+  std::string resume_dir;
+  /// Polled after every epoch on every rank: a nonzero signal number stops training after that
+  /// epoch on every rank (with a checkpoint when checkpoint_dir is set); see gnn::TrainControl.
+  std::function<int()> stop_requested;
 };
 
 /// Runs `job` in four steps — this rank's graph (the whole graph on one rank, else its tile);
@@ -57,7 +72,9 @@ struct TrainJob {
 /// every rank; it may throw to end the job). Collective over job.comm's ranks: every rank
 /// returns the same metrics, and P ranks train what one process trains (up to float
 /// reassociation). Throws InvalidArgument, IoError or FormatError naming what is wrong with the
-/// job or its data, before training where it can.
+/// job or its data, before training where it can (a checkpoint folder that cannot be written
+/// fails before loading); gnn::TrainingStopped on every rank when a stop is asked or the loss
+/// diverges.
 RunSummary run_train_job(const TrainJob& job,
                          const std::function<void(const std::string&)>& log = {},
                          const std::function<void(const gnn::EpochStats&)>& on_epoch = {});

@@ -1,0 +1,183 @@
+// Jobs that read a partition store: a rank whose part comes from another store, or fails to
+// load, fails every rank with one message naming that rank and its file (never a hang or a
+// truncated message); a store cut from another graph of the same name is refused; data that
+// cannot be trained on says what it holds, on every rank.
+#include "mpi/mpi_test_main.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <string>
+#include <tessera/tessera.hpp>
+#include <unistd.h>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testing::world;
+
+constexpr const char* kGraph = "sbm:nodes=600,classes=4,avg-degree=6,p-in=0.8,features=8,noise=1";
+
+/// A folder every rank of the job sees (named after mpiexec's pid), removed by rank 0 at the end.
+class SharedFolder {
+public:
+  explicit SharedFolder(const std::string& name)
+      : path_((fs::temp_directory_path() /
+               ("tessera-mpi-" + name + "-" + std::to_string(::getppid())))
+                  .string()) {
+    if (world()->rank() == 0) {
+      fs::remove_all(path_);
+      fs::create_directories(path_);
+    }
+    world()->barrier();
+  }
+  ~SharedFolder() {
+    world()->barrier();
+    if (world()->rank() == 0) fs::remove_all(path_);
+  }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+private:
+  std::string path_;
+};
+
+datasets::Dataset graph(std::uint64_t seed) {
+  return datasets::load_dataset(make_cpu_backend(1), kGraph, {"", 0, seed});
+}
+
+/// Writes the store of `data` with one part per rank into `dir` (call on one rank).
+void write_store_of(const datasets::Dataset& data, const std::string& dir) {
+  partition::Options options;
+  options.num_parts = world()->size();
+  const partition::Partition parts = partition::partition_graph(data.adjacency, options);
+  partition::write_store(dir, data, parts, options, partition::Reorder::None,
+                         partition::measure(data.adjacency, parts));
+}
+
+runtime::TrainJob small_job() {
+  runtime::TrainJob job;
+  job.threads = 1;
+  job.shape.hidden = 8;
+  job.train.epochs = 2;
+  job.comm = world();
+  return job;
+}
+
+/// Runs `job` on this rank and expects E with each of `parts` in its message.
+template <typename E>
+void expect_refused(const runtime::TrainJob& job, const std::vector<std::string>& parts) {
+  try {
+    runtime::run_train_job(job);
+    ADD_FAILURE() << "rank " << world()->rank() << ": expected a refusal";
+  } catch (const E& e) {
+    for (const auto& part : parts)
+      EXPECT_THAT(e.what(), HasSubstr(part)) << "rank " << world()->rank();
+  }
+}
+
+TEST(StoreJob, PartsOfDifferentStoresFailEveryRankNamingTheOddRankAndFile) {
+  if (world()->size() < 2) GTEST_SKIP() << "one rank reads one part";
+  const SharedFolder folder("facts");
+  const std::string four = folder.file("four"), five = folder.file("five");
+  if (world()->rank() == 0) {
+    datasets::Dataset data = graph(1);
+    write_store_of(data, four);
+    data.num_classes = 5; // the same graph and labels: only part.json's num_classes differs
+    write_store_of(data, five);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = world()->rank() == 1 ? five : four;
+
+  expect_refused<FormatError>(
+      job, {"num_classes", "rank 1 (" + partition::part_description_path(five, 1) + ") has 5",
+            "rank 0 (" + partition::part_description_path(four, 0) + ") has 4"});
+}
+
+TEST(StoreJob, APartThatFailsToLoadOnOneRankFailsEveryRank) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs a second rank to fail";
+  const SharedFolder folder("corrupt");
+  const std::string dir = folder.file("store");
+  const std::string file = (fs::path(dir) / "part-00001" / "adj_col.bin").string();
+  if (world()->rank() == 0) {
+    write_store_of(graph(1), dir);
+    std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(64);
+    bytes.put('\x7f');
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = dir;
+
+  if (world()->rank() == 1) {
+    expect_refused<FormatError>(job, {file, "CRC-32"});
+  } else {
+    expect_refused<FormatError>(job, {"rank 1 could not load its part", file, "CRC-32"});
+  }
+}
+
+TEST(StoreJob, AStoreCutFromAnotherGraphOfTheSameNameIsRefused) {
+  const SharedFolder folder("checksum");
+  const auto cora_in = [&](const std::string& dir) {
+    return (fs::path(dir) / "cora_planetoid" / "cora_planetoid.npz").string();
+  };
+  const std::string original = folder.file("original"), other = folder.file("other");
+  const std::string store = folder.file("store");
+  if (world()->rank() == 0) {
+    fs::create_directories(fs::path(cora_in(original)).parent_path());
+    fs::create_directories(fs::path(cora_in(other)).parent_path());
+    datasets::save_npz(graph(1), cora_in(original));
+    datasets::save_npz(graph(2), cora_in(other)); // another graph saved as cora
+    write_store_of(datasets::load_dataset(make_cpu_backend(1), "cora", {original, 0, 0}), store);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = store;
+  job.dataset = "cora";
+  job.load.data_dir = other;
+
+  expect_refused<InvalidArgument>(job, {"partition store '" + store +
+                                            "' was cut from a graph "
+                                            "with checksum",
+                                        "--dataset cora (data dir '" + other + "') has checksum"});
+
+  job.load.data_dir = original;
+  EXPECT_EQ(runtime::run_train_job(job).result.history.size(), 2u);
+}
+
+TEST(StoreJob, ADatasetOfOneClassSaysSoOnEveryRank) {
+  runtime::TrainJob job = small_job();
+  job.dataset = "sbm:nodes=300,classes=1,avg-degree=6,p-in=0.8,features=8,noise=1";
+
+  expect_refused<InvalidArgument>(job, {"1 class: at least 2 are needed"});
+}
+
+TEST(StoreJob, ADatasetOfOneNodeSaysSoOnEveryRank) {
+  const SharedFolder folder("one-node");
+  const std::string path = folder.file("one.npz");
+  if (world()->rank() == 0) {
+    datasets::Dataset tiny;
+    tiny.name = "one";
+    tiny.num_nodes = 1;
+    tiny.adjacency = Csr(make_cpu_backend(1), 1, 1, 0);
+    tiny.adjacency.row_ptr()[0] = tiny.adjacency.row_ptr()[1] = 0;
+    Dense x(make_cpu_backend(1), 1, 2);
+    x.data()[0] = x.data()[1] = 1.0f;
+    tiny.features.dense = std::move(x);
+    tiny.labels = {0};
+    tiny.num_classes = 2;
+    datasets::save_npz(tiny, path);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.dataset = "npz:" + path;
+
+  expect_refused<InvalidArgument>(job, {"1 node: at least 2 are needed"});
+}
+
+} // namespace
+} // namespace tessera

@@ -1,0 +1,248 @@
+// Checkpoints on one rank (several: tests/mpi): a stopped and resumed run trains exactly as an
+// uninterrupted one, the folder keeps one complete checkpoint, and checkpoints of other data,
+// shapes or versions, or damaged ones, are refused naming what is wrong.
+#include "tessera/runtime/checkpoint.hpp"
+#include "tessera/tessera.hpp"
+#include "test_data.hpp"
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr const char* kSbm = "sbm:nodes=1500,classes=4,avg-degree=8,p-in=0.8,features=12,noise=1";
+
+/// A fresh folder for one test, removed at the end.
+class CheckpointFolder {
+public:
+  CheckpointFolder() {
+    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = (fs::temp_directory_path() /
+             ("tessera-ckpt-" + std::to_string(getpid()) + "-" + test->name()))
+                .string();
+    fs::remove_all(path_);
+  }
+  ~CheckpointFolder() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+private:
+  std::string path_;
+};
+
+runtime::TrainJob small_job(int epochs) {
+  runtime::TrainJob job;
+  job.dataset = kSbm;
+  job.threads = 1;
+  job.shape.hidden = 8;
+  job.model.dropout = 0.5f;
+  job.train.epochs = epochs;
+  job.train.seed = 5;
+  job.train.eval_every = 3;
+  return job;
+}
+
+/// A stop hook that asks to stop (as SIGTERM would) once `epoch` epochs have run.
+std::function<int()> stop_after(int epoch) {
+  auto seen = std::make_shared<int>(0);
+  return [seen, epoch] { return ++*seen >= epoch ? SIGTERM : 0; };
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+void write_json(const std::string& path, const nlohmann::json& value) {
+  std::ofstream(path) << value.dump();
+}
+
+/// Runs `job` until the stop hook fires after `epoch`, writing a checkpoint to `dir`.
+void train_until_stopped(runtime::TrainJob job, int epoch, const std::string& dir) {
+  job.checkpoint_dir = dir;
+  job.stop_requested = stop_after(epoch);
+  EXPECT_THROW(runtime::run_train_job(job), gnn::TrainingStopped);
+}
+
+TEST(Checkpoint, StoppedAndResumedRunMatchesTheUninterruptedRunBitForBit) {
+  const CheckpointFolder dir;
+  const runtime::TrainJob job = small_job(10);
+  const gnn::TrainResult whole = runtime::run_train_job(job).result;
+  train_until_stopped(job, 4, dir.path());
+  runtime::TrainJob resumed_job = job;
+  resumed_job.resume_dir = dir.path();
+
+  const gnn::TrainResult resumed = runtime::run_train_job(resumed_job).result;
+
+  ASSERT_EQ(resumed.history.size(), 6u);
+  for (std::size_t i = 0; i < resumed.history.size(); ++i) {
+    const gnn::EpochStats& a = whole.history[i + 4];
+    const gnn::EpochStats& b = resumed.history[i];
+    EXPECT_EQ(b.epoch, a.epoch);
+    EXPECT_EQ(b.train_loss, a.train_loss) << "epoch " << a.epoch;
+    EXPECT_EQ(b.val.loss, a.val.loss) << "epoch " << a.epoch;
+  }
+  EXPECT_EQ(resumed.best_epoch, whole.best_epoch);
+  EXPECT_EQ(resumed.test_at_best_val.accuracy, whole.test_at_best_val.accuracy);
+}
+
+TEST(Checkpoint, StopAskedFinishesTheEpochWritesItAndThrowsNamingTheSignalAndEpoch) {
+  const CheckpointFolder dir;
+  runtime::TrainJob job = small_job(10);
+  job.checkpoint_dir = dir.path();
+  job.stop_requested = stop_after(3);
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<gnn::TrainingStopped>(
+                  AllOf(HasSubstr("SIGTERM"), HasSubstr("after epoch 3 of 10"))));
+  const runtime::Checkpoint saved = runtime::read_checkpoint(dir.path());
+  EXPECT_EQ(saved.state.epoch, 3);
+  EXPECT_EQ(saved.state.adam_steps, 3);
+}
+
+TEST(Checkpoint, EveryNEpochsKeepsOnlyTheLatestCompleteCheckpoint) {
+  const CheckpointFolder dir;
+  runtime::TrainJob job = small_job(7);
+  job.checkpoint_dir = dir.path();
+  job.checkpoint_every = 3;
+
+  runtime::run_train_job(job);
+
+  EXPECT_EQ(read_json(dir.file("latest.json"))["checkpoint"], "epoch-000007");
+  int epoch_folders = 0;
+  for (const auto& entry : fs::directory_iterator(dir.path())) {
+    epoch_folders += entry.path().filename().string().starts_with("epoch-") ? 1 : 0;
+  }
+  EXPECT_EQ(epoch_folders, 1);
+  const runtime::Checkpoint saved = runtime::read_checkpoint(dir.path());
+  EXPECT_EQ(saved.state.epoch, 7);
+  EXPECT_EQ(saved.run.layer_sizes, (std::vector<std::int64_t>{12, 8, 4}));
+  EXPECT_EQ(saved.run.num_nodes, 1500);
+  EXPECT_EQ(saved.run.seed, 5u);
+}
+
+TEST(Checkpoint, IncompleteNewerEpochFolderIsIgnoredAndTheLatestCompleteOneRead) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  // What a crash while writing epoch 9 leaves: a folder without its checkpoint.json.
+  fs::create_directories(dir.file("epoch-000009"));
+  std::ofstream(dir.file("epoch-000009/param-0.value.bin")) << "partial";
+
+  const runtime::Checkpoint saved = runtime::read_checkpoint(dir.path());
+
+  EXPECT_EQ(saved.state.epoch, 2);
+}
+
+TEST(Checkpoint, ExistingCheckpointFolderIsNotOverwrittenByANewRunWithoutReplace) {
+  const CheckpointFolder dir;
+  runtime::TrainJob job = small_job(2);
+  job.checkpoint_dir = dir.path();
+  runtime::run_train_job(job);
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr(dir.path())));
+  job.replace_checkpoints = true;
+  EXPECT_NO_THROW(runtime::run_train_job(job));
+}
+
+TEST(Checkpoint, CheckpointOfAnotherDatasetIsRefusedNamingTheField) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  runtime::TrainJob other = small_job(10);
+  other.dataset = "sbm:nodes=1600,classes=4,avg-degree=8,p-in=0.8,features=12,noise=1";
+  other.resume_dir = dir.path();
+
+  EXPECT_THAT([&] { runtime::run_train_job(other); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr(dir.path()), HasSubstr("made for dataset 'sbm:nodes=1500"),
+                        HasSubstr("this run has 'sbm:nodes=1600"))));
+}
+
+TEST(Checkpoint, CheckpointOfAnotherModelShapeIsRefusedNamingTheField) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  runtime::TrainJob wider = small_job(10);
+  wider.shape.hidden = 16;
+  wider.resume_dir = dir.path();
+
+  EXPECT_THAT([&] { runtime::run_train_job(wider); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr("layer sizes 12-8-4"), HasSubstr("12-16-4"))));
+}
+
+TEST(Checkpoint, CheckpointOfAnotherFormatVersionIsRefusedNamingTheField) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  nlohmann::json latest = read_json(dir.file("latest.json"));
+  latest["format_version"] = 2;
+  write_json(dir.file("latest.json"), latest);
+
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("latest.json"), HasSubstr("format_version' is 2"))));
+}
+
+TEST(Checkpoint, ResumingAtOrPastTheLastEpochIsRefused) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 4, dir.path());
+  runtime::TrainJob job = small_job(4);
+  job.resume_dir = dir.path();
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("after epoch 4")));
+}
+
+TEST(Checkpoint, DamagedCheckpointsAreRefusedWithTheFileNamed) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  const std::string folder = dir.file("epoch-000002");
+  const std::string state = folder + "/checkpoint.json";
+  const nlohmann::json good = read_json(state);
+
+  // A shape in the JSON far beyond what the files hold: refused before any allocation.
+  nlohmann::json huge = good;
+  huge["parameters"][1]["rows"] = std::int64_t{1} << 30;
+  write_json(state, huge);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("param-1.value.bin")));
+  // A field of the wrong type, then text that is not JSON.
+  nlohmann::json wrong = good;
+  wrong["epoch"] = "two";
+  write_json(state, wrong);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("checkpoint.json"), HasSubstr("'epoch'"))));
+  std::ofstream(state) << "{\"format\": ";
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("not valid JSON")));
+  // A truncated weight file.
+  write_json(state, good);
+  fs::resize_file(folder + "/param-0.value.bin", 70);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("param-0.value.bin")));
+  // latest.json naming a folder outside the checkpoint folder, then no latest.json at all.
+  nlohmann::json latest = read_json(dir.file("latest.json"));
+  latest["checkpoint"] = "../elsewhere";
+  write_json(dir.file("latest.json"), latest);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("'../elsewhere'")));
+  fs::remove(dir.file("latest.json"));
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<IoError>(HasSubstr("latest.json")));
+}
+
+} // namespace
+} // namespace tessera
