@@ -11,7 +11,8 @@
 #   --no-build   use the harnesses already built
 # Corpora live in <build>/fuzz/corpus/HARNESS and grow from run to run; seeds are made afresh
 # each run in <build>/fuzz/seeds/HARNESS from ../shared/datasets (small files whole, the first
-# lines of big text files) and tessera_fuzz_seeds. Nothing of either is committed.
+# lines of big text files; skipped when it is absent) and small files of our own. Nothing of
+# either is committed.
 # Reproduce a finding: <build>/tests/fuzz/tessera_fuzz_HARNESS REPRODUCER
 # Environment: TESSERA_FUZZ_BUILD_DIR (default <repo>/build-fuzz), TESSERA_DATA_DIR.
 # Exit status: 0 when no harness found anything, 1 otherwise (or on a usage/build error).
@@ -64,8 +65,6 @@ if ((${#harnesses[@]} == 0)); then
 fi
 
 data="$(tessera_data_dir)"
-[[ -n "${data}" && -d "${data}" ]] ||
-  tessera_die "no datasets folder for the seeds (set TESSERA_DATA_DIR or provide ../shared/datasets)"
 fuzz="${dir}/fuzz"
 seeds="${fuzz}/seeds"
 separator=$'\n--tessera-fuzz-next-file--\n' # fuzz::kFileSeparator (tests/fuzz/fuzz_support.hpp)
@@ -73,35 +72,18 @@ separator=$'\n--tessera-fuzz-next-file--\n' # fuzz::kFileSeparator (tests/fuzz/f
 # The first LINES lines of a plain or gzip'd text file.
 head_lines() { zcat -f "$1" | head -n "$2" || true; }
 
-make_seeds() {
+# Seeds that need no dataset: tessera_fuzz_seeds' store, arrays and checkpoint, and small valid
+# files of every text format.
+make_own_seeds() {
   rm -rf "${seeds}"
   mkdir -p "${seeds}"/{npz,linqs,snap,metis,mtx,musae,checkpoint}
   "${dir}/tests/fuzz/tessera_fuzz_seeds" "${seeds}"
-  cp "${data}/cora_planetoid/cora_planetoid.npz" "${data}/gnn_benchmark/cora.npz" \
-    "${data}/heterophilous_graphs/minesweeper.npz" "${seeds}/npz/"
-
-  # LINQS: three papers of Cora (each line is ~3 KB of features) citing each other, and a tiny
-  # file with string ids.
-  local content ids
-  content="$(head_lines "${data}/cora_linqs/cora.content.gz" 3)"
-  mapfile -t ids < <(cut -f1 <<<"${content}")
-  printf '%s\n%s%s\t%s\n%s\t%s\n' "${content}" "${separator}" "${ids[0]}" "${ids[1]}" \
-    "${ids[1]}" "${ids[2]}" >"${seeds}/linqs/cora_head"
   printf 'a\t1\t0\t1\tX\nb\t0\t0\t1\tY\nc\t1\t1\t0\tX\n%sa\tb\nc\ta\n' "${separator}" \
     >"${seeds}/linqs/tiny"
-
-  # SNAP: the first 1 KB-ish of each edge list; email-Eu-core with its labels.
-  printf '%s\n%s%s\n' "$(head_lines "${data}/email_eu_core/email-Eu-core.txt.gz" 100)" \
-    "${separator}" "$(head_lines "${data}/email_eu_core/email-Eu-core-department-labels" 100)" \
-    >"${seeds}/snap/email_eu_core_head"
-  head_lines "${data}/snap_soc_slashdot0902/soc-Slashdot0902.txt.gz" 80 >"${seeds}/snap/slashdot_head"
-
-  # METIS: the head of 4elt (its header promises more than the head holds) and small valid
-  # graphs without and with weights.
-  head_lines "${data}/metis_4elt/4elt.graph" 40 >"${seeds}/metis/4elt_head"
+  printf '# a triangle and a tail\n0 1\n1 2\n2 0\n2 3\n%s0 1\n1 0\n2 1\n3 0\n' "${separator}" \
+    >"${seeds}/snap/tiny"
   printf '%% a path\n3 2\n2\n1 3\n2\n' >"${seeds}/metis/path"
   printf '3 2 011\n4 2 5\n1 1 5 3 7\n2 2 7\n' >"${seeds}/metis/weighted"
-
   # Matrix Market: no published file here, so small ones of each kind the loader reads.
   printf '%%%%MatrixMarket matrix coordinate real general\n%% comment\n3 3 3\n1 2 1.0\n2 3 2.5\n3 1 -1e3\n' \
     >"${seeds}/mtx/general"
@@ -109,18 +91,41 @@ make_seeds() {
     >"${seeds}/mtx/pattern_symmetric"
   printf '%%%%MatrixMarket matrix coordinate integer general\n2 2 2\n1 2 7\n2 1 7\n' \
     >"${seeds}/mtx/integer"
-
-  # MUSAE: the head of Facebook's three files (the JSON cut short), and a small consistent set.
-  printf '%s\n%s%s\n%s%s\n' "$(head_lines "${data}/facebook_page_page/facebook_edges.csv.gz" 60)" \
-    "${separator}" "$(head_lines "${data}/facebook_page_page/facebook_target.csv.gz" 30)" \
-    "${separator}" "$(zcat "${data}/facebook_page_page/facebook.json.gz" | head -c 1024 || true)" \
-    >"${seeds}/musae/facebook_head"
   printf 'id_1,id_2\n0,1\n1,2\n2,0\n%sid,facebook_id,page_name,page_type\n0,10,"A, Inc",company\n1,11,B,tvshow\n2,12,C,company\n%s{"0": [1, 3], "1": [0], "2": []}\n' \
     "${separator}" "${separator}" >"${seeds}/musae/tiny"
 }
 
+# Seeds cut from the real files of the datasets folder.
+make_dataset_seeds() {
+  cp "${data}/cora_planetoid/cora_planetoid.npz" "${data}/gnn_benchmark/cora.npz" \
+    "${data}/heterophilous_graphs/minesweeper.npz" "${seeds}/npz/"
+  # LINQS: three papers of Cora (each line is ~3 KB of features) citing each other.
+  local content ids
+  content="$(head_lines "${data}/cora_linqs/cora.content.gz" 3)"
+  mapfile -t ids < <(cut -f1 <<<"${content}")
+  printf '%s\n%s%s\t%s\n%s\t%s\n' "${content}" "${separator}" "${ids[0]}" "${ids[1]}" \
+    "${ids[1]}" "${ids[2]}" >"${seeds}/linqs/cora_head"
+  # SNAP: the first 1 KB-ish of each edge list; email-Eu-core with its labels.
+  printf '%s\n%s%s\n' "$(head_lines "${data}/email_eu_core/email-Eu-core.txt.gz" 100)" \
+    "${separator}" "$(head_lines "${data}/email_eu_core/email-Eu-core-department-labels" 100)" \
+    >"${seeds}/snap/email_eu_core_head"
+  head_lines "${data}/snap_soc_slashdot0902/soc-Slashdot0902.txt.gz" 80 >"${seeds}/snap/slashdot_head"
+  # METIS: the head of 4elt (its header promises more than the head holds).
+  head_lines "${data}/metis_4elt/4elt.graph" 40 >"${seeds}/metis/4elt_head"
+  # MUSAE: the head of Facebook's three files (the JSON cut short).
+  printf '%s\n%s%s\n%s%s\n' "$(head_lines "${data}/facebook_page_page/facebook_edges.csv.gz" 60)" \
+    "${separator}" "$(head_lines "${data}/facebook_page_page/facebook_target.csv.gz" 30)" \
+    "${separator}" "$(zcat "${data}/facebook_page_page/facebook.json.gz" | head -c 1024 || true)" \
+    >"${seeds}/musae/facebook_head"
+}
+
 tessera_log "making seeds in ${seeds}"
-make_seeds
+make_own_seeds
+if [[ -n "${data}" && -d "${data}" ]]; then
+  make_dataset_seeds
+else
+  tessera_log "no datasets folder (TESSERA_DATA_DIR or ../shared/datasets): seeds of our own only"
+fi
 
 status=0
 for name in "${harnesses[@]}"; do
