@@ -2,6 +2,7 @@
 #include "npz.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/io/array_file.hpp"
 
 #include <array>
 #include <cerrno>
@@ -47,14 +48,6 @@ void put16(std::string& out, std::uint16_t v) {
 void put32(std::string& out, std::uint32_t v) {
   put16(out, static_cast<std::uint16_t>(v & 0xFFFF));
   put16(out, static_cast<std::uint16_t>(v >> 16));
-}
-
-std::uint32_t crc_update(std::uint32_t crc, const void* data, std::size_t bytes) noexcept {
-  // zlib's crc32 of a null buffer returns its initial value, 0, whatever `crc` was; an empty
-  // array's data() is null, so a zero-length update must leave the running CRC alone.
-  if (bytes == 0) return crc;
-  return static_cast<std::uint32_t>(
-      crc32_z(crc, static_cast<const Bytef*>(data), static_cast<z_size_t>(bytes)));
 }
 
 std::size_t item_size(DType dtype) noexcept {
@@ -324,7 +317,7 @@ public:
     } else {
       reader_.read_exact(data_offset_ + produced_, out, bytes);
     }
-    crc_ = crc_update(crc_, out, bytes);
+    crc_ = io::crc32_update(crc_, out, bytes);
     produced_ += bytes;
   }
 
@@ -712,7 +705,7 @@ void NpzWriter::write_raw(const void* data, std::size_t bytes) {
 
 void NpzWriter::write_data(const void* data, std::size_t bytes) {
   Entry& entry = entries_.back();
-  entry.crc = crc_update(entry.crc, data, bytes);
+  entry.crc = io::crc32_update(entry.crc, data, bytes);
   write_raw(data, bytes);
 }
 

@@ -59,44 +59,6 @@ std::string to_text(const std::vector<std::byte>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-/// Makes `root`'s failure (null: none) every rank's: `root` rethrows its exception, the others
-/// throw one of the same type (IoError, FormatError, InvalidArgument; Error otherwise) saying
-/// "rank R ...: message". One broadcast; so one rank's bad input fails the whole job with its
-/// message instead of leaving the other ranks waiting. Collective over `comm`.
-void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
-                   const std::string& what_root_did) {
-  std::string text = "-";
-  if (comm.rank() == root && failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const IoError& e) {
-      text = std::string("I") + e.what();
-    } catch (const FormatError& e) {
-      text = std::string("F") + e.what();
-    } catch (const InvalidArgument& e) {
-      text = std::string("A") + e.what();
-    } catch (const std::exception& e) {
-      text = std::string("E") + e.what();
-    }
-  }
-  std::vector<std::byte> bytes = to_bytes(text);
-  comm.broadcast(bytes, root);
-  text = to_text(bytes);
-  if (text == "-") return;
-  if (comm.rank() == root) std::rethrow_exception(failure);
-  const std::string message = fmt::format("rank {} {}: {}", root, what_root_did, text.substr(1));
-  switch (text.front()) {
-  case 'I':
-    throw IoError(message);
-  case 'F':
-    throw FormatError(message);
-  case 'A':
-    throw InvalidArgument(message);
-  default:
-    throw Error(message);
-  }
-}
-
 /// Rank 0 loads the whole graph and, for several ranks, partitions it and sends every other rank
 /// its tile; the others receive theirs. Only rank 0 ever holds the whole graph. A dataset rank 0
 /// cannot load, train on or cut fails on every rank.
@@ -356,6 +318,51 @@ graph::Features input_features(partition::LocalGraph& tile,
 }
 
 } // namespace
+
+void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
+                   const std::string& what_root_did) {
+  std::string text = "-";
+  if (comm.rank() == root && failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const IoError& e) {
+      text = std::string("I") + e.what();
+    } catch (const FormatError& e) {
+      text = std::string("F") + e.what();
+    } catch (const InvalidArgument& e) {
+      text = std::string("A") + e.what();
+    } catch (const std::exception& e) {
+      text = std::string("E") + e.what();
+    }
+  }
+  std::vector<std::byte> bytes = to_bytes(text);
+  comm.broadcast(bytes, root);
+  text = to_text(bytes);
+  if (text == "-") return;
+  if (comm.rank() == root) std::rethrow_exception(failure);
+  const std::string message = fmt::format("rank {} {}: {}", root, what_root_did, text.substr(1));
+  switch (text.front()) {
+  case 'I':
+    throw IoError(message);
+  case 'F':
+    throw FormatError(message);
+  case 'A':
+    throw InvalidArgument(message);
+  default:
+    throw Error(message);
+  }
+}
+
+void share_first_failure(comm::Communicator& comm, const std::exception_ptr& failure,
+                         const std::string& what_it_did) {
+  std::vector<std::int64_t> failed(static_cast<std::size_t>(comm.size()), 0);
+  failed[static_cast<std::size_t>(comm.rank())] = failure ? 1 : 0;
+  comm.allreduce_sum(failed); // an allgather: each rank set only its own entry
+  const auto first = std::find(failed.begin(), failed.end(), 1);
+  if (first == failed.end()) return;
+  const int root = static_cast<int>(first - failed.begin());
+  share_failure(comm, root, root == comm.rank() ? failure : nullptr, what_it_did);
+}
 
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                        const BackendPtr& host, const Log& say) {

@@ -8,6 +8,7 @@
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/runtime/train_job.hpp"
 
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -31,6 +32,18 @@ struct JobGraph {
   double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out
   double setup_s = 0.0;          ///< interior ordering, halo plan, ghost input rows
 };
+
+/// Makes `root`'s failure (null: none) every rank's: `root` rethrows its exception, the others
+/// throw one of the same type (IoError, FormatError, InvalidArgument; Error otherwise) saying
+/// "rank R WHAT_ROOT_DID: message". One broadcast; so one rank's bad input fails the whole job
+/// with its message instead of leaving the other ranks waiting. Collective over `comm`.
+void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
+                   const std::string& what_root_did);
+
+/// share_failure from the lowest rank whose `failure` is set, when any is; returns when none
+/// failed. For steps any rank may fail alone. Collective over `comm`.
+void share_first_failure(comm::Communicator& comm, const std::exception_ptr& failure,
+                         const std::string& what_it_did);
 
 /// Gets this rank's graph for `job`: from its part of job.partition_dir, or from rank 0, which
 /// loads the dataset (adding the default split when it has none:

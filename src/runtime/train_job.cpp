@@ -10,6 +10,7 @@
 #include "tessera/runtime/checkpoint.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <filesystem>
 #include <fmt/core.h>
 #include <optional>
@@ -242,18 +243,24 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
   // Claimed before any work, so a folder that cannot take checkpoints fails now, not after the
   // first N epochs; held (locked) until training ends. Rank 0 alone writes: weights are
-  // replicated.
+  // replicated. The checkpoint to resume is read before the data, by every rank (as every rank
+  // reads its part of a store). A failure on any rank fails every rank, before any other
+  // collective could leave the rest waiting.
   std::optional<io::OutputFolder> checkpoint_folder;
-  if (!job.checkpoint_dir.empty() && comm->rank() == 0) {
-    const bool resuming_here =
-        !job.resume_dir.empty() && same_folder(job.resume_dir, job.checkpoint_dir);
-    checkpoint_folder.emplace(job.checkpoint_dir, "checkpoint",
-                              job.replace_checkpoints || resuming_here);
-  }
-  // Read before the data, so a missing or malformed checkpoint fails at once. Every rank reads
-  // it (as every rank reads its part of a store): no rank waits on another's file system.
   std::optional<Checkpoint> resume;
-  if (!job.resume_dir.empty()) resume = read_checkpoint(job.resume_dir);
+  std::exception_ptr failure;
+  try {
+    if (!job.checkpoint_dir.empty() && comm->rank() == 0) {
+      const bool resuming_here =
+          !job.resume_dir.empty() && same_folder(job.resume_dir, job.checkpoint_dir);
+      checkpoint_folder.emplace(job.checkpoint_dir, "checkpoint",
+                                job.replace_checkpoints || resuming_here);
+    }
+    if (!job.resume_dir.empty()) resume = read_checkpoint(job.resume_dir);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  share_first_failure(*comm, failure, "could not open the checkpoint folders");
 
   // The data is read and prepared on the host; the model runs on this rank's backend.
   const BackendPtr host = make_cpu_backend(job.threads);

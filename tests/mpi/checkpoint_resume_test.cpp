@@ -6,6 +6,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <tessera/runtime/checkpoint.hpp>
 #include <tessera/tessera.hpp>
@@ -118,6 +119,33 @@ TEST(CheckpointResume, CheckpointMadeOnEveryRankResumesInOneProcess) {
   expect_close_losses(whole, resumed, 5);
   world()->barrier();
   if (world()->rank() == 0) fs::remove_all(dir);
+}
+
+// Rank 0 alone claims the checkpoint folder: its refusal must reach every rank before any
+// collective, or the others would wait for rank 0 forever.
+TEST(CheckpointResume, ACheckpointFolderRefusedOnRankZeroFailsEveryRank) {
+  const std::string dir = shared_folder("foreign");
+  if (world()->rank() == 0) {
+    fs::create_directories(dir);
+    std::ofstream(fs::path(dir) / "notes.txt") << "not ours\n";
+  }
+  world()->barrier();
+  runtime::TrainJob job = generated_job(2);
+  job.comm = world();
+  job.checkpoint_dir = dir;
+
+  try {
+    runtime::run_train_job(job);
+    ADD_FAILURE() << "rank " << world()->rank() << " trained into a foreign folder";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find(dir), std::string::npos) << e.what();
+    if (world()->rank() != 0) {
+      EXPECT_NE(std::string(e.what()).find("rank 0 could not open the checkpoint folders"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.txt"));
 }
 
 } // namespace
