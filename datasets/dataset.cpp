@@ -76,7 +76,7 @@ Dataset load_named(const BackendPtr& backend, const std::string& name, const Loa
     if (fs::is_directory(name, ec)) throw_not_native(name);
     throw InvalidArgument("unknown dataset '" + name + "'; known names: " + std::string(kNames) +
                           "; or FORMAT:PATH with FORMAT one of " + std::string(kFormats) +
-                          "; or a generator rmat:... / sbm:...");
+                          "; or a generator rmat:... / sbm:... / blobs:...");
   }
   ds.name = name;
   return ds;
@@ -97,7 +97,7 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
   if (format == "musae") return load_musae(backend, path);
   if (format == "mtx") return load_matrix_market(backend, path);
   throw InvalidArgument("unknown dataset format '" + format +
-                        "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm");
+                        "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm, blobs");
 }
 
 /// True when the loader of `head`:`rest` (or of the name `head`) reads LoadOptions::split_index.
@@ -123,6 +123,8 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
     ds = generate_rmat(backend, rest, options.seed);
   } else if (head == "sbm") {
     ds = generate_sbm(backend, rest, options.seed);
+  } else if (head == "blobs") {
+    ds = generate_blobs(backend, rest, options.seed);
   } else if (colon != std::string::npos) {
     ds = load_file(backend, head, rest, options);
   } else if (is_native_dataset(spec)) {

@@ -63,4 +63,9 @@ Dataset generate_rmat(const BackendPtr& backend, const std::string& params, std:
 /// Stochastic block model from "nodes=..,classes=..,avg-degree=..,p-in=..,features=..,noise=..".
 Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::uint64_t seed);
 
+/// Gaussian class clusters without edges, for plain classifiers, from
+/// "samples=..,features=..,classes=..,separation=..,noise=..[,seed=..]" (a seed in the spec
+/// overrides `seed`); random 80/10/10 split.
+Dataset generate_blobs(const BackendPtr& backend, const std::string& params, std::uint64_t seed);
+
 } // namespace tessera::datasets::detail

@@ -1,10 +1,11 @@
 // The CUDA backend and the checks every CUDA entry point uses.
 #include "cuda_backend.hpp"
 
-#include "tessera/kernels/backend_kernels.hpp"
+#include "cuda_address_space.hpp"
 #include "cuda_check.hpp"
 #include "cuda_libraries.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/kernels/backend_kernels.hpp"
 
 #include <cstdint>
 #include <fmt/core.h>
@@ -54,6 +55,7 @@ void check_launch(const char* kernel, std::source_location where) {
 CudaBackend::CudaBackend(int device) : device_(device) {
   TESSERA_CUDA_CHECK(cudaSetDevice(device_));
   TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TESSERA_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
   check(cublas().create(&cublas_), "cublasCreate");
   check(cublas().set_stream(cublas_, stream_), "cublasSetStream");
   check(cusparse().create(&cusparse_), "cusparseCreate");
@@ -64,16 +66,25 @@ CudaBackend::CudaBackend(int device) : device_(device) {
   TESSERA_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device_));
   std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
   TESSERA_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  // A released matrix's plans go with it: they hold descriptors of its arrays and workspaces
+  // of up to 16 bytes per nonzero (transposed plans), and its handle never comes back.
+  release_plans_ = std::make_unique<MatrixReleaseSubscription>([this](std::uint64_t handle) {
+    const std::lock_guard lock(mutex_);
+    std::erase_if(plans_, [handle](const auto& entry) { return entry.first.handle == handle; });
+  });
 }
 
 CudaBackend::~CudaBackend() {
+  release_plans_.reset();
   cudaSetDevice(device_);
   cudaStreamSynchronize(stream_);
+  if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
   plans_.clear();
   for (auto& [slot, s] : scratch_)
     cudaFree(s.ptr);
   if (cusparse_ != nullptr) cusparse().destroy(cusparse_);
   if (cublas_ != nullptr) cublas().destroy(cublas_);
+  if (copy_stream_ != nullptr) cudaStreamDestroy(copy_stream_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
 
@@ -92,16 +103,7 @@ void* CudaBackend::allocate(std::size_t bytes) const {
   return ptr;
 }
 
-void CudaBackend::deallocate(void* ptr, std::size_t bytes) const noexcept {
-  {
-    // Plans made for a matrix whose row pointers lived here would outlive it.
-    const std::lock_guard lock(mutex_);
-    const auto* begin = static_cast<const char*>(ptr);
-    for (auto it = plans_.begin(); it != plans_.end();) {
-      const auto* row_ptr = static_cast<const char*>(it->first.row_ptr);
-      it = row_ptr >= begin && row_ptr < begin + bytes ? plans_.erase(it) : std::next(it);
-    }
-  }
+void CudaBackend::deallocate(void* ptr, std::size_t) const noexcept {
   cudaSetDevice(device_);
   cudaFreeAsync(ptr, stream_);
 }
@@ -130,6 +132,89 @@ void CudaBackend::zero_bytes(void* dst, std::size_t bytes) const {
 
 void CudaBackend::synchronize() const {
   TESSERA_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  TESSERA_CUDA_CHECK(cudaStreamSynchronize(copy_stream_));
+}
+
+void* CudaBackend::allocate_pinned(std::size_t bytes) const {
+  void* ptr = nullptr;
+  TESSERA_CUDA_CHECK(cudaSetDevice(device_));
+  const cudaError_t status = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw CudaError(fmt::format("out of page-locked host memory allocating {} bytes for device {}",
+                                bytes, device_));
+  }
+  check(status, "cudaHostAlloc");
+  return ptr;
+}
+
+void CudaBackend::deallocate_pinned(void* ptr, std::size_t) const noexcept {
+  if (ptr != nullptr) cudaFreeHost(ptr);
+}
+
+std::shared_ptr<Event> CudaBackend::copy_async(void* dst, const void* src, std::size_t bytes,
+                                               CopyDirection direction) const {
+  TESSERA_CUDA_CHECK(cudaSetDevice(device_));
+  // The copy waits for the kernels queued so far (it may read what they write, or overwrite
+  // what they read), but not for kernels queued after it: that is the overlap.
+  const CudaEvent compute_done(device_, stream_);
+  TESSERA_CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, compute_done.native(), 0));
+  if (bytes > 0) {
+    const cudaMemcpyKind kind =
+        direction == CopyDirection::HostToDevice ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    TESSERA_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, copy_stream_));
+  }
+  return std::make_shared<CudaEvent>(device_, copy_stream_);
+}
+
+std::shared_ptr<Event> CudaBackend::record(Stream stream) const {
+  return std::make_shared<CudaEvent>(device_, this->stream(stream));
+}
+
+void CudaBackend::wait(Stream stream, const Event& event) const {
+  if (const auto* cuda_event = dynamic_cast<const CudaEvent*>(&event)) {
+    TESSERA_CUDA_CHECK(cudaStreamWaitEvent(this->stream(stream), cuda_event->native(), 0));
+  } else {
+    event.synchronize(); // another backend's event: the host waits for it instead
+  }
+}
+
+std::unique_ptr<AddressSpace> CudaBackend::reserve_address_space(std::size_t reserve_bytes,
+                                                                 std::size_t slot_bytes,
+                                                                 int slots) const {
+  return make_device_address_space(device_, reserve_bytes, slot_bytes, slots);
+}
+
+std::size_t CudaBackend::address_granularity() const {
+  return device_granularity(device_);
+}
+
+CudaEvent::CudaEvent(int device, cudaStream_t stream) : device_(device) {
+  TESSERA_CUDA_CHECK(cudaSetDevice(device_));
+  TESSERA_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming));
+  const cudaError_t status = cudaEventRecord(event_, stream);
+  if (status != cudaSuccess) {
+    cudaEventDestroy(event_);
+    check(status, "cudaEventRecord");
+  }
+}
+
+CudaEvent::~CudaEvent() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
+}
+
+bool CudaEvent::ready() const {
+  const cudaError_t status = cudaEventQuery(event_);
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError(); // not an error: the work is still running
+    return false;
+  }
+  check(status, "cudaEventQuery");
+  return true;
+}
+
+void CudaEvent::synchronize() const {
+  TESSERA_CUDA_CHECK(cudaEventSynchronize(event_));
 }
 
 std::string CudaBackend::describe() const {
@@ -187,6 +272,13 @@ int device_count() noexcept {
     return 0;
   }
   return count;
+}
+
+std::size_t spmm_plan_count(const Backend& backend) {
+  if (backend.kind() != DeviceKind::Cuda) {
+    throw InvalidArgument("spmm_plan_count: expected a CUDA backend, got " + backend.describe());
+  }
+  return as_cuda(backend).plan_count();
 }
 
 BackendPtr make_backend(int device) {

@@ -1,7 +1,8 @@
 // CUDA SpMM through cuSPARSE's generic API with a cached plan per (matrix, width): descriptors,
-// 32-bit row offsets and the workspace are made on first use and reused every epoch. Aᵀ·B uses
-// an explicit transposed structure built once; its values are gathered from A's on every call,
-// so A's values may change between calls (dropout on sparse features) but its structure not.
+// 32-bit row offsets and the workspace are made on first use and reused every epoch, until the
+// matrix (CsrT, by its handle) is destroyed. A view of no CsrT (handle 0) gets a plan per call.
+// Aᵀ·B uses an explicit transposed structure built once; its values are gathered from A's on every
+// call, so A's values may change between calls (dropout on sparse features) but its structure not.
 #include "tessera/kernels/spmm_kernels.hpp"
 
 #include "cuda_backend.hpp"
@@ -22,7 +23,8 @@ namespace tessera::kernels::cuda {
 
 namespace {
 
-/// Device memory owned by a plan (plain cudaMalloc: plans die inside the backend's deallocate).
+/// Device memory owned by a plan (plain cudaMalloc: cudaFree waits for the kernels using it, so a
+/// plan may die as soon as its matrix is released).
 class DeviceArray {
 public:
   DeviceArray() = default;
@@ -114,20 +116,21 @@ HostStructure host_structure(const CudaBackend& be, CsrView<T> a, bool with_colu
 template <typename T>
 void describe(const CudaBackend& be, SpmmPlan& plan, std::int64_t rows, std::int64_t cols,
               void* columns, void* values, std::int64_t width, const T* b, T* c) {
-  check(cusparse().create_csr(&plan.sparse, rows, cols, plan.nnz, plan.offsets.get(), columns, values,
-                          CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
-                          value_type<T>()),
+  check(cusparse().create_csr(&plan.sparse, rows, cols, plan.nnz, plan.offsets.get(), columns,
+                              values, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                              CUSPARSE_INDEX_BASE_ZERO, value_type<T>()),
         "cusparseCreateCsr");
   check(cusparse().create_dn_mat(&plan.b, cols, width, width, const_cast<T*>(b), value_type<T>(),
-                            CUSPARSE_ORDER_ROW),
+                                 CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat");
-  check(cusparse().create_dn_mat(&plan.c, rows, width, width, c, value_type<T>(), CUSPARSE_ORDER_ROW),
-        "cusparseCreateDnMat");
+  check(
+      cusparse().create_dn_mat(&plan.c, rows, width, width, c, value_type<T>(), CUSPARSE_ORDER_ROW),
+      "cusparseCreateDnMat");
   const T one = 1, zero = 0;
   std::size_t bytes = 0;
   check(cusparse().spmm_buffer_size(be.cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero,
-                                plan.c, value_type<T>(), kAlgorithm, &bytes),
+                                    CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b,
+                                    &zero, plan.c, value_type<T>(), kAlgorithm, &bytes),
         "cusparseSpMM_bufferSize");
   plan.workspace = DeviceArray(bytes);
 }
@@ -190,13 +193,30 @@ void run(const CudaBackend& be, SpmmPlan& plan, const T* b, T* c, std::int64_t c
   check(cusparse().dn_mat_set_values(plan.c, c), "cusparseDnMatSetValues");
   const T one = 1, zero = 0;
   check(cusparse().spmm(be.cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                     CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero, plan.c,
-                     value_type<T>(), kAlgorithm, plan.workspace.get()),
+                        CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero, plan.c,
+                        value_type<T>(), kAlgorithm, plan.workspace.get()),
         "cusparseSpMM");
 }
 
+/// Transposed plans gather the values on every call, so their key leaves the values out.
 template <typename T> SpmmPlanKey key_of(CsrView<T> a, std::int64_t width, bool transpose) {
-  return {a.row_ptr, a.col, a.val, a.rows, a.cols, -1, width, transpose};
+  return {a.handle, a.first_row, a.rows, a.cols, width, a.col, transpose ? nullptr : a.val,
+          transpose};
+}
+
+/// The cached plan of `a` made by `make`, or for a view of no CsrT (nothing tells when its
+/// arrays die) a plan of this call alone, kept in `once`.
+template <typename T, typename Make>
+SpmmPlan& plan_for(const CudaBackend& be, CsrView<T> a, std::int64_t width, bool transpose,
+                   std::unique_ptr<SpmmPlan>& once, Make make) {
+  if (a.handle != 0) return be.plan<SpmmPlan>(key_of(a, width, transpose), make);
+  once.reset(make());
+  return *once;
+}
+
+/// Waits for the product before a one-call plan (its workspace) is freed.
+void finish(const CudaBackend& be, const std::unique_ptr<SpmmPlan>& once) {
+  if (once != nullptr) TESSERA_CUDA_CHECK(cudaStreamSynchronize(be.stream()));
 }
 
 } // namespace
@@ -209,9 +229,11 @@ void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T
     be.zero_bytes(c.data, static_cast<std::size_t>(c.size()) * sizeof(T));
     return;
   }
-  SpmmPlan& plan = be.plan<SpmmPlan>(key_of(a, b.cols, false),
-                                     [&] { return make_plan(be, a, b.data, c.data, b.cols); });
+  std::unique_ptr<SpmmPlan> once;
+  SpmmPlan& plan = plan_for(be, a, b.cols, false, once,
+                            [&] { return make_plan(be, a, b.data, c.data, b.cols); });
   run(be, plan, b.data, c.data, c.size());
+  finish(be, once);
 }
 
 template <typename T>
@@ -222,14 +244,16 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
     be.zero_bytes(c.data, static_cast<std::size_t>(c.size()) * sizeof(T));
     return;
   }
-  SpmmPlan& plan = be.plan<SpmmPlan>(
-      key_of(a, b.cols, true), [&] { return make_transposed_plan(be, a, b.data, c.data, b.cols); });
+  std::unique_ptr<SpmmPlan> once;
+  SpmmPlan& plan = plan_for(be, a, b.cols, true, once,
+                            [&] { return make_transposed_plan(be, a, b.data, c.data, b.cols); });
   if (plan.nnz > 0) {
     launch::permute_values(a.val + plan.base, static_cast<const std::int64_t*>(plan.perm.get()),
                            static_cast<T*>(plan.values.get()), plan.nnz, be.stream());
     check_launch("permute_values");
   }
   run(be, plan, b.data, c.data, c.size());
+  finish(be, once);
 }
 
 TESSERA_INSTANTIATE_SPMM_KERNELS(float);

@@ -5,10 +5,20 @@
 
 namespace tessera::kernels::cuda {
 
-bool compiled() noexcept { return false; }
+bool compiled() noexcept {
+  return false;
+}
 
-int device_count() noexcept { return 0; }
+int device_count() noexcept {
+  return 0;
+}
 
-BackendPtr make_backend(int) { not_compiled("backend"); }
+BackendPtr make_backend(int) {
+  not_compiled("backend");
+}
 
-}  // namespace tessera::kernels::cuda
+std::size_t spmm_plan_count(const Backend&) {
+  not_compiled("spmm_plan_count");
+}
+
+} // namespace tessera::kernels::cuda

@@ -37,17 +37,36 @@ HaloExchange<T>::HaloExchange(std::shared_ptr<Communicator> comm,
   staged_ = backend_->kind() != DeviceKind::Cpu && !comm_->accepts_device_memory();
 }
 
+template <typename T> HaloExchange<T>::~HaloExchange() {
+  if (recv_copy_ == nullptr) return;
+  try {
+    recv_copy_->synchronize();
+  } catch (...) {
+    // A failed copy has no one left to tell; the buffer is freed either way.
+  }
+}
+
 namespace {
 
 /// [begin, begin + count) of a host staging buffer of rows of `width` values of T.
 template <typename T>
-std::span<std::byte> stage_rows(std::vector<std::byte>& stage, std::int64_t begin,
-                                std::int64_t count, std::int64_t width) {
-  return std::span<std::byte>(stage).subspan(static_cast<std::size_t>(begin * width) * sizeof(T),
-                                             static_cast<std::size_t>(count * width) * sizeof(T));
+std::span<std::byte> stage_rows(const PinnedBuffer& stage, std::int64_t begin, std::int64_t count,
+                                std::int64_t width) {
+  return stage.span().subspan(static_cast<std::size_t>(begin * width) * sizeof(T),
+                              static_cast<std::size_t>(count * width) * sizeof(T));
 }
 
 } // namespace
+
+template <typename T>
+void HaloExchange<T>::prepare_stages(std::size_t send_bytes, std::size_t recv_bytes) {
+  if (recv_copy_ != nullptr) { // messages are about to land where that copy reads
+    recv_copy_->synchronize();
+    recv_copy_.reset();
+  }
+  if (send_stage_.size() < send_bytes) send_stage_ = PinnedBuffer(backend_, send_bytes);
+  if (recv_stage_.size() < recv_bytes) recv_stage_ = PinnedBuffer(backend_, recv_bytes);
+}
 
 template <typename T> void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
   if (x.rows != plan_->n_local()) {
@@ -73,9 +92,12 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
   if (staged_) { // device rows through host buffers; `in` is filled at wait()
-    send_stage_.resize(static_cast<std::size_t>(out.size()) * sizeof(T));
-    recv_stage_.resize(static_cast<std::size_t>(in.size()) * sizeof(T));
-    backend_->copy_to_host(send_stage_.data(), out.data, send_stage_.size());
+    const std::size_t out_bytes = static_cast<std::size_t>(out.size()) * sizeof(T);
+    prepare_stages(out_bytes, static_cast<std::size_t>(in.size()) * sizeof(T));
+    // The communicator reads the send stage as soon as the messages are posted: the host waits
+    // for this copy (on the copy stream, after the kernels that wrote `out`).
+    backend_->copy_async(send_stage_.data(), out.data, out_bytes, CopyDirection::DeviceToHost)
+        ->synchronize();
     for (const HaloPlan::Block& b : out_blocks)
       sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
     for (const HaloPlan::Block& b : in_blocks)
@@ -125,8 +147,13 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
   request.pending_.reset();
   const std::int64_t w = request.x_.cols;
   if (staged_) {
-    backend_->copy_from_host(request.in_.data, recv_stage_.data(),
-                             static_cast<std::size_t>(request.in_.size()) * sizeof(T));
+    // To the device on the copy stream; the kernels queued from now on (the scatter-add below,
+    // the caller's aggregation) wait for it there, the host does not. The next exchange waits
+    // for it before receiving into the stage again.
+    recv_copy_ = backend_->copy_async(request.in_.data, recv_stage_.data(),
+                                      static_cast<std::size_t>(request.in_.size()) * sizeof(T),
+                                      CopyDirection::HostToDevice);
+    backend_->wait(Stream::Compute, *recv_copy_);
   }
   if (request.kind_ == Request::Kind::ScatterAdd) {
     // A row read by several peers appears once per peer block: add block by block (rows are

@@ -41,6 +41,16 @@ public:
     requests_.clear();
     check(code, "MPI_Waitall");
   }
+  bool test() override {
+    if (requests_.empty()) return true;
+    int done = 0;
+    const int code = MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done,
+                                 MPI_STATUSES_IGNORE);
+    // A failed request cannot be waited for again: drop them all before throwing.
+    if (code != MPI_SUCCESS || done != 0) requests_.clear();
+    check(code, "MPI_Testall");
+    return done != 0;
+  }
 
 private:
   std::vector<MPI_Request> requests_;
@@ -83,6 +93,20 @@ public:
   }
   void allreduce_max(std::span<double> v) override {
     allreduce(v.data(), v.size(), MPI_DOUBLE, MPI_MAX);
+  }
+
+  std::unique_ptr<Pending> start_allreduce_sum(std::span<float> v) override {
+    std::vector<MPI_Request> requests;
+    // Pieces of at most 1 Gi values each, started in order: every rank cuts the same count
+    // alike, so the k-th pieces match.
+    constexpr std::size_t kMaxValues = std::size_t{1} << 30;
+    for (std::size_t at = 0; at < v.size(); at += kMaxValues) {
+      const auto piece = static_cast<int>(std::min(kMaxValues, v.size() - at));
+      requests.emplace_back();
+      TESSERA_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, v.data() + at, piece, MPI_FLOAT, MPI_SUM,
+                                       comm_, &requests.back()));
+    }
+    return std::make_unique<MpiPending>(std::move(requests));
   }
 
   std::vector<std::int64_t> alltoall(std::span<const std::int64_t> send) override {
@@ -191,7 +215,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   int provided = 0;
   TESSERA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
   if (provided < MPI_THREAD_FUNNELED) {
-    MPI_Finalize();  // the destructor of an object whose constructor threw does not run
+    MPI_Finalize(); // the destructor of an object whose constructor threw does not run
     throw MpiError(fmt::format("MPI gives thread level {}; Tessera needs MPI_THREAD_FUNNELED ({})",
                                provided, MPI_THREAD_FUNNELED));
   }

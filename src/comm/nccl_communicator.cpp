@@ -23,6 +23,7 @@ namespace nccl = kernels::cuda;
 class StreamOrdered final : public Pending {
 public:
   void wait() override {}
+  bool test() override { return true; }
 };
 
 class NcclCommunicator final : public Communicator {
@@ -47,6 +48,12 @@ public:
     if (values.empty()) return;
     if (!nccl::is_device_memory(values.data())) return host_->allreduce_sum(values);
     comm_->allreduce_sum(values);
+  }
+  std::unique_ptr<Pending> start_allreduce_sum(std::span<float> values) override {
+    if (values.empty() || !nccl::is_device_memory(values.data()))
+      return host_->start_allreduce_sum(values);
+    comm_->allreduce_sum(values);
+    return std::make_unique<StreamOrdered>();
   }
   void allreduce_sum(std::span<double> values) override { host_->allreduce_sum(values); }
   void allreduce_sum(std::span<std::int64_t> values) override { host_->allreduce_sum(values); }

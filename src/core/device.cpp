@@ -1,6 +1,7 @@
 // The CPU backend: OpenMP threads and aligned host memory (huge pages for large buffers).
 #include "tessera/core/device.hpp"
 
+#include "address_space.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -47,6 +48,14 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 /// oversubscribed tests, far below what exhausts memory for thread stacks.
 constexpr int kThreadsPerCore = 4;
 
+/// The CPU backend's events: its work is done by the time a call returns, so every event is
+/// ready when made.
+class ReadyEvent final : public Event {
+public:
+  bool ready() const override { return true; }
+  void synchronize() const override {}
+};
+
 class CpuBackend final : public Backend {
 public:
   explicit CpuBackend(int num_threads) {
@@ -86,6 +95,26 @@ public:
     if (bytes > 0) std::memset(dst, 0, bytes);
   }
   void synchronize() const override {}
+
+  // Host memory is all the same to the CPU: "pinned" buffers are ordinary ones, and copies and
+  // events complete before the call returns, so the engine runs one code path on both backends.
+  void* allocate_pinned(std::size_t bytes) const override { return allocate(bytes); }
+  void deallocate_pinned(void* ptr, std::size_t bytes) const noexcept override {
+    deallocate(ptr, bytes);
+  }
+  std::shared_ptr<Event> copy_async(void* dst, const void* src, std::size_t bytes,
+                                    CopyDirection) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return std::make_shared<ReadyEvent>();
+  }
+  std::shared_ptr<Event> record(Stream) const override { return std::make_shared<ReadyEvent>(); }
+  void wait(Stream, const Event&) const override {}
+  std::unique_ptr<AddressSpace> reserve_address_space(std::size_t reserve_bytes,
+                                                      std::size_t slot_bytes,
+                                                      int slots) const override {
+    return detail::make_host_address_space(reserve_bytes, slot_bytes, slots);
+  }
+  std::size_t address_granularity() const override { return detail::host_page_size(); }
 
   std::string describe() const override {
     return "cpu (" + std::to_string(num_threads()) + " threads, OpenBLAS " + blas_core_name() + ")";

@@ -1,6 +1,8 @@
 // Linear, ReLU and Dropout modules and Glorot initialization.
 #include "tessera/engine/layers.hpp"
 
+#include "tessera/engine/chunk_manager.hpp"
+
 #include <fmt/core.h>
 
 #include <vector>
@@ -55,6 +57,8 @@ void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
           static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
     }
   }
+  Pins pins(manager_of(w.backend()));  // w may be in chunks that left the device meanwhile
+  pins.add(w.data(), w.bytes(), Access::Write);
   w.backend()->copy_from_host(w.data(), host.data(), host.size() * sizeof(T));
 }
 

@@ -5,68 +5,119 @@
 
 namespace tessera {
 
-template <typename T>
-void Sequential<T>::add(std::unique_ptr<Module<T>> module) {
+template <typename T> void Sequential<T>::add(std::unique_ptr<Module<T>> module) {
   // Module i needs an input gradient only when a module before it has parameters.
   const bool trainable_before =
       !modules_.empty() && (needs_input_grad_.back() || !modules_.back()->parameters().empty());
   needs_input_grad_.push_back(trainable_before);
   modules_.push_back(std::move(module));
   contexts_.emplace_back();
+  owned_.emplace_back();
 }
 
+template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
+  memory_ = manager;
+  output_pins_ = std::make_unique<Pins>(manager);
+}
+
+namespace {
+
+/// Acquires the memory of a module input: a dense view's rows, or a CSR's three arrays (its
+/// column and value tensors whole, since their extent is known only from row_ptr).
+template <typename T> void pin_input(Pins& pins, const Input<T>& x, Access access) {
+  if (x.is_sparse()) {
+    pins.add(x.sparse.row_ptr, static_cast<std::size_t>(x.sparse.rows + 1) * sizeof(Offset),
+             Access::Read);
+    pins.add_tensor(x.sparse.col, Access::Read);
+    pins.add_tensor(x.sparse.val, access);
+  } else {
+    pins.add(x.dense.data, static_cast<std::size_t>(x.dense.size()) * sizeof(T), access);
+  }
+}
+
+} // namespace
+
 template <typename T>
-ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
+void Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward) {
+  if (memory_ == nullptr) return;
+  for (const ByteRange& r : owned_[i])
+    pins.add(r, Access::ReadWrite);
+  for (Parameter<T>* p : modules_[i]->parameters()) {
+    pins.add(p->value.data(), p->value.bytes(), Access::Read);
+    if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
+  }
+  pin_input(pins, input, Access::Read);
+  if (backward) pin_input(pins, contexts_[i].output, Access::Read);
+}
+
+template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
   if (modules_.empty()) throw InvalidArgument("Sequential::forward on an empty model");
+  if (output_pins_) output_pins_->clear();
   for (std::size_t i = 0; i < modules_.size(); ++i) {
+    Pins pins(memory_);
+    AllocationScope scope(memory_, pins);
+    pin_module(pins, i, x, false);
     contexts_[i] = modules_[i]->forward(step, x);
+    owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     x = contexts_[i].output;
   }
   if (x.is_sparse()) throw InvalidArgument("the last module of a model must give a dense output");
+  if (output_pins_) pin_input(*output_pins_, x, Access::ReadWrite);
   return x.dense;
 }
 
 template <typename T>
-void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode) {
+void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode,
+                             const std::function<void(Parameter<T>&)>& on_gradient) {
+  if (output_pins_) output_pins_->clear();
   for (std::size_t i = modules_.size(); i-- > 0;) {
     const GradientMode input_mode =
         needs_input_grad_[i] ? GradientMode::Overwrite : GradientMode::Ignore;
+    Pins pins(memory_);
+    AllocationScope scope(memory_, pins);
+    pin_module(pins, i, contexts_[i].input, true);
+    pins.add(d_output.data, static_cast<std::size_t>(d_output.size()) * sizeof(T), Access::Read);
     d_output = modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
+    owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
+    if (on_gradient && param_mode != GradientMode::Ignore) {
+      for (Parameter<T>* p : modules_[i]->parameters())
+        on_gradient(*p);
+    }
     if (!needs_input_grad_[i]) break;
   }
 }
 
-template <typename T>
-std::vector<Parameter<T>*> Sequential<T>::parameters() {
+template <typename T> std::vector<Parameter<T>*> Sequential<T>::parameters() {
   std::vector<Parameter<T>*> all;
   for (auto& module : modules_) {
-    for (Parameter<T>* p : module->parameters()) all.push_back(p);
+    for (Parameter<T>* p : module->parameters())
+      all.push_back(p);
   }
   return all;
 }
 
-template <typename T>
-std::int64_t Sequential<T>::num_parameters() {
+template <typename T> std::int64_t Sequential<T>::num_parameters() {
   std::int64_t total = 0;
-  for (Parameter<T>* p : parameters()) total += p->value.size();
+  for (Parameter<T>* p : parameters())
+    total += p->value.size();
   return total;
 }
 
-template <typename T>
-std::string Sequential<T>::summary() const {
+template <typename T> std::string Sequential<T>::summary() const {
   std::string text;
-  for (const auto& module : modules_) text += module->name() + "\n";
+  for (const auto& module : modules_)
+    text += module->name() + "\n";
   return text;
 }
 
-template <typename T>
-std::size_t Sequential<T>::bytes() const {
+template <typename T> std::size_t Sequential<T>::bytes() const {
   std::size_t total = 0;
-  for (const auto& module : modules_) total += module->bytes();
+  for (const auto& module : modules_)
+    total += module->bytes();
   return total;
 }
 
 template class Sequential<float>;
 template class Sequential<double>;
 
-}  // namespace tessera
+} // namespace tessera

@@ -1,9 +1,9 @@
 // The full-batch training loop for node classification.
 #include "tessera/gnn/trainer.hpp"
 
-#include "tessera/comm/gradient_allreduce.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/optimizer.hpp"
 
 #include <algorithm>
@@ -201,12 +201,12 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   };
   const Backend& be = *backend;
   Adam<float> optimizer(backend, model.parameters(), config.adam);
-  std::optional<comm::GradientAllreduce> gradient_sum;
+  // Weight gradients are summed over the ranks in buckets while backward still runs.
+  std::optional<DataParallel> gradient_sum;
+  std::function<void(Parameter<float>&)> on_gradient;
   if (comm != nullptr && comm->size() > 1) {
-    std::vector<Dense*> gradients;
-    for (Parameter<float>* p : model.parameters())
-      gradients.push_back(&p->grad);
-    gradient_sum.emplace(*comm, backend, std::move(gradients));
+    gradient_sum.emplace(*comm, backend, model.parameters());
+    on_gradient = [&gradient_sum](Parameter<float>& p) { gradient_sum->gradient_ready(p); };
   }
   Dense d_logits; // [n, classes], allocated on the first epoch
   const SplitCounts counts = split_counts(host_labels, comm);
@@ -243,12 +243,12 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
                                                          counts.train, d_logits.view());
     result.phases.loss += phase.seconds();
     phase.restart();
-    model.backward(d_logits.cview());
+    model.backward(d_logits.cview(), GradientMode::Overwrite, on_gradient);
     result.phases.backward += phase.seconds();
     phase.restart();
     if (gradient_sum) {
       const Stopwatch reduce_clock;
-      gradient_sum->run();
+      gradient_sum->finish();
       comm->allreduce_sum(std::span<double>(&stats.train_loss, 1));
       allreduce_s = reduce_clock.seconds();
     }

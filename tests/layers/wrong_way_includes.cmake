@@ -17,7 +17,7 @@ plant(kernels/include/tessera/kernels/dense_kernels.hpp [[#include "tessera/ops/
       "kernels -> ops is not an arrow")
 plant(src/core/device.cpp [[#include "tessera/kernels/backend_kernels.hpp"]]
       "core -> kernels is not an arrow")
-plant(src/comm/gradient_allreduce.cpp [[#include "tessera/engine/module.hpp"]]
+plant(src/comm/halo_plan.cpp [[#include "tessera/engine/module.hpp"]]
       "comm -> engine is not an arrow")
 plant(partition/store.cpp [[#include "../datasets/assembly.hpp"]]
       "a private file of datasets")

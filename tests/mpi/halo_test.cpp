@@ -1,6 +1,5 @@
 // Halo plans and exchanges across real ranks: a hand-written 4-rank plan, gather contents, the
-// adjoint identity of gather and scatter-add, the one-off sparse row gather, and the gradient
-// allreduce.
+// adjoint identity of gather and scatter-add, and the one-off sparse row gather.
 #include "mpi/mpi_test_main.hpp"
 
 #include <cmath>
@@ -172,31 +171,6 @@ TEST(HaloExchange, SparseRowGatherMatchesTheDenseGather) {
       row[local.col()[k]] = local.val()[k];
     for (int c = 0; c < width; ++c)
       ASSERT_EQ(row[c], dense(r, c)) << "row " << r << " col " << c;
-  }
-}
-
-TEST(GradientAllreduce, EveryGradientHoldsTheSumOverRanks) {
-  const auto backend = make_cpu_backend(1);
-  const int rank = world()->rank(), size = world()->size();
-  // Two gradients of different shapes; rank r's entry i is (r + 1) * (i + 1).
-  std::vector<Dense> gradients;
-  gradients.push_back(Dense::zeros(backend, 3, 2));
-  gradients.push_back(Dense::zeros(backend, 1, 5));
-  std::vector<Dense*> registered;
-  for (Dense& g : gradients) {
-    for (std::int64_t i = 0; i < g.size(); ++i)
-      g.data()[i] = static_cast<float>((rank + 1) * (i + 1));
-    registered.push_back(&g);
-  }
-  comm::GradientAllreduce allreduce(*world(), backend, registered);
-  ASSERT_EQ(allreduce.size(), 11);
-
-  allreduce.run();
-
-  const float rank_sum = static_cast<float>(size * (size + 1) / 2);
-  for (std::size_t t = 0; t < gradients.size(); ++t) {
-    for (std::int64_t i = 0; i < gradients[t].size(); ++i)
-      EXPECT_EQ(gradients[t].data()[i], rank_sum * static_cast<float>(i + 1)) << t << " " << i;
   }
 }
 

@@ -2,7 +2,6 @@
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
-#include "tessera/comm/gradient_allreduce.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/config.hpp"
@@ -15,6 +14,8 @@
 #include "tessera/core/timer.hpp"
 #include "tessera/core/types.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 #include "tessera/engine/optimizer.hpp"
@@ -35,5 +36,6 @@
 #include "tessera/partition/partition.hpp"
 #include "tessera/partition/store.hpp"
 #include "tessera/runtime/checkpoint.hpp"
+#include "tessera/runtime/mlp_job.hpp"
 #include "tessera/runtime/train_job.hpp"
 #include "tessera/runtime/train_main.hpp"

@@ -1,7 +1,6 @@
-// comm on one process: the self communicator is the identity and refuses peers, a plan without
-// peers exchanges nothing, and one rank's gradient sum is its own gradient.
+// comm on one process: the self communicator is the identity and refuses peers, and a plan
+// without peers exchanges nothing.
 #include "tessera/comm/communicator.hpp"
-#include "tessera/comm/gradient_allreduce.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/error.hpp"
@@ -77,22 +76,6 @@ TEST(HaloExchange, WithoutPeersMovesNothingAndLeavesTheRows) {
   EXPECT_EQ(x(1, 2), 4.0f);
   EXPECT_EQ(halo.stats().bytes_sent, 0);
   EXPECT_EQ(halo.stats().bytes_received, 0);
-}
-
-TEST(GradientAllreduce, OnOneRankEveryGradientStaysItsOwn) {
-  const auto comm = comm::make_self_communicator();
-  const auto cpu = make_cpu_backend(1);
-  Dense a = Dense::zeros(cpu, 2, 2), b = Dense::zeros(cpu, 1, 3);
-  for (std::int64_t i = 0; i < a.size(); ++i)
-    a.data()[i] = static_cast<float>(i + 1);
-  b.data()[2] = -1.0f;
-  comm::GradientAllreduce allreduce(*comm, cpu, {&a, &b});
-
-  allreduce.run();
-
-  EXPECT_EQ(allreduce.size(), 7);
-  EXPECT_EQ(a(1, 1), 4.0f);
-  EXPECT_EQ(b.data()[2], -1.0f);
 }
 
 } // namespace

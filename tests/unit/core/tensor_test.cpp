@@ -1,10 +1,12 @@
 // Tensors own aligned backend memory and give views with the right shape.
-#include <gtest/gtest.h>
-
-#include <cstdint>
-
 #include "tessera/core/error.hpp"
 #include "tessera/core/tensor.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <gtest/gtest.h>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -15,11 +17,12 @@ TEST(Dense, ZerosHasShapeAndIsZero) {
   EXPECT_EQ(m.rows(), 3);
   EXPECT_EQ(m.cols(), 5);
   EXPECT_EQ(m.shape(), "[3, 5]");
-  for (std::int64_t i = 0; i < m.size(); ++i) EXPECT_EQ(m.data()[i], 0.0f);
+  for (std::int64_t i = 0; i < m.size(); ++i)
+    EXPECT_EQ(m.data()[i], 0.0f);
 }
 
 TEST(Dense, LargeBuffersAreHugePageAligned) {
-  const Dense big(make_cpu_backend(), 1024, 1024);  // 4 MiB
+  const Dense big(make_cpu_backend(), 1024, 1024); // 4 MiB
 
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(big.data()) % (2u << 20), 0u);
 }
@@ -45,7 +48,7 @@ TEST(Dense, MoveLeavesSourceEmpty) {
   Dense b = std::move(a);
 
   EXPECT_EQ(b.data(), data);
-  EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(a.data(), nullptr); // NOLINT(bugprone-use-after-move): checking the moved-from state
 }
 
 TEST(Tensor, EmptyMatricesCopyToABackendAsEmpty) {
@@ -73,5 +76,74 @@ TEST(Csr, CastKeepsStructureAndConvertsValues) {
   EXPECT_DOUBLE_EQ(b.val()[1], 1.5);
 }
 
-}  // namespace
-}  // namespace tessera
+TEST(Csr, HandlesAreUniqueNonZeroAndKeptByMovesAndViews) {
+  const auto backend = make_cpu_backend(1);
+  Csr a(backend, 3, 3, 0);
+  const Csr b(backend, 3, 3, 0);
+  const std::uint64_t handle = a.handle();
+
+  const Csr moved(std::move(a));
+
+  EXPECT_NE(handle, 0u);
+  EXPECT_NE(b.handle(), handle);
+  EXPECT_EQ(moved.handle(), handle);
+  EXPECT_EQ(moved.view().handle, handle);
+  EXPECT_EQ(a.handle(), 0u); // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(Csr().handle(), 0u);
+}
+
+TEST(Csr, CopiesGetANewHandle) {
+  const auto backend = make_cpu_backend(1);
+  const Csr a(backend, 2, 2, 0);
+
+  EXPECT_NE(a.cast<double>().handle(), a.handle());
+  EXPECT_NE(to_backend(a, backend).handle(), a.handle());
+}
+
+TEST(Csr, RowSliceKeepsTheHandleAndCountsRowsFromTheWholeMatrix) {
+  const Csr a(make_cpu_backend(1), 10, 4, 0);
+
+  const CsrView<float> inner = a.view().row_slice(3, 8).row_slice(2, 4);
+
+  EXPECT_EQ(inner.handle, a.handle());
+  EXPECT_EQ(inner.first_row, 5);
+  EXPECT_EQ(inner.rows, 2);
+  EXPECT_EQ(inner.row_ptr, a.row_ptr() + 5);
+}
+
+TEST(Csr, ReleaseSubscribersHearOfDestructionAndAssignmentUntilUnsubscribed) {
+  const auto backend = make_cpu_backend(1);
+  std::vector<std::uint64_t> released;
+  std::uint64_t first = 0, second = 0;
+  {
+    const MatrixReleaseSubscription subscription(
+        [&](std::uint64_t handle) { released.push_back(handle); });
+    Csr a(backend, 2, 2, 0);
+    first = a.handle();
+    Csr b(backend, 2, 2, 0);
+    second = b.handle();
+
+    a = std::move(b); // a's first matrix is released; b's lives on in a
+    EXPECT_EQ(released, std::vector<std::uint64_t>{first});
+  }
+  const std::vector<std::uint64_t> heard = released;
+  { const Csr unheard(backend, 1, 1, 0); }
+
+  EXPECT_EQ(heard, (std::vector<std::uint64_t>{first, second}));
+  EXPECT_EQ(released, heard);
+}
+
+TEST(PinnedBuffer, HoldsWritableHostBytesAndMovesOwnership) {
+  const auto backend = make_cpu_backend(1);
+  PinnedBuffer a(backend, 100);
+  std::fill_n(a.data(), a.size(), std::byte{3});
+
+  const PinnedBuffer b(std::move(a));
+
+  EXPECT_EQ(b.size(), 100u);
+  EXPECT_EQ(b.data()[99], std::byte{3});
+  EXPECT_EQ(a.data(), nullptr); // NOLINT(bugprone-use-after-move): checking the moved-from state
+}
+
+} // namespace
+} // namespace tessera

@@ -31,6 +31,18 @@ public:
   void copy_within(void*, const void*, std::size_t) const override {}
   void zero_bytes(void*, std::size_t) const override {}
   void synchronize() const override {}
+  void* allocate_pinned(std::size_t) const override { throw std::bad_alloc(); }
+  void deallocate_pinned(void*, std::size_t) const noexcept override {}
+  std::shared_ptr<Event> copy_async(void*, const void*, std::size_t, CopyDirection) const override {
+    return nullptr;
+  }
+  std::shared_ptr<Event> record(Stream) const override { return nullptr; }
+  void wait(Stream, const Event&) const override {}
+  std::unique_ptr<AddressSpace> reserve_address_space(std::size_t, std::size_t,
+                                                      int) const override {
+    return nullptr;
+  }
+  std::size_t address_granularity() const override { return 1; }
   std::string describe() const override { return "fake cuda"; }
 };
 
@@ -76,13 +88,11 @@ TEST_F(Ops, GemmChecksTheTransposedShapes) {
   DenseT<double> c(cpu, 4, 2);
   DenseT<double> wrong_c(cpu, 3, 2);
 
-  ops::gemm(*cpu, Transpose::Yes, Transpose::No, 1.0, a.cview(), b.cview(), 0.0,
-            c.view());
+  ops::gemm(*cpu, Transpose::Yes, Transpose::No, 1.0, a.cview(), b.cview(), 0.0, c.view());
 
   EXPECT_THAT(
       [&] {
-        ops::gemm(*cpu, Transpose::No, Transpose::No, 1.0, a.cview(), b.cview(), 0.0,
-                  c.view());
+        ops::gemm(*cpu, Transpose::No, Transpose::No, 1.0, a.cview(), b.cview(), 0.0, c.view());
       },
       ThrowsMessage<DimensionMismatch>(
           AllOf(HasSubstr("gemm"), HasSubstr("[3, 4]"), HasSubstr("[3, 2]"))));

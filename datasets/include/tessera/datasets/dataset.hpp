@@ -50,7 +50,9 @@ struct LoadOptions {
 ///    planetoid, gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it),
 ///    snap, metis, musae (PATH = the edges csv), mtx;
 ///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
-///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0.
+///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0, or Gaussian class
+///    clusters without edges for plain classifiers,
+///    blobs:samples=10000,features=64,classes=4,separation=6,noise=1[,seed=S].
 /// Everything lands in host memory: `backend` must be a CPU backend. Throws IoError /
 /// FormatError naming the file and the problem, InvalidArgument for bad specs or a non-CPU
 /// backend.

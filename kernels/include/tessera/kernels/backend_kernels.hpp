@@ -4,6 +4,8 @@
 
 #include "tessera/core/device.hpp"
 
+#include <cstddef>
+
 namespace tessera::kernels::cuda {
 
 /// Whether these are the real CUDA entry points (false for the stubs).
@@ -15,4 +17,9 @@ int device_count() noexcept;
 /// The CUDA backend of `device`. Throws NotCompiled without CUDA.
 BackendPtr make_backend(int device);
 
-}  // namespace tessera::kernels::cuda
+/// SpMM plans `backend` (a CUDA backend) holds now: one per (matrix, row range, width, values,
+/// transpose) used since, dropped when the matrix (CsrT) is released. For tests of their
+/// lifetime. Throws NotCompiled without CUDA.
+std::size_t spmm_plan_count(const Backend& backend);
+
+} // namespace tessera::kernels::cuda

@@ -31,6 +31,10 @@ public:
   virtual ~Pending() = default;
   /// Throws MpiError when a transfer failed. Stream-ordered transfers (NCCL) return at once.
   virtual void wait() = 0;
+  /// Whether wait() would return at once, without blocking. Calling it also moves the transfers
+  /// on: Open MPI progresses messages only inside MPI calls, so a caller that overlaps compute
+  /// with messages in flight tests them now and then. Throws MpiError when a transfer failed.
+  virtual bool test() = 0;
 };
 
 /// The ranks of one job. Collective calls must be made by every rank in the same order.
@@ -55,6 +59,14 @@ public:
   virtual void allreduce_sum(std::span<std::int64_t> values) = 0;
   /// Element-wise maximum over all ranks, in place. Collective.
   virtual void allreduce_max(std::span<double> values) = 0;
+
+  /// Starts the element-wise sum over all ranks of `values`, in place, and returns at once (any
+  /// count: MPI's int limit is handled by pieces). `values` must stay alive and untouched until
+  /// the returned Pending's wait() (or test() is true). Collective: every rank starts its sums in
+  /// the same order, and they may overlap other collectives and exchanges made after them.
+  /// Through NCCL a sum of device memory is queued on the GPU stream (wait() returns at once;
+  /// work queued after it sees the result); host memory goes through the MPI communicator.
+  virtual std::unique_ptr<Pending> start_allreduce_sum(std::span<float> values) = 0;
 
   /// send: [size] one value per destination rank; returns [size] the value each rank sent here.
   /// Collective. Throws InvalidArgument when send does not hold size() values.

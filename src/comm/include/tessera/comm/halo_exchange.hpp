@@ -35,8 +35,10 @@ struct HaloStats {
 };
 
 /// Exchanges rows of [n_owned + n_ghost, w] matrices laid out as the plan's local numbering, in
-/// the memory of the exchange's backend. Device rows travel through host buffers when the
-/// communicator cannot take device memory (Debian's Open MPI is not CUDA-aware).
+/// the memory of the exchange's backend. Device rows travel through page-locked host buffers
+/// (allocated once, grown with the width) when the communicator cannot take device memory
+/// (Debian's Open MPI is not CUDA-aware); rows received that way land in device memory in stream
+/// order, as a kernel's output does: the backend's work queued after wait() sees them.
 /// One exchange may be in flight at a time; every rank of the plan must start the same kind
 /// of exchange with the same width in the same order (each exchange is collective over the
 /// plan's ranks).
@@ -63,6 +65,10 @@ public:
   /// Copies the plan's send rows to `backend`; no communication. Keeps `comm` and `plan` alive.
   HaloExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
                BackendPtr backend, int tag);
+  /// Waits for a copy still reading the host staging buffer (never throws).
+  ~HaloExchange();
+  HaloExchange(const HaloExchange&) = delete;
+  HaloExchange& operator=(const HaloExchange&) = delete;
 
   /// Starts filling the ghost rows of x ([n_local, w]) with their owners' rows. The owned rows
   /// are read now; the ghost rows must not be read or written until wait(). Throws
@@ -103,6 +109,9 @@ private:
                const std::vector<HaloPlan::Block>& in_blocks, const Stopwatch& clock);
   /// [num_send_rows, w] view of the reusable buffer.
   DenseView<T> buffer(std::int64_t width);
+  /// The staging buffers, at least `send_bytes` and `recv_bytes`, once the copy out of the
+  /// receive stage (from the last wait()) has finished.
+  void prepare_stages(std::size_t send_bytes, std::size_t recv_bytes);
 
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<const HaloPlan> plan_;
@@ -111,7 +120,9 @@ private:
   Buffer<T> buffer_;          // packed rows to send (gather) or received rows (scatter-add)
   Buffer<LocalId> send_rows_; // the plan's send rows in the backend's memory
   bool staged_ = false;       // device data through host buffers
-  std::vector<std::byte> send_stage_, recv_stage_;
+  PinnedBuffer send_stage_, recv_stage_;
+  std::shared_ptr<Event> recv_copy_; // the copy from recv_stage_ to the device, if any
+
   HaloStats stats_;
 };
 

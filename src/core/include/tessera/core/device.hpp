@@ -7,6 +7,48 @@
 
 namespace tessera {
 
+/// A point in one of a backend's queues of work (CUDA: a cudaEvent on a stream). It completes
+/// when the work queued before it has finished.
+class Event {
+ public:
+  virtual ~Event() = default;
+  /// Whether the work before the event has finished (never blocks).
+  virtual bool ready() const = 0;
+  /// Blocks the calling thread until ready(). Throws the backend's error when that work failed.
+  virtual void synchronize() const = 0;
+};
+
+/// The two queues of a backend: kernels run on Compute; asynchronous copies between host and
+/// device memory run on Copy, so a copy overlaps the kernels around it.
+enum class Stream { Compute, Copy };
+
+/// Which way an asynchronous copy goes.
+enum class CopyDirection { HostToDevice, DeviceToHost };
+
+/// A reserved range of a backend's address space and a pool of physical slots of one size that
+/// map in and out of it at fixed offsets: what lets the chunk manager move a chunk out of device
+/// memory and back without its address changing. Offsets not mapped have no access (a touch
+/// faults rather than reading stale or zero data). Not thread-safe.
+class AddressSpace {
+ public:
+  virtual ~AddressSpace() = default;
+  /// The first byte of the reserved range, and its length (a multiple of slot_bytes()).
+  virtual std::byte* base() const noexcept = 0;
+  virtual std::size_t size() const noexcept = 0;
+  /// Bytes per slot and the number of slots (the physical memory is slots() * slot_bytes()).
+  virtual std::size_t slot_bytes() const noexcept = 0;
+  virtual int slots() const noexcept = 0;
+  /// Maps physical slot `slot` at base() + offset (a multiple of slot_bytes(), not mapped now).
+  /// The slot keeps the bytes it held when last unmapped. A slot's physical memory may be
+  /// obtained when it is first mapped (so an address space may have more slots than memory
+  /// that is ever used at once). Throws InvalidArgument for an offset
+  /// or slot out of range, or an offset already mapped; the backend's error when mapping fails.
+  virtual void map(std::size_t offset, int slot) = 0;
+  /// Unmaps whatever slot is mapped at base() + offset (its bytes stay in the slot). Work queued
+  /// on the backend that touches the range must have finished.
+  virtual void unmap(std::size_t offset) = 0;
+};
+
 /// What a backend runs on: host CPU cores or one CUDA GPU.
 enum class DeviceKind { Cpu, Cuda };
 
@@ -40,6 +82,37 @@ public:
   virtual void zero_bytes(void* dst, std::size_t bytes) const = 0;
   /// Returns when all work queued on this backend has finished (CUDA: its stream).
   virtual void synchronize() const = 0;
+  /// Page-locked host memory (CUDA: cudaHostAlloc), so copies from and to it run asynchronously
+  /// on the Copy stream; plain aligned host memory on the CPU backend. Throws on failure.
+  virtual void* allocate_pinned(std::size_t bytes) const = 0;
+  /// Frees memory from allocate_pinned(); never throws.
+  virtual void deallocate_pinned(void* ptr, std::size_t bytes) const noexcept = 0;
+  /// Queues a copy of `bytes` on the Copy stream, after the Compute work queued so far (so it
+  /// reads what the kernels wrote), between host memory (pinned: allocate_pinned) and this
+  /// backend's memory; returns the event of its completion. The buffers must stay alive and
+  /// untouched until then. The CPU backend copies before returning and returns a ready event.
+  virtual std::shared_ptr<Event> copy_async(void* dst, const void* src, std::size_t bytes,
+                                            CopyDirection direction) const = 0;
+  /// An event after the work queued so far on `stream`.
+  virtual std::shared_ptr<Event> record(Stream stream) const = 0;
+  /// Work queued on `stream` from now on runs after `event` (no host wait; a no-op on the CPU).
+  virtual void wait(Stream stream, const Event& event) const = 0;
+  /// A new reserved range of `reserve_bytes` (rounded up to whole slots) with `slots` physical
+  /// slots of `slot_bytes` each (a multiple of address_granularity()). The CPU backend's slots
+  /// are a memory file mapped with mmap; CUDA's are cuMemCreate allocations mapped with cuMemMap.
+  /// Throws InvalidArgument for a slot size that is not a multiple of the granularity, and the
+  /// backend's error when the memory cannot be had.
+  virtual std::unique_ptr<AddressSpace> reserve_address_space(std::size_t reserve_bytes,
+                                                              std::size_t slot_bytes,
+                                                              int slots) const = 0;
+  /// The unit slot sizes must be a multiple of (the page size on the CPU; CUDA's allocation
+  /// granularity, 2 MiB on current GPUs).
+  virtual std::size_t address_granularity() const = 0;
+
+  /// The backend that runs kernels: this one, or the one a wrapper (an allocator that places
+  /// tensors elsewhere and forwards everything else) wraps. Kernels downcast this.
+  virtual const Backend& target() const noexcept { return *this; }
+
   /// The native stream work is queued on (a cudaStream_t for CUDA), or nullptr (CPU); for
   /// libraries that must join it, such as NCCL.
   virtual void* native_stream() const noexcept { return nullptr; }

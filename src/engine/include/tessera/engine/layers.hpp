@@ -21,11 +21,13 @@ class Workspace {
  public:
   /// Empty until the first get().
   explicit Workspace(BackendPtr backend) : backend_(std::move(backend)) {}
-  /// A [rows, cols] view of this buffer, reallocated only when the shape changes (contents are
-  /// then uninitialized; otherwise they are what the last user left).
+  /// A [rows, cols] view of this buffer, reallocated only when it holds fewer than rows·cols
+  /// elements (a smaller shape, such as an epoch's last and smaller batch, reuses it: a buffer's
+  /// address and chunks stay the same from call to call). Contents are uninitialized after a
+  /// reallocation, otherwise what the last user left.
   DenseView<T> get(std::int64_t rows, std::int64_t cols) {
-    if (matrix_.rows() != rows || matrix_.cols() != cols) matrix_ = DenseT<T>(backend_, rows, cols);
-    return matrix_.view();
+    if (rows * cols > matrix_.size()) matrix_ = DenseT<T>(backend_, rows, cols);
+    return {matrix_.data(), rows, cols};
   }
   /// Bytes held now.
   std::size_t bytes() const { return matrix_.bytes(); }

@@ -1,29 +1,41 @@
 // A chain of modules run forward in order and backward in reverse.
 #pragma once
 
+#include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/module.hpp"
+
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "tessera/engine/module.hpp"
 
 namespace tessera {
 
 /// Modules applied one after another. Backward computes an input gradient only for modules
 /// that have a trainable module before them, so nothing is spent on the input features.
-template <typename T>
-class Sequential {
- public:
+template <typename T> class Sequential {
+public:
   /// Appends `module`, taking ownership.
   void add(std::unique_ptr<Module<T>> module);
 
+  /// Runs the modules under `manager`'s budget (nullptr: plain memory): each module's forward
+  /// and backward is a scope that acquires its parameters, its input and output, the gradient it
+  /// receives and every buffer it allocated in earlier calls (learned as it allocates them), and
+  /// releases them when it returns, so only one module's working set need be on the device.
+  void use_memory(ChunkManager* manager);
+  /// The manager given to use_memory (nullptr when none).
+  ChunkManager* memory() const noexcept { return memory_; }
+
   /// Runs every module on x: [n, in_features]; returns the last output (for a classifier, logits
-  /// [n, classes]), valid until the next forward. Throws InvalidArgument for a model without
+  /// [n, classes]), valid (and, under a manager, acquired) until the next forward or backward. Throws InvalidArgument for a model without
   /// modules or whose last output is sparse.
   ConstDenseView<T> forward(const Step& step, Input<T> x);
   /// Back-propagates d_output ([n, classes], the last output's shape) through the last forward;
-  /// parameter gradients per param_mode.
-  void backward(ConstDenseView<T> d_output, GradientMode param_mode = GradientMode::Overwrite);
+  /// parameter gradients per param_mode. on_gradient (optional, not called when param_mode is
+  /// Ignore) receives each parameter of a module right after that module's backward has written
+  /// its gradient, last module first: where data parallelism starts summing it over the ranks.
+  void backward(ConstDenseView<T> d_output, GradientMode param_mode = GradientMode::Overwrite,
+                const std::function<void(Parameter<T>&)>& on_gradient = {});
 
   /// Every module's parameters, in module order; owned by the modules.
   std::vector<Parameter<T>*> parameters();
@@ -36,10 +48,16 @@ class Sequential {
   /// The modules, in order.
   const std::vector<std::unique_ptr<Module<T>>>& modules() const { return modules_; }
 
- private:
+private:
+  /// Acquires what module i touches besides what it allocates in the call.
+  void pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward);
+
+  ChunkManager* memory_ = nullptr;
+  std::vector<std::vector<ByteRange>> owned_;  // per module: buffers it allocated
+  std::unique_ptr<Pins> output_pins_;          // the last output, until the next call
   std::vector<std::unique_ptr<Module<T>>> modules_;
   std::vector<Context<T>> contexts_;
   std::vector<bool> needs_input_grad_;
 };
 
-}  // namespace tessera
+} // namespace tessera

@@ -2,6 +2,7 @@
 // bias and its gradient, and making a Glorot-initialized weight. For layers in any layer above.
 #pragma once
 
+#include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 
@@ -57,8 +58,10 @@ void add_bias(const Backend& backend, DenseView<T> out, const Parameter<T>& bias
 template <typename T>
 Parameter<T> make_weight(const BackendPtr& backend, std::string name, std::int64_t in,
                          std::int64_t out, std::uint64_t seed, std::uint32_t layer) {
-  Parameter<T> p{std::move(name), DenseT<T>(backend, in, out), DenseT<T>::zeros(backend, in, out),
-                 true};
+  // Under a chunk manager values and gradients each get their own run of chunks, so the gradients
+  // of neighbouring layers are adjacent (data-parallel buckets without a packing copy).
+  Parameter<T> p{std::move(name), DenseT<T>(memory_for(backend, TensorKind::Weight), in, out),
+                 DenseT<T>::zeros(memory_for(backend, TensorKind::WeightGrad), in, out), true};
   glorot_uniform(p.value, seed, layer);
   return p;
 }
@@ -68,8 +71,8 @@ template <typename T>
 Parameter<T> make_bias(const BackendPtr& backend, std::string name, std::int64_t out, bool enabled) {
   if (!enabled) return Parameter<T>{std::move(name), {}, {}, false};
   // No weight decay on biases, as in PyTorch GCN recipes that decay only weights.
-  return Parameter<T>{std::move(name), DenseT<T>::zeros(backend, 1, out),
-                      DenseT<T>::zeros(backend, 1, out), false};
+  return Parameter<T>{std::move(name), DenseT<T>::zeros(memory_for(backend, TensorKind::Weight), 1, out),
+                      DenseT<T>::zeros(memory_for(backend, TensorKind::WeightGrad), 1, out), false};
 }
 
 }  // namespace tessera

@@ -45,8 +45,9 @@ struct EpochStats {
   int epoch = 0;           ///< from 1
   double train_loss = 0.0; ///< training-mode loss (dropout on) of this epoch's step
   double step_ms = 0.0;    ///< forward + loss + backward + optimizer
-  /// Of step_ms on this rank: posting messages and the gradient/loss allreduce (comm), and
-  /// blocked waiting for halo rows (wait). Compute is the rest. Zero on one process.
+  /// Of step_ms on this rank: posting messages and the part of the gradient/loss allreduce that
+  /// backward did not hide (comm), and blocked waiting for halo rows (wait). Compute is the
+  /// rest. Zero on one process.
   double comm_ms = 0.0, wait_ms = 0.0;
   /// Halo bytes this rank sent and received during the step (not the evaluation).
   std::int64_t halo_bytes_sent = 0, halo_bytes_received = 0;
@@ -137,8 +138,8 @@ struct Distribution {
 ///
 /// With `distribution`, each rank passes its tile (logits of its owned rows; labels and splits
 /// in local ids): losses and accuracies are normalized by the global counts, the weight
-/// gradients are summed over ranks in one fused allreduce per step, and every rank returns the
-/// same metrics. Collective.
+/// gradients are summed over ranks by DataParallel (each bucket's allreduce starts while the
+/// rest of backward runs), and every rank returns the same metrics. Collective.
 ///
 /// `control` resumes from a state, hands out checkpoints and polls for a stop (see
 /// TrainControl). Throws TrainingStopped (on every rank, at the same epoch) when a stop is

@@ -1,0 +1,260 @@
+// tessera-mlp: train a plain MLP classifier in shuffled mini-batches on the node features of any
+// Tessera dataset or on generated blobs of any width; under mpirun -np P, data-parallel.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/core.h>
+#include <memory>
+#include <string>
+#include <tessera/tessera.hpp>
+#include <unistd.h>
+
+namespace {
+
+using namespace tessera;
+
+struct Options {
+  std::string dataset = "blobs:samples=10000,features=64,classes=4";
+  std::string data_dir = datasets::default_data_dir();
+  std::string layers;
+  std::int64_t hidden = 64;
+  int num_layers = 2;
+  float dropout = 0.5f;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  std::string optimizer = "adam";
+  std::int64_t batch_size = 256;
+  int epochs = 20;
+  int eval_every = 1;
+  std::uint64_t seed = 0;
+  int threads = 0;
+  std::string device = "cpu";
+  int split_index = 0;
+  std::string normalize_features = "auto";
+  int log_every = 10;
+  std::string report;
+  std::string device_memory, host_memory, chunk_size = "64MiB", offload_dir;
+  std::string eviction_policy = "farthest-next-use";
+};
+
+void add_flags(CLI::App& app, Options& o) {
+  app.add_option("--dataset", o.dataset,
+                 "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
+                 "(sbm:..., rmat:...; their node features) or "
+                 "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
+      ->capture_default_str();
+  app.add_option("--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+      ->capture_default_str();
+  app.add_option("--layers", o.layers,
+                 "layer sizes IN-HIDDEN...-CLASSES, e.g. 4096-8192-8192-16 (overrides --hidden "
+                 "and --num-layers; IN and CLASSES must be the data's)");
+  app.add_option("--hidden", o.hidden, "hidden width")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--num-layers", o.num_layers, "number of Linear layers")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--dropout", o.dropout, "dropout probability before every Linear layer")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.999));
+  app.add_option("--lr", o.lr, "learning rate")
+      ->capture_default_str()
+      ->check(CLI::Range(1e-12, 1e6));
+  app.add_option("--weight-decay", o.weight_decay, "weight decay (weights, not biases)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"adam", "adamw"}));
+  app.add_option("--batch-size", o.batch_size,
+                 "samples per step over all ranks (each rank takes its share)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
+  app.add_option("--epochs", o.epochs, "training epochs")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000000));
+  app.add_option("--eval-every", o.eval_every, "evaluate every k epochs (and after the last)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--seed", o.seed, "seed of weights, batch order, dropout and generated data")
+      ->capture_default_str();
+  app.add_option("--threads", o.threads,
+                 "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--device", o.device, "where each rank trains: cpu, cuda or auto")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")
+      ->capture_default_str();
+  app.add_option("--normalize-features", o.normalize_features,
+                 "row-normalize the features: true, false, or auto (only when none is negative, "
+                 "as bag-of-words)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "true", "false"}));
+  app.add_option("--log-every", o.log_every, "print a line every k epochs when not on a terminal")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--report", o.report, "write a JSON run report to this path");
+  app.add_option("--device-memory", o.device_memory,
+                 "device budget for parameters, gradients, Adam state and activations (e.g. "
+                 "1GiB): they move in chunks between device, host and disk tiers");
+  app.add_option("--host-memory", o.host_memory, "host tier budget (pinned memory), e.g. 4GiB");
+  app.add_option("--offload-dir", o.offload_dir,
+                 "folder for the disk tier (one file per rank, removed at exit)");
+  app.add_option("--chunk-size", o.chunk_size, "bytes per chunk")->capture_default_str();
+  app.add_option("--eviction-policy", o.eviction_policy, "lru or farthest-next-use")
+      ->capture_default_str();
+}
+
+runtime::MlpJob make_job(const Options& o) {
+  runtime::MlpJob job;
+  job.dataset = o.dataset;
+  job.load.data_dir = o.data_dir;
+  job.load.split_index = o.split_index;
+  job.load.seed = o.seed;
+  if (o.normalize_features != "auto") job.normalize_features = o.normalize_features == "true";
+  job.threads = o.threads;
+  job.device = parse_device_choice(o.device);
+  if (!o.layers.empty()) {
+    try {
+      job.shape.layer_sizes = gnn::parse_layer_sizes(o.layers);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("--layers: ") + e.what());
+    }
+  }
+  job.shape.hidden = o.hidden;
+  job.shape.num_layers = o.num_layers;
+  job.dropout = o.dropout;
+  job.epochs = o.epochs;
+  job.batch_size = o.batch_size;
+  job.adam.lr = o.lr;
+  job.adam.weight_decay = o.weight_decay;
+  job.adam.decoupled = o.optimizer == "adamw";
+  job.eval_every = o.eval_every;
+  job.seed = o.seed;
+  if (!o.device_memory.empty()) {
+    job.offload.device_bytes = parse_byte_size(o.device_memory, "--device-memory");
+  }
+  if (!o.host_memory.empty()) {
+    job.offload.host_bytes = parse_byte_size(o.host_memory, "--host-memory");
+  }
+  job.offload.chunk_bytes = parse_byte_size(o.chunk_size, "--chunk-size");
+  job.offload.offload_dir = o.offload_dir;
+  job.offload.policy = parse_eviction_policy(o.eviction_policy);
+  return job;
+}
+
+/// One rewritten line on a terminal, a plain line every k epochs otherwise.
+class Progress {
+public:
+  Progress(int epochs, int log_every)
+      : epochs_(epochs), log_every_(log_every),
+        tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
+
+  void operator()(const runtime::MlpEpoch& e) {
+    std::string line = fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.2f} ms/step  {:8.1f} ms",
+                                   e.epoch, epochs_, e.train_loss, e.step_ms, e.epoch_ms);
+    if (e.evaluated) {
+      line += fmt::format("  train {:6.2f}%  val {:6.2f}%", 100.0 * e.train.accuracy,
+                          100.0 * e.val.accuracy);
+    }
+    if (tty_) {
+      fmt::print("\r{}", line);
+      if (e.epoch == epochs_) fmt::print("\n");
+      std::fflush(stdout);
+    } else if (e.epoch % log_every_ == 0 || e.epoch == epochs_ || e.epoch == 1) {
+      fmt::print("{}\n", line);
+    }
+  }
+
+private:
+  int epochs_;
+  int log_every_;
+  bool tty_;
+};
+
+void print_result(const runtime::MlpResult& r, const std::string& report) {
+  if (r.history.empty()) {
+    fmt::print("no epochs trained: no accuracy to report\n");
+  } else if (r.test_samples == 0) {
+    fmt::print("no test samples: validation accuracy {:.2f}% at epoch {}\n",
+               100.0 * r.best_val.accuracy, r.best_epoch);
+  } else {
+    fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); final test "
+               "accuracy {:.2f}%\n",
+               100.0 * r.test_at_best_val.accuracy, r.best_epoch, 100.0 * r.best_val.accuracy,
+               100.0 * r.final_test.accuracy);
+  }
+  fmt::print("median step {:.2f} ms ({:.0f} samples/s); peak memory {:.1f} MiB\n", r.median_step_ms,
+             r.samples_per_s, static_cast<double>(r.peak_rss_bytes) / (1 << 20));
+  if (r.offloaded) {
+    const OffloadStats& o = r.offload;
+    fmt::print("offload (rank 0): {} moved ({} host->device, {} device->host, {} disk->host, {} "
+               "host->disk), hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}\n",
+               format_bytes(o.moved_bytes()), format_bytes(o.host_to_device_bytes),
+               format_bytes(o.device_to_host_bytes), format_bytes(o.disk_to_host_bytes),
+               format_bytes(o.host_to_disk_bytes), 100.0 * o.hit_rate(), o.stall_seconds,
+               format_bytes(o.peak_device_bytes), format_bytes(o.peak_host_bytes),
+               format_bytes(o.peak_disk_bytes));
+  }
+  if (!report.empty()) fmt::print("report written to {}\n", report);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<comm::MpiEnvironment> mpi;
+  std::shared_ptr<comm::Communicator> comm;
+  try {
+    // Without a launcher this is a one-rank job: MPI is not even started.
+    if (comm::launched_by_mpi()) {
+      mpi = std::make_unique<comm::MpiEnvironment>(&argc, &argv);
+      comm = comm::make_mpi_communicator();
+    } else {
+      comm = comm::make_self_communicator();
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "[rank {}] error: {}\n", comm::world_rank(), e.what());
+    return 1;
+  }
+  const int rank = comm->rank();
+
+  CLI::App app{"Train a plain MLP classifier in shuffled mini-batches on the node features of a "
+               "dataset or on generated blobs; under mpirun -np P, data-parallel over P ranks "
+               "that split every global batch."};
+  Options options;
+  add_flags(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
+  }
+
+  try {
+    runtime::MlpJob job = make_job(options);
+    job.comm = comm;
+    // A report that cannot be written fails now, not after the training.
+    if (rank == 0 && !options.report.empty()) runtime::check_report_path(options.report);
+    Progress progress(options.epochs, options.log_every);
+    const runtime::MlpResult result = runtime::run_mlp_job(
+        job, [](const std::string& line) { fmt::print("{}\n", line); },
+        [&](const runtime::MlpEpoch& e) {
+          if (rank == 0) progress(e);
+        });
+    if (rank == 0) {
+      if (!options.report.empty()) runtime::write_mlp_report(result, options.report);
+      print_result(result, options.report);
+    }
+  } catch (const gnn::TrainingStopped& e) {
+    // Every rank stopped at the same epoch: one message, no abort needed.
+    if (rank == 0) fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
+    std::fflush(stderr);
+    // Other ranks may be waiting in a collective for this one: end the whole job now.
+    if (comm->size() > 1) comm->abort(1);
+    return 1;
+  }
+  return 0;
+}

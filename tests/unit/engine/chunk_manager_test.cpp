@@ -1,0 +1,440 @@
+// The chunk manager on the CPU backend: bytes survive every tier, the budget holds, the policy
+// is Belady's, and bad budgets, tensors and folders get errors that name them.
+#include "tessera/core/error.hpp"
+#include "tessera/core/tensor.hpp"
+#include "tessera/engine/chunk_manager.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <gtest/gtest.h>
+#include <map>
+#include <random>
+#include <unistd.h>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::size_t kChunk = std::size_t{64} << 10; // 16 pages
+
+OffloadConfig small_config(std::size_t device_chunks, std::size_t host_chunks = 0) {
+  OffloadConfig config;
+  config.chunk_bytes = kChunk;
+  config.device_bytes = device_chunks * kChunk;
+  config.host_bytes = host_chunks * kChunk;
+  config.address_space_bytes = std::size_t{1} << 30;
+  return config;
+}
+
+/// Writes a pattern keyed by `seed` into tensor `id` (acquired for writing, then released).
+void write_pattern(ChunkManager& m, int id, std::size_t bytes, int seed) {
+  auto* data = m.acquire(id, Access::Write);
+  for (std::size_t i = 0; i < bytes; ++i)
+    data[i] = std::byte(static_cast<unsigned>(i * 7 + seed));
+  m.release(id);
+}
+
+bool has_pattern(ChunkManager& m, int id, std::size_t bytes, int seed) {
+  const auto* data = m.acquire(id, Access::Read);
+  bool same = true;
+  for (std::size_t i = 0; i < bytes && same; ++i) {
+    same = data[i] == std::byte(static_cast<unsigned>(i * 7 + seed));
+  }
+  m.release(id);
+  return same;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("tessera-chunks-" + std::to_string(::getpid()) + "-" +
+                                        std::to_string(std::random_device{}()));
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(ChunkManager, WithoutBudgetNothingMovesAndAddressesStay) {
+  ChunkManager m(make_cpu_backend(1), small_config(0));
+  const TensorSlot a = m.allocate("a", TensorKind::Activation, 3 * kChunk + 5);
+  const TensorSlot b = m.allocate("b", TensorKind::Weight, 100);
+
+  write_pattern(m, a.id, a.bytes, 1);
+  write_pattern(m, b.id, b.bytes, 2);
+
+  EXPECT_EQ(m.acquire(a.id, Access::Read), a.data);
+  m.release(a.id);
+  EXPECT_TRUE(has_pattern(m, a.id, a.bytes, 1));
+  EXPECT_TRUE(has_pattern(m, b.id, b.bytes, 2));
+  EXPECT_EQ(m.total().moved_bytes(), 0u);
+  EXPECT_EQ(m.total().evictions, 0u);
+}
+
+TEST(ChunkManager, BytesSurviveEvictionToTheHostTier) {
+  ChunkManager m(make_cpu_backend(1), small_config(2));
+  std::vector<TensorSlot> tensors;
+  for (int i = 0; i < 8; ++i) {
+    tensors.push_back(m.allocate("t" + std::to_string(i), TensorKind::Activation, kChunk));
+  }
+
+  for (int i = 0; i < 8; ++i)
+    write_pattern(m, tensors[i].id, kChunk, i);
+
+  for (int i = 7; i >= 0; --i)
+    EXPECT_TRUE(has_pattern(m, tensors[i].id, kChunk, i)) << i;
+  EXPECT_GT(m.total().evictions, 0u);
+  EXPECT_GT(m.total().device_to_host_bytes, 0u);
+  EXPECT_LE(m.total().peak_device_bytes, 2 * kChunk);
+}
+
+TEST(ChunkManager, BytesSurviveTheDiskTierAndItsFileIsGoneAfterwards) {
+  TempDir dir;
+  OffloadConfig config = small_config(2, 2); // tensors straddle chunks: two at once
+  config.offload_dir = dir.path.string();
+  {
+    ChunkManager m(make_cpu_backend(1), config);
+    std::vector<TensorSlot> tensors;
+    for (int i = 0; i < 6; ++i) {
+      tensors.push_back(m.allocate("t" + std::to_string(i), TensorKind::Weight, kChunk - 64));
+    }
+
+    for (int i = 0; i < 6; ++i)
+      write_pattern(m, tensors[i].id, tensors[i].bytes, 10 + i);
+
+    for (int i = 0; i < 6; ++i) {
+      EXPECT_TRUE(has_pattern(m, tensors[i].id, tensors[i].bytes, 10 + i)) << i;
+    }
+    EXPECT_GT(m.total().host_to_disk_bytes, 0u);
+    EXPECT_GT(m.total().disk_to_host_bytes, 0u);
+    EXPECT_LE(m.total().peak_host_bytes, 2 * kChunk);
+    EXPECT_LE(m.total().peak_device_bytes, 2 * kChunk);
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+TEST(ChunkManager, ReadOnlyChunksAreDroppedNotWrittenBack) {
+  ChunkManager m(make_cpu_backend(1), small_config(1));
+  const TensorSlot a = m.allocate("features a", TensorKind::Input, kChunk);
+  const TensorSlot b = m.allocate("features b", TensorKind::Input, kChunk);
+  write_pattern(m, a.id, kChunk, 1);
+  write_pattern(m, b.id, kChunk, 2);
+  const std::uint64_t written_back = m.total().device_to_host_bytes;
+
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_TRUE(has_pattern(m, a.id, kChunk, 1));
+    EXPECT_TRUE(has_pattern(m, b.id, kChunk, 2));
+  }
+
+  EXPECT_EQ(m.total().device_to_host_bytes, written_back + kChunk); // b's first eviction only
+  EXPECT_GT(m.total().dropped_bytes, 0u);
+}
+
+TEST(ChunkManager, AWriteThatCoversAChunkDoesNotCopyItIn) {
+  ChunkManager m(make_cpu_backend(1), small_config(1));
+  const TensorSlot a = m.allocate("a", TensorKind::Activation, 2 * kChunk);
+  const TensorSlot b = m.allocate("b", TensorKind::Activation, 2 * kChunk);
+  const auto write_parts = [&](const TensorSlot& t) {
+    for (std::size_t part = 0; part < 2; ++part) { // whole chunks, one at a time
+      std::memset(m.acquire(t.id, Access::Write, part * kChunk, kChunk), 1, kChunk);
+      m.release(t.id, part * kChunk, kChunk);
+    }
+  };
+  write_parts(a);
+  write_parts(b);
+  const std::uint64_t before = m.total().host_to_device_bytes;
+
+  write_parts(a);
+  write_parts(b);
+
+  EXPECT_EQ(m.total().host_to_device_bytes, before);
+}
+
+TEST(ChunkManager, PartsOfATensorLargerThanTheBudgetComeInOneAtATime) {
+  ChunkManager m(make_cpu_backend(1), small_config(2));
+  const TensorSlot big = m.allocate("activation of layer 1", TensorKind::Activation, 5 * kChunk);
+
+  for (std::size_t part = 0; part < 5; ++part) {
+    auto* data = m.acquire(big.id, Access::Write, part * kChunk, kChunk);
+    std::memset(data, static_cast<int>(part + 1), kChunk);
+    m.release(big.id, part * kChunk, kChunk);
+  }
+
+  for (std::size_t part = 0; part < 5; ++part) {
+    const auto* data = m.acquire(big.id, Access::Read, part * kChunk, kChunk);
+    EXPECT_EQ(data, big.data + part * kChunk);
+    EXPECT_EQ(data[0], std::byte(part + 1));
+    EXPECT_EQ(data[kChunk - 1], std::byte(part + 1));
+    m.release(big.id, part * kChunk, kChunk);
+  }
+  EXPECT_LE(m.total().peak_device_bytes, 2 * kChunk);
+}
+
+TEST(ChunkManager, ABudgetSmallerThanOneChunkIsRefused) {
+  OffloadConfig config = small_config(0);
+  config.device_bytes = kChunk / 2;
+
+  try {
+    ChunkManager m(make_cpu_backend(1), config);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("--device-memory 32 KiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("smaller than one chunk"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChunkManager, AChunkSizeOffTheGranularityIsRefused) {
+  OffloadConfig config = small_config(0);
+  config.chunk_bytes = 1000;
+
+  EXPECT_THROW(ChunkManager(make_cpu_backend(1), config), InvalidArgument);
+}
+
+TEST(ChunkManager, ATensorLargerThanTheBudgetIsNamed) {
+  ChunkManager m(make_cpu_backend(1), small_config(2));
+  const TensorSlot big = m.allocate("conv1.output", TensorKind::Activation, 3 * kChunk);
+
+  try {
+    m.acquire(big.id, Access::Write);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("'conv1.output'"), std::string::npos) << text;
+    EXPECT_NE(text.find("--device-memory 128 KiB"), std::string::npos) << text;
+  }
+}
+
+TEST(ChunkManager, TooManyPinnedChunksAreReportedNotExceeded) {
+  ChunkManager m(make_cpu_backend(1), small_config(2));
+  const TensorSlot a = m.allocate("a", TensorKind::Activation, kChunk);
+  const TensorSlot b = m.allocate("b", TensorKind::Activation, kChunk);
+  const TensorSlot c = m.allocate("c", TensorKind::Activation, kChunk);
+  m.acquire(a.id, Access::Write);
+  m.acquire(b.id, Access::Write);
+
+  EXPECT_THROW(m.acquire(c.id, Access::Write), InvalidArgument);
+  EXPECT_LE(m.total().peak_device_bytes, 2 * kChunk);
+
+  m.release(a.id);
+  EXPECT_NO_THROW(m.acquire(c.id, Access::Write));
+  m.release(b.id);
+  m.release(c.id);
+}
+
+TEST(ChunkManager, AFullHostTierWithoutADiskTierSaysWhatToGive) {
+  ChunkManager m(make_cpu_backend(1), small_config(1, 1));
+
+  try { // the third weight cannot go anywhere (when allocated, or when written)
+    for (int i = 0; i < 3; ++i) {
+      const TensorSlot t = m.allocate("w" + std::to_string(i), TensorKind::Weight, kChunk);
+      write_pattern(m, t.id, kChunk, i);
+    }
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("--offload-dir"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ChunkManager, AShortDiskWriteNamesTheOffloadFile) {
+  TempDir dir;
+  OffloadConfig config = small_config(1, 1);
+  config.offload_dir = dir.path.string();
+  config.fail_disk_writes_after = kChunk + kChunk / 2;
+  ChunkManager m(make_cpu_backend(1), config);
+
+  try {
+    for (int i = 0; i < 4; ++i) {
+      const TensorSlot t = m.allocate("w", TensorKind::Weight, kChunk);
+      write_pattern(m, t.id, kChunk, 0);
+    }
+    FAIL() << "expected IoError";
+  } catch (const IoError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find(dir.path.string() + "/tessera-offload-rank0-"), std::string::npos) << text;
+    EXPECT_NE(text.find("no space left"), std::string::npos) << text;
+  }
+}
+
+TEST(ChunkManager, AnOffloadDirThatIsNotAFolderIsRefused) {
+  OffloadConfig config = small_config(1);
+  config.offload_dir = "/nonexistent/offload";
+
+  try {
+    ChunkManager m(make_cpu_backend(1), config);
+    FAIL() << "expected IoError";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("--offload-dir /nonexistent/offload"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ChunkManagerDeathTest, TouchingAnEvictedChunkFaultsInsteadOfReadingStaleBytes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  ChunkManager m(make_cpu_backend(1), small_config(1));
+  const TensorSlot a = m.allocate("a", TensorKind::Activation, kChunk);
+  const TensorSlot b = m.allocate("b", TensorKind::Activation, kChunk);
+  write_pattern(m, a.id, kChunk, 1);
+  write_pattern(m, b.id, kChunk, 2); // evicts a
+
+  EXPECT_DEATH(
+      {
+        volatile std::byte x = a.data[0];
+        (void)x;
+      },
+      "");
+}
+
+TEST(ChunkManager, ParsesByteSizes) {
+  EXPECT_EQ(parse_byte_size("4096", "--x"), 4096u);
+  EXPECT_EQ(parse_byte_size("64MiB", "--x"), std::size_t{64} << 20);
+  EXPECT_EQ(parse_byte_size("2G", "--x"), std::size_t{2} << 30);
+  EXPECT_EQ(parse_byte_size("512KB", "--x"), std::size_t{512} << 10);
+  EXPECT_THROW(parse_byte_size("2.5G", "--device-memory"), InvalidArgument);
+  EXPECT_THROW(parse_byte_size("lots", "--device-memory"), InvalidArgument);
+  EXPECT_EQ(format_bytes(std::size_t{3} << 29), "1.5 GiB");
+}
+
+// ---- Policy ----------------------------------------------------------------------------
+
+/// The fewest misses any eviction choice achieves on `trace` with `capacity` slots, starting from
+/// `resident` (dynamic programming over (position, resident set): the brute-force optimum).
+int optimal_misses(const std::vector<int>& trace, int chunks, int capacity, unsigned resident) {
+  std::map<std::pair<std::size_t, unsigned>, int> memo;
+  std::function<int(std::size_t, unsigned)> best = [&](std::size_t i, unsigned set) -> int {
+    if (i == trace.size()) return 0;
+    const auto key = std::make_pair(i, set);
+    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    const unsigned bit = 1u << trace[i];
+    int result;
+    if (set & bit) {
+      result = best(i + 1, set);
+    } else if (std::popcount(set) < capacity) {
+      result = 1 + best(i + 1, set | bit);
+    } else {
+      result = 1 << 30;
+      for (int c = 0; c < chunks; ++c) {
+        if (set & (1u << c)) result = std::min(result, 1 + best(i + 1, (set & ~(1u << c)) | bit));
+      }
+    }
+    return memo[key] = result;
+  };
+  return best(0, resident);
+}
+
+struct PolicyRun {
+  std::uint64_t misses = 0;
+  std::uint64_t moved = 0;
+};
+
+/// Runs `trace` (one acquire per entry of one-chunk tensors) for three epochs and reports the
+/// third (the second records the trace).
+PolicyRun run_trace(const std::vector<int>& trace, int chunks, int capacity,
+                    EvictionPolicy policy) {
+  OffloadConfig config = small_config(static_cast<std::size_t>(capacity));
+  config.policy = policy;
+  config.prefetch_depth = 0;
+  ChunkManager m(make_cpu_backend(1), config);
+  std::vector<TensorSlot> tensors;
+  for (int c = 0; c < chunks; ++c) {
+    tensors.push_back(m.allocate("t" + std::to_string(c), TensorKind::Weight, kChunk));
+  }
+  PolicyRun run;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    m.begin_epoch();
+    for (int c : trace) {
+      m.acquire(tensors[c].id, Access::ReadWrite);
+      m.release(tensors[c].id);
+    }
+    const OffloadStats stats = m.end_epoch();
+    if (epoch == 2) {
+      run.misses = stats.misses;
+      run.moved = stats.moved_bytes();
+    }
+  }
+  return run;
+}
+
+TEST(ChunkManagerPolicy, FarthestNextUseMissesNoMoreThanTheBruteForceOptimum) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 20; ++round) {
+    const int chunks = 7, capacity = 3;
+    std::vector<int> trace(30);
+    for (int& c : trace)
+      c = static_cast<int>(random() % chunks);
+
+    // The third epoch starts from what the second left resident: LRU (no trace yet) left the
+    // `capacity` most recently used chunks.
+    OffloadConfig config = small_config(capacity);
+    config.prefetch_depth = 0;
+    ChunkManager m(make_cpu_backend(1), config);
+    std::vector<TensorSlot> tensors;
+    for (int c = 0; c < chunks; ++c) {
+      tensors.push_back(m.allocate("t" + std::to_string(c), TensorKind::Weight, kChunk));
+    }
+    std::uint64_t misses = 0;
+    unsigned start = 0;
+    for (int epoch = 0; epoch < 3; ++epoch) {
+      m.begin_epoch();
+      for (int c : trace) {
+        m.acquire(tensors[c].id, Access::ReadWrite);
+        m.release(tensors[c].id);
+      }
+      if (epoch == 1) {
+        // LRU leaves the `capacity` most recently used distinct chunks resident.
+        int found = 0;
+        for (auto it = trace.rbegin(); it != trace.rend() && found < capacity; ++it) {
+          if (!(start & (1u << *it))) {
+            start |= 1u << *it;
+            ++found;
+          }
+        }
+      }
+      const OffloadStats stats = m.end_epoch();
+      if (epoch == 2) misses = stats.misses;
+    }
+
+    EXPECT_EQ(misses, static_cast<std::uint64_t>(optimal_misses(trace, chunks, capacity, start)))
+        << "round " << round;
+  }
+}
+
+TEST(ChunkManagerPolicy, FarthestNextUseMovesFewerBytesThanLruOnALoopingTrace) {
+  // A loop over more chunks than fit: LRU evicts exactly the chunk needed next (every touch
+  // misses); Belady keeps most of the loop resident.
+  std::vector<int> trace;
+  for (int pass = 0; pass < 4; ++pass) {
+    for (int c = 0; c < 5; ++c)
+      trace.push_back(c);
+  }
+
+  const PolicyRun lru = run_trace(trace, 5, 3, EvictionPolicy::Lru);
+  const PolicyRun belady = run_trace(trace, 5, 3, EvictionPolicy::FarthestNextUse);
+
+  EXPECT_EQ(lru.misses, trace.size());
+  EXPECT_LT(belady.misses, lru.misses);
+  EXPECT_LT(belady.moved, lru.moved);
+}
+
+} // namespace
+} // namespace tessera
+
+namespace tessera {
+namespace {
+
+TEST(ChunkManager, BuffersAllocatedOutsideAScopeMakeRoomForEachOther) {
+  ChunkManager m(make_cpu_backend(1), small_config(16));
+  const BackendPtr weights = m.allocator(TensorKind::Weight);
+  std::vector<Dense> tensors;
+
+  for (int i = 0; i < 6; ++i)
+    tensors.push_back(Dense::zeros(weights, 1433, 64)); // 6 chunks each
+
+  EXPECT_LE(m.total().peak_device_bytes, 16 * kChunk);
+}
+
+} // namespace
+} // namespace tessera
