@@ -28,6 +28,13 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kChunk = std::size_t{64} << 10; // 16 pages
 
+/// "t3" and the like.
+std::string tensor_name(int i) {
+  std::string name = "t";
+  name += std::to_string(i);
+  return name;
+}
+
 OffloadConfig small_config(std::size_t device_chunks, std::size_t host_chunks = 0) {
   OffloadConfig config;
   config.chunk_bytes = kChunk;
