@@ -115,6 +115,9 @@ namespace {
 
 constexpr std::size_t kAlignment = 64; // every tensor starts on a cache line
 constexpr std::size_t kDefaultReservation = std::size_t{1} << 40;
+// Slots the device tier tracks at most (64 TiB of 64 MiB chunks). The free list holds every slot,
+// so without a budget no chunk is ever evicted for want of one.
+constexpr std::size_t kMaxSlots = std::size_t{1} << 20;
 constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
 
 struct Tensor {
@@ -273,9 +276,9 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
                             " is smaller than one chunk (--chunk-size " + format_bytes(s.chunk) +
                             ")");
     }
-    s.slots = static_cast<int>(std::min<std::size_t>(config_.device_bytes / s.chunk, 1 << 30));
+    s.slots = static_cast<int>(std::min<std::size_t>(config_.device_bytes / s.chunk, kMaxSlots));
   } else {
-    s.slots = static_cast<int>(std::min<std::size_t>(s.region / s.chunk * kTensorKinds, 1 << 30));
+    s.slots = static_cast<int>(std::min<std::size_t>(s.region / s.chunk * kTensorKinds, kMaxSlots));
   }
   if (config_.host_bytes != 0) {
     if (config_.host_bytes < s.chunk) {
@@ -299,8 +302,8 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
   s.space = backend_->reserve_address_space(s.region * kTensorKinds, s.chunk, s.slots);
   for (int k = 0; k < kTensorKinds; ++k)
     s.next[k] = static_cast<std::size_t>(k) * s.region;
-  s.free_slots.reserve(static_cast<std::size_t>(std::min(s.slots, 1 << 20)));
-  for (int slot = std::min(s.slots, 1 << 20) - 1; slot >= 0; --slot)
+  s.free_slots.reserve(static_cast<std::size_t>(s.slots));
+  for (int slot = s.slots - 1; slot >= 0; --slot)
     s.free_slots.push_back(slot);
 }
 
