@@ -32,8 +32,7 @@ struct Options {
   std::string normalize_features = "auto";
   int log_every = 10;
   std::string report;
-  std::string device_memory, host_memory, chunk_size = "64MiB", offload_dir;
-  std::string eviction_policy = "farthest-next-use";
+  runtime::OffloadFlags offload;
 };
 
 void add_flags(CLI::App& app, Options& o) {
@@ -95,15 +94,8 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000000));
   app.add_option("--report", o.report, "write a JSON run report to this path");
-  app.add_option("--device-memory", o.device_memory,
-                 "device budget for parameters, gradients, Adam state and activations (e.g. "
-                 "1GiB): they move in chunks between device, host and disk tiers");
-  app.add_option("--host-memory", o.host_memory, "host tier budget (pinned memory), e.g. 4GiB");
-  app.add_option("--offload-dir", o.offload_dir,
-                 "folder for the disk tier (one file per rank, removed at exit)");
-  app.add_option("--chunk-size", o.chunk_size, "bytes per chunk")->capture_default_str();
-  app.add_option("--eviction-policy", o.eviction_policy, "lru or farthest-next-use")
-      ->capture_default_str();
+  runtime::add_offload_flags(app, o.offload,
+                             "parameters, gradients, Adam state and activations");
 }
 
 runtime::MlpJob make_job(const Options& o) {
@@ -132,15 +124,7 @@ runtime::MlpJob make_job(const Options& o) {
   job.adam.decoupled = o.optimizer == "adamw";
   job.eval_every = o.eval_every;
   job.seed = o.seed;
-  if (!o.device_memory.empty()) {
-    job.offload.device_bytes = parse_byte_size(o.device_memory, "--device-memory");
-  }
-  if (!o.host_memory.empty()) {
-    job.offload.host_bytes = parse_byte_size(o.host_memory, "--host-memory");
-  }
-  job.offload.chunk_bytes = parse_byte_size(o.chunk_size, "--chunk-size");
-  job.offload.offload_dir = o.offload_dir;
-  job.offload.policy = parse_eviction_policy(o.eviction_policy);
+  job.offload = runtime::offload_config(o.offload);
   return job;
 }
 
@@ -188,14 +172,7 @@ void print_result(const runtime::MlpResult& r, const std::string& report) {
   fmt::print("median step {:.2f} ms ({:.0f} samples/s); peak memory {:.1f} MiB\n", r.median_step_ms,
              r.samples_per_s, static_cast<double>(r.peak_rss_bytes) / (1 << 20));
   if (r.offloaded) {
-    const OffloadStats& o = r.offload;
-    fmt::print("offload (rank 0): {} moved ({} host->device, {} device->host, {} disk->host, {} "
-               "host->disk), hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}\n",
-               format_bytes(o.moved_bytes()), format_bytes(o.host_to_device_bytes),
-               format_bytes(o.device_to_host_bytes), format_bytes(o.disk_to_host_bytes),
-               format_bytes(o.host_to_disk_bytes), 100.0 * o.hit_rate(), o.stall_seconds,
-               format_bytes(o.peak_device_bytes), format_bytes(o.peak_host_bytes),
-               format_bytes(o.peak_disk_bytes));
+    fmt::print("offload (rank 0): {}\n", runtime::describe_offload(r.offload));
   }
   if (!report.empty()) fmt::print("report written to {}\n", report);
 }

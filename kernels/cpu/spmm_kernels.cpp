@@ -1,4 +1,5 @@
-// OpenMP SpMM: C = A·B row-parallel with nonzero-balanced row ranges, and Aᵀ·B with private sums.
+// OpenMP SpMM: C = A·B (+ beta·C) row-parallel with nonzero-balanced row ranges, and Aᵀ·B with
+// private sums.
 #include "tessera/kernels/spmm_kernels.hpp"
 
 #include "parallel.hpp"
@@ -26,9 +27,11 @@ template <typename T> struct SparseRow {
 };
 
 /// Columns [0, W) of one output row: the accumulators live in registers for the whole row
-/// (W is a compile-time width), so C is written exactly once. b points at column 0 of the block.
-template <int W, typename T>
-void spmm_row_block(const SparseRow<T>& a, const T* b, std::int64_t ldb, T* c) {
+/// (W is a compile-time width), so C is written exactly once, and read once (beta · C) only when
+/// Accumulate: the choice is made once per call, so the overwrite path has no branch and no read.
+/// b points at column 0 of the block.
+template <bool Accumulate, int W, typename T>
+void spmm_row_block(const SparseRow<T>& a, const T* b, std::int64_t ldb, T beta, T* c) {
   constexpr std::int64_t kBlockBytes = std::int64_t{W} * sizeof(T);
   T acc[W] = {};
   for (std::int64_t k = a.begin; k < a.end; ++k) {
@@ -44,37 +47,44 @@ void spmm_row_block(const SparseRow<T>& a, const T* b, std::int64_t ldb, T* c) {
     for (int j = 0; j < W; ++j)
       acc[j] += v * b_row[j];
   }
+  if constexpr (Accumulate) {
 #pragma omp simd
-  for (int j = 0; j < W; ++j)
-    c[j] = acc[j];
+    for (int j = 0; j < W; ++j)
+      c[j] = acc[j] + beta * c[j];
+  } else {
+#pragma omp simd
+    for (int j = 0; j < W; ++j)
+      c[j] = acc[j];
+  }
 }
 
 /// The columns [j, n) of one output row narrower than 2W, in blocks of W, W/2, ..., 1.
-template <int W, typename T>
-void spmm_row_tail(const SparseRow<T>& a, const T* b, std::int64_t n, std::int64_t j, T* c) {
+template <bool Accumulate, int W, typename T>
+void spmm_row_tail(const SparseRow<T>& a, const T* b, std::int64_t n, std::int64_t j, T beta,
+                   T* c) {
   if constexpr (W > 0) {
     if (n - j >= W) {
-      spmm_row_block<W>(a, b + j, n, c + j);
+      spmm_row_block<Accumulate, W>(a, b + j, n, beta, c + j);
       j += W;
     }
-    spmm_row_tail<W / 2>(a, b, n, j, c);
+    spmm_row_tail<Accumulate, W / 2>(a, b, n, j, beta, c);
   }
 }
 
 /// One output row [n]: 512-byte column blocks (eight AVX-512 registers of accumulators), then
 /// the remainder in power-of-two blocks.
-template <typename T> void spmm_row(const SparseRow<T>& a, const T* b, std::int64_t n, T* c) {
+template <bool Accumulate, typename T>
+void spmm_row(const SparseRow<T>& a, const T* b, std::int64_t n, T beta, T* c) {
   constexpr int kWide = 512 / sizeof(T);
   std::int64_t j = 0;
   for (; j + kWide <= n; j += kWide)
-    spmm_row_block<kWide>(a, b + j, n, c + j);
-  spmm_row_tail<kWide / 2>(a, b, n, j, c);
+    spmm_row_block<Accumulate, kWide>(a, b + j, n, beta, c + j);
+  spmm_row_tail<Accumulate, kWide / 2>(a, b, n, j, beta, c);
 }
 
-} // namespace
-
-template <typename T> void spmm(const Backend&, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
-  if (a.rows == 0 || c.cols == 0) return;
+/// All rows of C = A·B (+ beta·C when Accumulate), split over the threads by nonzeros.
+template <bool Accumulate, typename T>
+void spmm_rows(CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
   const std::int64_t n = c.cols;
 #pragma omp parallel
   {
@@ -83,8 +93,20 @@ template <typename T> void spmm(const Backend&, CsrView<T> a, ConstDenseView<T> 
     const std::int64_t prefetch_end = a.row_ptr[rows.end];
     for (std::int64_t r = rows.begin; r < rows.end; ++r) {
       const SparseRow<T> row{a.col, a.val, a.row_ptr[r], a.row_ptr[r + 1], prefetch_end};
-      spmm_row(row, b.data, n, c.row(r));
+      spmm_row<Accumulate>(row, b.data, n, beta, c.row(r));
     }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void spmm(const Backend&, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
+  if (a.rows == 0 || c.cols == 0) return;
+  if (beta == T{0}) {
+    spmm_rows<false>(a, b, c, beta);
+  } else {
+    spmm_rows<true>(a, b, c, beta);
   }
 }
 

@@ -32,6 +32,8 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
 template <typename T>
 void add_bias(T* x, const T* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 template <typename T> void axpy(T alpha, const T* x, T* y, std::int64_t size, cudaStream_t stream);
+/// x = alpha · x.
+template <typename T> void scale(T alpha, T* x, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void gather_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
                  std::int64_t cols, cudaStream_t stream);

@@ -1,5 +1,5 @@
-// Device kernels of the dense family that cuBLAS does not cover: bias, axpy, row gather and
-// scatter-add (halo pack / unpack), and value permutation (transposed CSR values).
+// Device kernels of the dense family that cuBLAS does not cover: bias, axpy, scale, row gather
+// and scatter-add (halo pack / unpack), and value permutation (transposed CSR values).
 #include "grid.cuh"
 #include "launch.hpp"
 
@@ -16,6 +16,11 @@ __global__ void add_bias_kernel(T* x, const T* bias, std::int64_t rows, std::int
 template <typename T> __global__ void axpy_kernel(T alpha, const T* x, T* y, std::int64_t size) {
   for (std::int64_t i = thread_index(); i < size; i += grid_stride())
     y[i] += alpha * x[i];
+}
+
+template <typename T> __global__ void scale_kernel(T alpha, T* x, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    x[i] *= alpha;
 }
 
 template <typename T>
@@ -55,6 +60,10 @@ template <typename T> void axpy(T alpha, const T* x, T* y, std::int64_t size, cu
   axpy_kernel<<<blocks_for(size), kBlock, 0, stream>>>(alpha, x, y, size);
 }
 
+template <typename T> void scale(T alpha, T* x, std::int64_t size, cudaStream_t stream) {
+  scale_kernel<<<blocks_for(size), kBlock, 0, stream>>>(alpha, x, size);
+}
+
 template <typename T>
 void gather_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
                  std::int64_t cols, cudaStream_t stream) {
@@ -77,6 +86,7 @@ void permute_values(const T* in, const std::int64_t* perm, T* out, std::int64_t 
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void add_bias<T>(T*, const T*, std::int64_t, std::int64_t, cudaStream_t);               \
   template void axpy<T>(T, const T*, T*, std::int64_t, cudaStream_t);                              \
+  template void scale<T>(T, T*, std::int64_t, cudaStream_t);                                       \
   template void gather_rows<T>(const T*, const std::int32_t*, T*, std::int64_t, std::int64_t,      \
                                cudaStream_t);                                                      \
   template void scatter_add_rows<T>(const T*, const std::int32_t*, T*, std::int64_t, std::int64_t, \

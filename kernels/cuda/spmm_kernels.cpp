@@ -55,8 +55,9 @@ template <typename T> constexpr cudaDataType value_type() {
   return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_64F;
 }
 
-/// One product C = S · B for a fixed sparse S and width: S's descriptor (over 32-bit offsets
-/// that start at 0), B and C descriptors whose data pointers are set per call, the workspace.
+/// One product C = S · B (+ beta · C) for a fixed sparse S and width: S's descriptor (over 32-bit
+/// offsets that start at 0), B and C descriptors whose data pointers are set per call, the
+/// workspace.
 struct SpmmPlan {
   DeviceArray offsets; // int32 [rows + 1]
   DeviceArray columns; // int32 [nnz] (transposed plans only; others use A's columns)
@@ -182,18 +183,30 @@ SpmmPlan* make_transposed_plan(const CudaBackend& be, CsrView<T> a, const T* b, 
   return plan.release();
 }
 
-/// C = S · B with the plan's S; C: [rows, width] of `c_size` values.
+/// C = beta · C, what is left of S · B + beta · C when S · B is zero; C: `size` values. beta = 0
+/// writes zeros without reading C, so NaNs in it do not survive.
+template <typename T> void scale_output(const CudaBackend& be, T* c, std::int64_t size, T beta) {
+  if (beta == T{0}) {
+    be.zero_bytes(c, static_cast<std::size_t>(size) * sizeof(T));
+  } else if (beta != T{1}) {
+    launch::scale(beta, c, size, be.stream());
+    check_launch("scale");
+  }
+}
+
+/// C = S · B + beta · C with the plan's S; C: [rows, width] of `c_size` values. The plan does not
+/// depend on beta: cuSPARSE takes it per call (and does not read C when it is 0).
 template <typename T>
-void run(const CudaBackend& be, SpmmPlan& plan, const T* b, T* c, std::int64_t c_size) {
+void run(const CudaBackend& be, SpmmPlan& plan, const T* b, T* c, std::int64_t c_size, T beta) {
   if (plan.nnz == 0) {
-    be.zero_bytes(c, static_cast<std::size_t>(c_size) * sizeof(T));
+    scale_output(be, c, c_size, beta);
     return;
   }
   check(cusparse().dn_mat_set_values(plan.b, const_cast<T*>(b)), "cusparseDnMatSetValues");
   check(cusparse().dn_mat_set_values(plan.c, c), "cusparseDnMatSetValues");
-  const T one = 1, zero = 0;
+  const T one = 1;
   check(cusparse().spmm(be.cusparse_handle(), CUSPARSE_OPERATION_NON_TRANSPOSE,
-                        CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &zero, plan.c,
+                        CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan.sparse, plan.b, &beta, plan.c,
                         value_type<T>(), kAlgorithm, plan.workspace.get()),
         "cusparseSpMM");
 }
@@ -222,17 +235,17 @@ void finish(const CudaBackend& be, const std::unique_ptr<SpmmPlan>& once) {
 } // namespace
 
 template <typename T>
-void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
   const auto& be = as_cuda(backend);
   if (c.size() == 0) return;
   if (b.rows == 0) { // no columns to read: the product is zero
-    be.zero_bytes(c.data, static_cast<std::size_t>(c.size()) * sizeof(T));
+    scale_output(be, c.data, c.size(), beta);
     return;
   }
   std::unique_ptr<SpmmPlan> once;
   SpmmPlan& plan = plan_for(be, a, b.cols, false, once,
                             [&] { return make_plan(be, a, b.data, c.data, b.cols); });
-  run(be, plan, b.data, c.data, c.size());
+  run(be, plan, b.data, c.data, c.size(), beta);
   finish(be, once);
 }
 
@@ -252,7 +265,7 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
                            static_cast<T*>(plan.values.get()), plan.nnz, be.stream());
     check_launch("permute_values");
   }
-  run(be, plan, b.data, c.data, c.size());
+  run(be, plan, b.data, c.data, c.size(), T{0});
   finish(be, once);
 }
 

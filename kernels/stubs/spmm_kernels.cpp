@@ -5,7 +5,7 @@
 
 namespace tessera::kernels::cuda {
 
-template <typename T> void spmm(const Backend&, CsrView<T>, ConstDenseView<T>, DenseView<T>) {
+template <typename T> void spmm(const Backend&, CsrView<T>, ConstDenseView<T>, DenseView<T>, T) {
   not_compiled("spmm");
 }
 

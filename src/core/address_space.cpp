@@ -9,7 +9,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <vector>
+#include <unordered_map>
 
 namespace tessera::detail {
 namespace {
@@ -31,7 +31,6 @@ public:
     if (slots < 0) throw InvalidArgument("address space: negative slot count");
     const std::size_t offsets = (reserve_bytes + slot_bytes - 1) / slot_bytes;
     size_ = offsets * slot_bytes;
-    mapped_.assign(offsets, -1);
     void* base =
         mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (base == MAP_FAILED) {
@@ -62,9 +61,9 @@ public:
       throw InvalidArgument("address space: slot " + std::to_string(slot) + " outside [0, " +
                             std::to_string(slots_) + ")");
     }
-    if (mapped_[index] >= 0) {
+    if (const auto held = mapped_.find(index); held != mapped_.end()) {
       throw InvalidArgument("address space: offset " + std::to_string(offset) +
-                            " already holds slot " + std::to_string(mapped_[index]));
+                            " already holds slot " + std::to_string(held->second));
     }
     // MAP_POPULATE builds the page tables now, so kernels do not take a fault per page.
     void* at = mmap(base_ + offset, slot_bytes_, PROT_READ | PROT_WRITE,
@@ -79,15 +78,16 @@ public:
 
   void unmap(std::size_t offset) override {
     const std::size_t index = check_offset(offset);
-    if (mapped_[index] < 0) return;
+    const auto held = mapped_.find(index);
+    if (held == mapped_.end()) return;
     // Replacing the mapping (rather than munmap) keeps the range reserved and inaccessible.
     void* at = mmap(base_ + offset, slot_bytes_, PROT_NONE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
     if (at == MAP_FAILED) {
-      throw IoError("cannot unmap device slot " + std::to_string(mapped_[index]) + ": " +
+      throw IoError("cannot unmap device slot " + std::to_string(held->second) + ": " +
                     errno_text());
     }
-    mapped_[index] = -1;
+    mapped_.erase(held);
   }
 
 private:
@@ -112,7 +112,9 @@ private:
   std::size_t slot_bytes_;
   int slots_;
   int fd_ = -1;
-  std::vector<int> mapped_; // per slot-sized offset: the slot mapped there, or -1
+  // The slot mapped at each mapped slot-sized offset (a table of every offset of a 1 TiB
+  // reservation in 4 KiB slots would itself take 1 GiB).
+  std::unordered_map<std::size_t, int> mapped_;
 };
 
 } // namespace

@@ -162,7 +162,18 @@ void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* s
                 std::size_t bytes) {
   if (bytes == 0) return;
   const bool to_host = to.kind() == DeviceKind::Cpu, from_host = from.kind() == DeviceKind::Cpu;
-  if (to_host && from_host) {
+  // A wrapping backend (a chunk manager's allocator) copies its own memory, which it may have
+  // to bring in first; plain host memory is copied here.
+  const bool to_plain = &to.target() == &to, from_plain = &from.target() == &from;
+  if (to_host && from_host && !(to_plain && from_plain)) {
+    if (!to_plain && !from_plain) {
+      to.copy_within(dst, src, bytes);
+    } else if (!to_plain) {
+      to.copy_from_host(dst, src, bytes);
+    } else {
+      from.copy_to_host(dst, src, bytes);
+    }
+  } else if (to_host && from_host) {
     std::memcpy(dst, src, bytes);
   } else if (from_host) {
     to.copy_from_host(dst, src, bytes);

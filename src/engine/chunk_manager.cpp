@@ -171,16 +171,33 @@ public:
   void deallocate(void* ptr, std::size_t) const noexcept override {
     manager_.free(manager_.find(ptr));
   }
+  // Copies and zeroing through the allocator touch managed memory one chunk piece at a time,
+  // each piece acquired for the call: setup code (a matrix copied in, a buffer zeroed) needs
+  // no scope of its own and may fill a tensor of any size. Inside a scope the pieces are
+  // already pinned and acquiring them again only counts.
   void copy_from_host(void* dst, const void* src, std::size_t bytes) const override {
-    target_.copy_from_host(dst, src, bytes);
+    in_pieces(dst, nullptr, bytes, [&](std::size_t o, std::size_t n) {
+      target_.copy_from_host(static_cast<std::byte*>(dst) + o,
+                             static_cast<const std::byte*>(src) + o, n);
+    });
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
-    target_.copy_to_host(dst, src, bytes);
+    in_pieces(nullptr, src, bytes, [&](std::size_t o, std::size_t n) {
+      target_.copy_to_host(static_cast<std::byte*>(dst) + o,
+                           static_cast<const std::byte*>(src) + o, n);
+    });
   }
   void copy_within(void* dst, const void* src, std::size_t bytes) const override {
-    target_.copy_within(dst, src, bytes);
+    in_pieces(dst, src, bytes, [&](std::size_t o, std::size_t n) {
+      target_.copy_within(static_cast<std::byte*>(dst) + o,
+                          static_cast<const std::byte*>(src) + o, n);
+    });
   }
-  void zero_bytes(void* dst, std::size_t bytes) const override { target_.zero_bytes(dst, bytes); }
+  void zero_bytes(void* dst, std::size_t bytes) const override {
+    in_pieces(dst, nullptr, bytes, [&](std::size_t o, std::size_t n) {
+      target_.zero_bytes(static_cast<std::byte*>(dst) + o, n);
+    });
+  }
   void synchronize() const override { target_.synchronize(); }
   void* native_stream() const noexcept override { return target_.native_stream(); }
   std::string describe() const override { return target_.describe(); }
@@ -204,6 +221,29 @@ public:
   ChunkManager& manager() const noexcept { return manager_; }
 
 private:
+  /// Calls f(offset, n) over [0, bytes) in pieces that lie inside one chunk of `write` (written)
+  /// and of `read` (read; either may be nullptr or memory the manager does not hold), with both
+  /// pieces acquired for the call. Without a budget everything is on the device: one call.
+  template <typename F>
+  void in_pieces(const void* write, const void* read, std::size_t bytes, F f) const {
+    if (!manager_.budgeted()) {
+      f(0, bytes);
+      return;
+    }
+    const auto* w = static_cast<const std::byte*>(write);
+    const auto* r = static_cast<const std::byte*>(read);
+    for (std::size_t o = 0; o < bytes;) {
+      std::size_t n = bytes - o;
+      if (w != nullptr) n = std::min(n, manager_.bytes_to_chunk_end(w + o));
+      if (r != nullptr) n = std::min(n, manager_.bytes_to_chunk_end(r + o));
+      Pins pins(&manager_);
+      if (w != nullptr) pins.add(w + o, n, Access::Write);
+      if (r != nullptr) pins.add(r + o, n, Access::Read);
+      f(o, n);
+      o += n;
+    }
+  }
+
   ChunkManager& manager_;
   const Backend& target_;
   TensorKind kind_;
@@ -609,6 +649,11 @@ TensorSlot ChunkManager::allocate(std::string name, TensorKind kind, std::size_t
   s.tensors.push_back(Tensor{std::move(name), kind, begin, bytes, true});
   s.by_offset[begin] = id;
   s.kind_bytes[k] += bytes;
+  std::uint64_t live = 0;
+  for (const std::uint64_t b : s.kind_bytes)
+    live += b;
+  for (OffloadStats* st : {&epoch_, &total_})
+    st->peak_tensor_bytes = std::max(st->peak_tensor_bytes, live);
   if (!budgeted()) { // without a budget every chunk is on the device from its first tensor on
     ChunkMover mover(s, *backend_, config_, epoch_, total_);
     for (std::size_t c = begin / s.chunk; c <= (end - 1) / s.chunk; ++c) {
@@ -689,6 +734,15 @@ int ChunkManager::find(const void* address) const noexcept {
 
 const std::string& ChunkManager::name(int id) const {
   return state_->tensors.at(id).name;
+}
+
+std::size_t ChunkManager::bytes_to_chunk_end(const void* address) const noexcept {
+  const State& s = *state_;
+  const auto* p = static_cast<const std::byte*>(address);
+  if (p < s.space->base() || p >= s.space->base() + s.space->size()) {
+    return std::numeric_limits<std::size_t>::max();
+  }
+  return s.chunk - static_cast<std::size_t>(p - s.space->base()) % s.chunk;
 }
 
 int ChunkManager::device_slots() const noexcept {

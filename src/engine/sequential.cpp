@@ -22,16 +22,12 @@ template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
 
 namespace {
 
-/// Acquires the memory of a module input: a dense view's rows, or a CSR's three arrays (its
-/// column and value tensors whole, since their extent is known only from row_ptr).
+/// Acquires the memory of a module input: a dense view's rows, or a CSR's arrays.
 template <typename T> void pin_input(Pins& pins, const Input<T>& x, Access access) {
   if (x.is_sparse()) {
-    pins.add(x.sparse.row_ptr, static_cast<std::size_t>(x.sparse.rows + 1) * sizeof(Offset),
-             Access::Read);
-    pins.add_tensor(x.sparse.col, Access::Read);
-    pins.add_tensor(x.sparse.val, access);
+    pins.add_csr(x.sparse, access);
   } else {
-    pins.add(x.dense.data, static_cast<std::size_t>(x.dense.size()) * sizeof(T), access);
+    pins.add_dense(x.dense, access);
   }
 }
 

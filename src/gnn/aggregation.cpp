@@ -1,8 +1,9 @@
 // Aggregation: S · x and Sᵀ · dy with the halo exchange overlapped with the rows that need none.
 #include "tessera/gnn/aggregation.hpp"
 
-#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/weight_products.hpp"
 
 namespace tessera {
 
@@ -45,6 +46,8 @@ template <typename T>
 void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
+    Pins pins(manager_of(backend_));
+    pins.add_csr(s_->view());
     ops::spmm(*backend_, s_->view(), x, y);
     return;
   }
@@ -55,6 +58,9 @@ void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
 template <typename T>
 void Aggregation<T>::forward_local(std::int64_t f, DenseView<T> y) {
   const DenseView<T> x = local_input(f);
+  // Under a memory budget the matrix is in chunks: on the device only while it multiplies.
+  Pins pins(manager_of(backend_));
+  pins.add_csr(s_->view());
   if (halo_ == nullptr) {
     ops::spmm(*backend_, s_->view(), ConstDenseView<T>(x), y);
     return;
@@ -77,6 +83,8 @@ DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
                             std::to_string(rows()) + " rows");
   }
   DenseView<T> dx = d_local_.get(local_rows(), dy.cols);
+  Pins pins(manager_of(backend_));
+  pins.add_csr(s_t_->view());
   if (halo_ == nullptr) {
     ops::spmm(*backend_, s_t_->view(), dy, dx);
     return dx;

@@ -2,6 +2,7 @@
 #include "tessera/gnn/model_graph.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/engine/chunk_manager.hpp"
 #include "tessera/graph/graph.hpp"
 
 #include <iterator>
@@ -65,11 +66,12 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   // graph are symmetric there (on one process, or a tile no edge leaves); D⁻¹A is not.
   b.symmetric = n_local_ == n_owned_ && kind != AggregationKind::Mean;
   if (!b.symmetric) b.host_t = graph::transpose(b.host);
-  if (backend_->kind() != DeviceKind::Cpu) {
-    b.device = to_backend(b.host, backend_);
+  if (in_backend_memory()) {
+    const BackendPtr memory = memory_for(backend_, TensorKind::Matrix);
+    b.device = to_backend(b.host, memory);
     b.host = Csr();
     if (!b.symmetric) {
-      b.device_t = to_backend(b.host_t, backend_);
+      b.device_t = to_backend(b.host_t, memory);
       b.host_t = Csr();
     }
   }
@@ -77,15 +79,19 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   return b;
 }
 
+bool ModelGraph::in_backend_memory() const noexcept {
+  return backend_->kind() != DeviceKind::Cpu || manager_of(backend_) != nullptr;
+}
+
 const Csr& ModelGraph::matrix(AggregationKind kind) {
   Built& b = build(kind);
-  return backend_->kind() == DeviceKind::Cpu ? b.host : b.device;
+  return in_backend_memory() ? b.device : b.host;
 }
 
 const Csr& ModelGraph::transpose(AggregationKind kind) {
   Built& b = build(kind);
   if (b.symmetric) return matrix(kind);
-  return backend_->kind() == DeviceKind::Cpu ? b.host_t : b.device_t;
+  return in_backend_memory() ? b.device_t : b.host_t;
 }
 
 comm::HaloExchange<float>* ModelGraph::halo(int layer) {
@@ -94,8 +100,10 @@ comm::HaloExchange<float>* ModelGraph::halo(int layer) {
   if (static_cast<int>(halos_.size()) <= layer) halos_.resize(static_cast<std::size_t>(layer) + 1);
   auto& h = halos_[static_cast<std::size_t>(layer)];
   if (h == nullptr) {
-    h = std::make_unique<comm::HaloExchange<float>>(comm_, plan_, backend_,
-                                                   kLayerTagBase + layer + 1);
+    // Its staging buffers stay out of the chunks: messages land in them at any time.
+    const ChunkManager* memory = manager_of(backend_);
+    h = std::make_unique<comm::HaloExchange<float>>(
+        comm_, plan_, memory != nullptr ? memory->backend() : backend_, kLayerTagBase + layer + 1);
   }
   return h.get();
 }

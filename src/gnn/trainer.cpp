@@ -224,7 +224,11 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   step_ms.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
   double best_val_accuracy = result.best_epoch > 0 ? result.best_val.accuracy : -1.0;
 
+  // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
+  // eviction policy and the prefetcher read).
+  ChunkManager* memory = model.memory();
   for (int epoch = first_epoch; epoch <= config.epochs; ++epoch) {
+    if (memory != nullptr) memory->begin_epoch();
     EpochStats stats;
     stats.epoch = epoch;
     const Step train_step{config.seed, static_cast<std::uint32_t>(epoch), true, row_ids};
@@ -239,8 +243,12 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
       d_logits = Dense(backend, logits.rows, logits.cols);
     }
-    stats.train_loss = ops::softmax_cross_entropy<float>(be, logits, labels.labels, labels.train,
-                                                         counts.train, d_logits.view());
+    {
+      Pins pins(memory); // the logits stay on the device until the next forward or backward
+      pins.add_dense(d_logits.cview(), Access::Write);
+      stats.train_loss = ops::softmax_cross_entropy<float>(be, logits, labels.labels, labels.train,
+                                                           counts.train, d_logits.view());
+    }
     result.phases.loss += phase.seconds();
     phase.restart();
     model.backward(d_logits.cview(), GradientMode::Overwrite, on_gradient);
@@ -292,6 +300,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       }
       result.final_test = stats.test;
     }
+    if (memory != nullptr) stats.offload = memory->end_epoch();
     result.history.push_back(stats);
     if (on_epoch) on_epoch(stats);
 

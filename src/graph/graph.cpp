@@ -1,4 +1,4 @@
-// Symmetric CSR construction, transposition, GCN normalization and degree statistics.
+// Symmetric CSR construction, transposition, GCN normalization, degree statistics and column tiles.
 #include "tessera/graph/graph.hpp"
 
 #include <algorithm>
@@ -301,6 +301,77 @@ DegreeStats degree_stats(const Csr& a) {
   std::nth_element(degree.begin(), degree.begin() + n / 2, degree.end());
   stats.median = degree[n / 2];
   return stats;
+}
+
+namespace {
+
+/// Throws InvalidArgument unless bounds runs from 0 to cols without going down.
+void check_column_bounds(std::span<const std::int64_t> bounds, std::int64_t cols) {
+  const auto bad = [&](std::size_t i, const std::string& why) {
+    throw InvalidArgument("split_columns: bounds[" + std::to_string(i) +
+                          "] = " + std::to_string(bounds[i]) + " " + why);
+  };
+  if (bounds.size() < 2) {
+    throw InvalidArgument("split_columns: bounds has " + std::to_string(bounds.size()) +
+                          " entries; need at least 2 (0 and the column count " +
+                          std::to_string(cols) + ")");
+  }
+  if (bounds.front() != 0) bad(0, "must be 0 (the first column tile starts at column 0)");
+  for (std::size_t i = 1; i < bounds.size(); ++i) {
+    if (bounds[i] < bounds[i - 1]) {
+      bad(i, "is below bounds[" + std::to_string(i - 1) + "] = " + std::to_string(bounds[i - 1]) +
+                 "; bounds must be ascending");
+    }
+  }
+  if (bounds.back() != cols) {
+    bad(bounds.size() - 1, "must equal the column count " + std::to_string(cols) +
+                               " (the last column tile ends at the last column)");
+  }
+}
+
+} // namespace
+
+std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bounds) {
+  check_column_bounds(bounds, s.cols());
+  const auto tiles = static_cast<std::int64_t>(bounds.size()) - 1;
+  const std::int64_t n = s.rows();
+  const Offset* rp = s.row_ptr();
+  const LocalId* col = s.col();
+  // The tile of column c: the last bound at or below c (equal bounds, empty tiles, are skipped).
+  const auto tile_of = [&](LocalId c) {
+    return std::upper_bound(bounds.begin(), bounds.end(), std::int64_t{c}) - bounds.begin() - 1;
+  };
+
+  // Entries per (tile, row), then each tile allocated at its size: two passes over S.
+  std::vector<std::vector<Offset>> count(tiles, std::vector<Offset>(n, 0));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (Offset k = rp[r]; k < rp[r + 1]; ++k)
+      ++count[tile_of(col[k])][r];
+  }
+  std::vector<Csr> out;
+  out.reserve(tiles);
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    out.emplace_back(s.backend(), n, s.cols(),
+                     std::accumulate(count[t].begin(), count[t].end(), Offset{0}));
+    exclusive_scan(count[t], out[t].row_ptr());
+  }
+#pragma omp parallel
+  {
+    std::vector<Offset> dst(tiles);
+#pragma omp for schedule(static)
+    for (std::int64_t r = 0; r < n; ++r) {
+      for (std::int64_t t = 0; t < tiles; ++t)
+        dst[t] = out[t].row_ptr()[r];
+      for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
+        const auto t = tile_of(col[k]);
+        const Offset d = dst[t]++;
+        out[t].col()[d] = col[k];
+        out[t].val()[d] = s.val()[k];
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace tessera::graph

@@ -6,7 +6,7 @@
 namespace tessera::ops {
 
 template <typename T>
-void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
   if (a.cols != b.rows) {
     detail::throw_mismatch("spmm", "A.cols == B.rows", "A", detail::shape(a), "B",
                            detail::shape(b));
@@ -17,9 +17,9 @@ void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T
   }
   switch (backend.kind()) {
   case DeviceKind::Cpu:
-    return kernels::cpu::spmm(backend, a, b, c);
+    return kernels::cpu::spmm(backend, a, b, c, beta);
   case DeviceKind::Cuda:
-    return kernels::cuda::spmm(backend, a, b, c);
+    return kernels::cuda::spmm(backend, a, b, c, beta);
   }
 }
 
@@ -41,9 +41,10 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
   }
 }
 
-template void spmm<float>(const Backend&, CsrView<float>, ConstDenseView<float>, DenseView<float>);
+template void spmm<float>(const Backend&, CsrView<float>, ConstDenseView<float>, DenseView<float>,
+                          float);
 template void spmm<double>(const Backend&, CsrView<double>, ConstDenseView<double>,
-                           DenseView<double>);
+                           DenseView<double>, double);
 template void spmm_transpose<float>(const Backend&, CsrView<float>, ConstDenseView<float>,
                                     DenseView<float>);
 template void spmm_transpose<double>(const Backend&, CsrView<double>, ConstDenseView<double>,

@@ -11,6 +11,7 @@
 #include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/runtime/offload_options.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -431,18 +432,11 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   const Stopwatch setup_clock;
   // With a budget or a tier the model lives in chunks: one manager per rank, each its own budget.
   std::unique_ptr<ChunkManager> memory;
-  const OffloadConfig& offload = job.offload;
-  if (offload.device_bytes != 0 || offload.host_bytes != 0 || !offload.offload_dir.empty()) {
-    OffloadConfig config = offload;
+  if (uses_chunks(job.offload)) {
+    OffloadConfig config = job.offload;
     config.rank = rank;
     memory = std::make_unique<ChunkManager>(backend, config);
-    say(fmt::format("memory: chunks of {}, device budget {}, host tier {}, disk tier {}; {} "
-                    "eviction",
-                    format_bytes(config.chunk_bytes),
-                    memory->budgeted() ? format_bytes(config.device_bytes) : "none",
-                    config.host_bytes != 0 ? format_bytes(config.host_bytes) : "unbounded",
-                    config.offload_dir.empty() ? "none" : config.offload_dir,
-                    to_string(config.policy)));
+    say(describe_memory(*memory));
   }
   const BackendPtr model_backend =
       memory ? memory->allocator(TensorKind::Activation) : backend;
@@ -585,30 +579,6 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
 
 // ---- the report ------------------------------------------------------------------------------
 
-namespace {
-
-void set_offload_stats(RunReport& report, const std::string& prefix, const OffloadStats& s) {
-  const auto bytes = [](std::uint64_t b) { return static_cast<std::int64_t>(b); };
-  report.set(prefix + ".hits", bytes(s.hits));
-  report.set(prefix + ".misses", bytes(s.misses));
-  report.set(prefix + ".hit_rate", s.hit_rate());
-  report.set(prefix + ".input_hit_rate", s.input_hit_rate());
-  report.set(prefix + ".evictions", bytes(s.evictions));
-  report.set(prefix + ".prefetches", bytes(s.prefetches));
-  report.set(prefix + ".host_to_device_bytes", bytes(s.host_to_device_bytes));
-  report.set(prefix + ".device_to_host_bytes", bytes(s.device_to_host_bytes));
-  report.set(prefix + ".disk_to_host_bytes", bytes(s.disk_to_host_bytes));
-  report.set(prefix + ".host_to_disk_bytes", bytes(s.host_to_disk_bytes));
-  report.set(prefix + ".dropped_bytes", bytes(s.dropped_bytes));
-  report.set(prefix + ".moved_bytes", bytes(s.moved_bytes()));
-  report.set(prefix + ".stall_s", s.stall_seconds);
-  report.set(prefix + ".peak_device_bytes", bytes(s.peak_device_bytes));
-  report.set(prefix + ".peak_host_bytes", bytes(s.peak_host_bytes));
-  report.set(prefix + ".peak_disk_bytes", bytes(s.peak_disk_bytes));
-}
-
-}  // namespace
-
 std::string mlp_report_json(const MlpResult& r) {
   RunReport report;
   const MlpJob& job = r.job;
@@ -641,13 +611,7 @@ std::string mlp_report_json(const MlpResult& r) {
   report.set("memory.optimizer_bytes", r.optimizer_bytes);
   report.set("memory.peak_rss_bytes", r.peak_rss_bytes);
   report.set("memory.offloaded", r.offloaded);
-  if (r.offloaded) {
-    report.set("memory.chunk_bytes", static_cast<std::int64_t>(job.offload.chunk_bytes));
-    report.set("memory.device_budget_bytes", static_cast<std::int64_t>(job.offload.device_bytes));
-    report.set("memory.host_budget_bytes", static_cast<std::int64_t>(job.offload.host_bytes));
-    report.set("memory.eviction_policy", to_string(job.offload.policy));
-    set_offload_stats(report, "memory.offload", r.offload);
-  }
+  if (r.offloaded) set_offload_report(report, "memory", job.offload, r.offload);
   report.set("distributed.ranks", r.ranks);
   report.set("distributed.communicator", r.communicator);
   report.set("timing.steps_per_epoch", r.steps_per_epoch);

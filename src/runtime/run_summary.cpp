@@ -4,6 +4,7 @@
 
 #include "tessera/core/report.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/runtime/offload_options.hpp"
 
 #include <algorithm>
 #include <fmt/core.h>
@@ -58,6 +59,11 @@ const PerRank kPerRank[] = {
     {"memory.feature_bytes", nullptr, 1.0, "", &RankFigures::feature_bytes},
     {"memory.model_bytes", nullptr, 1.0, "", &RankFigures::model_bytes},
     {"memory.peak_rss_bytes", "peak memory", kMiB, "MiB", &RankFigures::peak_rss_bytes},
+    {"memory.offload_moved_bytes_per_epoch", "moved between tiers", kMiB, "MiB",
+     &RankFigures::offload_moved_bytes},
+    {"memory.offload_stall_ms", "stalled on chunk copies", 1.0, "ms",
+     &RankFigures::offload_stall_ms},
+    {"memory.offload_peak_device_bytes", nullptr, 1.0, "", &RankFigures::offload_peak_device_bytes},
 };
 
 struct Spread {
@@ -137,6 +143,8 @@ void report_figures(RunReport& r, const RunSummary& s) {
   }
   r.set("halo.cache_hit_rows", s.cache_hit_rows);
   r.set("halo.feature_fetch_bytes", s.feature_fetch_bytes);
+  r.set("memory.offloaded", s.offloaded);
+  if (s.offloaded) set_offload_report(r, "memory", s.offload, s.offload_total);
 }
 
 void report_result(RunReport& r, const gnn::TrainResult& result) {
@@ -152,7 +160,10 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
                         {"train_accuracy", e.train.accuracy},
                         {"val_accuracy", e.val.accuracy},
                         {"val_loss", e.val.loss},
-                        {"test_accuracy", e.test.accuracy}});
+                        {"test_accuracy", e.test.accuracy},
+                        {"moved_bytes", static_cast<double>(e.offload.moved_bytes())},
+                        {"stall_ms", e.offload.stall_seconds * 1e3},
+                        {"hit_rate", e.offload.hit_rate()}});
   }
 }
 
@@ -206,6 +217,7 @@ std::string rank_table(const RunSummary& s) {
         fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", figure.label,
                     v.max / figure.scale, v.mean / figure.scale, v.min / figure.scale, figure.unit);
   }
+  if (s.offloaded) out += "offload (rank 0): " + describe_offload(s.offload_total) + "\n";
   std::string ratio; // estimated for the GCN only
   if (s.broadcast_1d_bytes_per_epoch && s.halo_bytes_per_epoch > 0) {
     ratio = fmt::format(" ({:.1f}x less than a 1D broadcast)",

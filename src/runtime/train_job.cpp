@@ -8,6 +8,7 @@
 #include "tessera/core/timer.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/checkpoint.hpp"
+#include "tessera/runtime/offload_options.hpp"
 
 #include <algorithm>
 #include <exception>
@@ -21,13 +22,18 @@ namespace {
 
 /// Step 2: the model on this rank's graph, and what training reads in the backend's memory.
 struct JobModel {
+  /// The chunks every tensor of the model lives in, under the job's budget (null without one).
+  /// First, so it outlives every buffer in them.
+  std::unique_ptr<ChunkManager> memory;
+  /// Where the model's tensors are allocated: the manager's allocator, or the backend itself.
+  BackendPtr model_backend;
   /// Where halos and gradients go: NCCL when every rank has a GPU, else the job's ranks.
   std::shared_ptr<comm::Communicator> device_comm;
   std::unique_ptr<gnn::ModelGraph> graph; // layers point into it: it stays where it is
   gnn::ModelSpec spec;
   Sequential<float> model;
-  graph::Features device_features; // the layer-0 input on a device backend (empty on the CPU)
-  bool on_host = true;             // the backend is the CPU: training reads the host input
+  graph::Features device_features; // the layer-0 input in the backend's memory or the chunks
+  bool on_host = true;             // training reads the host input (CPU, no budget)
   Buffer<GlobalId> row_ids;        // [n_local] global id of each local row (dropout masks)
   std::int64_t adjacency_nnz = 0;  // of this rank's rows of A
   double build_s = 0.0;
@@ -55,6 +61,14 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
                          const BackendPtr& backend, JobGraph& g, const Log& say) {
   const Stopwatch clock;
   JobModel m;
+  // With a budget or a tier the model lives in chunks: one manager per rank, each its own budget.
+  if (uses_chunks(job.offload)) {
+    OffloadConfig config = job.offload;
+    config.rank = comm->rank();
+    m.memory = std::make_unique<ChunkManager>(backend, config);
+    say(describe_memory(*m.memory));
+  }
+  m.model_backend = m.memory ? m.memory->allocator(TensorKind::Activation) : backend;
   // GPU ranks exchange halos and sum gradients through NCCL when every rank has a GPU; with
   // any CPU rank in the job, everything goes through MPI and host memory.
   std::vector<std::int64_t> gpu_ranks{backend->kind() == DeviceKind::Cuda ? 1 : 0};
@@ -71,17 +85,20 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   local_ids.insert(local_ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
   m.row_ids = Buffer<GlobalId>(backend, static_cast<std::int64_t>(local_ids.size()));
   backend->copy_from_host(m.row_ids.data(), local_ids.data(), local_ids.size() * sizeof(GlobalId));
-  m.on_host = backend->kind() == DeviceKind::Cpu;
-  if (!m.on_host) m.device_features = features_on(g.features, backend);
+  m.on_host = backend->kind() == DeviceKind::Cpu && !m.memory;
+  if (!m.on_host) {
+    m.device_features = features_on(g.features, memory_for(m.model_backend, TensorKind::Input));
+  }
 
   m.adjacency_nnz = tile.adjacency.nnz();
   m.graph = std::make_unique<gnn::ModelGraph>(
-      backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
+      m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
       tile.num_classes, m.device_comm, g.plan, g.n_interior, job.cache_input_features);
   m.spec = {job.shape.resolve(g.features.cols(), tile.num_classes), job.model, job.train.seed};
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
+  m.model.use_memory(m.memory.get());
   if (m.model.modules().empty()) {
     throw InvalidArgument("the builder of model '" + job.model_name + "' returned no layers");
   }
@@ -128,6 +145,13 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
       static_cast<std::int64_t>(input.dense ? input.dense->bytes() : input.sparse->bytes());
   f.model_bytes = static_cast<std::int64_t>(m.model.bytes());
   f.peak_rss_bytes = peak_rss_bytes();
+  f.offload_moved_bytes = step_median(
+      result, [](const gnn::EpochStats& s) { return static_cast<double>(s.offload.moved_bytes()); });
+  f.offload_stall_ms =
+      step_median(result, [](const gnn::EpochStats& s) { return s.offload.stall_seconds * 1e3; });
+  if (m.memory) {
+    f.offload_peak_device_bytes = static_cast<std::int64_t>(m.memory->total().peak_device_bytes);
+  }
   for (int i = 0; i < layers; ++i) {
     const comm::HaloExchange<float>* halo = m.graph->halo_of(i);
     const comm::HaloStats stats = halo != nullptr ? halo->stats() : comm::HaloStats{};
@@ -197,6 +221,11 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   if (job.cache_input_features) {
     for (const RankFigures& f : s.per_rank)
       s.cache_hit_rows += f.ghost_rows * passes;
+  }
+  if (m.memory) {
+    s.offloaded = true;
+    s.offload = m.memory->config();
+    s.offload_total = m.memory->total();
   }
   s.result = std::move(result);
   return s;
@@ -297,7 +326,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
   control.stop_requested = job.stop_requested;
   gnn::TrainResult result =
-      gnn::train_node_classifier(backend, model.model, input_of(model.input(graph)), labels,
+      gnn::train_node_classifier(model.model_backend, model.model, input_of(model.input(graph)), labels,
                                  job.train, on_epoch, &distribution, control);
   return summarize(job, *comm, backend, graph, model, std::move(result));
 }

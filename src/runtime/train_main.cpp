@@ -6,6 +6,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <CLI/CLI.hpp>
@@ -51,6 +52,7 @@ struct Options {
   int checkpoint_every = 0;
   std::string resume;
   bool force = false;
+  OffloadFlags offload;
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -185,6 +187,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "continue from the latest checkpoint in this folder (same data and model; made "
                  "at any rank count); --epochs counts from the start of the original run");
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
+  add_offload_flags(app, o.offload,
+                    "features, matrices, activations, weights, gradients and Adam state");
   app.add_option("--inject-failure", o.inject_failure,
                  "testing: RANK:EPOCH makes that rank throw after that epoch")
       ->group("Testing");
@@ -231,6 +235,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;
   job.resume_dir = o.resume;
+  job.offload = offload_config(o.offload);
   job.stop_requested = [] { return static_cast<int>(stop_signal); };
   return job;
 }
@@ -380,6 +385,9 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
       fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
                  static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
       if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
+      if (summary.offloaded && summary.ranks == 1) {
+        fmt::print("offload: {}\n", describe_offload(summary.offload_total));
+      }
       if (!options.report.empty()) {
         write_report(summary, options.report);
         fmt::print("report written to {}\n", options.report);

@@ -4,6 +4,7 @@
 #include "mpi/mpi_test_main.hpp"
 #include "test_data.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <gmock/gmock.h>
@@ -95,6 +96,28 @@ TEST(DistributedTraining, WithoutTheFeatureCacheTheResultIsTheSame) {
   const gnn::TrainResult many = distributed(job);
 
   expect_same_training(one, many);
+}
+
+TEST(DistributedTraining, EachRankUnderItsOwnDeviceBudgetMatchesOneProcessWithout) {
+  const runtime::TrainJob job = generated_job();
+  runtime::TrainJob budgeted = job;
+  // About half of what each rank holds (4.9, 3.2, 2.3 and 1.8 MiB at 1-4 ranks), and more than
+  // the largest layer's working set, which must be on the device at once.
+  constexpr std::size_t kKiB = 1024, budget_kib[] = {2560, 2048, 1536, 1280};
+  budgeted.offload.chunk_bytes = 4 * kKiB;
+  budgeted.offload.device_bytes = budget_kib[std::min(world()->size(), 4) - 1] * kKiB;
+
+  const gnn::TrainResult one = serial(job);
+  const runtime::RunSummary many = [&] {
+    budgeted.comm = world();
+    return runtime::run_train_job(budgeted);
+  }();
+
+  ASSERT_TRUE(many.offloaded);
+  EXPECT_GT(many.offload_total.peak_tensor_bytes, budgeted.offload.device_bytes);
+  EXPECT_GT(many.offload_total.device_to_host_bytes, 0u); // chunks really left the device
+  EXPECT_LE(many.offload_total.peak_device_bytes, budgeted.offload.device_bytes);
+  expect_same_training(one, many.result);
 }
 
 TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {

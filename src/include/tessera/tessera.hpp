@@ -37,5 +37,6 @@
 #include "tessera/partition/store.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/mlp_job.hpp"
+#include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/train_job.hpp"
 #include "tessera/runtime/train_main.hpp"

@@ -1,6 +1,7 @@
 // The chunk manager on the CPU backend: bytes survive every tier, the budget holds, the policy
 // is Belady's, and bad budgets, tensors and folders get errors that name them.
 #include "tessera/core/error.hpp"
+#include "tessera/core/report.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 
@@ -431,6 +432,49 @@ TEST(ChunkManagerPolicy, FarthestNextUseMovesFewerBytesThanLruOnALoopingTrace) {
   EXPECT_EQ(lru.misses, trace.size());
   EXPECT_LT(belady.misses, lru.misses);
   EXPECT_LT(belady.moved, lru.moved);
+}
+
+TEST(ChunkManager, CopiesThroughTheAllocatorBringInWhatTheyTouch) {
+  // A matrix made outside any scope: allocating its columns and values evicts its row pointers
+  // (about 4 + 4 + 1 chunks of a 6-chunk budget), which the copies into it must bring back.
+  ChunkManager m(make_cpu_backend(1), small_config(6));
+  const BackendPtr matrices = m.allocator(TensorKind::Matrix);
+  const BackendPtr cpu = make_cpu_backend(1);
+  const std::int64_t rows = 1000, nnz = 4 * kChunk / 4 - 100;
+  Csr host(cpu, rows, rows, nnz);
+  for (std::int64_t i = 0; i <= rows; ++i)
+    host.row_ptr()[i] = i * nnz / rows;
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    host.col()[k] = static_cast<LocalId>(k % rows);
+    host.val()[k] = static_cast<float>(k);
+  }
+
+  const Csr managed = to_backend(host, matrices);
+  const Csr back = to_backend(managed, cpu);
+  Dense zeroed = Dense::zeros(matrices, 8, 1);
+
+  EXPECT_TRUE(std::equal(host.row_ptr(), host.row_ptr() + rows + 1, back.row_ptr()));
+  EXPECT_TRUE(std::equal(host.col(), host.col() + nnz, back.col()));
+  EXPECT_TRUE(std::equal(host.val(), host.val() + nnz, back.val()));
+  EXPECT_EQ(to_backend(zeroed, cpu).data()[7], 0.0f);
+  EXPECT_GT(m.total().device_to_host_bytes, 0u);
+  EXPECT_LE(m.total().peak_device_bytes, 6 * kChunk);
+}
+
+TEST(ChunkManager, AFineChunkSizeOverAWideAddressSpaceCostsNoTablePerAddress) {
+  // 4 KiB chunks over the default 1 TiB reservation: 2^28 possible chunks, of which a few hold
+  // tensors. A table with an entry per possible chunk would take a GiB.
+  OffloadConfig config;
+  config.chunk_bytes = std::size_t{4} << 10;
+  config.device_bytes = std::size_t{64} << 10;
+  const std::int64_t before = peak_rss_bytes();
+
+  ChunkManager m(make_cpu_backend(1), config);
+  const TensorSlot t = m.allocate("t", TensorKind::Activation, std::size_t{32} << 10);
+  write_pattern(m, t.id, t.bytes, 3);
+
+  EXPECT_TRUE(has_pattern(m, t.id, t.bytes, 3));
+  EXPECT_LT(peak_rss_bytes() - before, std::int64_t{64} << 20);
 }
 
 } // namespace

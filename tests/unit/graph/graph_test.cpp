@@ -1,11 +1,17 @@
-// Symmetric CSR construction, GCN normalization, transposition and degree statistics.
-#include <gtest/gtest.h>
-
-#include <cmath>
-#include <vector>
-
+// Symmetric CSR construction, GCN normalization, transposition, degree statistics and column
+// tiles.
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/ops/ops.hpp"
+#include "unit/kernels/kernel_test_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <gtest/gtest.h>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -195,6 +201,107 @@ TEST(DegreeStats, SummarizesRowDegrees) {
   EXPECT_DOUBLE_EQ(s.mean, 6.0 / 5.0);
   EXPECT_EQ(s.median, 1);
   EXPECT_EQ(s.isolated, 1);
+}
+
+/// S · X on the CPU, C = S · X + beta · C.
+void spmm(const Csr& s, const Dense& x, Dense& c, float beta) {
+  ops::spmm(*cpu(), s.view(), x.cview(), c.view(), beta);
+}
+
+/// The message of the InvalidArgument that split_columns throws for `bounds` ("" if none).
+std::string split_error(const Csr& s, const std::vector<std::int64_t>& bounds) {
+  try {
+    graph::split_columns(s, bounds);
+  } catch (const InvalidArgument& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(SplitColumns, TilesHoldTheirColumnsInTheOrderOfS) {
+  // Row 0 stores its columns out of order; the tiles must keep that order.
+  const auto s = testing::make_csr<float>(
+      cpu(), 6, {{{5, 1.f}, {1, 2.f}, {3, 3.f}, {0, 4.f}}, {}, {{2, 5.f}, {4, 6.f}}});
+  const std::vector<std::int64_t> bounds = {0, 2, 4, 6};
+
+  const std::vector<Csr> tiles = graph::split_columns(s, bounds);
+
+  ASSERT_EQ(tiles.size(), 3u);
+  const std::vector<std::vector<std::vector<std::pair<LocalId, float>>>> expected = {
+      {{{1, 2.f}, {0, 4.f}}, {}, {}}, {{{3, 3.f}}, {}, {{2, 5.f}}}, {{{5, 1.f}}, {}, {{4, 6.f}}}};
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    SCOPED_TRACE(::testing::Message() << "tile " << t);
+    EXPECT_EQ(tiles[t].rows(), 3);
+    EXPECT_EQ(tiles[t].cols(), 6);
+    for (std::int64_t r = 0; r < 3; ++r) {
+      std::vector<std::pair<LocalId, float>> row;
+      for (Offset k = tiles[t].row_ptr()[r]; k < tiles[t].row_ptr()[r + 1]; ++k)
+        row.emplace_back(tiles[t].col()[k], tiles[t].val()[k]);
+      EXPECT_EQ(row, expected[t][r]) << "row " << r;
+    }
+  }
+}
+
+TEST(SplitColumns, SumOfTileProductsIsTheProduct) {
+  const Csr s = testing::random_csr<float>(cpu(), 83, 101, 0.15, 7, 9);
+  const Dense x = testing::random_dense<float>(cpu(), 101, 37, 8);
+  Dense expected(cpu(), 83, 37);
+  spmm(s, x, expected, 0.0f);
+  const std::vector<std::int64_t> bounds = {0, 13, 13, 50, 51, 101};
+  Dense y(cpu(), 83, 37);
+  y.fill(std::numeric_limits<float>::quiet_NaN());
+
+  const std::vector<Csr> tiles = graph::split_columns(s, bounds);
+  for (std::size_t t = 0; t < tiles.size(); ++t)
+    spmm(tiles[t], x, y, t == 0 ? 0.0f : 1.0f);
+
+  ASSERT_EQ(tiles.size(), 5u);
+  Offset nnz = 0;
+  for (const Csr& tile : tiles)
+    nnz += tile.nnz();
+  EXPECT_EQ(nnz, s.nnz());
+  float scale = 0.0f;
+  for (std::int64_t i = 0; i < expected.size(); ++i)
+    scale = std::max(scale, std::abs(expected.data()[i]));
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y.data()[i], expected.data()[i], 1e-6f * scale) << "element " << i;
+}
+
+TEST(SplitColumns, EmptyColumnRangesGiveEmptyTilesOfTheFullShape) {
+  // Columns 2 and 3 hold no entries; [4, 4) is no column at all.
+  const auto s = testing::make_csr<float>(cpu(), 6, {{{0, 1.f}, {5, 2.f}}, {{1, 3.f}}});
+  const std::vector<std::int64_t> bounds = {0, 2, 4, 4, 6};
+
+  const std::vector<Csr> tiles = graph::split_columns(s, bounds);
+
+  ASSERT_EQ(tiles.size(), 4u);
+  for (const std::size_t t : {std::size_t{1}, std::size_t{2}}) {
+    SCOPED_TRACE(::testing::Message() << "tile " << t);
+    EXPECT_EQ(tiles[t].rows(), 2);
+    EXPECT_EQ(tiles[t].cols(), 6);
+    EXPECT_EQ(tiles[t].nnz(), 0);
+    EXPECT_EQ(std::vector<Offset>(tiles[t].row_ptr(), tiles[t].row_ptr() + 3),
+              std::vector<Offset>(3, 0));
+  }
+  EXPECT_EQ(tiles[0].nnz(), 2);
+  EXPECT_EQ(tiles[3].nnz(), 1);
+}
+
+TEST(SplitColumns, BadBoundsThrowNamingTheBound) {
+  const auto s = testing::make_csr<float>(cpu(), 6, {{{0, 1.f}, {5, 2.f}}});
+
+  const std::string not_from_zero = split_error(s, {1, 6});
+  const std::string not_to_cols = split_error(s, {0, 3, 5});
+  const std::string descending = split_error(s, {0, 4, 2, 6});
+  const std::string too_few = split_error(s, {0});
+
+  EXPECT_NE(not_from_zero.find("bounds[0] = 1"), std::string::npos) << not_from_zero;
+  EXPECT_NE(not_from_zero.find("must be 0"), std::string::npos) << not_from_zero;
+  EXPECT_NE(not_to_cols.find("bounds[2] = 5"), std::string::npos) << not_to_cols;
+  EXPECT_NE(not_to_cols.find("column count 6"), std::string::npos) << not_to_cols;
+  EXPECT_NE(descending.find("bounds[2] = 2"), std::string::npos) << descending;
+  EXPECT_NE(descending.find("ascending"), std::string::npos) << descending;
+  EXPECT_NE(too_few.find("at least 2"), std::string::npos) << too_few;
 }
 
 }  // namespace

@@ -1,13 +1,15 @@
-// The op layer: shape checks name the op and both shapes; dispatch reaches the CUDA stubs; the
-// loss gradient matches finite differences.
+// The op layer: shape checks name the op and both shapes; SpMM accumulates with beta; dispatch
+// reaches the CUDA stubs; the loss gradient matches finite differences.
 #include "tessera/core/error.hpp"
 #include "tessera/ops/backends.hpp"
 #include "tessera/ops/ops.hpp"
 #include "unit/gradient_check.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
+#include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
 #include <new>
 #include <vector>
 
@@ -70,6 +72,88 @@ TEST_F(Ops, SpmmRejectsWrongOutputShape) {
   EXPECT_THAT([&] { ops::spmm(*cpu, a.view(), b.cview(), c.view()); },
               ThrowsMessage<DimensionMismatch>(
                   AllOf(HasSubstr("spmm"), HasSubstr("[4, 3]"), HasSubstr("[4, 2]"))));
+}
+
+/// Rounds every value to a multiple of 1/2 in [-4, 4]: products and sums of a few such values
+/// are exact in float and double, so accumulation orders cannot differ.
+template <typename T> void round_to_halves(T* values, std::int64_t size) {
+  for (std::int64_t i = 0; i < size; ++i)
+    values[i] = std::round(values[i] * T{8}) / T{2};
+}
+
+/// ops::spmm with beta, on both value types; widths reach the kernel's wide blocks and its tail.
+template <typename T> class SpmmBeta : public ::testing::Test {
+protected:
+  BackendPtr cpu = make_cpu_backend();
+
+  CsrT<T> halves_csr(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+    auto a = random_csr<T>(cpu, rows, cols, 0.3, seed, 5);
+    round_to_halves(a.val(), a.nnz());
+    return a;
+  }
+  DenseT<T> halves_dense(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
+    auto x = random_dense<T>(cpu, rows, cols, seed);
+    round_to_halves(x.data(), x.size());
+    return x;
+  }
+};
+TYPED_TEST_SUITE(SpmmBeta, ValueTypes);
+
+TYPED_TEST(SpmmBeta, BetaTimesCAddedToTheProductIsExact) {
+  using T = TypeParam;
+  for (const std::int64_t n : {3, 19, 130}) {
+    for (const T beta : {T{1}, T{2}, T{-0.5}}) {
+      SCOPED_TRACE(::testing::Message() << "width " << n << ", beta " << beta);
+      const auto a = this->halves_csr(37, 23, 3 * n);
+      const auto b = this->halves_dense(23, n, 5 * n);
+      const auto c0 = this->halves_dense(37, n, 7 * n);
+      DenseT<T> product(this->cpu, 37, n);
+      ops::spmm(*this->cpu, a.view(), b.cview(), product.view());
+      DenseT<T> c(this->cpu, 37, n);
+      ops::copy(*this->cpu, c0.cview(), c.view());
+
+      ops::spmm(*this->cpu, a.view(), b.cview(), c.view(), beta);
+
+      for (std::int64_t i = 0; i < c.size(); ++i)
+        ASSERT_EQ(c.data()[i], product.data()[i] + beta * c0.data()[i]) << "element " << i;
+    }
+  }
+}
+
+TYPED_TEST(SpmmBeta, BetaZeroOverwritesNaNInC) {
+  using T = TypeParam;
+  const auto a = this->halves_csr(41, 17, 1); // every fifth row empty
+  const auto b = this->halves_dense(17, 70, 2);
+  DenseT<T> expected = DenseT<T>::zeros(this->cpu, 41, 70);
+  ops::spmm(*this->cpu, a.view(), b.cview(), expected.view());
+  DenseT<T> c(this->cpu, 41, 70);
+  c.fill(std::numeric_limits<T>::quiet_NaN());
+
+  ops::spmm(*this->cpu, a.view(), b.cview(), c.view(), T{0});
+
+  for (std::int64_t i = 0; i < c.size(); ++i)
+    ASSERT_EQ(c.data()[i], expected.data()[i]) << "element " << i;
+}
+
+TYPED_TEST(SpmmBeta, RowSliceWithBetaOneAccumulatesOnlyIntoItsRows) {
+  using T = TypeParam;
+  const auto a = this->halves_csr(50, 31, 3);
+  const auto b = this->halves_dense(31, 21, 4);
+  const auto c0 = this->halves_dense(50, 21, 5);
+  DenseT<T> whole(this->cpu, 50, 21);
+  ops::spmm(*this->cpu, a.view(), b.cview(), whole.view());
+  DenseT<T> c(this->cpu, 50, 21);
+  ops::copy(*this->cpu, c0.cview(), c.view());
+
+  ops::spmm(*this->cpu, a.view().row_slice(12, 40), b.cview(), c.view().slice_rows(12, 40), T{1});
+
+  for (std::int64_t r = 0; r < 50; ++r) {
+    const bool inside = r >= 12 && r < 40;
+    for (std::int64_t j = 0; j < 21; ++j) {
+      const T expected = inside ? whole(r, j) + c0(r, j) : c0(r, j);
+      ASSERT_EQ(c(r, j), expected) << "row " << r << ", column " << j;
+    }
+  }
 }
 
 TEST_F(Ops, SpmmTransposeRejectsMismatchedRows) {

@@ -1,5 +1,6 @@
 // Training jobs end to end on one rank: determinism, learning, both product orders, the refusals,
-// custom builders, and a one-part partition store giving what in-memory loading gives.
+// custom builders, a one-part partition store giving what in-memory loading gives, and training
+// under a device budget (chunks moving between tiers) giving what training without one gives.
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
 
@@ -171,6 +172,122 @@ TEST(TrainJob, DivergingLossStopsAtTheFirstNonFiniteEpochSuggestingALowerLearnin
       [&] { runtime::run_train_job(job); },
       ::testing::ThrowsMessage<gnn::TrainingStopped>(::testing::AllOf(
           HasSubstr(" at epoch "), HasSubstr("diverged; try a lower learning rate (--lr"))));
+}
+
+// ---- Under a device budget (the chunk engine) ----
+
+constexpr std::size_t kKiB = 1024;
+
+/// `job` with its tensors in 4 KiB chunks under a device budget of `device_kib`.
+runtime::TrainJob under_budget(runtime::TrainJob job, std::size_t device_kib) {
+  job.offload.chunk_bytes = 4 * kKiB;
+  job.offload.device_bytes = device_kib * kKiB;
+  return job;
+}
+
+void expect_same_training(const runtime::RunSummary& plain, const runtime::RunSummary& budgeted) {
+  ASSERT_EQ(plain.result.history.size(), budgeted.result.history.size());
+  for (std::size_t e = 0; e < plain.result.history.size(); ++e) {
+    const gnn::EpochStats& a = plain.result.history[e];
+    const gnn::EpochStats& b = budgeted.result.history[e];
+    EXPECT_EQ(a.train_loss, b.train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.val.loss, b.val.loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.test.accuracy, b.test.accuracy) << "epoch " << e + 1;
+  }
+}
+
+/// The budget held, and was below what the run holds, so chunks left the device and came back.
+void expect_chunks_moved(const runtime::RunSummary& s, const runtime::TrainJob& job) {
+  ASSERT_TRUE(s.offloaded);
+  EXPECT_GT(s.offload_total.peak_tensor_bytes, job.offload.device_bytes);
+  EXPECT_LE(s.offload_total.peak_device_bytes, job.offload.device_bytes);
+  EXPECT_GT(s.offload_total.device_to_host_bytes, 0u);
+  EXPECT_GT(s.offload_total.host_to_device_bytes, 0u);
+}
+
+TEST(TrainJobOffload, ABudgetBelowTheFootprintTrainsExactlyTheUnbudgetedModelInBothOrders) {
+  for (const GcnOrder order : {GcnOrder::AggregateThenTransform, GcnOrder::TransformThenAggregate}) {
+    SCOPED_TRACE(order == GcnOrder::AggregateThenTransform ? "aggregate first" : "transform first");
+    runtime::TrainJob job = small_job(kEasySbm, 5);
+    job.model.order = order;
+    const runtime::TrainJob budgeted = under_budget(job, 1280); // of ~1.7-1.9 MiB
+
+    const runtime::RunSummary a = runtime::run_train_job(job);
+    const runtime::RunSummary b = runtime::run_train_job(budgeted);
+
+    EXPECT_FALSE(a.offloaded);
+    expect_chunks_moved(b, budgeted);
+    expect_same_training(a, b);
+  }
+}
+
+TEST(TrainJobOffload, CoraUnderABudgetTrainsExactlyTheUnbudgetedModel) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  runtime::TrainJob job = small_job("cora", 5);
+  job.threads = 1;
+  const runtime::TrainJob budgeted = under_budget(job, 1536); // of a footprint of ~2.3 MiB
+
+  const runtime::RunSummary a = runtime::run_train_job(job);
+  const runtime::RunSummary b = runtime::run_train_job(budgeted);
+
+  expect_chunks_moved(b, budgeted);
+  expect_same_training(a, b);
+}
+
+TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tessera-train-offload-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const runtime::TrainJob job = small_job(kEasySbm, 4);
+  runtime::TrainJob budgeted = under_budget(job, 1024);
+  budgeted.offload.host_bytes = 256 * kKiB;
+  budgeted.offload.offload_dir = dir.string();
+
+  const runtime::RunSummary a = runtime::run_train_job(job);
+  const runtime::RunSummary b = runtime::run_train_job(budgeted);
+
+  expect_same_training(a, b);
+  EXPECT_GT(b.offload_total.host_to_disk_bytes, 0u);
+  EXPECT_GT(b.offload_total.disk_to_host_bytes, 0u);
+  EXPECT_LE(b.offload_total.peak_host_bytes, budgeted.offload.host_bytes);
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TrainJobOffload, FarthestNextUseMovesFewerBytesThanLru) {
+  const runtime::TrainJob belady = under_budget(small_job(kEasySbm, 5), 1024);
+  runtime::TrainJob lru = belady;
+  lru.offload.policy = EvictionPolicy::Lru;
+
+  const runtime::RunSummary b = runtime::run_train_job(belady);
+  const runtime::RunSummary l = runtime::run_train_job(lru);
+
+  // Epochs 1 and 2 allocate and record the access trace (both evict by recency): compare after.
+  std::uint64_t moved_b = 0, moved_l = 0;
+  for (std::size_t e = 2; e < b.result.history.size(); ++e) {
+    moved_b += b.result.history[e].offload.moved_bytes();
+    moved_l += l.result.history[e].offload.moved_bytes();
+  }
+  EXPECT_LT(moved_b, moved_l);
+  expect_same_training(b, l);
+}
+
+TEST(TrainJobOffload, ABudgetBelowOneLayersWorkingSetNamesTheFlag) {
+  const runtime::TrainJob job = under_budget(small_job(kEasySbm, 2), 256);
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  ::testing::AllOf(HasSubstr("--device-memory 256 KiB"), HasSubstr("--chunk-size"))));
+}
+
+TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {
+  runtime::TrainJob job = small_job(kEasySbm, 2);
+  job.offload.chunk_bytes = 64 * kKiB;
+  job.offload.device_bytes = 16 * kKiB;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("--device-memory 16 KiB is smaller than one chunk (--chunk-size 64 KiB)")));
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +88,7 @@ struct OffloadStats {
   std::uint64_t dropped_bytes = 0; ///< clean device copies discarded instead of written back
   double stall_seconds = 0;        ///< time acquire() waited for copies
   std::uint64_t peak_device_bytes = 0, peak_host_bytes = 0, peak_disk_bytes = 0;
+  std::uint64_t peak_tensor_bytes = 0; ///< bytes of live tensors at most: the footprint
 
   /// Bytes moved between any two tiers.
   std::uint64_t moved_bytes() const noexcept {
@@ -165,6 +167,8 @@ public:
     std::size_t offset, bytes;
   };
   std::vector<Part> parts(const void* address, std::size_t bytes) const;
+  /// Bytes from `address` to the end of its chunk; max() for memory the manager does not hold.
+  std::size_t bytes_to_chunk_end(const void* address) const noexcept;
 
   /// Releases the tensors allocated outside a scope. Never throws.
   void settle() noexcept;
@@ -228,6 +232,17 @@ public:
   void add(ByteRange range, Access access) { add(range.data, range.bytes, access); }
   /// Acquires the whole tensor that holds `data` (no-op as for add()).
   void add_tensor(const void* data, Access access);
+  /// Acquires a dense view's elements (its rows are contiguous).
+  template <typename T> void add_dense(ConstDenseView<T> x, Access access) {
+    add(x.data, static_cast<std::size_t>(x.size()) * sizeof(T), access);
+  }
+  /// Acquires a CSR matrix's rows: its row_ptr entries, and its column and value tensors whole
+  /// (which of their entries the rows use is known only from row_ptr).
+  template <typename T> void add_csr(const CsrView<T>& s, Access values_access = Access::Read) {
+    add(s.row_ptr, static_cast<std::size_t>(s.rows + 1) * sizeof(Offset), Access::Read);
+    add_tensor(s.col, Access::Read);
+    add_tensor(s.val, values_access);
+  }
   /// Records tensor `id` the manager acquired whole into this scope (allocated in it).
   void adopt(int id, ByteRange range);
   /// The tensors allocated while this was the manager's scope.

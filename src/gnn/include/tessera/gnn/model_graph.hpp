@@ -34,6 +34,8 @@ enum class AggregationKind {
 /// or a user's) runs distributed by `layer.distribute(graph.halo(i), graph.n_interior())`.
 class ModelGraph {
  public:
+  /// `backend` may be a ChunkManager's allocator: the matrices are then Matrix tensors in its
+  /// chunks and the model's buffers its tensors.
   /// One process: adjacency: [n, n] symmetric, no self-loops needed (host memory).
   ModelGraph(BackendPtr backend, Csr adjacency, std::int64_t in_features, std::int64_t classes);
   /// One rank's tile: adjacency: [n_owned, n_local] rows of the owned vertices (host memory);
@@ -84,11 +86,14 @@ class ModelGraph {
  private:
   struct Built {
     Csr host, host_t;      // on the host
-    Csr device, device_t;  // copies in the backend's memory (not on a CPU backend)
+    Csr device, device_t;  // copies in the backend's memory (in_backend_memory())
     bool ready = false;
     bool symmetric = false;
   };
   Built& build(AggregationKind kind);
+  /// Whether matrices are copied into the backend's memory (a device, or chunks under a memory
+  /// budget) rather than used where they were built.
+  bool in_backend_memory() const noexcept;
 
   BackendPtr backend_;
   Csr adjacency_;

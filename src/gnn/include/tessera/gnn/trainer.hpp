@@ -5,6 +5,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/engine/sequential.hpp"
 #include "tessera/ops/ops.hpp"
@@ -51,6 +52,9 @@ struct EpochStats {
   double comm_ms = 0.0, wait_ms = 0.0;
   /// Halo bytes this rank sent and received during the step (not the evaluation).
   std::int64_t halo_bytes_sent = 0, halo_bytes_received = 0;
+  /// What the chunk manager moved this epoch (training and evaluation), when the model runs
+  /// under one (Sequential::use_memory); zero otherwise.
+  OffloadStats offload;
   bool evaluated = false;        ///< whether the metrics below were measured this epoch
   SplitMetrics train, val, test; ///< eval-mode metrics when evaluated
 };
@@ -134,7 +138,9 @@ struct Distribution {
 
 /// Trains `model` on `features` for config.epochs full-batch steps on `backend`, where the model
 /// and the features live. `on_epoch` (optional) is called after every epoch. Buffers are
-/// allocated in the first epoch and reused after.
+/// allocated in the first epoch and reused after. A model that runs under a ChunkManager
+/// (Sequential::use_memory, `backend` its allocator) trains under its budget, one epoch per
+/// ChunkManager epoch.
 ///
 /// With `distribution`, each rank passes its tile (logits of its owned rows; labels and splits
 /// in local ids): losses and accuracies are normalized by the global counts, the weight

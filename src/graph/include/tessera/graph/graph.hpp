@@ -1,4 +1,5 @@
-// Graph construction: symmetric de-duplicated CSR from edge lists, self-loops, GCN normalization.
+// Graph construction: symmetric de-duplicated CSR from edge lists, self-loops, GCN normalization,
+// column tiles.
 #pragma once
 
 #include <cstdint>
@@ -75,5 +76,14 @@ struct DegreeStats {
 
 /// Nonzeros per row of `a` (host memory; self-loops count); all zero for a matrix without rows.
 DegreeStats degree_stats(const Csr& a);
+
+/// S cut into column tiles, for a product S · X whose X is held one row block at a time:
+/// tile i holds the entries of S whose column is in [bounds[i], bounds[i + 1]), in S's order
+/// within each row, and keeps S's shape [rows, cols] and global column ids, so spmm of tile i
+/// with the whole X reads only rows [bounds[i], bounds[i + 1]) of X, and the sum of the tiles'
+/// products is S · X. s: host memory; bounds: [k + 1] with bounds[0] = 0, bounds[k] = s.cols()
+/// and non-decreasing (an equal pair gives an empty tile). Returns k matrices on s's backend.
+/// Throws InvalidArgument naming the first bad bound and why.
+std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bounds);
 
 }  // namespace tessera::graph

@@ -16,11 +16,13 @@ namespace tessera::ops {
 
 // ---- sparse ----------------------------------------------------------------------------------
 
-/// C = A · B. A: [m, k] CSR, B: [k, n], C: [m, n] (overwritten). The CUDA backend keeps a
+/// C = A · B + beta · C. A: [m, k] CSR, B: [k, n], C: [m, n]. beta = 0 overwrites C without
+/// reading it (NaNs in it do not survive); beta = 1 accumulates, which is how a product split
+/// over column tiles of A (graph::split_columns) sums its parts. The CUDA backend keeps a
 /// cuSPARSE plan per matrix (keyed by its pointers and n): A's structure must not change while
 /// its memory lives; its values may.
 template <typename T>
-void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta = T{0});
 
 /// C = Aᵀ · B without forming Aᵀ. A: [m, k] CSR, B: [m, n], C: [k, n] (overwritten).
 /// Meant for small k (the weight gradient of a sparse input); large k should transpose A once.

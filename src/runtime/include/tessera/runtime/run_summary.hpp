@@ -27,6 +27,10 @@ struct RankFigures {
   /// Bytes of the aggregation matrices, the layer-0 input and the model's parameters and
   /// buffers; the process's peak resident memory.
   std::int64_t graph_bytes = 0, feature_bytes = 0, model_bytes = 0, peak_rss_bytes = 0;
+  /// Under a memory budget (zero without): bytes moved between the tiers and time stalled on
+  /// chunk copies per training epoch (evaluation included), and the device tier's peak.
+  double offload_moved_bytes = 0.0, offload_stall_ms = 0.0;
+  std::int64_t offload_peak_device_bytes = 0;
   /// Per aggregating layer, in model order: halo bytes over the run (0 for cached inputs).
   std::vector<std::int64_t> layer_bytes_sent, layer_bytes_received;
 };
@@ -67,6 +71,11 @@ struct RunSummary {
   std::optional<double> broadcast_1d_bytes_per_epoch;
   std::int64_t cache_hit_rows = 0;      ///< ghost input rows served from the cache, all ranks
   std::int64_t feature_fetch_bytes = 0; ///< what fetching them once moved, all ranks
+
+  // ---- memory budgets ----
+  bool offloaded = false;     ///< whether each rank's tensors lived in a ChunkManager
+  OffloadConfig offload;      ///< the job's budgets
+  OffloadStats offload_total; ///< what this rank's tiers did over the run (rank 0 reports)
 
   // ---- what training did ----
   gnn::TrainResult result; ///< metrics, best epoch, per-epoch history, phase times

@@ -35,6 +35,10 @@ struct TrainJob {
   /// (not at all for one rank) and sends every rank its tile.
   std::string partition_dir;
   partition::Options partition;
+  /// Memory budgets (--device-memory, --host-memory, --offload-dir, ...): with a budget or a
+  /// tier, each rank's features, matrices, activations, weights, gradients and Adam state live
+  /// in a ChunkManager of its own and move in chunks; default: none, everything stays put.
+  OffloadConfig offload;
   /// Ghost input features are fetched once and reused every epoch (exact). Off only to measure
   /// what the cache saves.
   bool cache_input_features = true;

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# Cost of the chunk engine's offload (issue 13), one section per trainer:
+#   mlp  tessera-mlp on generated blobs (4096 features, 16 classes):
+#        a. a model whose parameters + Adam state (m, v) are >= 4x a 1 GiB device budget, trained
+#           under that budget (host tier unbounded) and without one in the same run: median step
+#           time of the steady epoch (ratio), bytes moved and time stalled per step, peak RSS;
+#           and the next width up, which the budget refuses (why the model is built deep, not
+#           wide);
+#        b. bounded memory on the CPU backend: the same model with --device-memory D
+#           --host-memory H --offload-dir (footprint >= 4x D + H): peak RSS against D + H
+#           (goal: <= D + H + 15 % + a fixed overhead), the overhead split into the process
+#           without a model, the data set and the batch buffers (each measured or computed),
+#           and the RSS split at its peak (anonymous: heap and host tier; shmem: device slots).
+# Each part prints a Markdown table with the commands that made it. Steady-state figures come
+# from epoch 3 of 4: epoch 1 allocates, epoch 2 records the access trace, epoch 3 evicts by
+# farthest next use and does not evaluate (only epoch 4 does).
+#
+# Usage: scripts/bench/offload.sh [--quick] [--no-build] [SECTION...]
+#   SECTION     mlp, or all (the default): which sections to run, in the order given
+#   --quick     a 4x smaller model under a 256 MiB budget (chunks of 16 MiB): about 2 minutes
+#               instead of about 10 on 2 cores
+#   --no-build  use the existing build instead of installing deps and building tessera-mlp
+# Environment: TESSERA_BUILD_DIR (default <repo>/build), THREADS (default 0: all cores),
+#   OFFLOAD_DIR (the disk tier's folder; default a temporary folder under /tmp). The reports,
+#   logs and RSS samples stay in a temporary folder named at the end when KEEP=1.
+set -euo pipefail
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+tessera_fast_blas_env
+
+# The one list of sections: `all` runs these in this order; each is the function section_NAME,
+# and needs the build targets in targets_NAME.
+sections=(mlp)
+# shellcheck disable=SC2034  # read through a nameref below
+targets_mlp=(tessera-mlp)
+
+quick=0
+build=1
+chosen=()
+while (($# > 0)); do
+  case "$1" in
+    -h | --help)
+      tessera_usage "$0"
+      exit 0
+      ;;
+    --quick) quick=1 ;;
+    --no-build) build=0 ;;
+    all) chosen+=("${sections[@]}") ;;
+    -*) tessera_die "unknown option '$1' (see --help)" ;;
+    *)
+      known=0
+      for s in "${sections[@]}"; do [[ "$1" == "${s}" ]] && known=1; done
+      ((known)) || tessera_die "unknown section '$1'; sections: ${sections[*]} or all"
+      chosen+=("$1")
+      ;;
+  esac
+  shift
+done
+((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
+threads="${THREADS:-0}"
+
+if ((build)); then
+  tessera_install_deps
+  targets=()
+  for s in "${chosen[@]}"; do
+    declare -n section_targets="targets_${s}"
+    targets+=("${section_targets[@]}")
+    unset -n section_targets
+  done
+  # Only what the sections run is built; an existing build folder keeps its configuration.
+  if [[ ! -f "${TESSERA_BUILD_DIR}/CMakeCache.txt" ]]; then
+    tessera_log "configuring ${TESSERA_BUILD_DIR}"
+    cmake -S "${TESSERA_ROOT}" -B "${TESSERA_BUILD_DIR}" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DTESSERA_NATIVE_ARCH=ON >/dev/null
+  fi
+  tessera_log "building ${targets[*]} in ${TESSERA_BUILD_DIR}"
+  cmake --build "${TESSERA_BUILD_DIR}" --parallel "$(nproc)" --target "${targets[@]}"
+fi
+
+work="$(mktemp -d /tmp/tessera-offload-bench.XXXXXX)"
+offload_dir="${OFFLOAD_DIR:-${work}/disk}"
+mkdir -p "${offload_dir}"
+# The folder goes at exit unless KEEP=1 or a run failed (its log is there).
+cleanup() {
+  local status=$?
+  if ((status == 0)) && [[ "${KEEP:-0}" != 1 ]]; then
+    rm -rf "${work}"
+  else
+    tessera_log "reports, logs and RSS samples kept in ${work}"
+  fi
+}
+trap cleanup EXIT
+
+# measure NAME PROGRAM ARGS...: runs the program with its report in ${work}/NAME.json, its
+# output in NAME.log (the last lines echoed), the command line in NAME.cmd, and NAME.rss: its
+# resident set sampled every 20 ms from /proc (the largest sample, split into anonymous, shmem
+# and file pages; the exact peak, VmHWM, is the report's memory.peak_rss_bytes). A run that
+# fails leaves its error in NAME.err and ends the script, unless --may-fail is given first.
+cat >"${work}/sample_rss.py" <<'PY'
+import json, subprocess, sys, time
+out, argv = sys.argv[1], sys.argv[2:]
+keys = ("VmRSS", "RssAnon", "RssShmem", "RssFile", "VmHWM")
+child = subprocess.Popen(argv)
+best = {k: 0 for k in keys}
+while child.poll() is None:
+    try:
+        with open(f"/proc/{child.pid}/status") as f:
+            now = {l.split(":")[0]: int(l.split()[1]) * 1024 for l in f if l.split(":")[0] in keys}
+        if now.get("VmRSS", 0) > best["VmRSS"]:
+            best = {k: now.get(k, 0) for k in keys}
+        best["VmHWM"] = max(best["VmHWM"], now.get("VmHWM", 0))
+    except (FileNotFoundError, ProcessLookupError, ValueError, IndexError):
+        pass
+    time.sleep(0.02)
+json.dump(best, open(out, "w"))
+sys.exit(child.returncode)
+PY
+measure() {
+  local may_fail=0
+  if [[ "$1" == --may-fail ]]; then
+    may_fail=1
+    shift
+  fi
+  local name="$1"
+  shift
+  local shown=("$@")
+  shown[0]="$(basename "$1")"
+  echo "${shown[*]}" >"${work}/${name}.cmd"
+  tessera_log "${name}: ${shown[*]}"
+  if "${TESSERA_PYTHON}" "${work}/sample_rss.py" "${work}/${name}.rss" "$@" \
+    --report "${work}/${name}.json" >"${work}/${name}.log" 2>"${work}/${name}.err"; then
+    tail -n 2 "${work}/${name}.log" >&2
+  else
+    tail -n 1 "${work}/${name}.err" >&2
+    ((may_fail)) || tessera_die "${name} failed (its output: ${work}/${name}.log, .err)"
+  fi
+}
+
+section_mlp() {
+  local mlp="${TESSERA_BUILD_DIR}/apps/tessera-mlp/tessera-mlp"
+  [[ -x "${mlp}" ]] || tessera_die "${mlp} not found (build first, or drop --no-build)"
+  # Sizes: parameters + Adam >= 4x the device budget; one layer's scope (weight, its gradient,
+  # the activations) must fit the budget, so the model is deep rather than wide.
+  local features hidden depth budget chunk host samples batch wider
+  if ((quick)); then
+    features=1024 hidden=3072 depth=7 budget=128MiB chunk=8MiB host=32MiB wider=4608
+  else
+    features=4096 hidden=8192 depth=6 budget=1GiB chunk=64MiB host=256MiB wider=12288
+  fi
+  samples=64 batch=32 # 51 training samples: 2 steps per epoch
+  local layers="${features}" wide="${features}-${wider}-${wider}-16" i
+  for ((i = 0; i < depth; ++i)); do layers+="-${hidden}"; done
+  layers+="-16"
+  local data="blobs:samples=${samples},features=${features},classes=16,seed=1"
+  # A learning rate these widths do not diverge at (the default 0.01 does, without changing the
+  # cost of a step).
+  local common=(--dataset "${data}" --batch-size "${batch}" --lr 1e-5 --dropout 0
+    --threads "${threads}" --seed 0)
+  local epochs=(--epochs 4 --eval-every 4) # only the last epoch evaluates
+
+  measure mlp-unbudgeted "${mlp}" "${common[@]}" "${epochs[@]}" --layers "${layers}"
+  measure mlp-budget "${mlp}" "${common[@]}" "${epochs[@]}" --layers "${layers}" \
+    --device-memory "${budget}" --chunk-size "${chunk}"
+  measure --may-fail mlp-wider "${mlp}" "${common[@]}" --epochs 1 --layers "${wide}" \
+    --device-memory "${budget}" --chunk-size "${chunk}"
+  measure mlp-bounded "${mlp}" "${common[@]}" "${epochs[@]}" --layers "${layers}" \
+    --device-memory "${budget}" --chunk-size "${chunk}" --host-memory "${host}" \
+    --offload-dir "${offload_dir}"
+  # The process without a model (no data to speak of), then with the data set and its batch
+  # buffers but a model of a few KiB: what the bounded run holds besides its tiers.
+  measure mlp-process "${mlp}" --dataset "blobs:samples=${samples},features=16,classes=16,seed=1" \
+    --layers 16-16 --batch-size "${batch}" --epochs 1 --threads "${threads}"
+  measure mlp-data "${mlp}" "${common[@]}" --epochs 1 --layers "${features}-16"
+
+  "${TESSERA_PYTHON}" - "${work}" "${budget}" "${host}" "${features}" "${samples}" "${batch}" \
+    <<'PY'
+import json, math, sys
+work, budget_text, host_text = sys.argv[1:4]
+features, samples, batch = map(int, sys.argv[4:7])
+GiB, MiB = 1 << 30, 1 << 20
+def load(name):
+    try:
+        r = json.load(open(f"{work}/{name}.json"))
+    except FileNotFoundError:
+        r = None
+    return r, json.load(open(f"{work}/{name}.rss")), open(f"{work}/{name}.cmd").read().strip()
+def size(b):
+    return f"{b / GiB:.2f} GiB" if abs(b) >= GiB else f"{b / MiB:.1f} MiB"
+def steady(r):
+    # Epoch 3 of 4: the trace is recorded, eviction is farthest-next-use, nothing is evaluated.
+    e = r["epochs"][2]
+    steps = r["timing"]["steps_per_epoch"]
+    return e["step_ms"], e["moved_bytes"] / steps, e["stall_ms"] / steps
+def code(cmd):
+    return "`" + cmd + "`"
+
+free, free_rss, free_cmd = load("mlp-unbudgeted")
+cap, cap_rss, cap_cmd = load("mlp-budget")
+param_adam = 3 * 4 * free["model"]["parameters"]
+budget = cap["memory"]["device_budget_bytes"]
+footprint = free["memory"]["model_bytes"] + free["memory"]["optimizer_bytes"]
+print(f"\n### a. MLP {'-'.join(str(int(s)) for s in free['config']['layer_sizes'])} under a "
+      f"{size(budget)} device budget (host tier unbounded)\n")
+print(f"{free['model']['parameters'] / 1e6:.0f} M parameters; parameters + Adam (m, v) "
+      f"{size(param_adam)} = {param_adam / budget:.1f}x the budget; with gradients and "
+      f"activations {size(footprint)}. Batch {free['config']['batch_size']}, "
+      f"{free['timing']['steps_per_epoch']} steps per epoch, {free['threads']} threads, BLAS "
+      f"{free['blas_core']}. Steady epoch (3 of 4).\n")
+print("| run | step (median) | vs unbudgeted | moved per step | stalled per step | moved per "
+      "step, epoch 2 (LRU) | peak RSS | final loss | command |")
+print("|---|---|---|---|---|---|---|---|---|")
+f_ms, _, _ = steady(free)
+for label, r, cmd in (("unbudgeted", free, free_cmd), (f"budget {size(budget)}", cap, cap_cmd)):
+    ms, moved, stall = steady(r)
+    lru = r["epochs"][1]["moved_bytes"] / r["timing"]["steps_per_epoch"]
+    print(f"| {label} | {ms / 1e3:.2f} s | {ms / f_ms:.2f}x | {size(moved)} | {stall / 1e3:.2f} s "
+          f"| {size(lru)} | {size(r['memory']['peak_rss_bytes'])} | "
+          f"{r['metrics']['final_loss']:.6f} | {code(cmd)} |")
+same = [e["loss"] for e in free["epochs"]] == [e["loss"] for e in cap["epochs"]]
+print(f"\nPer-epoch losses budgeted == unbudgeted: {'identical' if same else 'DIFFERENT'}.")
+wide, _, wide_cmd = load("mlp-wider")
+if wide is None:
+    err = open(f"{work}/mlp-wider.err").read().strip().splitlines()
+    print(f"The next width up is refused by the budget: {code(wide_cmd)} → "
+          f"\"{err[-1] if err else '(no message)'}\"")
+else:
+    print(f"The next width up also trains under the budget: {code(wide_cmd)} "
+          f"({wide['timing']['step_ms_median'] / 1e3:.2f} s per step).")
+
+bound, bound_rss, bound_cmd = load("mlp-bounded")
+proc, proc_rss, proc_cmd = load("mlp-process")
+data, data_rss, data_cmd = load("mlp-data")
+D, H = bound["memory"]["device_budget_bytes"], bound["memory"]["host_budget_bytes"]
+peak = bound["memory"]["peak_rss_bytes"]
+o = bound["memory"]["offload"]
+base = proc["memory"]["peak_rss_bytes"]
+with_data = data["memory"]["peak_rss_bytes"]
+dataset_bytes = samples * features * 4 + samples * 4          # features [n, F] + labels
+# input [batch, F], d_logits [batch, 16], row ids, labels, global ids (device and host copies)
+batch_bytes = batch * features * 4 + batch * 16 * 4 + batch * (4 + 4 + 8 + 4 + 4 + 8)
+fixed = with_data                                             # what the run holds besides D, H
+limit = D + H + 0.15 * (D + H) + fixed
+print(f"\n### b. Bounded memory: {size(footprint)} of model on the CPU backend, device {size(D)} "
+      f"+ host {size(H)} + disk ({size(footprint)} = {footprint / (D + H):.1f}x D + H)\n")
+print("| run | peak RSS (VmHWM) | largest sample: anon / shmem / file | note | command |")
+print("|---|---|---|---|---|")
+def row(label, r, rss, cmd, note):
+    print(f"| {label} | {size(r['memory']['peak_rss_bytes'])} | {size(rss['RssAnon'])} / "
+          f"{size(rss['RssShmem'])} / {size(rss['RssFile'])} | {note} | {code(cmd)} |")
+row("bounded run", bound, bound_rss, bound_cmd,
+    f"moved {size(o['moved_bytes'])} in all ({size(o['host_to_disk_bytes'])} to disk, "
+    f"{size(o['disk_to_host_bytes'])} back); peak device {size(o['peak_device_bytes'])}, host "
+    f"{size(o['peak_host_bytes'])}; {steady(bound)[0] / 1e3:.2f} s per step")
+row("process, no model", proc, proc_rss, proc_cmd, "libraries, OpenMP and OpenBLAS buffers")
+row("+ data set, batch buffers", data, data_rss, data_cmd,
+    f"data set {size(dataset_bytes)}, batch buffers {size(batch_bytes)} (computed)")
+over = peak - D - H
+sizes = bound["config"]["layer_sizes"]
+largest = max(4 * int(a) * int(b) for a, b in zip(sizes, sizes[1:]))
+print(f"\nPeak RSS {size(peak)} against D + H = {size(D + H)}: overhead {size(over)} = process "
+      f"{size(base)} + data set and batch buffers {size(with_data - base)} + unattributed "
+      f"{size(over - with_data)} (the largest weight tensor is {size(largest)}).")
+print(f"Goal peak RSS <= D + H + 15 % + fixed overhead ({size(fixed)}, the run without a model) "
+      f"= {size(limit)}: {'met' if peak <= limit else 'NOT met'} "
+      f"(by {size(abs(limit - peak))}).")
+PY
+}
+
+for s in "${chosen[@]}"; do
+  "section_${s}"
+done

@@ -1,0 +1,90 @@
+// Memory-budget flags, log line and report keys shared by the training programs.
+#include "tessera/runtime/offload_options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+namespace tessera::runtime {
+
+void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& tensors) {
+  app.add_option("--device-memory", flags.device_memory,
+                 "device budget (e.g. 1GiB) for " + tensors +
+                     ": they move in chunks between device, host and disk tiers");
+  app.add_option("--host-memory", flags.host_memory,
+                 "host tier budget (pinned memory), e.g. 4GiB; beyond it chunks go to "
+                 "--offload-dir");
+  app.add_option("--offload-dir", flags.offload_dir,
+                 "folder for the disk tier (one file per rank, removed at exit)");
+  app.add_option("--chunk-size", flags.chunk_size, "bytes per chunk")->capture_default_str();
+  app.add_option("--eviction-policy", flags.eviction_policy, "lru or farthest-next-use")
+      ->capture_default_str();
+}
+
+OffloadConfig offload_config(const OffloadFlags& flags) {
+  OffloadConfig config;
+  if (!flags.device_memory.empty()) {
+    config.device_bytes = parse_byte_size(flags.device_memory, "--device-memory");
+  }
+  if (!flags.host_memory.empty()) {
+    config.host_bytes = parse_byte_size(flags.host_memory, "--host-memory");
+  }
+  config.chunk_bytes = parse_byte_size(flags.chunk_size, "--chunk-size");
+  config.offload_dir = flags.offload_dir;
+  config.policy = parse_eviction_policy(flags.eviction_policy);
+  return config;
+}
+
+bool uses_chunks(const OffloadConfig& config) noexcept {
+  return config.device_bytes != 0 || config.host_bytes != 0 || !config.offload_dir.empty();
+}
+
+std::string describe_memory(const ChunkManager& memory) {
+  const OffloadConfig& config = memory.config();
+  return fmt::format("memory: chunks of {}, device budget {} ({} chunks), host tier {}, disk "
+                     "tier {}; {} eviction",
+                     format_bytes(config.chunk_bytes),
+                     memory.budgeted() ? format_bytes(config.device_bytes) : "none",
+                     memory.budgeted() ? std::to_string(memory.device_slots()) : "all",
+                     config.host_bytes != 0 ? format_bytes(config.host_bytes) : "unbounded",
+                     config.offload_dir.empty() ? "none" : config.offload_dir,
+                     to_string(config.policy));
+}
+
+std::string describe_offload(const OffloadStats& o) {
+  return fmt::format("{} moved ({} host->device, {} device->host, {} disk->host, {} host->disk), "
+                     "hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}; footprint {}",
+                     format_bytes(o.moved_bytes()), format_bytes(o.host_to_device_bytes),
+                     format_bytes(o.device_to_host_bytes), format_bytes(o.disk_to_host_bytes),
+                     format_bytes(o.host_to_disk_bytes), 100.0 * o.hit_rate(), o.stall_seconds,
+                     format_bytes(o.peak_device_bytes), format_bytes(o.peak_host_bytes),
+                     format_bytes(o.peak_disk_bytes), format_bytes(o.peak_tensor_bytes));
+}
+
+void set_offload_report(RunReport& report, const std::string& prefix, const OffloadConfig& config,
+                        const OffloadStats& s) {
+  const auto bytes = [](std::uint64_t b) { return static_cast<std::int64_t>(b); };
+  report.set(prefix + ".chunk_bytes", bytes(config.chunk_bytes));
+  report.set(prefix + ".device_budget_bytes", bytes(config.device_bytes));
+  report.set(prefix + ".host_budget_bytes", bytes(config.host_bytes));
+  report.set(prefix + ".eviction_policy", to_string(config.policy));
+  const std::string o = prefix + ".offload";
+  report.set(o + ".hits", bytes(s.hits));
+  report.set(o + ".misses", bytes(s.misses));
+  report.set(o + ".hit_rate", s.hit_rate());
+  report.set(o + ".input_hit_rate", s.input_hit_rate());
+  report.set(o + ".evictions", bytes(s.evictions));
+  report.set(o + ".prefetches", bytes(s.prefetches));
+  report.set(o + ".host_to_device_bytes", bytes(s.host_to_device_bytes));
+  report.set(o + ".device_to_host_bytes", bytes(s.device_to_host_bytes));
+  report.set(o + ".disk_to_host_bytes", bytes(s.disk_to_host_bytes));
+  report.set(o + ".host_to_disk_bytes", bytes(s.host_to_disk_bytes));
+  report.set(o + ".dropped_bytes", bytes(s.dropped_bytes));
+  report.set(o + ".moved_bytes", bytes(s.moved_bytes()));
+  report.set(o + ".stall_s", s.stall_seconds);
+  report.set(o + ".peak_device_bytes", bytes(s.peak_device_bytes));
+  report.set(o + ".peak_host_bytes", bytes(s.peak_host_bytes));
+  report.set(o + ".peak_disk_bytes", bytes(s.peak_disk_bytes));
+  report.set(o + ".peak_tensor_bytes", bytes(s.peak_tensor_bytes));
+}
+
+} // namespace tessera::runtime
