@@ -4,7 +4,9 @@
 #   cuSPARSE SpMM GB/s against a device-to-device copy (target >= 50 % at width >= 64),
 #   epoch time on Cora and on a generated graph the size of ogbn-products (2.45M nodes, 62M
 #   edges, 100 features, hidden 256, 3 layers; target < 100 ms on an H200),
-#   CPU-vs-GPU loss agreement over 20 epochs (target within 1e-4 relative).
+#   CPU-vs-GPU loss agreement over 20 epochs (target within 1e-4 relative), and the same GPU
+#   run under a device budget of 3/4 of its footprint (chunks moving every epoch; losses within
+#   1e-5 of the run without a budget; epoch time, bytes moved, stall).
 # Exits non-zero when a CUDA test fails or the losses disagree. Full logs go to $OUT (the
 # device tool's output folder) or ./gpu-check-out.
 #
@@ -107,6 +109,9 @@ agree="sbm:nodes=100000,classes=16,avg-degree=20,p-in=0.8,features=64,noise=2"
 log "CPU against GPU, 20 epochs with dropout (${agree})"
 train_report agree-cpu --device cpu --dataset "${agree}" --hidden 64 --epochs 20 || failed=1
 train_report agree-gpu --device cuda --dataset "${agree}" --hidden 64 --epochs 20 || failed=1
+log "the same GPU run under a 160 MiB device budget (of a ~212 MiB footprint; 2 MiB chunks)"
+train_report agree-budget --device cuda --dataset "${agree}" --hidden 64 --epochs 20 \
+  --device-memory 160MiB --chunk-size 2MiB || failed=1
 
 "${python}" - "${out}" "${failed}" <<'PY' || failed=1
 import json, os, sys
@@ -134,6 +139,18 @@ if cpu and gpu:
           f"({'within' if ok else 'OUTSIDE'} 1e-4); CPU epoch {cpu['timing']['epoch_ms_median']:.1f} ms, "
           f"GPU epoch {gpu['timing']['epoch_ms_median']:.1f} ms")
     status = 0 if ok else 1
+else:
+    status = 1
+budget = report("agree-budget")
+if gpu and budget:
+    worst = max(abs(b["loss"] - g["loss"]) / abs(g["loss"]) for g, b in zip(gpu["epochs"], budget["epochs"]))
+    o = budget["memory"]["offload"]
+    print(f"{'GPU under a 160 MiB budget vs without':<44} max relative loss difference {worst:.2e} "
+          f"({'within' if worst <= 1e-5 else 'OUTSIDE'} 1e-5); epoch "
+          f"{budget['timing']['epoch_ms_median']:.1f} ms vs {gpu['timing']['epoch_ms_median']:.1f} ms; "
+          f"{o['moved_bytes'] / 2**20:.0f} MiB moved, {o['stall_s']:.2f} s stalled, peak device "
+          f"{o['peak_device_bytes'] / 2**20:.0f} MiB")
+    status = status if worst <= 1e-5 else 1
 else:
     status = 1
 print("SpMM / copy: see the table above (bench.txt)")

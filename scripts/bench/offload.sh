@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
 # Cost of the chunk engine's offload (issue 13), one section per trainer:
+#   gnn  tessera-train, GCN (2 layers, hidden 128) on RMAT scale 20 (1M nodes, 32M nonzeros,
+#        128 features): the footprint (features, Â, activations, gradients, weights, Adam state)
+#        measured under a budget that holds it all, then epoch time against device budgets of
+#        1, 3/4, 0.6, 1/2, 1/4 and 1/8 of it (host tier unbounded): median step of the steady
+#        epoch against the run without a manager, bytes moved and time stalled, and the budgets
+#        the engine refuses with its message; farthest-next-use against LRU at the smallest
+#        budget that trains; per-epoch losses against the unbudgeted run.
 #   mlp  tessera-mlp on generated blobs (4096 features, 16 classes):
 #        a. a model whose parameters + Adam state (m, v) are >= 4x a 1 GiB device budget, trained
 #           under that budget (host tier unbounded) and without one in the same run: median step
@@ -16,9 +23,9 @@
 # farthest next use and does not evaluate (only epoch 4 does).
 #
 # Usage: scripts/bench/offload.sh [--quick] [--no-build] [SECTION...]
-#   SECTION     mlp, or all (the default): which sections to run, in the order given
-#   --quick     a 4x smaller model under a 256 MiB budget (chunks of 16 MiB): about 2 minutes
-#               instead of about 10 on 2 cores
+#   SECTION     gnn, mlp, or all (the default): which sections to run, in the order given
+#   --quick     gnn: RMAT scale 16 in 4 MiB chunks; mlp: a 4x smaller model under a 256 MiB
+#               budget (chunks of 16 MiB): a few minutes instead of about 20 on 2 cores
 #   --no-build  use the existing build instead of installing deps and building tessera-mlp
 # Environment: TESSERA_BUILD_DIR (default <repo>/build), THREADS (default 0: all cores),
 #   OFFLOAD_DIR (the disk tier's folder; default a temporary folder under /tmp). The reports,
@@ -30,8 +37,10 @@ tessera_fast_blas_env
 
 # The one list of sections: `all` runs these in this order; each is the function section_NAME,
 # and needs the build targets in targets_NAME.
-sections=(mlp)
+sections=(gnn mlp)
 # shellcheck disable=SC2034  # read through a nameref below
+targets_gnn=(tessera-train)
+# shellcheck disable=SC2034
 targets_mlp=(tessera-mlp)
 
 quick=0
@@ -134,6 +143,88 @@ measure() {
     tail -n 1 "${work}/${name}.err" >&2
     ((may_fail)) || tessera_die "${name} failed (its output: ${work}/${name}.log, .err)"
   fi
+}
+
+section_gnn() {
+  local train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+  [[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+  local scale chunk
+  if ((quick)); then
+    scale=16 chunk=4MiB
+  else
+    scale=20 chunk=64MiB
+  fi
+  local common=(--dataset "rmat:scale=${scale},edge-factor=16,features=128,classes=16"
+    --hidden 128 --threads "${threads}" --seed 0 --epochs 4 --eval-every 4)
+  # The footprint: what the manager holds when its budget holds everything (64 GiB of slots are
+  # address space and a sparse memory file until chunks are mapped).
+  measure gnn-unbudgeted "${train}" "${common[@]}"
+  measure gnn-footprint "${train}" "${common[@]}" --device-memory 64GiB --chunk-size "${chunk}"
+  local footprint
+  footprint="$("${TESSERA_PYTHON}" -c 'import json, sys
+print(json.load(open(sys.argv[1]))["memory"]["offload"]["peak_tensor_bytes"])' \
+    "${work}/gnn-footprint.json")"
+  local fraction budget names=()
+  for fraction in 1 0.75 0.6 0.5 0.25 0.125; do
+    budget="$("${TESSERA_PYTHON}" -c 'import sys, math
+f, fp, c = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+chunk = int(c[:-3]) << {"KiB": 10, "MiB": 20, "GiB": 30}[c[-3:]]
+print(math.ceil(f * fp / chunk) * chunk)' "${fraction}" "${footprint}" "${chunk}")"
+    measure --may-fail "gnn-budget-${fraction}" "${train}" "${common[@]}" \
+      --device-memory "${budget}" --chunk-size "${chunk}"
+    names+=("gnn-budget-${fraction}")
+  done
+  # LRU at the smallest budget that trained.
+  local smallest=""
+  for name in "${names[@]}"; do [[ -s "${work}/${name}.json" ]] && smallest="${name}"; done
+  if [[ -n "${smallest}" ]]; then
+    local args
+    read -r -a args <"${work}/${smallest}.cmd"
+    measure gnn-lru "${train}" "${args[@]:1}" --eviction-policy lru
+  fi
+
+  "${TESSERA_PYTHON}" - "${work}" "${smallest}" "${names[@]}" <<'PY'
+import json, sys
+work, smallest, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+GiB, MiB = 1 << 30, 1 << 20
+def load(name):
+    try:
+        r = json.load(open(f"{work}/{name}.json"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        r = None
+    return r, open(f"{work}/{name}.cmd").read().strip()
+def size(b):
+    return f"{b / GiB:.2f} GiB" if abs(b) >= GiB else f"{b / MiB:.1f} MiB"
+def steady(r):  # epoch 3 of 4: trace recorded, farthest-next-use evicting, nothing evaluated
+    e = r["epochs"][2]
+    return e["step_ms"], e["moved_bytes"], e["stall_ms"]
+plain, plain_cmd = load("gnn-unbudgeted")
+full, _ = load("gnn-footprint")
+footprint = full["memory"]["offload"]["peak_tensor_bytes"]
+d = plain["dataset"]
+print(f"\n### GCN on {d['name']} ({d['nodes']:,} nodes, {d['edges']:,} edges, "
+      f"{d['features']} features), hidden 128, {plain['threads']} threads: footprint "
+      f"{size(footprint)}, chunks of {size(full['memory']['chunk_bytes'])}\n")
+p_ms = steady(plain)[0]
+print("| device budget | of footprint | step (steady epoch) | vs no manager | moved per epoch | "
+      "stalled | losses vs unbudgeted | command |")
+print("|---|---|---|---|---|---|---|---|")
+print(f"| no manager | - | {p_ms:.0f} ms | 1.00x | - | - | - | `{plain_cmd}` |")
+losses = [e["loss"] for e in plain["epochs"]]
+for name in names + (["gnn-lru"] if smallest else []):
+    r, cmd = load(name)
+    budget = int(cmd.split("--device-memory ")[1].split()[0])
+    label = size(budget) + (" (LRU)" if name == "gnn-lru" else "")
+    if r is None:
+        err = open(f"{work}/{name}.err").read().strip().splitlines()
+        why = err[-1].replace("[rank 0] error: ", "") if err else "(no message)"
+        print(f"| {label} | {budget / footprint:.3f} | refused: {why} | | | | | `{cmd}` |")
+        continue
+    ms, moved, stall = steady(r)
+    same = [e["loss"] for e in r["epochs"]] == losses
+    print(f"| {label} | {budget / footprint:.3f} | {ms:.0f} ms | {ms / p_ms:.2f}x | "
+          f"{size(moved)} | {stall:.0f} ms | {'identical' if same else 'DIFFERENT'} | `{cmd}` |")
+PY
 }
 
 section_mlp() {

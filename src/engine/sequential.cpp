@@ -36,14 +36,25 @@ template <typename T> void pin_input(Pins& pins, const Input<T>& x, Access acces
 template <typename T>
 void Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward) {
   if (memory_ == nullptr) return;
-  for (const ByteRange& r : owned_[i])
+  const Module<T>& module = *modules_[i];
+  // Backward leaves out what the module says it does not read: the forward's output (in a
+  // buffer it owns) and its input (owned by the module before it).
+  const bool skip_output = backward && !module.backward_reads_output();
+  const Input<T>& output = contexts_[i].output;
+  const void* output_data = output.is_sparse() ? static_cast<const void*>(output.sparse.val)
+                                               : static_cast<const void*>(output.dense.data);
+  for (const ByteRange& r : owned_[i]) {
+    const auto* begin = static_cast<const std::byte*>(r.data);
+    const auto* at = static_cast<const std::byte*>(output_data);
+    if (skip_output && at >= begin && at < begin + r.bytes) continue;
     pins.add(r, Access::ReadWrite);
+  }
   for (Parameter<T>* p : modules_[i]->parameters()) {
     pins.add(p->value.data(), p->value.bytes(), Access::Read);
     if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
   }
-  pin_input(pins, input, Access::Read);
-  if (backward) pin_input(pins, contexts_[i].output, Access::Read);
+  if (!backward || module.backward_reads_input()) pin_input(pins, input, Access::Read);
+  if (backward && !skip_output) pin_input(pins, output, Access::Read);
 }
 
 template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {

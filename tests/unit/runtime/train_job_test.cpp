@@ -221,6 +221,21 @@ TEST(TrainJobOffload, ABudgetBelowTheFootprintTrainsExactlyTheUnbudgetedModelInB
   }
 }
 
+TEST(TrainJobOffload, AWideGcnTrainsUnderLessThanHalfItsFootprint) {
+  // 16.1 MiB in all; a layer's backward holds its input, the gradients and Â, but not the
+  // forward's output (nor, for dropout, its input), which it does not read.
+  runtime::TrainJob job = small_job("rmat:scale=12,edge-factor=16,features=128,classes=16", 3);
+  job.shape.hidden = 128;
+  const runtime::TrainJob budgeted = under_budget(job, 7 * 1024);
+
+  const runtime::RunSummary a = runtime::run_train_job(job);
+  const runtime::RunSummary b = runtime::run_train_job(budgeted);
+
+  EXPECT_GT(b.offload_total.peak_tensor_bytes, 2 * budgeted.offload.device_bytes);
+  expect_chunks_moved(b, budgeted);
+  expect_same_training(a, b);
+}
+
 TEST(TrainJobOffload, CoraUnderABudgetTrainsExactlyTheUnbudgetedModel) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
   runtime::TrainJob job = small_job("cora", 5);

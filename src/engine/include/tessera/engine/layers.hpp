@@ -58,6 +58,7 @@ class Linear final : public Module<T> {
   /// "Linear(in -> out)"; bytes of W, b, their gradients and the output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;
+  bool backward_reads_output() const override { return false; }
 
   /// W: [in_features, out_features].
   Parameter<T>& weight() { return weight_; }
@@ -92,6 +93,8 @@ class Dropout final : public Module<T> {
   /// "Dropout(p=...)"; bytes of its output, dropped sparse values and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;
+  bool backward_reads_input() const override { return false; }  // masks are redrawn
+  bool backward_reads_output() const override { return false; }
 
  private:
   BackendPtr backend_;
@@ -121,6 +124,7 @@ class ReluDropout : public Module<T> {
   /// "ReLU+Dropout(p=...)"; bytes of its output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
+  bool backward_reads_input() const override { return false; }  // the output says where
 
  private:
   BackendPtr backend_;

@@ -86,6 +86,12 @@ class Module {
   virtual ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                      GradientMode input_mode, GradientMode param_mode) = 0;
 
+  /// Whether backward reads the bytes of ctx.input and of ctx.output (not only their shapes).
+  /// Under a memory budget what backward does not read need not be on the device meanwhile,
+  /// so a module that says false here lets a smaller budget train it. True unless overridden.
+  virtual bool backward_reads_input() const { return true; }
+  virtual bool backward_reads_output() const { return true; }
+
   /// The module's trainable tensors (none by default).
   virtual std::vector<Parameter<T>*> parameters() { return {}; }
 

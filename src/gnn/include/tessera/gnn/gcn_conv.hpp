@@ -58,6 +58,7 @@ class GcnConv final : public Module<T> {
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
+  bool backward_reads_output() const override { return false; }
 
   /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
   /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).

@@ -34,6 +34,7 @@ public:
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
+  bool backward_reads_output() const override { return false; }
 
   /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
   /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
