@@ -3,7 +3,7 @@
 #   gnn  tessera-train, GCN (2 layers, hidden 128) on RMAT scale 20 (1M nodes, 32M nonzeros,
 #        128 features): the footprint (features, Â, activations, gradients, weights, Adam state)
 #        measured under a budget that holds it all, then epoch time against device budgets of
-#        1, 3/4, 0.6, 1/2, 1/4 and 1/8 of it (host tier unbounded): median step of the steady
+#        1, 3/4, 1/2, 0.45, 1/4 and 1/8 of it (host tier unbounded): median step of the steady
 #        epoch against the run without a manager, bytes moved and time stalled, and the budgets
 #        the engine refuses with its message; farthest-next-use against LRU at the smallest
 #        budget that trains; per-epoch losses against the unbudgeted run.
@@ -165,7 +165,7 @@ section_gnn() {
 print(json.load(open(sys.argv[1]))["memory"]["offload"]["peak_tensor_bytes"])' \
     "${work}/gnn-footprint.json")"
   local fraction budget names=()
-  for fraction in 1 0.75 0.6 0.5 0.25 0.125; do
+  for fraction in 1 0.75 0.5 0.45 0.25 0.125; do
     budget="$("${TESSERA_PYTHON}" -c 'import sys, math
 f, fp, c = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 chunk = int(c[:-3]) << {"KiB": 10, "MiB": 20, "GiB": 30}[c[-3:]]

@@ -161,7 +161,9 @@ public:
     const TensorSlot t =
         manager_.allocate(to_string(kind_) + " #" + std::to_string(++count_), kind_, bytes);
     try {
-      manager_.check_fits(t.id); // a Buffer is used whole: it must fit the device at once
+      // A buffer allocated in a scope is acquired whole there, so it must fit the device at
+      // once; outside one (a module that acquires its own memory in blocks) it need not.
+      if (manager_.scope() != nullptr) manager_.check_fits(t.id);
     } catch (...) {
       manager_.free(t.id);
       throw;
@@ -661,16 +663,23 @@ TensorSlot ChunkManager::allocate(std::string name, TensorKind kind, std::size_t
     }
   }
   const std::size_t span = (end - 1) / s.chunk - begin / s.chunk + 1;
-  if (budgeted() && bytes > 0 &&
-      (s.scope != nullptr || span <= static_cast<std::size_t>(s.slots))) {
+  if (budgeted() && bytes > 0 && s.scope != nullptr) {
     acquire(id, Access::ReadWrite);
-    if (s.scope != nullptr) {
-      s.scope->adopt(id, {s.space->base() + begin, bytes});
-    } else {
-      s.loose.push_back(id); // a constructor writes it next (zeros, initial weights)
+    s.scope->adopt(id, {s.space->base() + begin, bytes});
+  } else if (budgeted() && bytes > 0 && span <= static_cast<std::size_t>(s.slots)) {
+    // Outside a scope it is acquired when the pinned chunks leave room (a constructor writes
+    // it next: zeros, initial weights); otherwise whoever touches it acquires it first.
+    try {
+      acquire(id, Access::ReadWrite);
+      s.loose.push_back(id);
+    } catch (const InvalidArgument&) {
     }
   }
   return {id, s.space->base() + begin, bytes};
+}
+
+Pins* ChunkManager::scope() const noexcept {
+  return state_->scope;
 }
 
 Pins* ChunkManager::set_scope(Pins* scope) noexcept {
@@ -734,6 +743,11 @@ int ChunkManager::find(const void* address) const noexcept {
 
 const std::string& ChunkManager::name(int id) const {
   return state_->tensors.at(id).name;
+}
+
+std::size_t ChunkManager::tensor_size(const void* address) const noexcept {
+  const int id = find(address);
+  return id < 0 ? 0 : state_->tensors[static_cast<std::size_t>(id)].bytes;
 }
 
 std::size_t ChunkManager::bytes_to_chunk_end(const void* address) const noexcept {

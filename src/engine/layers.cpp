@@ -1,6 +1,8 @@
 // Linear, ReLU and Dropout modules and Glorot initialization.
 #include "tessera/engine/layers.hpp"
 
+#include "tessera/engine/row_blocks.hpp"
+
 #include "tessera/engine/chunk_manager.hpp"
 
 #include <fmt/core.h>
@@ -130,7 +132,12 @@ Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
   if (!x.is_sparse()) {
     DenseView<T> y = output_.get(x.rows(), x.cols());
-    ops::dropout_forward(*backend_, x.dense, y, p_, key, step.rows);
+    for_row_blocks(own_memory(*this, backend_, x), x.rows(),
+                   {rows_of(x.dense, Access::Read), rows_of<T>(y, Access::Write)},
+                   [&](std::int64_t b, std::int64_t e) {
+                     ops::dropout_forward(*backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e),
+                                          p_, key, rows_from(step.rows, b));
+                   });
     return make_context<T>(step, x, y);
   }
   const std::int64_t entries = ops::nnz(*backend_, x.sparse);  // row_ptr may be device memory
@@ -150,8 +157,21 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   if (!ctx.step.training || p_ == 0.0f) return d_output;
   const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, layer_, ctx.step.epoch);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
-  ops::dropout_backward(*backend_, d_output, dx, p_, key, ctx.step.rows);
+  for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
+                 {rows_of(d_output, Access::Read), rows_of<T>(dx, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::dropout_backward(*backend_, d_output.slice_rows(b, e), dx.slice_rows(b, e),
+                                         p_, key, rows_from(ctx.step.rows, b));
+                 });
   return dx;
+}
+
+template <typename T>
+bool Dropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+  // Input, output and input gradient (forward acquires the buffers backward made, too); a
+  // sparse input goes whole.
+  return !x.is_sparse() &&
+         exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
 }
 
 template <typename T>
@@ -177,9 +197,13 @@ Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
   if (x.is_sparse()) throw InvalidArgument(name() + " takes a dense input");
   DenseView<T> y = output_.get(x.rows(), x.cols());
   const float p = step.training ? p_ : 0.0f;
-  ops::relu_dropout_forward(*backend_, x.dense, y, p,
-                            RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch),
-                            step.rows);
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
+  for_row_blocks(own_memory(*this, backend_, x), x.rows(),
+                 {rows_of(x.dense, Access::Read), rows_of<T>(y, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::relu_dropout_forward(*backend_, x.dense.slice_rows(b, e),
+                                             y.slice_rows(b, e), p, key, rows_from(step.rows, b));
+                 });
   return make_context<T>(step, x, y);
 }
 
@@ -189,9 +213,24 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
   if (input_mode == GradientMode::Ignore) return {};
   require_overwrite(name(), input_mode);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
-  ops::relu_dropout_backward(*backend_, ctx.output.dense, d_output, dx,
-                             ctx.step.training ? p_ : 0.0f);
+  const ConstDenseView<T> y = ctx.output.dense;
+  for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
+                 {rows_of(y, Access::Read), rows_of(d_output, Access::Read),
+                  rows_of<T>(dx, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::relu_dropout_backward(*backend_, y.slice_rows(b, e),
+                                              d_output.slice_rows(b, e), dx.slice_rows(b, e),
+                                              ctx.step.training ? p_ : 0.0f);
+                 });
   return dx;
+}
+
+template <typename T>
+bool ReluDropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+  // Forward: input, output and the input gradient's buffer; backward: output, its gradient
+  // and the input gradient.
+  return !x.is_sparse() &&
+         exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
 }
 
 template <typename T>

@@ -34,9 +34,16 @@ template <typename T> void pin_input(Pins& pins, const Input<T>& x, Access acces
 } // namespace
 
 template <typename T>
-void Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward) {
-  if (memory_ == nullptr) return;
+bool Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward) {
+  if (memory_ == nullptr) return false;
   const Module<T>& module = *modules_[i];
+  if (module.acquires_own_memory(*memory_, input)) { // it acquires the rest in blocks
+    for (Parameter<T>* p : modules_[i]->parameters()) {
+      pins.add(p->value.data(), p->value.bytes(), Access::Read);
+      if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
+    }
+    return true;
+  }
   // Backward leaves out what the module says it does not read: the forward's output (in a
   // buffer it owns) and its input (owned by the module before it).
   const bool skip_output = backward && !module.backward_reads_output();
@@ -55,6 +62,7 @@ void Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input,
   }
   if (!backward || module.backward_reads_input()) pin_input(pins, input, Access::Read);
   if (backward && !skip_output) pin_input(pins, output, Access::Read);
+  return false;
 }
 
 template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
@@ -62,8 +70,8 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
   if (output_pins_) output_pins_->clear();
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     Pins pins(memory_);
-    AllocationScope scope(memory_, pins);
-    pin_module(pins, i, x, false);
+    const bool on_its_own = pin_module(pins, i, x, false);
+    AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     contexts_[i] = modules_[i]->forward(step, x);
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     x = contexts_[i].output;
@@ -81,9 +89,9 @@ void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode
     const GradientMode input_mode =
         needs_input_grad_[i] ? GradientMode::Overwrite : GradientMode::Ignore;
     Pins pins(memory_);
-    AllocationScope scope(memory_, pins);
-    pin_module(pins, i, contexts_[i].input, true);
-    pins.add(d_output.data, static_cast<std::size_t>(d_output.size()) * sizeof(T), Access::Read);
+    const bool on_its_own = pin_module(pins, i, contexts_[i].input, true);
+    AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
+    if (!on_its_own) pins.add_dense(d_output, Access::Read);
     d_output = modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     if (on_gradient && param_mode != GradientMode::Ignore) {

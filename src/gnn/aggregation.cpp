@@ -3,7 +3,11 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/row_blocks.hpp"
 #include "tessera/engine/weight_products.hpp"
+#include "tessera/graph/graph.hpp"
+
+#include <algorithm>
 
 namespace tessera {
 
@@ -100,6 +104,79 @@ DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
   return dx.slice_rows(0, rows());
 }
 
+template <typename T> std::size_t Aggregation<T>::matrix_bytes() const noexcept {
+  return s_->bytes() + (s_t_ != s_ ? s_t_->bytes() : 0);
+}
+
+template <typename T>
+const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Tiles& cache,
+                                                            std::int64_t block) {
+  if (cache.block == block) return cache;
+  ChunkManager* memory = manager_of(backend_);
+  // The tiles live apart from any module's working set: acquired only tile by tile.
+  AllocationScope outside(memory, nullptr);
+  cache = Tiles{};
+  const CsrT<T> host = to_backend(s, make_cpu_backend(1));
+  std::vector<std::int64_t> bounds{0};
+  for (std::int64_t c = block; c < s.cols(); c += block)
+    bounds.push_back(c);
+  bounds.push_back(s.cols());
+  const std::vector<CsrT<T>> columns = graph::split_columns(host, bounds);
+  const std::int64_t row_blocks = (s.rows() + block - 1) / block;
+  for (const CsrT<T>& tile : columns) {
+    for (std::int64_t i = 0; i <= row_blocks; ++i)
+      cache.starts.push_back(tile.row_ptr()[std::min(s.rows(), i * block)]);
+    cache.columns.push_back(to_backend(tile, memory_for(backend_, TensorKind::Matrix)));
+  }
+  cache.block = block;
+  return cache;
+}
+
+template <typename T>
+void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y) {
+  ChunkManager* memory = manager_of(backend_);
+  const std::int64_t row_blocks = (y.rows + t.block - 1) / t.block;
+  for (std::int64_t i = 0; i < row_blocks; ++i) {
+    const std::int64_t r0 = i * t.block, r1 = std::min(y.rows, r0 + t.block);
+    const DenseView<T> out = y.slice_rows(r0, r1);
+    Pins rows(memory); // the first column tile overwrites them, the others add to them
+    rows.add_dense(ConstDenseView<T>(out), Access::Write);
+    for (std::size_t j = 0; j < t.columns.size(); ++j) {
+      const CsrT<T>& tile = t.columns[j];
+      const std::int64_t c0 = static_cast<std::int64_t>(j) * t.block;
+      const Offset* starts = t.starts.data() + j * static_cast<std::size_t>(row_blocks + 1);
+      const auto entries = static_cast<std::size_t>(starts[i + 1] - starts[i]);
+      Pins pins(memory);
+      pins.add_dense(x.slice_rows(c0, std::min(x.rows, c0 + t.block)), Access::Read);
+      pins.add(tile.row_ptr() + r0, static_cast<std::size_t>(r1 - r0 + 1) * sizeof(Offset),
+               Access::Read);
+      pins.add(tile.col() + starts[i], entries * sizeof(LocalId), Access::Read);
+      pins.add(tile.val() + starts[i], entries * sizeof(T), Access::Read);
+      ops::spmm(*backend_, tile.view().row_slice(r0, r1), x, out, j == 0 ? T{0} : T{1});
+    }
+  }
+}
+
+template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, DenseView<T> y) {
+  check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
+  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
+  const std::int64_t block =
+      block_rows(manager_of(backend_), std::max(rows(), local_rows()),
+                 2 * static_cast<std::size_t>(x.cols) * sizeof(T));
+  multiply_tiled(tiles(*s_, tiles_, block), x, y);
+}
+
+template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView<T> dy) {
+  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
+  DenseView<T> dx = d_local_.get(local_rows(), dy.cols);
+  const std::int64_t block =
+      block_rows(manager_of(backend_), std::max(rows(), local_rows()),
+                 2 * static_cast<std::size_t>(dy.cols) * sizeof(T));
+  // A symmetric S is its own transpose: one set of tiles.
+  multiply_tiled(s_t_ == s_ ? tiles(*s_, tiles_, block) : tiles(*s_t_, tiles_t_, block), dy, dx);
+  return dx;
+}
+
 template <typename T>
 AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s,
                                           const CsrT<T>& s_t, bool transform_first)
@@ -107,13 +184,43 @@ AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s,
       transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_),
       scratch_(backend_) {}
 
+namespace {
+
+/// x's rows for for_row_blocks: a dense x's rows, or nothing for a sparse x (acquired whole by
+/// the caller: its entries per row are known only from row_ptr).
+template <typename T> RowTensor input_rows(const Input<T>& x) {
+  return x.is_sparse() ? RowTensor{} : rows_of(x.dense, Access::Read);
+}
+
+template <typename T> Input<T> input_slice(const Input<T>& x, std::int64_t b, std::int64_t e) {
+  return x.is_sparse() ? Input<T>(x.sparse.row_slice(b, e)) : Input<T>(x.dense.slice_rows(b, e));
+}
+
+/// The mode of a parameter gradient summed over row blocks: the first block's as asked, the
+/// others added to it.
+GradientMode block_mode(GradientMode mode, std::int64_t begin) {
+  return begin == 0 || mode == GradientMode::Ignore ? mode : GradientMode::Accumulate;
+}
+
+} // namespace
+
 template <typename T>
 void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
-                                    DenseView<T> y) {
+                                    DenseView<T> y, ChunkManager* blocks) {
   if (transform_first_) {  // y = S · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(w.cols);
-    multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
-    aggregation_.forward_local(w.cols, y);
+    if (blocks == nullptr) {
+      multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
+      aggregation_.forward_local(w.cols, y);
+      return;
+    }
+    Pins sparse(x.is_sparse() ? blocks : nullptr);
+    if (x.is_sparse()) sparse.add_csr(x.sparse);
+    for_row_blocks(blocks, x.rows(), {input_rows(x), rows_of<T>(xw, Access::Write)},
+                   [&](std::int64_t b, std::int64_t e) {
+                     multiply_weight(*backend_, input_slice(x, b, e), w, xw.slice_rows(b, e));
+                   });
+    aggregation_.forward_tiled(ConstDenseView<T>(xw), y);
     return;
   }
   if (x.is_sparse()) {
@@ -121,19 +228,28 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
                                   "for sparse features");
   }
   DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows);  // y = (S · x) · W
-  aggregation_.forward(x.dense, sx);
-  ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, ConstDenseView<T>(sx), w,
-            T{0}, y);
+  if (blocks == nullptr) {
+    aggregation_.forward(x.dense, sx);
+  } else {
+    aggregation_.forward_tiled(x.dense, sx);
+  }
+  for_row_blocks(blocks, y.rows, {rows_of<T>(sx, Access::Read), rows_of<T>(y, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::gemm(*backend_, Transpose::No, Transpose::No, T{1},
+                             ConstDenseView<T>(sx.slice_rows(b, e)), w, T{0}, y.slice_rows(b, e));
+                 });
 }
 
 template <typename T>
 DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> x,
                                              ConstDenseView<T> dy, Parameter<T>& w,
-                                             GradientMode input_mode, GradientMode param_mode) {
+                                             GradientMode input_mode, GradientMode param_mode,
+                                             ChunkManager* blocks) {
   const std::int64_t in = w.value.rows();
   if (input_mode != GradientMode::Ignore && x.is_sparse()) {
     throw InvalidArgument(layer + ": no gradient for a sparse input");
   }
+  if (blocks != nullptr) return backward_in_blocks(x, dy, w, input_mode, param_mode, *blocks);
   if (transform_first_) {
     // d(xW) = Sᵀ·dy (distributed, the ghost rows' share is added at their owners);
     // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
@@ -158,6 +274,62 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, w.value.cview(), T{0},
             d_sx);
   return aggregation_.backward(ConstDenseView<T>(d_sx));
+}
+
+template <typename T>
+DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseView<T> dy,
+                                                       Parameter<T>& w, GradientMode input_mode,
+                                                       GradientMode param_mode,
+                                                       ChunkManager& blocks) {
+  const std::int64_t in = w.value.rows();
+  const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
+  if (transform_first_) { // as backward(), each product over row blocks or tiles
+    const DenseView<T> d_xw = aggregation_.backward_tiled(dy);
+    DenseView<T> dx;
+    if (input_mode != GradientMode::Ignore) dx = d_input_.get(x.rows(), in);
+    Pins sparse(x.is_sparse() ? &blocks : nullptr);
+    if (x.is_sparse()) {
+      sparse.add_csr(x.sparse);
+      // weight_gradient sums a sparse x's blocks through this [in, out] buffer
+      if (param_mode != GradientMode::Ignore) {
+        sparse.add_dense(ConstDenseView<T>(scratch_.get(in, w.value.cols())), Access::ReadWrite);
+      }
+    }
+    for_row_blocks(&blocks, x.rows(),
+                   {input_rows(x), rows_of<T>(d_xw, Access::Read),
+                    dx.data != nullptr ? rows_of<T>(dx, beta == T{0} ? Access::Write : Access::ReadWrite)
+                                       : RowTensor{}},
+                   [&](std::int64_t b, std::int64_t e) {
+                     const ConstDenseView<T> d_block(d_xw.slice_rows(b, e));
+                     weight_gradient(*backend_, input_slice(x, b, e), d_block, w,
+                                     block_mode(param_mode, b), scratch_);
+                     if (dx.data == nullptr) return;
+                     ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_block,
+                               w.value.cview(), beta, dx.slice_rows(b, e));
+                   });
+    return dx;
+  }
+  const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
+  DenseView<T> d_sx;
+  if (input_mode != GradientMode::Ignore) {
+    if (input_mode == GradientMode::Accumulate) {
+      throw InvalidArgument("aggregate-first backward overwrites its input gradient");
+    }
+    d_sx = d_mid_.get(aggregation_.rows(), in);
+  }
+  for_row_blocks(&blocks, dy.rows,
+                 {rows_of<T>(sx, Access::Read), rows_of(dy, Access::Read),
+                  d_sx.data != nullptr ? rows_of<T>(d_sx, Access::Write) : RowTensor{}},
+                 [&](std::int64_t b, std::int64_t e) {
+                   const ConstDenseView<T> dy_block = dy.slice_rows(b, e);
+                   weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx.slice_rows(b, e))),
+                                   dy_block, w, block_mode(param_mode, b), scratch_);
+                   if (d_sx.data == nullptr) return;
+                   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy_block,
+                             w.value.cview(), T{0}, d_sx.slice_rows(b, e));
+                 });
+  if (d_sx.data == nullptr) return {};
+  return aggregation_.backward_tiled(ConstDenseView<T>(d_sx));
 }
 
 template class Aggregation<float>;

@@ -1,8 +1,11 @@
 // GCNConv forward and backward in either product order.
 #include "tessera/gnn/gcn_conv.hpp"
 
-#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/engine/row_blocks.hpp"
+#include "tessera/engine/weight_products.hpp"
+
+#include <algorithm>
 
 namespace tessera {
 
@@ -41,16 +44,48 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
   product_.aggregation().check_layer_input(name(), x, weight_.value.rows());
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
-  product_.forward(name(), x, weight_.value.cview(), y);
-  add_bias(*backend_, y, bias_);
+  ChunkManager* blocks = own_memory(*this, backend_, x);
+  product_.forward(name(), x, weight_.value.cview(), y, blocks);
+  for_row_blocks(blocks, y.rows, {rows_of<T>(y, Access::ReadWrite)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   add_bias(*backend_, y.slice_rows(b, e), bias_);
+                 });
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
 template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
-  bias_gradient(*backend_, d_output, bias_, param_mode);
-  return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode);
+  ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
+  for_row_blocks(blocks, d_output.rows, {rows_of(d_output, Access::Read)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   const GradientMode mode =
+                       b == 0 || param_mode == GradientMode::Ignore ? param_mode
+                                                                    : GradientMode::Accumulate;
+                   bias_gradient(*backend_, d_output.slice_rows(b, e), bias_, mode);
+                 });
+  return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks);
+}
+
+template <typename T>
+bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+  const Aggregation<T>& a = product_.aggregation();
+  if (a.halo() != nullptr) return false; // distributed: acquired whole (halos land in it)
+  // What Sequential would acquire at once: S, the input and its gradient (none for a sparse
+  // input, whose column and value tensors are acquired whole), the output or its gradient, and
+  // the product in between with its gradient (x·W and Sᵀ·dy at the output's width
+  // transform-first; S·x and dy·Wᵀ at the input's width aggregate-first).
+  const auto in = static_cast<std::size_t>(weight_.value.rows()) * sizeof(T);
+  const auto out = static_cast<std::size_t>(weight_.value.cols()) * sizeof(T);
+  const std::size_t input =
+      x.is_sparse() ? static_cast<std::size_t>(x.rows() + 1) * sizeof(Offset) +
+                          memory.tensor_size(x.sparse.col) + memory.tensor_size(x.sparse.val)
+                    : 2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T);
+  const auto rows = static_cast<std::size_t>(a.rows());
+  const std::size_t between = product_.transforms_first()
+                                  ? 2 * static_cast<std::size_t>(a.local_rows()) * out
+                                  : 2 * rows * in;
+  return exceeds_budget(memory, a.matrix_bytes() + input + rows * out + between);
 }
 
 template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {

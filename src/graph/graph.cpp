@@ -331,7 +331,8 @@ void check_column_bounds(std::span<const std::int64_t> bounds, std::int64_t cols
 
 } // namespace
 
-std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bounds) {
+template <typename T>
+std::vector<CsrT<T>> split_columns(const CsrT<T>& s, std::span<const std::int64_t> bounds) {
   check_column_bounds(bounds, s.cols());
   const auto tiles = static_cast<std::int64_t>(bounds.size()) - 1;
   const std::int64_t n = s.rows();
@@ -349,7 +350,7 @@ std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bound
     for (Offset k = rp[r]; k < rp[r + 1]; ++k)
       ++count[tile_of(col[k])][r];
   }
-  std::vector<Csr> out;
+  std::vector<CsrT<T>> out;
   out.reserve(tiles);
   for (std::int64_t t = 0; t < tiles; ++t) {
     out.emplace_back(s.backend(), n, s.cols(),
@@ -373,5 +374,9 @@ std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bound
   }
   return out;
 }
+
+template std::vector<CsrT<float>> split_columns(const CsrT<float>&, std::span<const std::int64_t>);
+template std::vector<CsrT<double>> split_columns(const CsrT<double>&,
+                                                 std::span<const std::int64_t>);
 
 }  // namespace tessera::graph

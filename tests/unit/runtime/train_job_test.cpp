@@ -4,6 +4,7 @@
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -221,19 +222,50 @@ TEST(TrainJobOffload, ABudgetBelowTheFootprintTrainsExactlyTheUnbudgetedModelInB
   }
 }
 
-TEST(TrainJobOffload, AWideGcnTrainsUnderLessThanHalfItsFootprint) {
-  // 16.1 MiB in all; a layer's backward holds its input, the gradients and Â, but not the
-  // forward's output (nor, for dropout, its input), which it does not read.
-  runtime::TrainJob job = small_job("rmat:scale=12,edge-factor=16,features=128,classes=16", 3);
-  job.shape.hidden = 128;
-  const runtime::TrainJob budgeted = under_budget(job, 7 * 1024);
+/// Within rounding: row blocks and tiles of Â sum the products in another order.
+void expect_close_training(const runtime::RunSummary& plain, const runtime::RunSummary& tiled) {
+  ASSERT_EQ(plain.result.history.size(), tiled.result.history.size());
+  for (std::size_t e = 0; e < plain.result.history.size(); ++e) {
+    const gnn::EpochStats& a = plain.result.history[e];
+    const gnn::EpochStats& b = tiled.result.history[e];
+    EXPECT_NEAR(a.train_loss, b.train_loss, 1e-5 * std::abs(a.train_loss)) << "epoch " << e + 1;
+    EXPECT_NEAR(a.val.loss, b.val.loss, 1e-5 * std::abs(a.val.loss)) << "epoch " << e + 1;
+  }
+}
+
+TEST(TrainJobOffload, AGcnInRowBlocksAndTilesTrainsUnderAFewPercentOfItsFootprint) {
+  for (const GcnOrder order : {GcnOrder::AggregateThenTransform, GcnOrder::TransformThenAggregate}) {
+    SCOPED_TRACE(order == GcnOrder::AggregateThenTransform ? "aggregate first" : "transform first");
+    runtime::TrainJob job = small_job("rmat:scale=11,edge-factor=16,features=128,classes=16", 3);
+    job.shape.hidden = 128;
+    job.model.order = order;
+    const runtime::RunSummary a = runtime::run_train_job(job);
+    for (const std::size_t kib : {2048, 512}) { // of 9-12 MiB: about 1/5 and 1/20
+      SCOPED_TRACE(std::to_string(kib) + " KiB");
+      const runtime::TrainJob budgeted = under_budget(job, kib);
+
+      const runtime::RunSummary b = runtime::run_train_job(budgeted);
+
+      EXPECT_GT(b.offload_total.peak_tensor_bytes, 4 * budgeted.offload.device_bytes);
+      expect_chunks_moved(b, budgeted);
+      expect_close_training(a, b);
+    }
+  }
+}
+
+TEST(TrainJobOffload, CoraUnderAThirdOfItsFootprintTrainsWhatItTrainsWithout) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  runtime::TrainJob job = small_job("cora", 5);
+  job.threads = 1;
+  // Of ~2.8 MiB; the sparse features and their dropped values (~0.6 MiB) are acquired whole.
+  const runtime::TrainJob budgeted = under_budget(job, 832);
 
   const runtime::RunSummary a = runtime::run_train_job(job);
   const runtime::RunSummary b = runtime::run_train_job(budgeted);
 
-  EXPECT_GT(b.offload_total.peak_tensor_bytes, 2 * budgeted.offload.device_bytes);
+  EXPECT_GT(b.offload_total.peak_tensor_bytes, 3 * budgeted.offload.device_bytes);
   expect_chunks_moved(b, budgeted);
-  expect_same_training(a, b);
+  expect_close_training(a, b);
 }
 
 TEST(TrainJobOffload, CoraUnderABudgetTrainsExactlyTheUnbudgetedModel) {
@@ -254,7 +286,7 @@ TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
       std::filesystem::temp_directory_path() / ("tessera-train-offload-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const runtime::TrainJob job = small_job(kEasySbm, 4);
-  runtime::TrainJob budgeted = under_budget(job, 1024);
+  runtime::TrainJob budgeted = under_budget(job, 1280);
   budgeted.offload.host_bytes = 256 * kKiB;
   budgeted.offload.offload_dir = dir.string();
 
@@ -287,12 +319,13 @@ TEST(TrainJobOffload, FarthestNextUseMovesFewerBytesThanLru) {
   expect_same_training(b, l);
 }
 
-TEST(TrainJobOffload, ABudgetBelowOneLayersWorkingSetNamesTheFlag) {
-  const runtime::TrainJob job = under_budget(small_job(kEasySbm, 2), 256);
+TEST(TrainJobOffload, ABudgetBelowWhatMustBeWholeNamesTheFlag) {
+  // The logits ([3000, 4] floats, 47 KiB) are acquired whole: they must fit.
+  const runtime::TrainJob job = under_budget(small_job(kEasySbm, 2), 32);
 
   EXPECT_THAT([&] { runtime::run_train_job(job); },
               ::testing::ThrowsMessage<InvalidArgument>(
-                  ::testing::AllOf(HasSubstr("--device-memory 256 KiB"), HasSubstr("--chunk-size"))));
+                  ::testing::AllOf(HasSubstr("--device-memory 32 KiB"), HasSubstr("--chunk-size"))));
 }
 
 TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {

@@ -142,6 +142,8 @@ public:
   int find(const void* address) const noexcept;
   /// The tensor's name and bytes.
   const std::string& name(int id) const;
+  /// Bytes of the live tensor holding `address` (0 for memory the manager does not hold).
+  std::size_t tensor_size(const void* address) const noexcept;
 
   /// Brings the chunks that hold bytes [offset, offset + bytes) of tensor `id` (all of it by
   /// default) onto the device and pins them there until release() with the same arguments.
@@ -198,6 +200,8 @@ public:
   /// is acquired (ReadWrite) into it, so a module's fresh buffers are on the device for the call
   /// that made them. Returns the previous scope (nullptr for none).
   Pins* set_scope(Pins* scope) noexcept;
+  /// The scope of new tensors (nullptr for none).
+  Pins* scope() const noexcept;
 
 private:
   friend class ChunkMover;
@@ -263,8 +267,12 @@ private:
 /// Makes `pins` the manager's scope of new tensors until destroyed (see set_scope).
 class AllocationScope {
 public:
-  AllocationScope(ChunkManager* manager, Pins& pins) noexcept
-      : manager_(manager), previous_(manager != nullptr ? manager->set_scope(&pins) : nullptr) {}
+  AllocationScope(ChunkManager* manager, Pins& pins) noexcept : AllocationScope(manager, &pins) {}
+  /// With pins == nullptr: no scope until destroyed (new tensors are acquired only until the
+  /// room is needed, and may exceed the budget), e.g. while a module that acquires its own
+  /// memory allocates.
+  AllocationScope(ChunkManager* manager, Pins* pins) noexcept
+      : manager_(manager), previous_(manager != nullptr ? manager->set_scope(pins) : nullptr) {}
   ~AllocationScope() {
     if (manager_ != nullptr) manager_->set_scope(previous_);
   }

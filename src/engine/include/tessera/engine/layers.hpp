@@ -95,6 +95,8 @@ class Dropout final : public Module<T> {
   std::size_t bytes() const override;
   bool backward_reads_input() const override { return false; }  // masks are redrawn
   bool backward_reads_output() const override { return false; }
+  /// Runs in row blocks when a dense input, output and input gradient exceed the budget.
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
  private:
   BackendPtr backend_;
@@ -125,6 +127,8 @@ class ReluDropout : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
   bool backward_reads_input() const override { return false; }  // the output says where
+  /// Runs in row blocks when the input, output and input gradient exceed the budget.
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
  private:
   BackendPtr backend_;

@@ -12,6 +12,8 @@
 
 namespace tessera {
 
+class ChunkManager;
+
 /// What backward does with a gradient it could compute.
 enum class GradientMode {
   Ignore,     ///< do not compute it
@@ -91,6 +93,15 @@ class Module {
   /// so a module that says false here lets a smaller budget train it. True unless overridden.
   virtual bool backward_reads_input() const { return true; }
   virtual bool backward_reads_output() const { return true; }
+  /// Whether the module, called on `x` (its input), acquires its own memory under a budget (row
+  /// blocks, tiles of a matrix) because its whole working set would not fit: Sequential then
+  /// acquires only its parameters around its calls, and the buffers it allocates may exceed
+  /// the budget. `memory` is the budget's manager (never nullptr). False unless overridden.
+  virtual bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+    (void)memory;
+    (void)x;
+    return false;
+  }
 
   /// The module's trainable tensors (none by default).
   virtual std::vector<Parameter<T>*> parameters() { return {}; }

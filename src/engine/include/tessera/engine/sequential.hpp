@@ -50,7 +50,9 @@ public:
 
 private:
   /// Acquires what module i touches besides what it allocates in the call.
-  void pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward);
+  /// Acquires module i's working set into `pins` for a forward or backward call on `input`;
+  /// returns true when the module acquires its own memory (only its parameters are acquired).
+  bool pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward);
 
   ChunkManager* memory_ = nullptr;
   std::vector<std::vector<ByteRange>> owned_;  // per module: buffers it allocated

@@ -4,8 +4,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tessera/comm/halo_exchange.hpp"
+#include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/layers.hpp"
 
 namespace tessera {
@@ -54,13 +56,36 @@ class Aggregation {
   /// valid until the next backward). With a halo the owned rows include the other ranks' terms.
   DenseView<T> backward(ConstDenseView<T> dy);
 
+  /// Under a memory budget, without a halo: y = S · x (forward_tiled) and dx = Sᵀ · dy
+  /// (backward_tiled, into the buffer backward() uses) over 2-D tiles of S — row blocks of y
+  /// by row blocks of x, each tile's rows of y, rows of x and entries of S acquired while it
+  /// multiplies — so the working set is a few blocks whatever the sizes. The partial products
+  /// are summed in another order than forward()'s (within rounding of it). The tiles are made
+  /// at the first call (column tiles of S and Sᵀ in the manager's matrix chunks).
+  void forward_tiled(ConstDenseView<T> x, DenseView<T> y);
+  DenseView<T> backward_tiled(ConstDenseView<T> dy);
+  /// Bytes of S and, when it is stored apart, Sᵀ.
+  std::size_t matrix_bytes() const noexcept;
+
   /// Bytes of the reusable buffers.
   std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
 
  private:
+  /// A matrix cut into column tiles of `block` columns, and where each row block of `block`
+  /// rows starts in each tile (so a 2-D tile's entries can be acquired alone).
+  struct Tiles {
+    std::int64_t block = 0;
+    std::vector<CsrT<T>> columns;      // [column tile]: S's shape, global column ids
+    std::vector<Offset> starts;        // [column tile][row block + 1], host memory
+  };
+  const Tiles& tiles(const CsrT<T>& s, Tiles& cache, std::int64_t block);
+  /// y = s · x over `t`.
+  void multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y);
+
   BackendPtr backend_;
   const CsrT<T>* s_;
   const CsrT<T>* s_t_;
+  Tiles tiles_, tiles_t_;
   comm::HaloExchange<T>* halo_ = nullptr;
   std::int64_t n_interior_ = 0;
   Workspace<T> local_;    // [n_local, f]: the input with its ghost rows
@@ -84,12 +109,16 @@ class AggregateTransform {
 
   /// y = S·x·W. x: [aggregation().input_rows(), in], dense or (transform-first) sparse;
   /// w: [in, out]; y: [aggregation().rows(), out], overwritten. `layer` names errors.
-  void forward(const std::string& layer, Input<T> x, ConstDenseView<T> w, DenseView<T> y);
+  /// `blocks` (a budgeted manager, without a halo): the products run over row blocks and
+  /// tiles of S, each piece acquired while it computes (Aggregation::forward_tiled).
+  void forward(const std::string& layer, Input<T> x, ConstDenseView<T> w, DenseView<T> y,
+               ChunkManager* blocks = nullptr);
   /// From dy: [rows, out] and the forward's x: w.grad per param_mode; returns dx: [input rows,
   /// in] per input_mode (empty for Ignore), in a buffer of this object. Accumulate adds to
   /// that buffer's previous contents (transform-first only); a sparse x has no gradient.
   DenseView<T> backward(const std::string& layer, Input<T> x, ConstDenseView<T> dy,
-                        Parameter<T>& w, GradientMode input_mode, GradientMode param_mode);
+                        Parameter<T>& w, GradientMode input_mode, GradientMode param_mode,
+                        ChunkManager* blocks = nullptr);
 
   /// Bytes of the reusable buffers.
   std::size_t bytes() const noexcept {
@@ -98,6 +127,10 @@ class AggregateTransform {
   }
 
  private:
+  DenseView<T> backward_in_blocks(Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
+                                  GradientMode input_mode, GradientMode param_mode,
+                                  ChunkManager& blocks);
+
   BackendPtr backend_;
   Aggregation<T> aggregation_;
   bool transform_first_;

@@ -83,7 +83,8 @@ DegreeStats degree_stats(const Csr& a);
 /// with the whole X reads only rows [bounds[i], bounds[i + 1]) of X, and the sum of the tiles'
 /// products is S · X. s: host memory; bounds: [k + 1] with bounds[0] = 0, bounds[k] = s.cols()
 /// and non-decreasing (an equal pair gives an empty tile). Returns k matrices on s's backend.
-/// Throws InvalidArgument naming the first bad bound and why.
-std::vector<Csr> split_columns(const Csr& s, std::span<const std::int64_t> bounds);
+/// Throws InvalidArgument naming the first bad bound and why. For float and double.
+template <typename T>
+std::vector<CsrT<T>> split_columns(const CsrT<T>& s, std::span<const std::int64_t> bounds);
 
 }  // namespace tessera::graph
