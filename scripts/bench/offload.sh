@@ -3,10 +3,11 @@
 #   gnn  tessera-train, GCN (2 layers, hidden 128) on RMAT scale 20 (1M nodes, 32M nonzeros,
 #        128 features): the footprint (features, Â, activations, gradients, weights, Adam state)
 #        measured under a budget that holds it all, then epoch time against device budgets of
-#        1, 3/4, 1/2, 0.45, 1/4 and 1/8 of it (host tier unbounded): median step of the steady
-#        epoch against the run without a manager, bytes moved and time stalled, and the budgets
-#        the engine refuses with its message; farthest-next-use against LRU at the smallest
-#        budget that trains; per-epoch losses against the unbudgeted run.
+#        1, 1/2, 1/4 and 1/8 of it (host tier unbounded): step time of the steady epoch against
+#        the run without a manager, bytes moved and time stalled, and any budget the engine
+#        refuses with its message; farthest-next-use against LRU at 1/4; per-epoch losses
+#        against the unbudgeted run (identical while layers run whole, within 1e-5 once row
+#        blocks and tiles of Â change the summation order).
 #   mlp  tessera-mlp on generated blobs (4096 features, 16 classes):
 #        a. a model whose parameters + Adam state (m, v) are >= 4x a 1 GiB device budget, trained
 #           under that budget (host tier unbounded) and without one in the same run: median step
@@ -165,7 +166,7 @@ section_gnn() {
 print(json.load(open(sys.argv[1]))["memory"]["offload"]["peak_tensor_bytes"])' \
     "${work}/gnn-footprint.json")"
   local fraction budget names=()
-  for fraction in 1 0.75 0.5 0.45 0.25 0.125; do
+  for fraction in 1 0.5 0.25 0.125; do
     budget="$("${TESSERA_PYTHON}" -c 'import sys, math
 f, fp, c = float(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 chunk = int(c[:-3]) << {"KiB": 10, "MiB": 20, "GiB": 30}[c[-3:]]
@@ -174,9 +175,10 @@ print(math.ceil(f * fp / chunk) * chunk)' "${fraction}" "${footprint}" "${chunk}
       --device-memory "${budget}" --chunk-size "${chunk}"
     names+=("gnn-budget-${fraction}")
   done
-  # LRU at the smallest budget that trained.
+  # LRU at a quarter of the footprint (or the smallest budget that trained).
   local smallest=""
   for name in "${names[@]}"; do [[ -s "${work}/${name}.json" ]] && smallest="${name}"; done
+  [[ -s "${work}/gnn-budget-0.25.json" ]] && smallest=gnn-budget-0.25
   if [[ -n "${smallest}" ]]; then
     local args
     read -r -a args <"${work}/${smallest}.cmd"
@@ -221,9 +223,11 @@ for name in names + (["gnn-lru"] if smallest else []):
         print(f"| {label} | {budget / footprint:.3f} | refused: {why} | | | | | `{cmd}` |")
         continue
     ms, moved, stall = steady(r)
-    same = [e["loss"] for e in r["epochs"]] == losses
+    mine = [e["loss"] for e in r["epochs"]]
+    worst = max(abs(a - b) / abs(a) for a, b in zip(losses, mine))
+    same = "identical" if mine == losses else f"max relative difference {worst:.1e}"
     print(f"| {label} | {budget / footprint:.3f} | {ms:.0f} ms | {ms / p_ms:.2f}x | "
-          f"{size(moved)} | {stall:.0f} ms | {'identical' if same else 'DIFFERENT'} | `{cmd}` |")
+          f"{size(moved)} | {stall:.0f} ms | {same} | `{cmd}` |")
 PY
 }
 
