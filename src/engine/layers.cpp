@@ -9,6 +9,7 @@
 
 #include <vector>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tessera/engine/weight_products.hpp"
@@ -51,17 +52,25 @@ template <typename T>
 void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
   const double limit = std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols()));
   const RngKey key = RngKey::make(seed, RngPurpose::WeightInit, layer);
-  // Drawn on the host (the same values for every backend), then copied where w lives.
-  std::vector<T> host(static_cast<std::size_t>(w.size()));
-  for (std::int64_t r = 0; r < w.rows(); ++r) {
-    for (std::int64_t c = 0; c < w.cols(); ++c) {
-      host[static_cast<std::size_t>(r * w.cols() + c)] =
-          static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
+  // Drawn on the host (the same values for every backend) about 1 MiB of rows at a time, each
+  // block copied where w lives (a manager's allocator acquires what the copy writes): no host
+  // copy of a whole weight, which would raise the peak memory of a run under a budget.
+  const std::int64_t cols = std::max<std::int64_t>(w.cols(), 1);
+  const std::int64_t block =
+      std::clamp<std::int64_t>((std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) / cols,
+                               1, std::max<std::int64_t>(w.rows(), 1));
+  std::vector<T> host(static_cast<std::size_t>(block * w.cols()));
+  for (std::int64_t r0 = 0; r0 < w.rows(); r0 += block) {
+    const std::int64_t r1 = std::min(w.rows(), r0 + block);
+    for (std::int64_t r = r0; r < r1; ++r) {
+      for (std::int64_t c = 0; c < w.cols(); ++c) {
+        host[static_cast<std::size_t>((r - r0) * w.cols() + c)] =
+            static_cast<T>((2.0 * uniform(key, r, c) - 1.0) * limit);
+      }
     }
+    w.backend()->copy_from_host(w.data() + r0 * w.cols(), host.data(),
+                                static_cast<std::size_t>((r1 - r0) * w.cols()) * sizeof(T));
   }
-  Pins pins(manager_of(w.backend()));  // w may be in chunks that left the device meanwhile
-  pins.add(w.data(), w.bytes(), Access::Write);
-  w.backend()->copy_from_host(w.data(), host.data(), host.size() * sizeof(T));
 }
 
 // ---- Linear ----------------------------------------------------------------------------------
