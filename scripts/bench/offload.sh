@@ -8,6 +8,11 @@
 #        refuses with its message; farthest-next-use against LRU at 1/4; per-epoch losses
 #        against the unbudgeted run (identical while layers run whole, within 1e-5 once row
 #        blocks and tiles of Â change the summation order).
+#   products  a graph the size of ogbn-products (RMAT scale 21, edge factor 30: 2M nodes, 118M
+#        nonzeros, 100 features, 47 classes) with OGB's full-batch GCN shape (3 layers, hidden
+#        256), which does not fit this machine's 24 GB, under --device-memory 6GiB --host-memory
+#        6GiB with a disk tier: per-epoch step time, bytes moved per tier, stall, peak RSS
+#        (about 9 minutes on 2 cores; --quick: scale 17 under 64 + 64 MiB in 2 MiB chunks).
 #   mlp  tessera-mlp on generated blobs (4096 features, 16 classes):
 #        a. a model whose parameters + Adam state (m, v) are >= 4x a 1 GiB device budget, trained
 #           under that budget (host tier unbounded) and without one in the same run: median step
@@ -24,7 +29,7 @@
 # farthest next use and does not evaluate (only epoch 4 does).
 #
 # Usage: scripts/bench/offload.sh [--quick] [--no-build] [SECTION...]
-#   SECTION     gnn, mlp, or all (the default): which sections to run, in the order given
+#   SECTION     gnn, products, mlp, or all (the default): which sections to run, in order
 #   --quick     gnn: RMAT scale 16 in 4 MiB chunks; mlp: a 4x smaller model under a 256 MiB
 #               budget (chunks of 16 MiB): a few minutes instead of about 20 on 2 cores
 #   --no-build  use the existing build instead of installing deps and building tessera-mlp
@@ -38,9 +43,11 @@ tessera_fast_blas_env
 
 # The one list of sections: `all` runs these in this order; each is the function section_NAME,
 # and needs the build targets in targets_NAME.
-sections=(gnn mlp)
+sections=(gnn products mlp)
 # shellcheck disable=SC2034  # read through a nameref below
 targets_gnn=(tessera-train)
+# shellcheck disable=SC2034
+targets_products=(tessera-train)
 # shellcheck disable=SC2034
 targets_mlp=(tessera-mlp)
 
@@ -228,6 +235,42 @@ for name in names + (["gnn-lru"] if smallest else []):
     same = "identical" if mine == losses else f"max relative difference {worst:.1e}"
     print(f"| {label} | {budget / footprint:.3f} | {ms:.0f} ms | {ms / p_ms:.2f}x | "
           f"{size(moved)} | {stall:.0f} ms | {same} | `{cmd}` |")
+PY
+}
+
+section_products() {
+  local train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+  [[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+  local scale=21 device=6GiB host=6GiB chunk=64MiB
+  ((quick)) && scale=17 device=64MiB host=64MiB chunk=2MiB
+  measure products "${train}" --dataset "rmat:scale=${scale},edge-factor=30,features=100,classes=47" \
+    --hidden 256 --num-layers 3 --epochs 3 --eval-every 3 --threads "${threads}" \
+    --device-memory "${device}" --host-memory "${host}" --offload-dir "${offload_dir}" \
+    --chunk-size "${chunk}"
+  "${TESSERA_PYTHON}" - "${work}" <<'PY'
+import json, sys
+work = sys.argv[1]
+r = json.load(open(f"{work}/products.json"))
+cmd = open(f"{work}/products.cmd").read().strip()
+GiB = 1 << 30
+m, o = r["memory"], r["memory"]["offload"]
+d = r["dataset"]
+print(f"\n### {d['name']}: {d['nodes']:,} nodes, {d['edges']:,} edges, GCN 3 layers hidden 256, "
+      f"{r['threads']} threads\n")
+print(f"Footprint {o['peak_tensor_bytes'] / GiB:.1f} GiB under a device budget of "
+      f"{m['device_budget_bytes'] / GiB:.1f} GiB, a host tier of {m['host_budget_bytes'] / GiB:.1f} "
+      f"GiB and a disk tier (peak {o['peak_disk_bytes'] / GiB:.1f} GiB); peak RSS "
+      f"{m['peak_rss_bytes']['max'] / GiB:.1f} GiB. `{cmd}`\n")
+print("| epoch | step | moved | stalled | note |")
+print("|---|---|---|---|---|")
+notes = {1: "allocates, builds the tiles of Â", 2: "records the access trace",
+         3: "farthest-next-use; also evaluates (its moves counted)"}
+for e in r["epochs"]:
+    print(f"| {int(e['epoch'])} | {e['step_ms'] / 1e3:.1f} s | {e['moved_bytes'] / GiB:.1f} GiB | "
+          f"{e['stall_ms'] / 1e3:.1f} s | {notes.get(e['epoch'], '')} |")
+print(f"\nIn all: {o['host_to_device_bytes'] / GiB:.1f} GiB host->device, "
+      f"{o['device_to_host_bytes'] / GiB:.1f} GiB device->host, {o['host_to_disk_bytes'] / GiB:.1f} "
+      f"GiB to disk, {o['disk_to_host_bytes'] / GiB:.1f} GiB back.")
 PY
 }
 

@@ -1,9 +1,11 @@
 // The chunk manager on the CPU backend: bytes survive every tier, the budget holds, the policy
-// is Belady's, and bad budgets, tensors and folders get errors that name them.
+// is Belady's, bad budgets, tensors and folders get errors that name them, and row blocks (how a
+// layer larger than the budget runs) acquire each block while it computes.
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/row_blocks.hpp"
 
 // GCC 12 reports a false -Wrestrict in std::string copies inlined into these tests (GCC bug
 // 105329); the code is plain string passing.
@@ -475,6 +477,44 @@ TEST(ChunkManager, AFineChunkSizeOverAWideAddressSpaceCostsNoTablePerAddress) {
 
   EXPECT_TRUE(has_pattern(m, t.id, t.bytes, 3));
   EXPECT_LT(peak_rss_bytes() - before, std::int64_t{64} << 20);
+}
+
+TEST(RowBlocks, WithoutABudgetOneCallCoversEveryRow) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> calls;
+
+  for_row_blocks(nullptr, 1000, {}, [&](std::int64_t b, std::int64_t e) { calls.emplace_back(b, e); });
+
+  EXPECT_EQ(calls, (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 1000}}));
+}
+
+TEST(RowBlocks, UnderABudgetEachBlockIsOnTheDeviceWhileItRuns) {
+  // [4096, 64] floats = 16 chunks of a 4-chunk budget, written and read back block by block.
+  ChunkManager m(make_cpu_backend(1), small_config(4));
+  Dense x(m.allocator(TensorKind::Activation), 4096, 64);
+  std::int64_t next = 0, blocks = 0;
+
+  for_row_blocks(&m, x.rows(), {rows_of(x.cview(), Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   EXPECT_EQ(b, next);
+                   next = e;
+                   ++blocks;
+                   for (std::int64_t r = b; r < e; ++r)
+                     x.data()[r * 64] = static_cast<float>(r); // faults unless acquired
+                 });
+  std::vector<float> back(4096 * 64);
+  x.backend()->copy_to_host(back.data(), x.data(), x.bytes());
+
+  EXPECT_EQ(next, 4096);
+  EXPECT_GE(blocks, 16); // an eighth of the budget per block: half a chunk
+  for (std::int64_t r = 0; r < 4096; r += 511)
+    EXPECT_EQ(back[static_cast<std::size_t>(r * 64)], static_cast<float>(r));
+  EXPECT_LE(m.total().peak_device_bytes, 4 * kChunk);
+}
+
+TEST(RowBlocks, RowIdsOfABlockStartAtItsFirstRow) {
+  const GlobalId ids[] = {7, 8, 9, 10};
+  EXPECT_EQ(rows_from(RowIds{ids, 0}, 2)(0), 9);
+  EXPECT_EQ(rows_from(RowIds{nullptr, 100}, 3)(1), 104);
 }
 
 } // namespace

@@ -56,11 +56,13 @@ void for_row_blocks(ChunkManager* memory, std::int64_t rows, std::initializer_li
   }
 }
 
-/// Whether a module's working set of `bytes` (acquired whole, as Sequential does) exceeds
-/// `memory`'s device budget: the module then runs in row blocks instead. Below it a module runs
+/// Whether a module's working set of `bytes` (acquired whole, as Sequential does, in chunks)
+/// may exceed `memory`'s device budget: the module then runs in row blocks instead. Below it a module runs
 /// whole, so a budget that holds every layer computes exactly what no budget computes.
 inline bool exceeds_budget(const ChunkManager& memory, std::size_t bytes) noexcept {
-  return memory.budgeted() && bytes > memory.config().device_bytes;
+  // Each of a layer's (about eight) tensors may end in a chunk it shares with nothing it uses.
+  const OffloadConfig& config = memory.config();
+  return memory.budgeted() && bytes + 8 * config.chunk_bytes > config.device_bytes;
 }
 
 /// The manager `module` (on `backend`) acquires its own memory under when called on `x`, or
