@@ -22,6 +22,9 @@ public:
   /// and backward is a scope that acquires its parameters, its input and output, the gradient it
   /// receives and every buffer it allocated in earlier calls (learned as it allocates them), and
   /// releases them when it returns, so only one module's working set need be on the device.
+  /// A module whose working set would not fit (Module::acquires_own_memory) gets its
+  /// parameters only and acquires the rest itself, in row blocks. Backward leaves out what a
+  /// module does not read (Module::backward_reads_input/output).
   void use_memory(ChunkManager* manager);
   /// The manager given to use_memory (nullptr when none).
   ChunkManager* memory() const noexcept { return memory_; }
