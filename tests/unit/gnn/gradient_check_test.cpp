@@ -1,6 +1,11 @@
-// Finite-difference gradient checks in float64 for every graph layer and the GCN model.
+// Finite-difference gradient checks in float64 for every graph layer and the GCN model, and the
+// GCN layer in row blocks and tiles (under a tiny memory budget) against the whole layer.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <memory>
+
+#include "tessera/engine/row_blocks.hpp"
 #include "tessera/tessera.hpp"
 #include "unit/gradient_check.hpp"
 
@@ -103,6 +108,76 @@ TEST(GradientCheck, GcnConvWithSparseInputMatchesFiniteDifferencesForWeights) {
   GcnConv<double> conv(cpu(), a, a, 6, 2, true, 4, 0);
 
   check_weights_on_sparse_input(conv, 2, 5);
+}
+
+/// Reads a tensor wherever it lives (through its backend: a chunk manager brings it in).
+std::vector<double> read_back(const DenseT<double>& t) {
+  std::vector<double> host(static_cast<std::size_t>(t.size()));
+  t.backend()->copy_to_host(host.data(), t.data(), t.bytes());
+  return host;
+}
+
+void expect_near_all(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], 1e-12 * (1.0 + std::abs(a[i]))) << what << " [" << i << "]";
+}
+
+TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
+  // 300 nodes, a non-symmetric Â (so Âᵀ has tiles of its own), Linear → GCNConv so the
+  // GCNConv's input gradient is used; under 64 KiB the GCNConv runs in row blocks and tiles
+  // (2-3 per dimension), the Linear whole. Parameter gradients accumulate over two backwards.
+  graph::EdgeList edges;
+  edges.num_nodes = 300;
+  for (GlobalId u = 0; u < 300; ++u) {
+    edges.add(u, (u * 7 + 3) % 300);
+    edges.add(u, (u * u + 11) % 300);
+  }
+  CsrT<double> a = graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges)).cast<double>();
+  for (std::int64_t k = 0; k < a.nnz(); ++k) a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 5);
+  const CsrT<double> at = graph::transpose(a);
+  const Matrix x = random_matrix(300, 5, 7);
+  const Matrix d_out = random_matrix(300, 3, 8);
+
+  for (const GcnOrder order : {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+    SCOPED_TRACE(order == GcnOrder::AggregateThenTransform ? "aggregate first" : "transform first");
+    OffloadConfig config;
+    config.chunk_bytes = std::size_t{4} << 10;
+    config.device_bytes = std::size_t{64} << 10;
+    ChunkManager memory(cpu(), config);
+    const BackendPtr managed = memory.allocator(TensorKind::Activation);
+    const CsrT<double> am = to_backend(a, memory.allocator(TensorKind::Matrix));
+    const CsrT<double> atm = to_backend(at, memory.allocator(TensorKind::Matrix));
+    Sequential<double> whole, tiled;
+    whole.add(std::make_unique<Linear<double>>(cpu(), 5, 4, true, 3, 0));
+    whole.add(std::make_unique<GcnConv<double>>(cpu(), a, at, 4, 3, true, 3, 1, order));
+    tiled.add(std::make_unique<Linear<double>>(managed, 5, 4, true, 3, 0));
+    tiled.add(std::make_unique<GcnConv<double>>(managed, am, atm, 4, 3, true, 3, 1, order));
+    tiled.use_memory(&memory);
+    ASSERT_TRUE(tiled.modules()[1]->acquires_own_memory(memory, Input<double>(ConstDenseView<double>(
+                                                                    x.data(), 300, 4))));
+
+    for (Sequential<double>* model : {&whole, &tiled}) {
+      for (const GradientMode mode : {GradientMode::Overwrite, GradientMode::Accumulate}) {
+        model->forward(Step{}, Input<double>(x.cview()));
+        model->backward(d_out.cview(), mode);
+      }
+    }
+    const ConstDenseView<double> y_whole = whole.forward(Step{}, Input<double>(x.cview()));
+    const ConstDenseView<double> y_tiled = tiled.forward(Step{}, Input<double>(x.cview()));
+
+    std::vector<double> tiled_y(static_cast<std::size_t>(y_tiled.size()));
+    managed->copy_to_host(tiled_y.data(), y_tiled.data, tiled_y.size() * sizeof(double));
+    expect_near_all(std::vector<double>(y_whole.data, y_whole.data + y_whole.size()), tiled_y,
+                    "output");
+    const auto pw = whole.parameters(), pt = tiled.parameters();
+    ASSERT_EQ(pw.size(), pt.size());
+    for (std::size_t i = 0; i < pw.size(); ++i) {
+      expect_near_all(read_back(pw[i]->grad), read_back(pt[i]->grad), pw[i]->name.c_str());
+    }
+    EXPECT_GT(memory.total().device_to_host_bytes + memory.total().dropped_bytes, 0u);
+    EXPECT_LE(memory.total().peak_device_bytes, config.device_bytes);
+  }
 }
 
 /// M = D⁻¹A of small_graph() and its transpose (M is not symmetric), in float64; the isolated
