@@ -165,16 +165,16 @@ void copy_bytes(const Backend& to, void* dst, const Backend& from, const void* s
   // A wrapping backend (a chunk manager's allocator) copies its own memory, which it may have
   // to bring in first; plain host memory is copied here.
   const bool to_plain = &to.target() == &to, from_plain = &from.target() == &from;
-  if (to_host && from_host && !(to_plain && from_plain)) {
+  if (to_host && from_host) {
     if (!to_plain && !from_plain) {
       to.copy_within(dst, src, bytes);
     } else if (!to_plain) {
       to.copy_from_host(dst, src, bytes);
-    } else {
+    } else if (!from_plain) {
       from.copy_to_host(dst, src, bytes);
+    } else {
+      std::memcpy(dst, src, bytes);
     }
-  } else if (to_host && from_host) {
-    std::memcpy(dst, src, bytes);
   } else if (from_host) {
     to.copy_from_host(dst, src, bytes);
   } else if (to_host) {

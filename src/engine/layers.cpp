@@ -1,20 +1,16 @@
 // Linear, ReLU and Dropout modules and Glorot initialization.
 #include "tessera/engine/layers.hpp"
 
-#include "tessera/engine/row_blocks.hpp"
-
+#include "tessera/core/error.hpp"
+#include "tessera/core/rng.hpp"
 #include "tessera/engine/chunk_manager.hpp"
-
-#include <fmt/core.h>
-
-#include <vector>
+#include "tessera/engine/row_blocks.hpp"
+#include "tessera/engine/weight_products.hpp"
 
 #include <algorithm>
 #include <cmath>
-
-#include "tessera/engine/weight_products.hpp"
-#include "tessera/core/error.hpp"
-#include "tessera/core/rng.hpp"
+#include <fmt/core.h>
+#include <vector>
 
 namespace tessera {
 
@@ -142,7 +138,7 @@ Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
   if (!x.is_sparse()) {
     DenseView<T> y = output_.get(x.rows(), x.cols());
     for_row_blocks(own_memory(*this, backend_, x), x.rows(),
-                   {rows_of(x.dense, Access::Read), rows_of<T>(y, Access::Write)},
+                   {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
                    [&](std::int64_t b, std::int64_t e) {
                      ops::dropout_forward(*backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e),
                                           p_, key, rows_from(step.rows, b));
@@ -167,7 +163,7 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, layer_, ctx.step.epoch);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
   for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
-                 {rows_of(d_output, Access::Read), rows_of<T>(dx, Access::Write)},
+                 {rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
                    ops::dropout_backward(*backend_, d_output.slice_rows(b, e), dx.slice_rows(b, e),
                                          p_, key, rows_from(ctx.step.rows, b));
@@ -177,10 +173,7 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
 
 template <typename T>
 bool Dropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  // Input, output and input gradient (forward acquires the buffers backward made, too); a
-  // sparse input goes whole.
-  return !x.is_sparse() &&
-         exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
+  return elementwise_exceeds_budget(memory, x);
 }
 
 template <typename T>
@@ -208,7 +201,7 @@ Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
   const float p = step.training ? p_ : 0.0f;
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
   for_row_blocks(own_memory(*this, backend_, x), x.rows(),
-                 {rows_of(x.dense, Access::Read), rows_of<T>(y, Access::Write)},
+                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
                    ops::relu_dropout_forward(*backend_, x.dense.slice_rows(b, e),
                                              y.slice_rows(b, e), p, key, rows_from(step.rows, b));
@@ -225,7 +218,7 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
   const ConstDenseView<T> y = ctx.output.dense;
   for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
                  {rows_of(y, Access::Read), rows_of(d_output, Access::Read),
-                  rows_of<T>(dx, Access::Write)},
+                  rows_of(dx, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
                    ops::relu_dropout_backward(*backend_, y.slice_rows(b, e),
                                               d_output.slice_rows(b, e), dx.slice_rows(b, e),
@@ -236,10 +229,7 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
 
 template <typename T>
 bool ReluDropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  // Forward: input, output and the input gradient's buffer; backward: output, its gradient
-  // and the input gradient.
-  return !x.is_sparse() &&
-         exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
+  return elementwise_exceeds_budget(memory, x);
 }
 
 template <typename T>

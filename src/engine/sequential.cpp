@@ -37,13 +37,11 @@ template <typename T>
 bool Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward) {
   if (memory_ == nullptr) return false;
   const Module<T>& module = *modules_[i];
-  if (module.acquires_own_memory(*memory_, input)) { // it acquires the rest in blocks
-    for (Parameter<T>* p : modules_[i]->parameters()) {
-      pins.add(p->value.data(), p->value.bytes(), Access::Read);
-      if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
-    }
-    return true;
+  for (Parameter<T>* p : modules_[i]->parameters()) {
+    pins.add(p->value.data(), p->value.bytes(), Access::Read);
+    if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
   }
+  if (module.acquires_own_memory(*memory_, input)) return true; // the rest in blocks
   // Backward leaves out what the module says it does not read: the forward's output (in a
   // buffer it owns) and its input (owned by the module before it).
   const bool skip_output = backward && !module.backward_reads_output();
@@ -55,10 +53,6 @@ bool Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input,
     const auto* at = static_cast<const std::byte*>(output_data);
     if (skip_output && at >= begin && at < begin + r.bytes) continue;
     pins.add(r, Access::ReadWrite);
-  }
-  for (Parameter<T>* p : modules_[i]->parameters()) {
-    pins.add(p->value.data(), p->value.bytes(), Access::Read);
-    if (backward) pins.add(p->grad.data(), p->grad.bytes(), Access::ReadWrite);
   }
   if (!backward || module.backward_reads_input()) pin_input(pins, input, Access::Read);
   if (backward && !skip_output) pin_input(pins, output, Access::Read);

@@ -157,21 +157,21 @@ void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseVi
   }
 }
 
+template <typename T> std::int64_t Aggregation<T>::tile_rows(std::int64_t width) const {
+  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
+  // A block of rows of the output and one of the input, both `width` wide.
+  return block_rows(manager_of(backend_), std::max(rows(), local_rows()),
+                    2 * static_cast<std::size_t>(width) * sizeof(T));
+}
+
 template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
-  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
-  const std::int64_t block =
-      block_rows(manager_of(backend_), std::max(rows(), local_rows()),
-                 2 * static_cast<std::size_t>(x.cols) * sizeof(T));
-  multiply_tiled(tiles(*s_, tiles_, block), x, y);
+  multiply_tiled(tiles(*s_, tiles_, tile_rows(x.cols)), x, y);
 }
 
 template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView<T> dy) {
-  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
+  const std::int64_t block = tile_rows(dy.cols);
   DenseView<T> dx = d_local_.get(local_rows(), dy.cols);
-  const std::int64_t block =
-      block_rows(manager_of(backend_), std::max(rows(), local_rows()),
-                 2 * static_cast<std::size_t>(dy.cols) * sizeof(T));
   // A symmetric S is its own transpose: one set of tiles.
   multiply_tiled(s_t_ == s_ ? tiles(*s_, tiles_, block) : tiles(*s_t_, tiles_t_, block), dy, dx);
   return dx;
@@ -196,12 +196,6 @@ template <typename T> Input<T> input_slice(const Input<T>& x, std::int64_t b, st
   return x.is_sparse() ? Input<T>(x.sparse.row_slice(b, e)) : Input<T>(x.dense.slice_rows(b, e));
 }
 
-/// The mode of a parameter gradient summed over row blocks: the first block's as asked, the
-/// others added to it.
-GradientMode block_mode(GradientMode mode, std::int64_t begin) {
-  return begin == 0 || mode == GradientMode::Ignore ? mode : GradientMode::Accumulate;
-}
-
 } // namespace
 
 template <typename T>
@@ -216,7 +210,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
     }
     Pins sparse(x.is_sparse() ? blocks : nullptr);
     if (x.is_sparse()) sparse.add_csr(x.sparse);
-    for_row_blocks(blocks, x.rows(), {input_rows(x), rows_of<T>(xw, Access::Write)},
+    for_row_blocks(blocks, x.rows(), {input_rows(x), rows_of(xw, Access::Write)},
                    [&](std::int64_t b, std::int64_t e) {
                      multiply_weight(*backend_, input_slice(x, b, e), w, xw.slice_rows(b, e));
                    });
@@ -233,7 +227,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
   } else {
     aggregation_.forward_tiled(x.dense, sx);
   }
-  for_row_blocks(blocks, y.rows, {rows_of<T>(sx, Access::Read), rows_of<T>(y, Access::Write)},
+  for_row_blocks(blocks, y.rows, {rows_of(sx, Access::Read), rows_of(y, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
                    ops::gemm(*backend_, Transpose::No, Transpose::No, T{1},
                              ConstDenseView<T>(sx.slice_rows(b, e)), w, T{0}, y.slice_rows(b, e));
@@ -296,8 +290,8 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
       }
     }
     for_row_blocks(&blocks, x.rows(),
-                   {input_rows(x), rows_of<T>(d_xw, Access::Read),
-                    dx.data != nullptr ? rows_of<T>(dx, beta == T{0} ? Access::Write : Access::ReadWrite)
+                   {input_rows(x), rows_of(d_xw, Access::Read),
+                    dx.data != nullptr ? rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite)
                                        : RowTensor{}},
                    [&](std::int64_t b, std::int64_t e) {
                      const ConstDenseView<T> d_block(d_xw.slice_rows(b, e));
@@ -318,8 +312,8 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
     d_sx = d_mid_.get(aggregation_.rows(), in);
   }
   for_row_blocks(&blocks, dy.rows,
-                 {rows_of<T>(sx, Access::Read), rows_of(dy, Access::Read),
-                  d_sx.data != nullptr ? rows_of<T>(d_sx, Access::Write) : RowTensor{}},
+                 {rows_of(sx, Access::Read), rows_of(dy, Access::Read),
+                  d_sx.data != nullptr ? rows_of(d_sx, Access::Write) : RowTensor{}},
                  [&](std::int64_t b, std::int64_t e) {
                    const ConstDenseView<T> dy_block = dy.slice_rows(b, e);
                    weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx.slice_rows(b, e))),

@@ -46,7 +46,7 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
   ChunkManager* blocks = own_memory(*this, backend_, x);
   product_.forward(name(), x, weight_.value.cview(), y, blocks);
-  for_row_blocks(blocks, y.rows, {rows_of<T>(y, Access::ReadWrite)},
+  for_row_blocks(blocks, y.rows, {rows_of(y, Access::ReadWrite)},
                  [&](std::int64_t b, std::int64_t e) {
                    add_bias(*backend_, y.slice_rows(b, e), bias_);
                  });
@@ -59,10 +59,8 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
   for_row_blocks(blocks, d_output.rows, {rows_of(d_output, Access::Read)},
                  [&](std::int64_t b, std::int64_t e) {
-                   const GradientMode mode =
-                       b == 0 || param_mode == GradientMode::Ignore ? param_mode
-                                                                    : GradientMode::Accumulate;
-                   bias_gradient(*backend_, d_output.slice_rows(b, e), bias_, mode);
+                   bias_gradient(*backend_, d_output.slice_rows(b, e), bias_,
+                                 block_mode(param_mode, b));
                  });
   return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks);
 }

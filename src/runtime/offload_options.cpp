@@ -52,7 +52,8 @@ std::string describe_memory(const ChunkManager& memory) {
 
 std::string describe_offload(const OffloadStats& o) {
   return fmt::format("{} moved ({} host->device, {} device->host, {} disk->host, {} host->disk), "
-                     "hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}; footprint {}",
+                     "hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}; "
+                     "footprint {}",
                      format_bytes(o.moved_bytes()), format_bytes(o.host_to_device_bytes),
                      format_bytes(o.device_to_host_bytes), format_bytes(o.disk_to_host_bytes),
                      format_bytes(o.host_to_disk_bytes), 100.0 * o.hit_rate(), o.stall_seconds,

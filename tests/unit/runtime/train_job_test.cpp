@@ -26,10 +26,14 @@ runtime::TrainJob small_job(const std::string& dataset, int epochs) {
   return job;
 }
 
-void expect_same_losses(const gnn::TrainResult& a, const gnn::TrainResult& b) {
+/// Per-epoch training and validation losses of `b` equal `a`'s within `relative` (0: exactly).
+void expect_same_losses(const gnn::TrainResult& a, const gnn::TrainResult& b,
+                        double relative = 0.0) {
   ASSERT_EQ(a.history.size(), b.history.size());
   for (std::size_t e = 0; e < a.history.size(); ++e) {
-    EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss) << "epoch " << e + 1;
+    const gnn::EpochStats &x = a.history[e], &y = b.history[e];
+    EXPECT_NEAR(x.train_loss, y.train_loss, relative * std::abs(x.train_loss)) << "epoch " << e + 1;
+    EXPECT_NEAR(x.val.loss, y.val.loss, relative * std::abs(x.val.loss)) << "epoch " << e + 1;
   }
 }
 
@@ -186,17 +190,6 @@ runtime::TrainJob under_budget(runtime::TrainJob job, std::size_t device_kib) {
   return job;
 }
 
-void expect_same_training(const runtime::RunSummary& plain, const runtime::RunSummary& budgeted) {
-  ASSERT_EQ(plain.result.history.size(), budgeted.result.history.size());
-  for (std::size_t e = 0; e < plain.result.history.size(); ++e) {
-    const gnn::EpochStats& a = plain.result.history[e];
-    const gnn::EpochStats& b = budgeted.result.history[e];
-    EXPECT_EQ(a.train_loss, b.train_loss) << "epoch " << e + 1;
-    EXPECT_EQ(a.val.loss, b.val.loss) << "epoch " << e + 1;
-    EXPECT_EQ(a.test.accuracy, b.test.accuracy) << "epoch " << e + 1;
-  }
-}
-
 /// The budget held, and was below what the run holds, so chunks left the device and came back.
 void expect_chunks_moved(const runtime::RunSummary& s, const runtime::TrainJob& job) {
   ASSERT_TRUE(s.offloaded);
@@ -218,20 +211,12 @@ TEST(TrainJobOffload, ABudgetBelowTheFootprintTrainsExactlyTheUnbudgetedModelInB
 
     EXPECT_FALSE(a.offloaded);
     expect_chunks_moved(b, budgeted);
-    expect_same_training(a, b);
+    expect_same_losses(a.result, b.result);
   }
 }
 
-/// Within rounding: row blocks and tiles of Â sum the products in another order.
-void expect_close_training(const runtime::RunSummary& plain, const runtime::RunSummary& tiled) {
-  ASSERT_EQ(plain.result.history.size(), tiled.result.history.size());
-  for (std::size_t e = 0; e < plain.result.history.size(); ++e) {
-    const gnn::EpochStats& a = plain.result.history[e];
-    const gnn::EpochStats& b = tiled.result.history[e];
-    EXPECT_NEAR(a.train_loss, b.train_loss, 1e-5 * std::abs(a.train_loss)) << "epoch " << e + 1;
-    EXPECT_NEAR(a.val.loss, b.val.loss, 1e-5 * std::abs(a.val.loss)) << "epoch " << e + 1;
-  }
-}
+/// Row blocks and tiles of Â sum the products in another order than whole layers.
+constexpr double kTiledTolerance = 1e-5;
 
 TEST(TrainJobOffload, AGcnInRowBlocksAndTilesTrainsUnderAFewPercentOfItsFootprint) {
   for (const GcnOrder order : {GcnOrder::AggregateThenTransform, GcnOrder::TransformThenAggregate}) {
@@ -248,37 +233,27 @@ TEST(TrainJobOffload, AGcnInRowBlocksAndTilesTrainsUnderAFewPercentOfItsFootprin
 
       EXPECT_GT(b.offload_total.peak_tensor_bytes, 4 * budgeted.offload.device_bytes);
       expect_chunks_moved(b, budgeted);
-      expect_close_training(a, b);
+      expect_same_losses(a.result, b.result, kTiledTolerance);
     }
   }
 }
 
-TEST(TrainJobOffload, CoraUnderAThirdOfItsFootprintTrainsWhatItTrainsWithout) {
+TEST(TrainJobOffload, CoraUnderABudgetTrainsWhatItTrainsWithout) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
   runtime::TrainJob job = small_job("cora", 5);
   job.threads = 1;
-  // Of ~2.8 MiB; the sparse features and their dropped values (~0.6 MiB) are acquired whole.
-  const runtime::TrainJob budgeted = under_budget(job, 832);
-
   const runtime::RunSummary a = runtime::run_train_job(job);
-  const runtime::RunSummary b = runtime::run_train_job(budgeted);
+  // Of a footprint of ~2.3 MiB (~2.8 with tiles): at 1536 KiB every layer runs whole; at 832 KiB
+  // the layers tile, and the sparse features with their dropped values (~0.6 MiB) stay whole.
+  for (const auto& [kib, tolerance] : {std::pair{1536, 0.0}, std::pair{832, kTiledTolerance}}) {
+    SCOPED_TRACE(std::to_string(kib) + " KiB");
+    const runtime::TrainJob budgeted = under_budget(job, static_cast<std::size_t>(kib));
 
-  EXPECT_GT(b.offload_total.peak_tensor_bytes, 3 * budgeted.offload.device_bytes);
-  expect_chunks_moved(b, budgeted);
-  expect_close_training(a, b);
-}
+    const runtime::RunSummary b = runtime::run_train_job(budgeted);
 
-TEST(TrainJobOffload, CoraUnderABudgetTrainsExactlyTheUnbudgetedModel) {
-  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
-  runtime::TrainJob job = small_job("cora", 5);
-  job.threads = 1;
-  const runtime::TrainJob budgeted = under_budget(job, 1536); // of a footprint of ~2.3 MiB
-
-  const runtime::RunSummary a = runtime::run_train_job(job);
-  const runtime::RunSummary b = runtime::run_train_job(budgeted);
-
-  expect_chunks_moved(b, budgeted);
-  expect_same_training(a, b);
+    expect_chunks_moved(b, budgeted);
+    expect_same_losses(a.result, b.result, tolerance);
+  }
 }
 
 TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
@@ -293,7 +268,7 @@ TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
   const runtime::RunSummary a = runtime::run_train_job(job);
   const runtime::RunSummary b = runtime::run_train_job(budgeted);
 
-  expect_same_training(a, b);
+  expect_same_losses(a.result, b.result);
   EXPECT_GT(b.offload_total.host_to_disk_bytes, 0u);
   EXPECT_GT(b.offload_total.disk_to_host_bytes, 0u);
   EXPECT_LE(b.offload_total.peak_host_bytes, budgeted.offload.host_bytes);
@@ -316,7 +291,7 @@ TEST(TrainJobOffload, FarthestNextUseMovesFewerBytesThanLru) {
     moved_l += l.result.history[e].offload.moved_bytes();
   }
   EXPECT_LT(moved_b, moved_l);
-  expect_same_training(b, l);
+  expect_same_losses(b.result, l.result);
 }
 
 TEST(TrainJobOffload, ABudgetBelowWhatMustBeWholeNamesTheFlag) {

@@ -79,6 +79,8 @@ class Aggregation {
     std::vector<Offset> starts;        // [column tile][row block + 1], host memory
   };
   const Tiles& tiles(const CsrT<T>& s, Tiles& cache, std::int64_t block);
+  /// Rows per block of the tiles for products `width` wide (InvalidArgument with a halo).
+  std::int64_t tile_rows(std::int64_t width) const;
   /// y = s · x over `t`.
   void multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y);
 
