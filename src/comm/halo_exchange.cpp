@@ -77,6 +77,18 @@ template <typename T> void HaloExchange<T>::check_shape(const char* what, DenseV
   }
 }
 
+template <typename T>
+void HaloExchange<T>::check_rows(const char* what, ConstDenseView<T> send, std::int64_t send_rows,
+                                 DenseView<T> receive, std::int64_t receive_rows) const {
+  if (send.rows != send_rows || receive.rows != receive_rows || send.cols != receive.cols) {
+    throw DimensionMismatch(fmt::format("halo {} on rank {}: sending {} and receiving {}, the "
+                                        "plan sends {} rows and receives {}",
+                                        what, comm_->rank(), shape_string(send.rows, send.cols),
+                                        shape_string(receive.rows, receive.cols), send_rows,
+                                        receive_rows));
+  }
+}
+
 template <typename T> DenseView<T> HaloExchange<T>::buffer(std::int64_t width) {
   const std::int64_t size = plan_->num_send_rows() * width;
   if (buffer_.size() < size) buffer_ = Buffer<T>(backend_, size);
@@ -138,6 +150,24 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T
   return post(Request::Kind::ScatterAdd, dx,
               ConstDenseView<T>(dx.slice_rows(plan_->n_owned(), plan_->n_local())),
               plan_->recv_blocks(), received, plan_->send_blocks(), clock);
+}
+
+template <typename T>
+typename HaloExchange<T>::Request HaloExchange<T>::start_gather_rows(ConstDenseView<T> send,
+                                                                     DenseView<T> receive) {
+  check_rows("gather", send, plan_->num_send_rows(), receive, plan_->n_ghost());
+  const Stopwatch clock;
+  return post(Request::Kind::Rows, receive, send, plan_->send_blocks(), receive,
+              plan_->recv_blocks(), clock);
+}
+
+template <typename T>
+typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_rows(ConstDenseView<T> send,
+                                                                      DenseView<T> receive) {
+  check_rows("scatter-add", send, plan_->n_ghost(), receive, plan_->num_send_rows());
+  const Stopwatch clock;
+  return post(Request::Kind::Rows, receive, send, plan_->recv_blocks(), receive,
+              plan_->send_blocks(), clock);
 }
 
 template <typename T> void HaloExchange<T>::wait(Request& request) {

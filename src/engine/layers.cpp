@@ -17,8 +17,7 @@ namespace tessera {
 namespace {
 
 /// A Context whose output is the dense view `y`.
-template <typename T>
-Context<T> make_context(const Step& step, Input<T> x, ConstDenseView<T> y) {
+template <typename T> Context<T> make_context(const Step& step, Input<T> x, ConstDenseView<T> y) {
   return Context<T>{x, Input<T>(y), step};
 }
 
@@ -31,7 +30,8 @@ void check_probability(float p) {
 /// Elementwise layers write their input gradient; accumulating into it is not offered.
 void require_overwrite(const std::string& layer, GradientMode mode) {
   if (mode == GradientMode::Accumulate) {
-    throw InvalidArgument(layer + " backward overwrites its input gradient; Accumulate is not offered");
+    throw InvalidArgument(layer +
+                          " backward overwrites its input gradient; Accumulate is not offered");
   }
 }
 
@@ -42,19 +42,18 @@ void check_width(const std::string& layer, std::int64_t expected, std::int64_t g
   }
 }
 
-}  // namespace
+} // namespace
 
-template <typename T>
-void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
+template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
   const double limit = std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols()));
   const RngKey key = RngKey::make(seed, RngPurpose::WeightInit, layer);
   // Drawn on the host (the same values for every backend) about 1 MiB of rows at a time, each
   // block copied where w lives (a manager's allocator acquires what the copy writes): no host
   // copy of a whole weight, which would raise the peak memory of a run under a budget.
   const std::int64_t cols = std::max<std::int64_t>(w.cols(), 1);
-  const std::int64_t block =
-      std::clamp<std::int64_t>((std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) / cols,
-                               1, std::max<std::int64_t>(w.rows(), 1));
+  const std::int64_t block = std::clamp<std::int64_t>(
+      (std::int64_t{1} << 20) / static_cast<std::int64_t>(sizeof(T)) / cols, 1,
+      std::max<std::int64_t>(w.rows(), 1));
   std::vector<T> host(static_cast<std::size_t>(block * w.cols()));
   for (std::int64_t r0 = 0; r0 < w.rows(); r0 += block) {
     const std::int64_t r1 = std::min(w.rows(), r0 + block);
@@ -76,14 +75,12 @@ Linear<T>::Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out
                   bool bias, std::uint64_t seed, std::uint32_t layer_index)
     : backend_(backend),
       weight_(make_weight<T>(backend, "linear" + std::to_string(layer_index) + ".weight",
-                                     in_features, out_features, seed, layer_index)),
-      bias_(make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias",
-                                 out_features, bias)),
-      output_(backend),
-      d_input_(backend) {}
+                             in_features, out_features, seed, layer_index)),
+      bias_(make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias", out_features,
+                         bias)),
+      output_(backend), d_input_(backend) {}
 
-template <typename T>
-Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
+template <typename T> Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
   check_width(name(), weight_.value.rows(), x.cols());
   DenseView<T> y = output_.get(x.rows(), weight_.value.cols());
   multiply_weight(*backend_, x, weight_.value.cview(), y);
@@ -101,25 +98,22 @@ ConstDenseView<T> Linear<T>::backward(const Context<T>& ctx, ConstDenseView<T> d
   if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
   DenseView<T> dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output,
-            weight_.value.cview(), beta, dx);
+  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output, weight_.value.cview(), beta,
+            dx);
   return dx;
 }
 
-template <typename T>
-std::vector<Parameter<T>*> Linear<T>::parameters() {
+template <typename T> std::vector<Parameter<T>*> Linear<T>::parameters() {
   if (bias_.value.empty()) return {&weight_};
   return {&weight_, &bias_};
 }
 
-template <typename T>
-std::string Linear<T>::name() const {
+template <typename T> std::string Linear<T>::name() const {
   return "Linear(" + std::to_string(weight_.value.rows()) + " -> " +
          std::to_string(weight_.value.cols()) + ")";
 }
 
-template <typename T>
-std::size_t Linear<T>::bytes() const {
+template <typename T> std::size_t Linear<T>::bytes() const {
   return 2 * (weight_.value.bytes() + bias_.value.bytes()) + output_.bytes() + d_input_.bytes();
 }
 
@@ -131,8 +125,7 @@ Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
   check_probability(p);
 }
 
-template <typename T>
-Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
+template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
   if (!step.training || p_ == 0.0f) return Context<T>{x, x, step};
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
   if (!x.is_sparse()) {
@@ -145,9 +138,18 @@ Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
                    });
     return make_context<T>(step, x, y);
   }
-  const std::int64_t entries = ops::nnz(*backend_, x.sparse);  // row_ptr may be device memory
+  const std::int64_t entries = ops::nnz(*backend_, x.sparse); // row_ptr may be device memory
   if (sparse_values_.size() != entries) sparse_values_ = Buffer<T>(backend_, entries);
-  ops::dropout_csr_values(*backend_, x.sparse, sparse_values_.span(), p_, key, step.rows);
+  ChunkManager* blocks = own_memory(*this, backend_, x);
+  std::vector<RowTensor> tensors;
+  if (blocks != nullptr) {
+    tensors = sparse_rows_.of(*backend_, x.sparse, Access::Read);
+    tensors.push_back({sparse_values_.data(), sizeof(T), Access::Write, sparse_rows_.offsets()});
+  }
+  for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
+    ops::dropout_csr_values(*backend_, x.sparse.row_slice(b, e), sparse_values_.span(), p_, key,
+                            rows_from(step.rows, b));
+  });
   CsrView<T> y = x.sparse;
   y.val = sparse_values_.data();
   return Context<T>{x, Input<T>(y), step};
@@ -176,13 +178,11 @@ bool Dropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>&
   return elementwise_exceeds_budget(memory, x);
 }
 
-template <typename T>
-std::string Dropout<T>::name() const {
+template <typename T> std::string Dropout<T>::name() const {
   return fmt::format("Dropout(p={:g})", p_);
 }
 
-template <typename T>
-std::size_t Dropout<T>::bytes() const {
+template <typename T> std::size_t Dropout<T>::bytes() const {
   return output_.bytes() + sparse_values_.bytes() + d_input_.bytes();
 }
 
@@ -194,8 +194,7 @@ ReluDropout<T>::ReluDropout(BackendPtr backend, float p, std::uint32_t layer_ind
   check_probability(p);
 }
 
-template <typename T>
-Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
+template <typename T> Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
   if (x.is_sparse()) throw InvalidArgument(name() + " takes a dense input");
   DenseView<T> y = output_.get(x.rows(), x.cols());
   const float p = step.training ? p_ : 0.0f;
@@ -216,14 +215,13 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
   require_overwrite(name(), input_mode);
   DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
   const ConstDenseView<T> y = ctx.output.dense;
-  for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
-                 {rows_of(y, Access::Read), rows_of(d_output, Access::Read),
-                  rows_of(dx, Access::Write)},
-                 [&](std::int64_t b, std::int64_t e) {
-                   ops::relu_dropout_backward(*backend_, y.slice_rows(b, e),
-                                              d_output.slice_rows(b, e), dx.slice_rows(b, e),
-                                              ctx.step.training ? p_ : 0.0f);
-                 });
+  for_row_blocks(
+      own_memory(*this, backend_, ctx.input), d_output.rows,
+      {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
+      [&](std::int64_t b, std::int64_t e) {
+        ops::relu_dropout_backward(*backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
+                                   dx.slice_rows(b, e), ctx.step.training ? p_ : 0.0f);
+      });
   return dx;
 }
 
@@ -232,13 +230,12 @@ bool ReluDropout<T>::acquires_own_memory(const ChunkManager& memory, const Input
   return elementwise_exceeds_budget(memory, x);
 }
 
-template <typename T>
-std::string ReluDropout<T>::name() const {
+template <typename T> std::string ReluDropout<T>::name() const {
   return fmt::format("ReLU+Dropout(p={:g})", p_);
 }
 
 #define TESSERA_INSTANTIATE(T)                                                                     \
-  template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                      \
+  template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                       \
   template class Linear<T>;                                                                        \
   template class Dropout<T>;                                                                       \
   template class ReluDropout<T>
@@ -246,4 +243,4 @@ TESSERA_INSTANTIATE(float);
 TESSERA_INSTANTIATE(double);
 #undef TESSERA_INSTANTIATE
 
-}  // namespace tessera
+} // namespace tessera

@@ -36,7 +36,7 @@ void Aggregation<T>::distribute(comm::HaloExchange<T>* halo, std::int64_t n_inte
 
 template <typename T>
 void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
-                                      std::int64_t width) const {
+                                       std::int64_t width) const {
   if (x.cols() != width || x.rows() != input_rows()) {
     throw DimensionMismatch(layer + ": input " + shape_string(x.rows(), x.cols()) + " should be " +
                             shape_string(input_rows(), width));
@@ -46,8 +46,7 @@ void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
   }
 }
 
-template <typename T>
-void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
+template <typename T> void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
     Pins pins(manager_of(backend_));
@@ -59,8 +58,7 @@ void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
   forward_local(x.cols, y);
 }
 
-template <typename T>
-void Aggregation<T>::forward_local(std::int64_t f, DenseView<T> y) {
+template <typename T> void Aggregation<T>::forward_local(std::int64_t f, DenseView<T> y) {
   const DenseView<T> x = local_input(f);
   // Under a memory budget the matrix is in chunks: on the device only while it multiplies.
   Pins pins(manager_of(backend_));
@@ -79,8 +77,7 @@ void Aggregation<T>::forward_local(std::int64_t f, DenseView<T> y) {
             y.slice_rows(n_interior_, rows()));
 }
 
-template <typename T>
-DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
+template <typename T> DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
   if (dy.rows != rows()) {
     throw DimensionMismatch("aggregation over " + s_->shape() + ": gradient " +
                             shape_string(dy.rows, dy.cols) + " should have " +
@@ -158,15 +155,35 @@ void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseVi
 }
 
 template <typename T> std::int64_t Aggregation<T>::tile_rows(std::int64_t width) const {
-  if (halo_ != nullptr) throw InvalidArgument("tiled aggregation runs without a halo exchange");
   // A block of rows of the output and one of the input, both `width` wide.
   return block_rows(manager_of(backend_), std::max(rows(), local_rows()),
                     2 * static_cast<std::size_t>(width) * sizeof(T));
 }
 
+template <typename T> HaloInBlocks<T>& Aggregation<T>::halo_in_blocks() {
+  if (halo_in_blocks_ == nullptr) halo_in_blocks_ = std::make_unique<HaloInBlocks<T>>(*halo_);
+  return *halo_in_blocks_;
+}
+
 template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
-  multiply_tiled(tiles(*s_, tiles_, tile_rows(x.cols)), x, y);
+  if (halo_ == nullptr) {
+    multiply_tiled(tiles(*s_, tiles_, tile_rows(x.cols)), x, y);
+    return;
+  }
+  const DenseView<T> local = local_input(x.cols);
+  for_row_blocks(manager_of(backend_), rows(),
+                 {rows_of(x, Access::Read), rows_of(local, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::copy(*backend_, x.slice_rows(b, e), local.slice_rows(b, e));
+                 });
+  forward_local_tiled(x.cols, y);
+}
+
+template <typename T> void Aggregation<T>::forward_local_tiled(std::int64_t f, DenseView<T> y) {
+  const DenseView<T> x = local_input(f);
+  if (halo_ != nullptr) halo_in_blocks().gather(*manager_of(backend_), x);
+  multiply_tiled(tiles(*s_, tiles_, tile_rows(f)), ConstDenseView<T>(x), y);
 }
 
 template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView<T> dy) {
@@ -174,23 +191,19 @@ template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView
   DenseView<T> dx = d_local_.get(local_rows(), dy.cols);
   // A symmetric S is its own transpose: one set of tiles.
   multiply_tiled(s_t_ == s_ ? tiles(*s_, tiles_, block) : tiles(*s_t_, tiles_t_, block), dy, dx);
-  return dx;
+  if (halo_ == nullptr) return dx;
+  halo_in_blocks().scatter_add(*manager_of(backend_), dx);
+  return dx.slice_rows(0, rows());
 }
 
 template <typename T>
-AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s,
-                                          const CsrT<T>& s_t, bool transform_first)
+AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t,
+                                          bool transform_first)
     : backend_(std::move(backend)), aggregation_(backend_, s, s_t),
       transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_),
       scratch_(backend_) {}
 
 namespace {
-
-/// x's rows for for_row_blocks: a dense x's rows, or nothing for a sparse x (acquired whole by
-/// the caller: its entries per row are known only from row_ptr).
-template <typename T> RowTensor input_rows(const Input<T>& x) {
-  return x.is_sparse() ? RowTensor{} : rows_of(x.dense, Access::Read);
-}
 
 template <typename T> Input<T> input_slice(const Input<T>& x, std::int64_t b, std::int64_t e) {
   return x.is_sparse() ? Input<T>(x.sparse.row_slice(b, e)) : Input<T>(x.dense.slice_rows(b, e));
@@ -198,30 +211,34 @@ template <typename T> Input<T> input_slice(const Input<T>& x, std::int64_t b, st
 
 } // namespace
 
+template <typename T> std::vector<RowTensor> AggregateTransform<T>::input_rows(const Input<T>& x) {
+  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
+  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
+}
+
 template <typename T>
 void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
                                     DenseView<T> y, ChunkManager* blocks) {
-  if (transform_first_) {  // y = S · (x·W), the ghost rows of x·W from their owners
+  if (transform_first_) { // y = S · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(w.cols);
     if (blocks == nullptr) {
       multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
       aggregation_.forward_local(w.cols, y);
       return;
     }
-    Pins sparse(x.is_sparse() ? blocks : nullptr);
-    if (x.is_sparse()) sparse.add_csr(x.sparse);
-    for_row_blocks(blocks, x.rows(), {input_rows(x), rows_of(xw, Access::Write)},
-                   [&](std::int64_t b, std::int64_t e) {
-                     multiply_weight(*backend_, input_slice(x, b, e), w, xw.slice_rows(b, e));
-                   });
-    aggregation_.forward_tiled(ConstDenseView<T>(xw), y);
+    std::vector<RowTensor> tensors = input_rows(x);
+    tensors.push_back(rows_of(xw, Access::Write));
+    for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
+      multiply_weight(*backend_, input_slice(x, b, e), w, xw.slice_rows(b, e));
+    });
+    aggregation_.forward_local_tiled(w.cols, y);
     return;
   }
   if (x.is_sparse()) {
     throw InvalidArgument(layer + ": aggregate-first needs a dense input; use transform-first "
                                   "for sparse features");
   }
-  DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows);  // y = (S · x) · W
+  DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows); // y = (S · x) · W
   if (blocks == nullptr) {
     aggregation_.forward(x.dense, sx);
   } else {
@@ -247,7 +264,7 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
   if (transform_first_) {
     // d(xW) = Sᵀ·dy (distributed, the ghost rows' share is added at their owners);
     // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
-    const DenseView<T> d_xw = aggregation_.backward(dy);  // [input rows, out]
+    const DenseView<T> d_xw = aggregation_.backward(dy); // [input rows, out]
     weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, scratch_);
     if (input_mode == GradientMode::Ignore) return {};
     DenseView<T> dx = d_input_.get(x.rows(), in);
@@ -258,15 +275,13 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
   }
   // dW = (Sx)ᵀ·dy; d(Sx) = dy·Wᵀ; dx = Sᵀ·d(Sx).
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
-  weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode,
-                          scratch_);
+  weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode, scratch_);
   if (input_mode == GradientMode::Ignore) return {};
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(layer + ": aggregate-first backward overwrites its input gradient");
   }
   DenseView<T> d_sx = d_mid_.get(aggregation_.rows(), in);
-  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, w.value.cview(), T{0},
-            d_sx);
+  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, w.value.cview(), T{0}, d_sx);
   return aggregation_.backward(ConstDenseView<T>(d_sx));
 }
 
@@ -281,26 +296,24 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
     const DenseView<T> d_xw = aggregation_.backward_tiled(dy);
     DenseView<T> dx;
     if (input_mode != GradientMode::Ignore) dx = d_input_.get(x.rows(), in);
-    Pins sparse(x.is_sparse() ? &blocks : nullptr);
-    if (x.is_sparse()) {
-      sparse.add_csr(x.sparse);
-      // weight_gradient sums a sparse x's blocks through this [in, out] buffer
-      if (param_mode != GradientMode::Ignore) {
-        sparse.add_dense(ConstDenseView<T>(scratch_.get(in, w.value.cols())), Access::ReadWrite);
-      }
+    // weight_gradient sums a sparse x's blocks through this [in, out] buffer
+    Pins sum(x.is_sparse() && param_mode != GradientMode::Ignore ? &blocks : nullptr);
+    if (x.is_sparse() && param_mode != GradientMode::Ignore) {
+      sum.add_dense(ConstDenseView<T>(scratch_.get(in, w.value.cols())), Access::ReadWrite);
     }
-    for_row_blocks(&blocks, x.rows(),
-                   {input_rows(x), rows_of(d_xw, Access::Read),
-                    dx.data != nullptr ? rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite)
-                                       : RowTensor{}},
-                   [&](std::int64_t b, std::int64_t e) {
-                     const ConstDenseView<T> d_block(d_xw.slice_rows(b, e));
-                     weight_gradient(*backend_, input_slice(x, b, e), d_block, w,
-                                     block_mode(param_mode, b), scratch_);
-                     if (dx.data == nullptr) return;
-                     ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_block,
-                               w.value.cview(), beta, dx.slice_rows(b, e));
-                   });
+    std::vector<RowTensor> tensors = input_rows(x);
+    tensors.push_back(rows_of(d_xw, Access::Read));
+    if (dx.data != nullptr) {
+      tensors.push_back(rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite));
+    }
+    for_row_blocks(&blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
+      const ConstDenseView<T> d_block(d_xw.slice_rows(b, e));
+      weight_gradient(*backend_, input_slice(x, b, e), d_block, w, block_mode(param_mode, b),
+                      scratch_);
+      if (dx.data == nullptr) return;
+      ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_block, w.value.cview(), beta,
+                dx.slice_rows(b, e));
+    });
     return dx;
   }
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
@@ -331,4 +344,4 @@ template class Aggregation<double>;
 template class AggregateTransform<float>;
 template class AggregateTransform<double>;
 
-}  // namespace tessera
+} // namespace tessera

@@ -11,9 +11,12 @@ namespace tessera {
 
 std::string to_string(GcnOrder order) {
   switch (order) {
-    case GcnOrder::AggregateThenTransform: return "aggregate-first";
-    case GcnOrder::TransformThenAggregate: return "transform-first";
-    case GcnOrder::Auto: break;
+  case GcnOrder::AggregateThenTransform:
+    return "aggregate-first";
+  case GcnOrder::TransformThenAggregate:
+    return "transform-first";
+  case GcnOrder::Auto:
+    break;
   }
   return "auto";
 }
@@ -31,13 +34,12 @@ template <typename T>
 GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
                     std::int64_t in_features, std::int64_t out_features, bool bias,
                     std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
-    : backend_(backend),
-      product_(backend, adjacency, adjacency_t,
-               tessera::transforms_first(order, in_features, out_features)),
-      weight_(make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight",
-                                     in_features, out_features, seed, layer_index)),
-      bias_(make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias",
-                                 out_features, bias)),
+    : backend_(backend), product_(backend, adjacency, adjacency_t,
+                                  tessera::transforms_first(order, in_features, out_features)),
+      weight_(make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight", in_features,
+                             out_features, seed, layer_index)),
+      bias_(make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias", out_features,
+                         bias)),
       output_(backend) {}
 
 template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
@@ -46,10 +48,9 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
   ChunkManager* blocks = own_memory(*this, backend_, x);
   product_.forward(name(), x, weight_.value.cview(), y, blocks);
-  for_row_blocks(blocks, y.rows, {rows_of(y, Access::ReadWrite)},
-                 [&](std::int64_t b, std::int64_t e) {
-                   add_bias(*backend_, y.slice_rows(b, e), bias_);
-                 });
+  for_row_blocks(
+      blocks, y.rows, {rows_of(y, Access::ReadWrite)},
+      [&](std::int64_t b, std::int64_t e) { add_bias(*backend_, y.slice_rows(b, e), bias_); });
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
@@ -68,11 +69,11 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
 template <typename T>
 bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
   const Aggregation<T>& a = product_.aggregation();
-  if (a.halo() != nullptr) return false; // distributed: acquired whole (halos land in it)
-  // What Sequential would acquire at once: S, the input and its gradient (none for a sparse
-  // input, whose column and value tensors are acquired whole), the output or its gradient, and
-  // the product in between with its gradient (x·W and Sᵀ·dy at the output's width
-  // transform-first; S·x and dy·Wᵀ at the input's width aggregate-first).
+  // What Sequential would acquire at once: the parameters and their gradients, S, the input and
+  // its gradient (a sparse input has none: its offsets, columns and values), the output or its
+  // gradient, and the product in between with its gradient (x·W and Sᵀ·dy at the output's width
+  // transform-first; S·x and dy·Wᵀ at the input's width aggregate-first, and distributed the
+  // input with its ghost rows).
   const auto in = static_cast<std::size_t>(weight_.value.rows()) * sizeof(T);
   const auto out = static_cast<std::size_t>(weight_.value.cols()) * sizeof(T);
   const std::size_t input =
@@ -80,10 +81,13 @@ bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>&
                           memory.tensor_size(x.sparse.col) + memory.tensor_size(x.sparse.val)
                     : 2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T);
   const auto rows = static_cast<std::size_t>(a.rows());
-  const std::size_t between = product_.transforms_first()
-                                  ? 2 * static_cast<std::size_t>(a.local_rows()) * out
-                                  : 2 * rows * in;
-  return exceeds_budget(memory, a.matrix_bytes() + input + rows * out + between);
+  const std::size_t between =
+      product_.transforms_first()
+          ? 2 * static_cast<std::size_t>(a.local_rows()) * out
+          : 2 * rows * in +
+                (a.halo() != nullptr ? 2 * static_cast<std::size_t>(a.local_rows()) * in : 0);
+  const std::size_t parameters = 2 * (weight_.value.bytes() + bias_.value.bytes());
+  return exceeds_budget(memory, a.matrix_bytes() + input + rows * out + between + parameters);
 }
 
 template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {

@@ -120,6 +120,45 @@ TEST(DistributedTraining, EachRankUnderItsOwnDeviceBudgetMatchesOneProcessWithou
   expect_same_training(one, many.result);
 }
 
+TEST(DistributedTraining, UnderAQuarterOfItsFootprintEachRankTilesItsLayersAndMatchesOneProcess) {
+  // 256 KiB holds no layer whole: each GCNConv runs in row blocks and tiles, and the layers
+  // with a halo exchange it block by block. The sums change order: within 1e-5.
+  const runtime::TrainJob job = generated_job();
+  runtime::TrainJob budgeted = job;
+  budgeted.offload.chunk_bytes = std::size_t{4} << 10;
+  budgeted.offload.device_bytes = std::size_t{256} << 10;
+  budgeted.comm = world();
+
+  const gnn::TrainResult one = serial(job);
+  const runtime::RunSummary many = runtime::run_train_job(budgeted);
+
+  ASSERT_TRUE(many.offloaded);
+  EXPECT_GE(many.offload_total.peak_tensor_bytes, 4 * budgeted.offload.device_bytes);
+  EXPECT_LE(many.offload_total.peak_device_bytes, budgeted.offload.device_bytes);
+  expect_same_training(one, many.result);
+}
+
+TEST(DistributedTraining, CoraUnderABudgetInRowBlocksMatchesOneProcess) {
+  // 384 KiB: a quarter of each rank's footprint at 2 ranks (~1.7 MiB), a third at 3 and 4;
+  // above it, the first layer's weights with their gradient and Adam state (368 KiB).
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  const runtime::TrainJob job = cora_job(3, 5);
+  runtime::TrainJob budgeted = job;
+  budgeted.offload.chunk_bytes = std::size_t{4} << 10;
+  budgeted.offload.device_bytes = std::size_t{384} << 10;
+  budgeted.comm = world();
+
+  const gnn::TrainResult one = serial(job);
+  const runtime::RunSummary many = runtime::run_train_job(budgeted);
+
+  ASSERT_TRUE(many.offloaded);
+  if (world()->size() <= 2) {
+    EXPECT_GE(many.offload_total.peak_tensor_bytes, 4 * budgeted.offload.device_bytes);
+  }
+  EXPECT_LE(many.offload_total.peak_device_bytes, budgeted.offload.device_bytes);
+  expect_same_training(one, many.result);
+}
+
 TEST(DistributedTraining, BlockPartitionMatchesOneProcess) {
   runtime::TrainJob job = generated_job();
   job.partition.method = partition::Method::Block;
@@ -136,10 +175,10 @@ Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec)
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
     model.add(std::make_unique<Dropout<float>>(graph.backend(), spec.config.dropout, layer));
-    auto sage = std::make_unique<SageConv<float>>(
-        graph.backend(), graph.matrix(gnn::AggregationKind::Mean),
-        graph.transpose(gnn::AggregationKind::Mean), sizes[i], sizes[i + 1], true,
-        spec.seed, layer);
+    auto sage =
+        std::make_unique<SageConv<float>>(graph.backend(), graph.matrix(gnn::AggregationKind::Mean),
+                                          graph.transpose(gnn::AggregationKind::Mean), sizes[i],
+                                          sizes[i + 1], true, spec.seed, layer);
     sage->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
     model.add(std::move(sage));
     if (i + 2 < sizes.size()) model.add(std::make_unique<Relu<float>>(graph.backend()));
@@ -167,8 +206,8 @@ Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec) 
 }
 
 TEST(DistributedTraining, CustomModelsMatchOneProcessWithAndWithoutTheCache) {
-  for (const auto& [name, builder] : {std::pair<std::string, gnn::ModelBuilder>{"SAGE", sage_model},
-                                      {"GIN", gin_model}}) {
+  for (const auto& [name, builder] :
+       {std::pair<std::string, gnn::ModelBuilder>{"SAGE", sage_model}, {"GIN", gin_model}}) {
     SCOPED_TRACE(name);
     runtime::TrainJob job = generated_job();
     job.model_builder = builder;
@@ -190,9 +229,10 @@ TEST(DistributedTraining, CustomModelSummaryCountsEveryLayersHalo) {
 
   const runtime::RunSummary s = runtime::run_train_job(job);
 
-  EXPECT_FALSE(s.broadcast_1d_bytes_per_epoch.has_value());  // estimated for the GCN only
+  EXPECT_FALSE(s.broadcast_1d_bytes_per_epoch.has_value()); // estimated for the GCN only
   ASSERT_EQ(s.per_rank.size(), static_cast<std::size_t>(world()->size()));
-  for (const runtime::RankFigures& f : s.per_rank) EXPECT_EQ(f.layer_bytes_sent.size(), 3u);
+  for (const runtime::RankFigures& f : s.per_rank)
+    EXPECT_EQ(f.layer_bytes_sent.size(), 3u);
   EXPECT_GT(s.halo_bytes_per_epoch, 0.0);
 }
 
@@ -307,8 +347,8 @@ TEST(DistributedTraining, ARankWithoutGhostsStillTakesPartInTheLayerZeroExchange
   const auto cpu = make_cpu_backend(1);
   const GlobalId first = 2 * world()->rank();
   const std::vector<GlobalId> owned{first, first + 1};
-  const auto plan = std::make_shared<const comm::HaloPlan>(
-      comm::HaloPlan::build(*world(), owned, {}, {}));
+  const auto plan =
+      std::make_shared<const comm::HaloPlan>(comm::HaloPlan::build(*world(), owned, {}, {}));
   Csr tile(cpu, 2, 2, 2);
   tile.row_ptr()[0] = 0;
   tile.row_ptr()[1] = 1;

@@ -24,6 +24,7 @@
 #include "tessera/gnn/aggregation.hpp"
 #include "tessera/gnn/gcn_conv.hpp"
 #include "tessera/gnn/gin_conv.hpp"
+#include "tessera/gnn/halo_blocks.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/sage_conv.hpp"

@@ -491,7 +491,8 @@ TEST(ChunkManager, AFineChunkSizeOverAWideAddressSpaceCostsNoTablePerAddress) {
 TEST(RowBlocks, WithoutABudgetOneCallCoversEveryRow) {
   std::vector<std::pair<std::int64_t, std::int64_t>> calls;
 
-  for_row_blocks(nullptr, 1000, {}, [&](std::int64_t b, std::int64_t e) { calls.emplace_back(b, e); });
+  for_row_blocks(nullptr, 1000, {},
+                 [&](std::int64_t b, std::int64_t e) { calls.emplace_back(b, e); });
 
   EXPECT_EQ(calls, (std::vector<std::pair<std::int64_t, std::int64_t>>{{0, 1000}}));
 }
@@ -517,6 +518,52 @@ TEST(RowBlocks, UnderABudgetEachBlockIsOnTheDeviceWhileItRuns) {
   EXPECT_GE(blocks, 16); // an eighth of the budget per block: half a chunk
   for (std::int64_t r = 0; r < 4096; r += 511)
     EXPECT_EQ(back[static_cast<std::size_t>(r * 64)], static_cast<float>(r));
+  EXPECT_LE(m.total().peak_device_bytes, 4 * kChunk);
+}
+
+TEST(RowBlocks, ASparseMatrixsBlocksAcquireTheirOffsetsAndEntriesOnly) {
+  // 20000 rows of 0-16 entries (~23 chunks of offsets, columns and values) under 4: each
+  // block reads its rows' offsets and entries, which fault unless acquired.
+  constexpr std::int64_t kRows = 20000;
+  Csr host(make_cpu_backend(1), kRows, 64, 0);
+  {
+    std::vector<Offset> row_ptr{0};
+    std::vector<LocalId> col;
+    for (std::int64_t r = 0; r < kRows; ++r) {
+      for (std::int64_t k = 0; k < r % 17; ++k)
+        col.push_back(static_cast<LocalId>(k));
+      row_ptr.push_back(static_cast<Offset>(col.size()));
+    }
+    host = Csr(make_cpu_backend(1), kRows, 64, static_cast<std::int64_t>(col.size()));
+    std::copy(row_ptr.begin(), row_ptr.end(), host.row_ptr());
+    std::copy(col.begin(), col.end(), host.col());
+    for (std::int64_t k = 0; k < host.nnz(); ++k)
+      host.val()[k] = static_cast<float>(k % 7);
+  }
+  ChunkManager m(make_cpu_backend(1), small_config(4));
+  const BackendPtr inputs = m.allocator(TensorKind::Input);
+  const Csr x = to_backend(host, inputs);
+  SparseRows sparse;
+  double sum = 0.0;
+  std::int64_t next = 0, blocks = 0;
+
+  for_row_blocks(&m, kRows, sparse.of(*inputs, x.view(), Access::Read),
+                 [&](std::int64_t b, std::int64_t e) {
+                   EXPECT_EQ(b, next);
+                   next = e;
+                   ++blocks;
+                   for (std::int64_t r = b; r < e; ++r)
+                     for (Offset k = x.row_ptr()[r]; k < x.row_ptr()[r + 1]; ++k)
+                       sum += x.val()[k] * (x.col()[k] + 1);
+                 });
+
+  double expected = 0.0;
+  for (std::int64_t k = 0; k < host.nnz(); ++k)
+    expected += host.val()[k] * (host.col()[k] + 1);
+  EXPECT_EQ(next, kRows);
+  EXPECT_GE(blocks, 8);
+  EXPECT_EQ(sum, expected);
+  EXPECT_EQ(sparse.offsets()[kRows], host.nnz());
   EXPECT_LE(m.total().peak_device_bytes, 4 * kChunk);
 }
 

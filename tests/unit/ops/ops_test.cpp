@@ -250,23 +250,31 @@ TEST_F(Ops, DropoutWithZeroProbabilityCopies) {
   EXPECT_EQ(values, std::vector<float>(a.val(), a.val() + a.nnz()));
 }
 
-TEST_F(Ops, DropoutCsrRejectsWrongValueCount) {
+TEST_F(Ops, DropoutCsrRejectsTooFewValues) {
   const auto a = random_csr<float>(cpu, 5, 7, 0.5, 1);
-  std::vector<float> values(static_cast<std::size_t>(a.nnz()) + 1);
+  std::vector<float> values(static_cast<std::size_t>(a.nnz()) - 1);
 
   EXPECT_THROW(ops::dropout_csr_values(*cpu, a.view(), std::span<float>(values), 0.5f, {}, {}),
                DimensionMismatch);
+  EXPECT_THROW(ops::dropout_csr_values(*cpu, a.view().row_slice(2, 5), std::span<float>(values),
+                                       0.0f, {}, RowIds{nullptr, 2}),
+               DimensionMismatch);
 }
 
-TEST_F(Ops, DropoutCsrRefusesARowSliceNotStartingAtEntryZero) {
+TEST_F(Ops, DropoutCsrOfRowSlicesWritesTheirEntriesAsTheWholeMatrixDoes) {
+  // Row blocks under a memory budget: each slice writes its entries, numbered as in the whole.
   const auto a = random_csr<float>(cpu, 6, 7, 0.5, 2);
-  const CsrView<float> tail = a.view().row_slice(3, 6);
-  ASSERT_GT(tail.row_ptr[0], 0);
-  ASSERT_EQ(ops::nnz(*cpu, tail), tail.nnz());
-  std::vector<float> values(static_cast<std::size_t>(tail.nnz()));
-
-  EXPECT_THAT([&] { ops::dropout_csr_values(*cpu, tail, std::span<float>(values), 0.5f, {}, {}); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("row slice")));
+  ASSERT_GT(a.view().row_slice(3, 6).row_ptr[0], 0);
+  const RngKey key = RngKey::make(5, RngPurpose::Dropout, 0, 1);
+  for (const float p : {0.0f, 0.5f}) {
+    std::vector<float> whole(static_cast<std::size_t>(a.nnz())), sliced(whole.size(), -1.0f);
+    ops::dropout_csr_values(*cpu, a.view(), std::span<float>(whole), p, key, {});
+    for (const auto& [b, e] : {std::pair{0, 3}, std::pair{3, 6}}) {
+      ops::dropout_csr_values(*cpu, a.view().row_slice(b, e), std::span<float>(sliced), p, key,
+                              RowIds{nullptr, b});
+    }
+    EXPECT_EQ(sliced, whole);
+  }
 }
 
 TEST_F(Ops, LossOpsRejectWrongLabelCountAndBadNormalizer) {

@@ -54,7 +54,7 @@ public:
 
   private:
     friend class HaloExchange;
-    enum class Kind { Gather, ScatterAdd };
+    enum class Kind { Gather, ScatterAdd, Rows };
     Kind kind_ = Kind::Gather;
     DenseView<T> x_;  // the matrix of the exchange
     DenseView<T> in_; // where received rows land (ghost rows, or the scatter-add buffer)
@@ -80,8 +80,19 @@ public:
   /// the owned rows hold then (so they may still be computed while the messages fly). Throws
   /// DimensionMismatch when dx does not have n_local rows. Collective over the plan's ranks.
   Request start_scatter_add(DenseView<T> dx);
-  /// Completes the exchange (for scatter-add, adds the received rows, peer by peer in rank
-  /// order, so the sum is the same every run) and leaves `request` inactive. Throws
+  /// The messages of start_gather and start_scatter_add for a caller that packs and unpacks
+  /// the rows itself (a matrix acquired a row block at a time under a memory budget). Gather:
+  /// `send` [num_send_rows, w] holds the plan's send rows in its order, `receive` [n_ghost, w]
+  /// gets the ghost rows. Scatter-add: `send` [n_ghost, w] holds the ghost rows' shares,
+  /// `receive` [num_send_rows, w] gets the peers' shares of the plan's send rows, block by
+  /// block as send_blocks() lays them out, not added (the caller adds them). Both in the
+  /// backend's memory, unchanged until wait(). Throws DimensionMismatch for other shapes.
+  /// Collective over the plan's ranks, and interchangeable with start_gather/start_scatter_add:
+  /// a rank may use either where its peers use the other.
+  Request start_gather_rows(ConstDenseView<T> send, DenseView<T> receive);
+  Request start_scatter_rows(ConstDenseView<T> send, DenseView<T> receive);
+  /// Completes the exchange (for start_scatter_add, adds the received rows, peer by peer in
+  /// rank order, so the sum is the same every run) and leaves `request` inactive. Throws
   /// InvalidArgument for an inactive request.
   void wait(Request& request);
 
@@ -92,6 +103,8 @@ public:
 
   /// The plan this exchange follows.
   const HaloPlan& plan() const noexcept { return *plan_; }
+  /// The backend whose memory the exchange's buffers and rows are in.
+  const BackendPtr& backend() const noexcept { return backend_; }
   /// Counters since construction or the last reset_stats().
   const HaloStats& stats() const noexcept { return stats_; }
   void reset_stats() noexcept { stats_ = {}; }
@@ -102,6 +115,10 @@ public:
 
 private:
   void check_shape(const char* what, DenseView<T> x) const;
+  /// Throws DimensionMismatch unless `send` and `receive` have `send_rows` and `receive_rows`
+  /// rows of one width.
+  void check_rows(const char* what, ConstDenseView<T> send, std::int64_t send_rows,
+                  DenseView<T> receive, std::int64_t receive_rows) const;
   /// Posts one exchange of x's rows: `out` (block b = rows [b.begin, b.begin + b.count)) goes to
   /// the peers of `out_blocks`, `in` receives from the peers of `in_blocks`.
   Request post(typename Request::Kind kind, DenseView<T> x, ConstDenseView<T> out,

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/engine/module.hpp"
+#include "tessera/engine/row_blocks.hpp"
 
 namespace tessera {
 
@@ -104,6 +105,7 @@ class Dropout final : public Module<T> {
   std::uint32_t layer_;
   Workspace<T> output_;
   Buffer<T> sparse_values_;  // dropped values of a sparse input
+  SparseRows sparse_rows_;   // a sparse input's row offsets, when it runs in row blocks
   Workspace<T> d_input_;
 };
 

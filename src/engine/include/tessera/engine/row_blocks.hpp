@@ -2,22 +2,33 @@
 // do, each piece's rows acquired while it computes.
 #pragma once
 
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <initializer_list>
-
 #include "tessera/core/op_params.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/module.hpp"
 
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
 namespace tessera {
 
-/// Rows of a row-major tensor that a row block acquires: its first row and its row stride.
+/// Rows of a tensor that a row block acquires: a row-major tensor's rows (a fixed stride), or
+/// a sparse matrix's entries (rows of varying length, found in host row offsets).
 struct RowTensor {
   const void* data = nullptr; ///< row 0 (nullptr: nothing to acquire)
-  std::size_t row_bytes = 0;  ///< bytes from one row to the next
+  std::size_t row_bytes = 0;  ///< bytes from one row to the next, or of one entry (`entries`)
   Access access = Access::Read;
+  /// Host row offsets [rows + 1] when rows are entries: row r is entries [entries[r],
+  /// entries[r + 1]) of row_bytes each; nullptr for a fixed stride.
+  const Offset* entries = nullptr;
+  /// Rows acquired past each block's end: 1 for a row_ptr, whose block [b, e) reads offset e.
+  std::int64_t extra_rows = 0;
+
+  /// Where row `row` starts, in bytes from `data`.
+  std::size_t offset(std::int64_t row) const noexcept {
+    return static_cast<std::size_t>(entries != nullptr ? entries[row] : row) * row_bytes;
+  }
 };
 
 /// A dense view's rows, to acquire with `access`.
@@ -43,24 +54,59 @@ inline std::int64_t block_rows(const ChunkManager* memory, std::int64_t rows,
 /// [begin, end) of every tensor acquired (per its access) for the call. Without a budget: one
 /// call over all rows, nothing acquired.
 template <typename F>
-void for_row_blocks(ChunkManager* memory, std::int64_t rows,
-                    std::initializer_list<RowTensor> tensors, F f) {
-  std::size_t row_bytes = 0;
-  for (const RowTensor& t : tensors)
-    row_bytes += t.row_bytes;
+void for_row_blocks(ChunkManager* memory, std::int64_t rows, const std::vector<RowTensor>& tensors,
+                    F f) {
+  std::size_t row_bytes = 0; // a sparse tensor's rows count at their mean length, rounded up
+  for (const RowTensor& t : tensors) {
+    row_bytes += t.entries == nullptr || rows == 0
+                     ? t.row_bytes
+                     : (t.offset(rows) - t.offset(0) + static_cast<std::size_t>(rows) - 1) /
+                           static_cast<std::size_t>(rows);
+  }
   const std::int64_t block = block_rows(memory, rows, row_bytes);
   for (std::int64_t begin = 0; begin < rows; begin += block) {
     const std::int64_t end = std::min(rows, begin + block);
     Pins pins(memory);
     for (const RowTensor& t : tensors) {
       if (t.data == nullptr) continue;
-      const auto* first = static_cast<const std::byte*>(t.data);
-      pins.add(first + static_cast<std::size_t>(begin) * t.row_bytes,
-               static_cast<std::size_t>(end - begin) * t.row_bytes, t.access);
+      const std::size_t first = t.offset(begin), last = t.offset(end + t.extra_rows);
+      if (last > first)
+        pins.add(static_cast<const std::byte*>(t.data) + first, last - first, t.access);
     }
     f(begin, end);
   }
 }
+
+/// A sparse matrix's row_ptr, col and val (val per its own access) as row tensors, for a matrix
+/// in a manager's chunks: its row offsets are copied to the host at the first call and kept
+/// while the matrix's row_ptr, shape and entry count stay the same (each call reads its first
+/// and last offsets through `backend` to check).
+class SparseRows {
+public:
+  template <typename T>
+  std::vector<RowTensor> of(const Backend& backend, CsrView<T> x, Access values) {
+    Offset ends[2] = {0, 0};
+    if (x.rows > 0) {
+      backend.copy_to_host(&ends[0], x.row_ptr, sizeof(Offset));
+      backend.copy_to_host(&ends[1], x.row_ptr + x.rows, sizeof(Offset));
+    }
+    if (x.row_ptr != row_ptr_ || static_cast<std::int64_t>(host_.size()) != x.rows + 1 ||
+        host_.front() != ends[0] || host_.back() != ends[1]) {
+      host_.resize(static_cast<std::size_t>(x.rows) + 1);
+      backend.copy_to_host(host_.data(), x.row_ptr, host_.size() * sizeof(Offset));
+      row_ptr_ = x.row_ptr;
+    }
+    return {{x.row_ptr, sizeof(Offset), Access::Read, nullptr, 1},
+            {x.col, sizeof(LocalId), Access::Read, host_.data()},
+            {x.val, sizeof(T), values, host_.data()}};
+  }
+  /// The host row offsets of the matrix last given to of() ([rows + 1]).
+  const Offset* offsets() const noexcept { return host_.data(); }
+
+private:
+  const Offset* row_ptr_ = nullptr;
+  std::vector<Offset> host_;
+};
 
 /// Whether a module's working set of `bytes` (acquired whole, as Sequential does, in chunks)
 /// may exceed `memory`'s device budget: the module then runs in row blocks instead. Below it a
@@ -80,12 +126,17 @@ ChunkManager* own_memory(const Module<T>& module, const BackendPtr& backend, con
   return memory != nullptr && module.acquires_own_memory(*memory, x) ? memory : nullptr;
 }
 
-/// Whether an elementwise layer on dense `x` (input, output and input gradient, all x's shape)
-/// runs in row blocks; a sparse x goes whole.
+/// Whether an elementwise layer on `x` runs in row blocks: on a dense x its input, output and
+/// input gradient (all x's shape), on a sparse x its row offsets, columns, values and output
+/// values (x must be in `memory`'s chunks).
 template <typename T>
-bool elementwise_exceeds_budget(const ChunkManager& memory, const Input<T>& x) noexcept {
-  return !x.is_sparse() &&
-         exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
+bool elementwise_exceeds_budget(const ChunkManager& memory, const Input<T>& x) {
+  if (!x.is_sparse()) {
+    return exceeds_budget(memory, 3 * static_cast<std::size_t>(x.dense.size()) * sizeof(T));
+  }
+  return exceeds_budget(memory, memory.tensor_size(x.sparse.row_ptr) +
+                                    memory.tensor_size(x.sparse.col) +
+                                    2 * memory.tensor_size(x.sparse.val));
 }
 
 /// The mode of a parameter gradient summed over row blocks: the first block's (begin == 0) as

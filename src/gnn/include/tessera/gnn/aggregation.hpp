@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/layers.hpp"
+#include "tessera/gnn/halo_blocks.hpp"
 
 namespace tessera {
 
@@ -56,13 +58,15 @@ class Aggregation {
   /// valid until the next backward). With a halo the owned rows include the other ranks' terms.
   DenseView<T> backward(ConstDenseView<T> dy);
 
-  /// Under a memory budget, without a halo: y = S · x (forward_tiled) and dx = Sᵀ · dy
-  /// (backward_tiled, into the buffer backward() uses) over 2-D tiles of S — row blocks of y
-  /// by row blocks of x, each tile's rows of y, rows of x and entries of S acquired while it
-  /// multiplies — so the working set is a few blocks whatever the sizes. The partial products
-  /// are summed in another order than forward()'s (within rounding of it). The tiles are made
-  /// at the first call (column tiles of S and Sᵀ in the manager's matrix chunks).
+  /// Under a memory budget: forward(), forward_local() and backward() over 2-D tiles of S —
+  /// row blocks of y by row blocks of x, each tile's rows of y, rows of x and entries of S
+  /// acquired while it multiplies — so the working set is a few blocks whatever the sizes.
+  /// With a halo, the rows exchanged are packed and unpacked block by block too (HaloInBlocks)
+  /// and the exchange does not overlap the product. The partial products are summed in another
+  /// order than forward()'s (within rounding of it). The tiles are made at the first call
+  /// (column tiles of S and Sᵀ in the manager's matrix chunks).
   void forward_tiled(ConstDenseView<T> x, DenseView<T> y);
+  void forward_local_tiled(std::int64_t f, DenseView<T> y);
   DenseView<T> backward_tiled(ConstDenseView<T> dy);
   /// Bytes of S and, when it is stored apart, Sᵀ.
   std::size_t matrix_bytes() const noexcept;
@@ -79,8 +83,10 @@ class Aggregation {
     std::vector<Offset> starts;        // [column tile][row block + 1], host memory
   };
   const Tiles& tiles(const CsrT<T>& s, Tiles& cache, std::int64_t block);
-  /// Rows per block of the tiles for products `width` wide (InvalidArgument with a halo).
+  /// Rows per block of the tiles for products `width` wide.
   std::int64_t tile_rows(std::int64_t width) const;
+  /// The exchange in row blocks over halo_ (made at the first call).
+  HaloInBlocks<T>& halo_in_blocks();
   /// y = s · x over `t`.
   void multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y);
 
@@ -90,6 +96,7 @@ class Aggregation {
   Tiles tiles_, tiles_t_;
   comm::HaloExchange<T>* halo_ = nullptr;
   std::int64_t n_interior_ = 0;
+  std::unique_ptr<HaloInBlocks<T>> halo_in_blocks_;
   Workspace<T> local_;    // [n_local, f]: the input with its ghost rows
   Workspace<T> d_local_;  // [n_local, f]: Sᵀ · dy
 };
@@ -111,7 +118,7 @@ class AggregateTransform {
 
   /// y = S·x·W. x: [aggregation().input_rows(), in], dense or (transform-first) sparse;
   /// w: [in, out]; y: [aggregation().rows(), out], overwritten. `layer` names errors.
-  /// `blocks` (a budgeted manager, without a halo): the products run over row blocks and
+  /// `blocks` (a budgeted manager): the products run over row blocks and
   /// tiles of S, each piece acquired while it computes (Aggregation::forward_tiled).
   void forward(const std::string& layer, Input<T> x, ConstDenseView<T> w, DenseView<T> y,
                ChunkManager* blocks = nullptr);
@@ -132,6 +139,8 @@ class AggregateTransform {
   DenseView<T> backward_in_blocks(Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
                                   GradientMode input_mode, GradientMode param_mode,
                                   ChunkManager& blocks);
+  /// x's rows for for_row_blocks: a dense x's rows, a sparse x's row offsets and entries.
+  std::vector<RowTensor> input_rows(const Input<T>& x);
 
   BackendPtr backend_;
   Aggregation<T> aggregation_;
@@ -140,6 +149,7 @@ class AggregateTransform {
   Workspace<T> d_mid_;    // [rows, in]: its gradient dy·Wᵀ
   Workspace<T> d_input_;  // [input rows, in] (transform first)
   Workspace<T> scratch_;  // [in, out]: dW of a sparse x when accumulating
+  SparseRows sparse_rows_; // a sparse x's row offsets, when the products run in row blocks
 };
 
 }  // namespace tessera

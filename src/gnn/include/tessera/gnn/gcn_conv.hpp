@@ -59,8 +59,9 @@ class GcnConv final : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
-  /// On one process, when its working set (S, input, output, the product between) may exceed
-  /// the budget: products over row blocks and 2-D tiles of S (Aggregation::forward_tiled).
+  /// When its working set (S, input, output, the product between) may exceed the budget:
+  /// products over row blocks and 2-D tiles of S, and halos packed block by block
+  /// (Aggregation::forward_tiled).
   bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
   /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no

@@ -105,8 +105,10 @@ std::int64_t nnz(const Backend& backend, CsrView<T> a);
 
 /// Dropout on the stored values of a sparse matrix with the dense mask semantics:
 /// out_val[k] = in_val[k] · mask(row, col[k]) / (1 - p). Same structure, values only.
-/// in: [n, f] CSR starting at entry 0 (row_ptr[0] == 0), out_val: [nnz(backend, in)].
-/// Throws InvalidArgument unless 0 <= p < 1 and row_ptr[0] == 0.
+/// in: [n, f] CSR, whole or a row slice (entries keep the whole matrix's numbering); out_val:
+/// the values of the whole matrix, at least row_ptr[n] of them, of which entries
+/// [row_ptr[0], row_ptr[n]) are written. Throws InvalidArgument unless 0 <= p < 1, and
+/// DimensionMismatch for a shorter out_val.
 template <typename T>
 void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,
                         const RngKey& key, RowIds rows);
