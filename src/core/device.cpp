@@ -48,6 +48,29 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 /// oversubscribed tests, far below what exhausts memory for thread stacks.
 constexpr int kThreadsPerCore = 4;
 
+/// memcpy over the backend's threads for a large copy: one core copies at a fraction of the
+/// memory bandwidth (5.9 GB/s here for 64 MiB, 14 GB/s on two), and the chunk engine's moves
+/// are 64 MiB each. Small copies, and copies made inside a parallel region, stay one memcpy.
+void copy_bytes_parallel(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t kParallelFrom = std::size_t{1} << 20, kAlign = 64;
+  if (bytes < kParallelFrom || omp_in_parallel() || omp_get_max_threads() == 1) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return;
+  }
+#pragma omp parallel
+  {
+    const auto parts = static_cast<std::size_t>(omp_get_num_threads());
+    const std::size_t share = (bytes / parts + kAlign - 1) / kAlign * kAlign;
+    const std::size_t begin =
+        std::min(bytes, static_cast<std::size_t>(omp_get_thread_num()) * share);
+    const std::size_t end = std::min(bytes, begin + share);
+    if (end > begin) {
+      std::memcpy(static_cast<std::byte*>(dst) + begin, static_cast<const std::byte*>(src) + begin,
+                  end - begin);
+    }
+  }
+}
+
 /// The CPU backend's events: its work is done by the time a call returns, so every event is
 /// ready when made.
 class ReadyEvent final : public Event {
@@ -83,13 +106,13 @@ public:
   void deallocate(void* ptr, std::size_t) const noexcept override { std::free(ptr); }
 
   void copy_from_host(void* dst, const void* src, std::size_t bytes) const override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    copy_bytes_parallel(dst, src, bytes);
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    copy_bytes_parallel(dst, src, bytes);
   }
   void copy_within(void* dst, const void* src, std::size_t bytes) const override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    copy_bytes_parallel(dst, src, bytes);
   }
   void zero_bytes(void* dst, std::size_t bytes) const override {
     if (bytes > 0) std::memset(dst, 0, bytes);
@@ -104,7 +127,7 @@ public:
   }
   std::shared_ptr<Event> copy_async(void* dst, const void* src, std::size_t bytes,
                                     CopyDirection) const override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+    copy_bytes_parallel(dst, src, bytes);
     return std::make_shared<ReadyEvent>();
   }
   std::shared_ptr<Event> record(Stream) const override { return std::make_shared<ReadyEvent>(); }

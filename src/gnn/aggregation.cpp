@@ -107,44 +107,45 @@ template <typename T> std::size_t Aggregation<T>::matrix_bytes() const noexcept 
 
 template <typename T>
 const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Tiles& cache,
-                                                            std::int64_t block) {
-  if (cache.block == block) return cache;
+                                                            TileShape shape) {
+  if (cache.shape.rows == shape.rows && cache.shape.cols == shape.cols) return cache;
   ChunkManager* memory = manager_of(backend_);
   // The tiles live apart from any module's working set: acquired only tile by tile.
   AllocationScope outside(memory, nullptr);
   cache = Tiles{};
-  const CsrT<T> host = to_backend(s, make_cpu_backend(1));
+  const CsrT<T> host = to_backend(s, make_cpu_backend()); // (a thread count would set OpenMP's)
   std::vector<std::int64_t> bounds{0};
-  for (std::int64_t c = block; c < s.cols(); c += block)
+  for (std::int64_t c = shape.cols; c < s.cols(); c += shape.cols)
     bounds.push_back(c);
   bounds.push_back(s.cols());
   const std::vector<CsrT<T>> columns = graph::split_columns(host, bounds);
-  const std::int64_t row_blocks = (s.rows() + block - 1) / block;
+  const std::int64_t row_blocks = (s.rows() + shape.rows - 1) / shape.rows;
   for (const CsrT<T>& tile : columns) {
     for (std::int64_t i = 0; i <= row_blocks; ++i)
-      cache.starts.push_back(tile.row_ptr()[std::min(s.rows(), i * block)]);
+      cache.starts.push_back(tile.row_ptr()[std::min(s.rows(), i * shape.rows)]);
     cache.columns.push_back(to_backend(tile, memory_for(backend_, TensorKind::Matrix)));
   }
-  cache.block = block;
+  cache.shape = shape;
   return cache;
 }
 
 template <typename T>
 void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y) {
   ChunkManager* memory = manager_of(backend_);
-  const std::int64_t row_blocks = (y.rows + t.block - 1) / t.block;
+  const auto [block_rows, block_cols] = t.shape;
+  const std::int64_t row_blocks = (y.rows + block_rows - 1) / block_rows;
   for (std::int64_t i = 0; i < row_blocks; ++i) {
-    const std::int64_t r0 = i * t.block, r1 = std::min(y.rows, r0 + t.block);
+    const std::int64_t r0 = i * block_rows, r1 = std::min(y.rows, r0 + block_rows);
     const DenseView<T> out = y.slice_rows(r0, r1);
     Pins rows(memory); // the first column tile overwrites them, the others add to them
     rows.add_dense(ConstDenseView<T>(out), Access::Write);
     for (std::size_t j = 0; j < t.columns.size(); ++j) {
       const CsrT<T>& tile = t.columns[j];
-      const std::int64_t c0 = static_cast<std::int64_t>(j) * t.block;
+      const std::int64_t c0 = static_cast<std::int64_t>(j) * block_cols;
       const Offset* starts = t.starts.data() + j * static_cast<std::size_t>(row_blocks + 1);
       const auto entries = static_cast<std::size_t>(starts[i + 1] - starts[i]);
       Pins pins(memory);
-      pins.add_dense(x.slice_rows(c0, std::min(x.rows, c0 + t.block)), Access::Read);
+      pins.add_dense(x.slice_rows(c0, std::min(x.rows, c0 + block_cols)), Access::Read);
       pins.add(tile.row_ptr() + r0, static_cast<std::size_t>(r1 - r0 + 1) * sizeof(Offset),
                Access::Read);
       pins.add(tile.col() + starts[i], entries * sizeof(LocalId), Access::Read);
@@ -154,10 +155,20 @@ void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseVi
   }
 }
 
-template <typename T> std::int64_t Aggregation<T>::tile_rows(std::int64_t width) const {
-  // A block of rows of the output and one of the input, both `width` wide.
-  return block_rows(manager_of(backend_), std::max(rows(), local_rows()),
-                    2 * static_cast<std::size_t>(width) * sizeof(T));
+template <typename T>
+typename Aggregation<T>::TileShape Aggregation<T>::tile_shape(std::int64_t width) const {
+  // An output block stays while every column tile adds to it; an input block comes in per tile,
+  // once per output block, so tall output blocks move fewer bytes. Shares of the budget: a
+  // quarter for an output block, an eighth for an input block, an eighth for S's entries in an
+  // output block's rows (at their mean per row, over S and Sᵀ).
+  const ChunkManager* memory = manager_of(backend_);
+  const std::int64_t n = std::max(rows(), local_rows());
+  const std::size_t entry_bytes =
+      std::max(s_->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(rows(), 1)),
+               s_t_->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(local_rows(), 1)));
+  const std::int64_t cols = block_rows(memory, n, static_cast<std::size_t>(width) * sizeof(T));
+  return {std::min({2 * cols, n, block_rows(memory, n, std::max<std::size_t>(entry_bytes, 1))}),
+          cols};
 }
 
 template <typename T> HaloInBlocks<T>& Aggregation<T>::halo_in_blocks() {
@@ -168,7 +179,7 @@ template <typename T> HaloInBlocks<T>& Aggregation<T>::halo_in_blocks() {
 template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
-    multiply_tiled(tiles(*s_, tiles_, tile_rows(x.cols)), x, y);
+    multiply_tiled(tiles(*s_, tiles_, tile_shape(x.cols)), x, y);
     return;
   }
   const DenseView<T> local = local_input(x.cols);
@@ -183,14 +194,14 @@ template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, De
 template <typename T> void Aggregation<T>::forward_local_tiled(std::int64_t f, DenseView<T> y) {
   const DenseView<T> x = local_input(f);
   if (halo_ != nullptr) halo_in_blocks().gather(*manager_of(backend_), x);
-  multiply_tiled(tiles(*s_, tiles_, tile_rows(f)), ConstDenseView<T>(x), y);
+  multiply_tiled(tiles(*s_, tiles_, tile_shape(f)), ConstDenseView<T>(x), y);
 }
 
 template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView<T> dy) {
-  const std::int64_t block = tile_rows(dy.cols);
+  const TileShape shape = tile_shape(dy.cols);
   DenseView<T> dx = d_local_.get(local_rows(), dy.cols);
   // A symmetric S is its own transpose: one set of tiles.
-  multiply_tiled(s_t_ == s_ ? tiles(*s_, tiles_, block) : tiles(*s_t_, tiles_t_, block), dy, dx);
+  multiply_tiled(s_t_ == s_ ? tiles(*s_, tiles_, shape) : tiles(*s_t_, tiles_t_, shape), dy, dx);
   if (halo_ == nullptr) return dx;
   halo_in_blocks().scatter_add(*manager_of(backend_), dx);
   return dx.slice_rows(0, rows());

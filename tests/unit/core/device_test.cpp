@@ -112,6 +112,13 @@ TEST(CpuBackend, AddressSpaceSlotKeepsItsBytesWhenMappedElsewhere) {
 
   const auto* moved = reinterpret_cast<const unsigned char*>(space->base() + 2 * page);
   EXPECT_TRUE(std::equal(expected.begin(), expected.end(), moved));
+  // A slot's pages are in one place at a time: mapping it at a second offset is refused.
+  EXPECT_THAT([&] { space->map(0, 1); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("already mapped")));
+  space->unmap(2 * page);
+  space->map(3 * page, 1);
+  EXPECT_TRUE(std::equal(expected.begin(), expected.end(),
+                         reinterpret_cast<const unsigned char*>(space->base() + 3 * page)));
 }
 
 } // namespace

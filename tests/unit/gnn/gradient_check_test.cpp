@@ -1,13 +1,12 @@
 // Finite-difference gradient checks in float64 for every graph layer and the GCN model, and the
 // GCN layer in row blocks and tiles (under a tiny memory budget) against the whole layer.
-#include <gtest/gtest.h>
-
-#include <cmath>
-#include <memory>
-
 #include "tessera/engine/row_blocks.hpp"
 #include "tessera/tessera.hpp"
 #include "unit/gradient_check.hpp"
+
+#include <cmath>
+#include <gtest/gtest.h>
+#include <memory>
 
 namespace tessera {
 namespace {
@@ -38,7 +37,8 @@ CsrT<double> small_normalized_graph() {
 CsrT<double> csr_from_rows(std::int64_t cols,
                            const std::vector<std::vector<std::pair<LocalId, double>>>& rows) {
   std::int64_t nnz = 0;
-  for (const auto& row : rows) nnz += static_cast<std::int64_t>(row.size());
+  for (const auto& row : rows)
+    nnz += static_cast<std::int64_t>(row.size());
   CsrT<double> out(cpu(), static_cast<std::int64_t>(rows.size()), cols, nnz);
   Offset k = 0;
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -95,7 +95,8 @@ TEST(GradientCheck, GcnConvAggregateFirstMatchesFiniteDifferences) {
 
 TEST(GradientCheck, GcnConvWithNonSymmetricAdjacencyUsesTranspose) {
   CsrT<double> a = small_normalized_graph();
-  for (std::int64_t k = 0; k < a.nnz(); ++k) a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 3);
+  for (std::int64_t k = 0; k < a.nnz(); ++k)
+    a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 3);
   const CsrT<double> at = graph::transpose(a);
   GcnConv<double> conv(cpu(), a, at, 4, 2, false, 3, 1);
   Matrix x = random_matrix(7, 4, 3);
@@ -134,12 +135,17 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
     edges.add(u, (u * u + 11) % 300);
   }
   CsrT<double> a = graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges)).cast<double>();
-  for (std::int64_t k = 0; k < a.nnz(); ++k) a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 5);
+  for (std::int64_t k = 0; k < a.nnz(); ++k)
+    a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 5);
   const CsrT<double> at = graph::transpose(a);
   const Matrix x = random_matrix(300, 5, 7);
   const Matrix d_out = random_matrix(300, 3, 8);
 
-  for (const GcnOrder order : {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+  // The tiles are cut on the host; that must not leave OpenMP at one thread (it once did:
+  // every budgeted epoch after it ran on one core).
+  const BackendPtr two_threads = make_cpu_backend(2);
+  for (const GcnOrder order :
+       {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
     SCOPED_TRACE(order == GcnOrder::AggregateThenTransform ? "aggregate first" : "transform first");
     OffloadConfig config;
     config.chunk_bytes = std::size_t{4} << 10;
@@ -154,8 +160,8 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
     tiled.add(std::make_unique<Linear<double>>(managed, 5, 4, true, 3, 0));
     tiled.add(std::make_unique<GcnConv<double>>(managed, am, atm, 4, 3, true, 3, 1, order));
     tiled.use_memory(&memory);
-    ASSERT_TRUE(tiled.modules()[1]->acquires_own_memory(memory, Input<double>(ConstDenseView<double>(
-                                                                    x.data(), 300, 4))));
+    ASSERT_TRUE(tiled.modules()[1]->acquires_own_memory(
+        memory, Input<double>(ConstDenseView<double>(x.data(), 300, 4))));
 
     for (Sequential<double>* model : {&whole, &tiled}) {
       for (const GradientMode mode : {GradientMode::Overwrite, GradientMode::Accumulate}) {
@@ -177,6 +183,7 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
     }
     EXPECT_GT(memory.total().device_to_host_bytes + memory.total().dropped_bytes, 0u);
     EXPECT_LE(memory.total().peak_device_bytes, config.device_bytes);
+    EXPECT_EQ(two_threads->num_threads(), 2);
   }
 }
 
@@ -189,7 +196,8 @@ std::pair<CsrT<double>, CsrT<double>> small_mean_aggregation() {
 
 TEST(GradientCheck, SageConvBothOrdersMatchFiniteDifferences) {
   const auto [m, mt] = small_mean_aggregation();
-  for (const GcnOrder order : {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+  for (const GcnOrder order :
+       {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
     SageConv<double> sage(cpu(), m, mt, 4, 3, true, 5, 0, order);
     Matrix x = random_matrix(7, 4, 6);
 
@@ -208,7 +216,8 @@ TEST(GradientCheck, SageConvWithSparseInputMatchesFiniteDifferencesForWeights) {
 TEST(GradientCheck, GinAggregateMatchesFiniteDifferencesIncludingEpsilon) {
   graph::EdgeList edges;
   edges.num_nodes = 6;
-  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {0, 3}, {4, 5}}) edges.add(u, v);
+  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {0, 3}, {4, 5}})
+    edges.add(u, v);
   const CsrT<double> a = graph::build_symmetric_csr(cpu(), edges).cast<double>();
   GinAggregate<double> gin(cpu(), a, a, 3, 0.25, 0);
   Matrix x = random_matrix(6, 3, 9);
@@ -219,7 +228,8 @@ TEST(GradientCheck, GinAggregateMatchesFiniteDifferencesIncludingEpsilon) {
 TEST(GradientCheck, GinAggregateWithBiasMatchesFiniteDifferences) {
   graph::EdgeList edges;
   edges.num_nodes = 5;
-  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {1, 3}}) edges.add(u, v);
+  for (auto [u, v] : {std::pair{0, 1}, {1, 2}, {2, 3}, {3, 4}, {0, 4}, {1, 3}})
+    edges.add(u, v);
   const CsrT<double> a = graph::build_symmetric_csr(cpu(), edges).cast<double>();
   GinAggregate<double> gin(cpu(), a, a, 4, -0.1, 1, true);
   ASSERT_EQ(gin.parameters().size(), 2u);
@@ -244,5 +254,5 @@ TEST(GradientCheck, TwoLayerGcnModelMatchesFiniteDifferences) {
   expect_parameter_gradients_match(objective, model.parameters());
 }
 
-}  // namespace
-}  // namespace tessera
+} // namespace
+} // namespace tessera

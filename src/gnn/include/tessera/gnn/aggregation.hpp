@@ -75,16 +75,20 @@ class Aggregation {
   std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
 
  private:
-  /// A matrix cut into column tiles of `block` columns, and where each row block of `block`
-  /// rows starts in each tile (so a 2-D tile's entries can be acquired alone).
+  /// Rows per block of the output, and columns per tile (rows per block of the input).
+  struct TileShape {
+    std::int64_t rows = 0, cols = 0;
+  };
+  /// A matrix cut into column tiles of shape.cols columns, and where each row block of
+  /// shape.rows rows starts in each tile (so a 2-D tile's entries can be acquired alone).
   struct Tiles {
-    std::int64_t block = 0;
+    TileShape shape;
     std::vector<CsrT<T>> columns;      // [column tile]: S's shape, global column ids
     std::vector<Offset> starts;        // [column tile][row block + 1], host memory
   };
-  const Tiles& tiles(const CsrT<T>& s, Tiles& cache, std::int64_t block);
-  /// Rows per block of the tiles for products `width` wide.
-  std::int64_t tile_rows(std::int64_t width) const;
+  const Tiles& tiles(const CsrT<T>& s, Tiles& cache, TileShape shape);
+  /// The tiles' shape for products `width` wide.
+  TileShape tile_shape(std::int64_t width) const;
   /// The exchange in row blocks over halo_ (made at the first call).
   HaloInBlocks<T>& halo_in_blocks();
   /// y = s · x over `t`.
