@@ -157,18 +157,32 @@ void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseVi
 
 template <typename T>
 typename Aggregation<T>::TileShape Aggregation<T>::tile_shape(std::int64_t width) const {
-  // An output block stays while every column tile adds to it; an input block comes in per tile,
-  // once per output block, so tall output blocks move fewer bytes. Shares of the budget: a
-  // quarter for an output block, an eighth for an input block, an eighth for S's entries in an
-  // output block's rows (at their mean per row, over S and Sᵀ).
   const ChunkManager* memory = manager_of(backend_);
-  const std::int64_t n = std::max(rows(), local_rows());
+  const std::int64_t n = std::max<std::int64_t>({rows(), local_rows(), 1});
+  if (memory == nullptr || !memory->budgeted()) return {n, n};
+  // An output block stays while every column tile adds to it; an input block comes in once per
+  // output block, so tall output blocks move fewer bytes. Shares: a quarter of the budget for an
+  // output block, an eighth for an input block, an eighth for S's entries in an output block's
+  // rows (at their mean per row, over S and Sᵀ); the rest for what else is pinned (parameters).
+  // Under a budget of few chunks, of what is left once the tile's five pieces (output and input
+  // blocks, S's offsets, columns and values) and the parameters may each straddle a chunk
+  // boundary: half, a quarter and a quarter of the budget less eight chunks.
+  const OffloadConfig& config = memory->config();
+  const std::size_t budget = config.device_bytes;
+  const std::size_t usable =
+      std::max(budget - std::min(budget, 8 * config.chunk_bytes), budget / 8);
+  const auto rows_in = [n](std::size_t bytes, std::size_t row_bytes) {
+    const auto fit = static_cast<std::int64_t>(bytes / std::max<std::size_t>(row_bytes, 1));
+    return std::clamp<std::int64_t>(fit, 1, n);
+  };
+  const auto row_bytes = static_cast<std::size_t>(width) * sizeof(T);
   const std::size_t entry_bytes =
       std::max(s_->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(rows(), 1)),
                s_t_->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(local_rows(), 1)));
-  const std::int64_t cols = block_rows(memory, n, static_cast<std::size_t>(width) * sizeof(T));
-  return {std::min({2 * cols, n, block_rows(memory, n, std::max<std::size_t>(entry_bytes, 1))}),
-          cols};
+  const std::size_t out_share = std::min(budget / 4, usable / 2);
+  const std::size_t quarter_share = std::min(budget / 8, usable / 4);
+  return {std::min(rows_in(out_share, row_bytes), rows_in(quarter_share, entry_bytes)),
+          rows_in(quarter_share, row_bytes)};
 }
 
 template <typename T> HaloInBlocks<T>& Aggregation<T>::halo_in_blocks() {
