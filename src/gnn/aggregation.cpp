@@ -228,13 +228,23 @@ AggregateTransform<T>::AggregateTransform(BackendPtr backend, const CsrT<T>& s, 
       transform_first_(transform_first), mid_(backend_), d_mid_(backend_), d_input_(backend_),
       scratch_(backend_) {}
 
-namespace {
-
-template <typename T> Input<T> input_slice(const Input<T>& x, std::int64_t b, std::int64_t e) {
-  return x.is_sparse() ? Input<T>(x.sparse.row_slice(b, e)) : Input<T>(x.dense.slice_rows(b, e));
+template <typename T>
+std::size_t AggregateTransform<T>::working_set_bytes(const ChunkManager& memory, const Input<T>& x,
+                                                     std::int64_t out) const {
+  const Aggregation<T>& a = aggregation_;
+  const auto in_row = static_cast<std::size_t>(x.cols()) * sizeof(T);
+  const auto out_row = static_cast<std::size_t>(out) * sizeof(T);
+  const std::size_t input =
+      x.is_sparse() ? static_cast<std::size_t>(x.rows() + 1) * sizeof(Offset) +
+                          memory.tensor_size(x.sparse.col) + memory.tensor_size(x.sparse.val)
+                    : 2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T);
+  const auto rows = static_cast<std::size_t>(a.rows());
+  const auto local_rows = static_cast<std::size_t>(a.local_rows());
+  const std::size_t between =
+      transform_first_ ? 2 * local_rows * out_row
+                       : 2 * rows * in_row + (a.halo() != nullptr ? 2 * local_rows * in_row : 0);
+  return a.matrix_bytes() + input + rows * out_row + between;
 }
-
-} // namespace
 
 template <typename T> std::vector<RowTensor> AggregateTransform<T>::input_rows(const Input<T>& x) {
   if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
@@ -254,7 +264,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
     std::vector<RowTensor> tensors = input_rows(x);
     tensors.push_back(rows_of(xw, Access::Write));
     for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
-      multiply_weight(*backend_, input_slice(x, b, e), w, xw.slice_rows(b, e));
+      multiply_weight(*backend_, x.slice_rows(b, e), w, xw.slice_rows(b, e));
     });
     aggregation_.forward_local_tiled(w.cols, y);
     return;
@@ -333,7 +343,7 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
     }
     for_row_blocks(&blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
       const ConstDenseView<T> d_block(d_xw.slice_rows(b, e));
-      weight_gradient(*backend_, input_slice(x, b, e), d_block, w, block_mode(param_mode, b),
+      weight_gradient(*backend_, x.slice_rows(b, e), d_block, w, block_mode(param_mode, b),
                       scratch_);
       if (dx.data == nullptr) return;
       ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_block, w.value.cview(), beta,

@@ -68,26 +68,11 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
 
 template <typename T>
 bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  const Aggregation<T>& a = product_.aggregation();
-  // What Sequential would acquire at once: the parameters and their gradients, S, the input and
-  // its gradient (a sparse input has none: its offsets, columns and values), the output or its
-  // gradient, and the product in between with its gradient (x·W and Sᵀ·dy at the output's width
-  // transform-first; S·x and dy·Wᵀ at the input's width aggregate-first, and distributed the
-  // input with its ghost rows).
-  const auto in = static_cast<std::size_t>(weight_.value.rows()) * sizeof(T);
-  const auto out = static_cast<std::size_t>(weight_.value.cols()) * sizeof(T);
-  const std::size_t input =
-      x.is_sparse() ? static_cast<std::size_t>(x.rows() + 1) * sizeof(Offset) +
-                          memory.tensor_size(x.sparse.col) + memory.tensor_size(x.sparse.val)
-                    : 2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T);
-  const auto rows = static_cast<std::size_t>(a.rows());
-  const std::size_t between =
-      product_.transforms_first()
-          ? 2 * static_cast<std::size_t>(a.local_rows()) * out
-          : 2 * rows * in +
-                (a.halo() != nullptr ? 2 * static_cast<std::size_t>(a.local_rows()) * in : 0);
+  // What Sequential would acquire at once: the product's working set, the parameters and their
+  // gradients.
   const std::size_t parameters = 2 * (weight_.value.bytes() + bias_.value.bytes());
-  return exceeds_budget(memory, a.matrix_bytes() + input + rows * out + between + parameters);
+  return exceeds_budget(memory,
+                        product_.working_set_bytes(memory, x, weight_.value.cols()) + parameters);
 }
 
 template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {

@@ -1,8 +1,9 @@
 // SageConv forward and backward: a self term and a mean-aggregated neighbour term.
 #include "tessera/gnn/sage_conv.hpp"
 
-#include "tessera/engine/weight_products.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/engine/row_blocks.hpp"
+#include "tessera/engine/weight_products.hpp"
 
 namespace tessera {
 
@@ -10,31 +11,38 @@ template <typename T>
 SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& mean_t,
                       std::int64_t in_features, std::int64_t out_features, bool bias,
                       std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
-    : backend_(backend),
-      neighbours_(backend, mean, mean_t,
-                  tessera::transforms_first(order, in_features, out_features)),
+    : backend_(backend), neighbours_(backend, mean, mean_t,
+                                     tessera::transforms_first(order, in_features, out_features)),
       // The two weights get different random fields: layer_index for one, a shifted one for
       // the other, so they are independent.
       self_weight_(make_weight<T>(backend, "sage" + std::to_string(layer_index) + ".self",
-                                          in_features, out_features, seed, 2 * layer_index)),
-      neigh_weight_(make_weight<T>(backend,
-                                           "sage" + std::to_string(layer_index) + ".neighbour",
-                                           in_features, out_features, seed, 2 * layer_index + 1)),
-      bias_(make_bias<T>(backend, "sage" + std::to_string(layer_index) + ".bias",
-                                 out_features, bias)),
+                                  in_features, out_features, seed, 2 * layer_index)),
+      neigh_weight_(make_weight<T>(backend, "sage" + std::to_string(layer_index) + ".neighbour",
+                                   in_features, out_features, seed, 2 * layer_index + 1)),
+      bias_(make_bias<T>(backend, "sage" + std::to_string(layer_index) + ".bias", out_features,
+                         bias)),
       self_(backend), output_(backend), scratch_(backend) {}
 
 template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t out = self_weight_.value.cols();
   const std::int64_t n = neighbours_.aggregation().rows();
   neighbours_.aggregation().check_layer_input(name(), x, self_weight_.value.rows());
+  ChunkManager* blocks = own_memory(*this, backend_, x);
   DenseView<T> y = output_.get(n, out); // M·x·W_neigh + x·W_self + b
-  neighbours_.forward(name(), x, neigh_weight_.value.cview(), y);
+  neighbours_.forward(name(), x, neigh_weight_.value.cview(), y, blocks);
   DenseView<T> self = self_.get(n, out); // x·W_self over the owned rows
-  multiply_weight(*backend_, x.first_rows(n), self_weight_.value.cview(), self);
-  ops::axpy(*backend_, T{1}, std::span<const T>(self.data, static_cast<std::size_t>(self.size())),
-            std::span<T>(y.data, static_cast<std::size_t>(y.size())));
-  add_bias(*backend_, y, bias_);
+  const Input<T> owned = x.first_rows(n);
+  std::vector<RowTensor> tensors = input_rows(owned, blocks);
+  tensors.push_back(rows_of(self, Access::Write));
+  tensors.push_back(rows_of(y, Access::ReadWrite));
+  for_row_blocks(blocks, n, tensors, [&](std::int64_t b, std::int64_t e) {
+    const DenseView<T> self_rows = self.slice_rows(b, e), y_rows = y.slice_rows(b, e);
+    multiply_weight(*backend_, owned.slice_rows(b, e), self_weight_.value.cview(), self_rows);
+    ops::axpy(*backend_, T{1},
+              std::span<const T>(self_rows.data, static_cast<std::size_t>(self_rows.size())),
+              std::span<T>(y_rows.data, static_cast<std::size_t>(y_rows.size())));
+    add_bias(*backend_, y_rows, bias_);
+  });
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
@@ -42,16 +50,55 @@ template <typename T>
 ConstDenseView<T> SageConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                         GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t n = neighbours_.aggregation().rows();
-  bias_gradient(*backend_, d_output, bias_, param_mode);
-  weight_gradient(*backend_, ctx.input.first_rows(n), d_output, self_weight_, param_mode,
-                          scratch_);
+  ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
+  const Input<T> owned = ctx.input.first_rows(n);
+  {
+    // weight_gradient sums a sparse x's blocks through this [in, out] buffer
+    const bool sums = blocks != nullptr && owned.is_sparse() && param_mode != GradientMode::Ignore;
+    Pins sum(sums ? blocks : nullptr);
+    if (sums) {
+      sum.add_dense(
+          ConstDenseView<T>(scratch_.get(self_weight_.value.rows(), self_weight_.value.cols())),
+          Access::ReadWrite);
+    }
+    std::vector<RowTensor> tensors = input_rows(owned, blocks);
+    tensors.push_back(rows_of(d_output, Access::Read));
+    for_row_blocks(blocks, n, tensors, [&](std::int64_t b, std::int64_t e) {
+      const ConstDenseView<T> dy = d_output.slice_rows(b, e);
+      bias_gradient(*backend_, dy, bias_, block_mode(param_mode, b));
+      weight_gradient(*backend_, owned.slice_rows(b, e), dy, self_weight_,
+                      block_mode(param_mode, b), scratch_);
+    });
+  }
   // dx = (neighbour term's dx) + dy·W_selfᵀ on the owned rows.
   const DenseView<T> dx = neighbours_.backward(name(), ctx.input, d_output, neigh_weight_,
-                                               input_mode, param_mode);
+                                               input_mode, param_mode, blocks);
   if (input_mode == GradientMode::Ignore) return {};
-  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output,
-            self_weight_.value.cview(), T{1}, dx.slice_rows(0, n));
+  for_row_blocks(blocks, n, {rows_of(d_output, Access::Read), rows_of(dx, Access::ReadWrite)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1},
+                             d_output.slice_rows(b, e), self_weight_.value.cview(), T{1},
+                             dx.slice_rows(b, e));
+                 });
   return dx;
+}
+
+template <typename T>
+bool SageConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+  // What Sequential would acquire at once: the neighbour product's working set, x·W_self, the
+  // parameters and their gradients.
+  const std::int64_t out = self_weight_.value.cols();
+  const auto self = static_cast<std::size_t>(neighbours_.aggregation().rows() * out) * sizeof(T);
+  const std::size_t parameters =
+      2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes());
+  return exceeds_budget(memory, neighbours_.working_set_bytes(memory, x, out) + self + parameters);
+}
+
+template <typename T>
+std::vector<RowTensor> SageConv<T>::input_rows(const Input<T>& x, const ChunkManager* blocks) {
+  if (blocks == nullptr) return {};
+  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
+  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
 }
 
 template <typename T> std::vector<Parameter<T>*> SageConv<T>::parameters() {

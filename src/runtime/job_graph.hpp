@@ -26,7 +26,8 @@ struct JobGraph {
   std::int64_t n_interior = 0; ///< owned rows [0, n_interior) read no ghost row
   std::shared_ptr<const comm::HaloPlan> plan;
   /// The layer-0 input in host memory: [n_owned + n_ghost, F] with the ghost rows fetched once
-  /// (the cache), else [n_owned, F].
+  /// (the cache), else [n_owned, F]. Released once a model holds a copy in the backend's memory
+  /// or in chunks.
   graph::Features features;
   comm::HaloStats feature_fetch; ///< what fetching the ghost input rows moved
   double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out

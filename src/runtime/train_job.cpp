@@ -98,6 +98,9 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
+  // In the backend's memory or the chunks now: a host copy beside them would only add to the
+  // resident memory (under a budget, beside the device and host tiers).
+  if (!m.on_host) g.features = graph::Features{};
   m.model.use_memory(m.memory.get());
   if (m.model.modules().empty()) {
     throw InvalidArgument("the builder of model '" + job.model_name + "' returned no layers");
@@ -191,7 +194,7 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   s.dataset = g.dataset;
   s.nodes = g.tile.num_global_nodes;
   s.features = m.graph->in_features();
-  s.sparse_features = g.features.is_sparse();
+  s.sparse_features = m.input(g).is_sparse();
   s.classes = m.graph->num_classes();
   // Entries of Â (self-loops included) when the model is the GCN: what PyTorch's GCN multiplies.
   const bool gcn = !job.model_builder;

@@ -5,6 +5,7 @@
 #include "unit/gradient_check.hpp"
 
 #include <cmath>
+#include <functional>
 #include <gtest/gtest.h>
 #include <memory>
 
@@ -124,10 +125,14 @@ void expect_near_all(const std::vector<double>& a, const std::vector<double>& b,
     EXPECT_NEAR(a[i], b[i], 1e-12 * (1.0 + std::abs(a[i]))) << what << " [" << i << "]";
 }
 
-TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
-  // 300 nodes, a non-symmetric Â (so Âᵀ has tiles of its own), Linear → GCNConv so the
-  // GCNConv's input gradient is used; under 64 KiB the GCNConv runs in row blocks and tiles
-  // (2-3 per dimension), the Linear whole. Parameter gradients accumulate over two backwards.
+using GraphLayerMaker = std::function<std::unique_ptr<Module<double>>(
+    BackendPtr, const CsrT<double>&, const CsrT<double>&, GcnOrder)>;
+
+/// Linear(5 -> 4) → the layer (4 -> 3) over 300 nodes and a non-symmetric S (so Sᵀ has tiles of
+/// its own), whole and under 64 KiB, where the layer must run in row blocks and tiles (2-3 per
+/// dimension) and the Linear runs whole; the Linear makes the layer's input gradient count.
+/// Outputs and parameter gradients (accumulated over two backwards) agree within 1e-12.
+void expect_tiled_layer_computes_the_whole_layer(const GraphLayerMaker& make_layer) {
   graph::EdgeList edges;
   edges.num_nodes = 300;
   for (GlobalId u = 0; u < 300; ++u) {
@@ -156,9 +161,9 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
     const CsrT<double> atm = to_backend(at, memory.allocator(TensorKind::Matrix));
     Sequential<double> whole, tiled;
     whole.add(std::make_unique<Linear<double>>(cpu(), 5, 4, true, 3, 0));
-    whole.add(std::make_unique<GcnConv<double>>(cpu(), a, at, 4, 3, true, 3, 1, order));
+    whole.add(make_layer(cpu(), a, at, order));
     tiled.add(std::make_unique<Linear<double>>(managed, 5, 4, true, 3, 0));
-    tiled.add(std::make_unique<GcnConv<double>>(managed, am, atm, 4, 3, true, 3, 1, order));
+    tiled.add(make_layer(managed, am, atm, order));
     tiled.use_memory(&memory);
     ASSERT_TRUE(tiled.modules()[1]->acquires_own_memory(
         memory, Input<double>(ConstDenseView<double>(x.data(), 300, 4))));
@@ -185,6 +190,22 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
     EXPECT_LE(memory.total().peak_device_bytes, config.device_bytes);
     EXPECT_EQ(two_threads->num_threads(), 2);
   }
+}
+
+TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
+  expect_tiled_layer_computes_the_whole_layer(
+      [](BackendPtr backend, const CsrT<double>& s, const CsrT<double>& s_t, GcnOrder order) {
+        return std::make_unique<GcnConv<double>>(std::move(backend), s, s_t, 4, 3, true, 3, 1,
+                                                 order);
+      });
+}
+
+TEST(TiledSageConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
+  expect_tiled_layer_computes_the_whole_layer(
+      [](BackendPtr backend, const CsrT<double>& s, const CsrT<double>& s_t, GcnOrder order) {
+        return std::make_unique<SageConv<double>>(std::move(backend), s, s_t, 4, 3, true, 3, 1,
+                                                  order);
+      });
 }
 
 /// M = D⁻¹A of small_graph() and its transpose (M is not symmetric), in float64; the isolated

@@ -2,13 +2,13 @@
 // explicit backward, no tape. Shared by the GNN layers and plain DNN layers.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "tessera/core/device.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/ops/ops.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -16,57 +16,56 @@ class ChunkManager;
 
 /// What backward does with a gradient it could compute.
 enum class GradientMode {
-  Ignore,     ///< do not compute it
-  Overwrite,  ///< write it, replacing what was there
-  Accumulate  ///< add it to what is there
+  Ignore,    ///< do not compute it
+  Overwrite, ///< write it, replacing what was there
+  Accumulate ///< add it to what is there
 };
 
 /// One step of a run: keys the random draws and switches training-only behaviour (dropout).
 struct Step {
-  std::uint64_t seed = 0;   ///< the run's seed
-  std::uint32_t epoch = 0;  ///< a new dropout mask per epoch
-  bool training = true;     ///< false: dropout is the identity
+  std::uint64_t seed = 0;  ///< the run's seed
+  std::uint32_t epoch = 0; ///< a new dropout mask per epoch
+  bool training = true;    ///< false: dropout is the identity
   /// Global id of each local row (dropout masks are keyed by it, so tilings agree).
   RowIds rows;
 };
 
 /// A module's input: dense [n, f], or sparse [n, f] for bag-of-words features.
-template <typename T>
-struct Input {
-  ConstDenseView<T> dense;  ///< used when sparse is unset
-  CsrView<T> sparse;        ///< set (row_ptr non-null) for a sparse input
+template <typename T> struct Input {
+  ConstDenseView<T> dense; ///< used when sparse is unset
+  CsrView<T> sparse;       ///< set (row_ptr non-null) for a sparse input
 
   /// An empty dense input; or one wrapping a dense or a sparse view.
   Input() = default;
-  Input(ConstDenseView<T> d) : dense(d) {}  // NOLINT: implicit by design
-  Input(CsrView<T> s) : sparse(s) {}        // NOLINT: implicit by design
+  Input(ConstDenseView<T> d) : dense(d) {} // NOLINT: implicit by design
+  Input(CsrView<T> s) : sparse(s) {}       // NOLINT: implicit by design
 
   /// Which view is in use, and its shape.
   bool is_sparse() const noexcept { return sparse.row_ptr != nullptr; }
   std::int64_t rows() const noexcept { return is_sparse() ? sparse.rows : dense.rows; }
   std::int64_t cols() const noexcept { return is_sparse() ? sparse.cols : dense.cols; }
-  /// Rows [0, n) (e.g. a tile's owned rows of an input that also holds its ghost rows).
-  Input first_rows(std::int64_t n) const noexcept {
-    return is_sparse() ? Input(sparse.row_slice(0, n)) : Input(dense.slice_rows(0, n));
+  /// Rows [begin, end) (a row block of a layer that runs in blocks).
+  Input slice_rows(std::int64_t begin, std::int64_t end) const noexcept {
+    return is_sparse() ? Input(sparse.row_slice(begin, end)) : Input(dense.slice_rows(begin, end));
   }
+  /// Rows [0, n) (e.g. a tile's owned rows of an input that also holds its ghost rows).
+  Input first_rows(std::int64_t n) const noexcept { return slice_rows(0, n); }
 };
 
 /// What one forward call leaves for its backward: the input and output it saw and the step.
 /// Views point into buffers the caller and the module own; they stay valid until the module's
 /// next forward.
-template <typename T>
-struct Context {
-  Input<T> input;   ///< x: [n, in_features]
-  Input<T> output;  ///< y: [n, out_features]; may be `input` itself (an identity layer)
-  Step step;        ///< the forward's step, so backward redraws the same masks
+template <typename T> struct Context {
+  Input<T> input;  ///< x: [n, in_features]
+  Input<T> output; ///< y: [n, out_features]; may be `input` itself (an identity layer)
+  Step step;       ///< the forward's step, so backward redraws the same masks
 };
 
 /// A trainable tensor and its gradient, both [rows, cols] on the module's backend.
-template <typename T>
-struct Parameter {
-  std::string name;  ///< "linear0.weight" and the like, for messages
-  DenseT<T> value;   ///< [rows, cols]
-  DenseT<T> grad;    ///< [rows, cols], written by backward per its GradientMode
+template <typename T> struct Parameter {
+  std::string name; ///< "linear0.weight" and the like, for messages
+  DenseT<T> value;  ///< [rows, cols]
+  DenseT<T> grad;   ///< [rows, cols], written by backward per its GradientMode
   /// Whether the optimizer applies weight decay to it.
   bool decay = true;
 };
@@ -75,9 +74,8 @@ struct Parameter {
 /// rows its input holds, owned and perhaps ghost, to the owned rows: see Aggregation). Output
 /// and input-gradient buffers are owned by the module and allocated on the first call for a
 /// given n, then reused; so one forward may be in flight per module at a time.
-template <typename T>
-class Module {
- public:
+template <typename T> class Module {
+public:
   virtual ~Module() = default;
 
   /// Runs the layer on x: [n, in_features]. The returned context's output is [n, out_features].
@@ -112,4 +110,4 @@ class Module {
   virtual std::size_t bytes() const = 0;
 };
 
-}  // namespace tessera
+} // namespace tessera

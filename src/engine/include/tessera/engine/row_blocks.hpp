@@ -85,16 +85,18 @@ class SparseRows {
 public:
   template <typename T>
   std::vector<RowTensor> of(const Backend& backend, CsrView<T> x, Access values) {
-    Offset ends[2] = {0, 0};
+    Offset first = 0, last = 0;
     if (x.rows > 0) {
-      backend.copy_to_host(&ends[0], x.row_ptr, sizeof(Offset));
-      backend.copy_to_host(&ends[1], x.row_ptr + x.rows, sizeof(Offset));
+      backend.copy_to_host(&first, x.row_ptr, sizeof(Offset));
+      backend.copy_to_host(&last, x.row_ptr + x.rows, sizeof(Offset));
     }
-    if (x.row_ptr != row_ptr_ || static_cast<std::int64_t>(host_.size()) != x.rows + 1 ||
-        host_.front() != ends[0] || host_.back() != ends[1]) {
+    if (x.row_ptr != row_ptr_ || x.rows != rows_ || first != first_ || last != last_) {
       host_.resize(static_cast<std::size_t>(x.rows) + 1);
       backend.copy_to_host(host_.data(), x.row_ptr, host_.size() * sizeof(Offset));
       row_ptr_ = x.row_ptr;
+      rows_ = x.rows;
+      first_ = first;
+      last_ = last;
     }
     return {{x.row_ptr, sizeof(Offset), Access::Read, nullptr, 1},
             {x.col, sizeof(LocalId), Access::Read, host_.data()},
@@ -104,7 +106,9 @@ public:
   const Offset* offsets() const noexcept { return host_.data(); }
 
 private:
-  const Offset* row_ptr_ = nullptr;
+  const Offset* row_ptr_ = nullptr; // the matrix host_ was read from: its row_ptr, rows and
+  std::int64_t rows_ = -1;          // first and last offsets
+  Offset first_ = 0, last_ = 0;
   std::vector<Offset> host_;
 };
 

@@ -2,15 +2,15 @@
 // brought by a halo exchange: the piece that makes a graph layer run distributed.
 #pragma once
 
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
-
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/gnn/halo_blocks.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -25,9 +25,8 @@ namespace tessera {
 /// the interior rows aggregate; backward scatter-adds the ghost rows of Sᵀ·dy to their owners and
 /// adds what the other ranks send for the owned rows. A layer built on it runs distributed
 /// without knowing about ranks; every rank must give the same layers a halo.
-template <typename T>
-class Aggregation {
- public:
+template <typename T> class Aggregation {
+public:
   /// s: [n_owned, n_local]; s_t: sᵀ, [n_local, n_owned] (s itself when s is symmetric).
   Aggregation(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t);
 
@@ -37,8 +36,8 @@ class Aggregation {
   /// The exchange given to distribute() (nullptr when none).
   const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
 
-  std::int64_t rows() const noexcept { return s_->rows(); }        ///< n_owned
-  std::int64_t local_rows() const noexcept { return s_->cols(); }  ///< n_local
+  std::int64_t rows() const noexcept { return s_->rows(); }       ///< n_owned
+  std::int64_t local_rows() const noexcept { return s_->cols(); } ///< n_local
   /// Rows the input has: n_owned with a halo, n_local without.
   std::int64_t input_rows() const noexcept { return halo_ != nullptr ? rows() : local_rows(); }
 
@@ -74,7 +73,7 @@ class Aggregation {
   /// Bytes of the reusable buffers.
   std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
 
- private:
+private:
   /// Rows per block of the output, and columns per tile (rows per block of the input).
   struct TileShape {
     std::int64_t rows = 0, cols = 0;
@@ -83,8 +82,8 @@ class Aggregation {
   /// shape.rows rows starts in each tile (so a 2-D tile's entries can be acquired alone).
   struct Tiles {
     TileShape shape;
-    std::vector<CsrT<T>> columns;      // [column tile]: S's shape, global column ids
-    std::vector<Offset> starts;        // [column tile][row block + 1], host memory
+    std::vector<CsrT<T>> columns; // [column tile]: S's shape, global column ids
+    std::vector<Offset> starts;   // [column tile][row block + 1], host memory
   };
   const Tiles& tiles(const CsrT<T>& s, Tiles& cache, TileShape shape);
   /// The tiles' shape for products `width` wide.
@@ -101,16 +100,15 @@ class Aggregation {
   comm::HaloExchange<T>* halo_ = nullptr;
   std::int64_t n_interior_ = 0;
   std::unique_ptr<HaloInBlocks<T>> halo_in_blocks_;
-  Workspace<T> local_;    // [n_local, f]: the input with its ghost rows
-  Workspace<T> d_local_;  // [n_local, f]: Sᵀ · dy
+  Workspace<T> local_;   // [n_local, f]: the input with its ghost rows
+  Workspace<T> d_local_; // [n_local, f]: Sᵀ · dy
 };
 
 /// y = S · x · W for a weight the caller owns, in the order that multiplies (and, distributed,
 /// exchanges) the narrower matrix: S · (x·W) transform-first, (S · x) · W otherwise. GcnConv is
 /// this plus a bias; SageConv's neighbour term is this.
-template <typename T>
-class AggregateTransform {
- public:
+template <typename T> class AggregateTransform {
+public:
   /// s, s_t: as for Aggregation. transform_first: compute x·W before aggregating (required for
   /// a sparse input).
   AggregateTransform(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t,
@@ -129,8 +127,8 @@ class AggregateTransform {
   /// From dy: [rows, out] and the forward's x: w.grad per param_mode; returns dx: [input rows,
   /// in] per input_mode (empty for Ignore), in a buffer of this object. Accumulate adds to
   /// that buffer's previous contents (transform-first only); a sparse x has no gradient.
-  DenseView<T> backward(const std::string& layer, Input<T> x, ConstDenseView<T> dy,
-                        Parameter<T>& w, GradientMode input_mode, GradientMode param_mode,
+  DenseView<T> backward(const std::string& layer, Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
+                        GradientMode input_mode, GradientMode param_mode,
                         ChunkManager* blocks = nullptr);
 
   /// Bytes of the reusable buffers.
@@ -138,8 +136,17 @@ class AggregateTransform {
     return aggregation_.bytes() + mid_.bytes() + d_mid_.bytes() + d_input_.bytes() +
            scratch_.bytes();
   }
+  /// What acquiring the product whole takes for x ([input rows, in]) and an output `out` wide
+  /// (x in `memory`'s chunks): S (and Sᵀ), the input and its gradient (a sparse input has none:
+  /// its offsets, columns and values), the output or its gradient, and the product in between
+  /// with its gradient (x·W and Sᵀ·dy at the output's width transform-first; S·x and dy·Wᵀ at
+  /// the input's width aggregate-first, and distributed the input with its ghost rows). What a
+  /// layer built on it adds its own buffers and parameters to, to decide whether it runs in
+  /// row blocks (Module::acquires_own_memory).
+  std::size_t working_set_bytes(const ChunkManager& memory, const Input<T>& x,
+                                std::int64_t out) const;
 
- private:
+private:
   DenseView<T> backward_in_blocks(Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
                                   GradientMode input_mode, GradientMode param_mode,
                                   ChunkManager& blocks);
@@ -149,11 +156,11 @@ class AggregateTransform {
   BackendPtr backend_;
   Aggregation<T> aggregation_;
   bool transform_first_;
-  Workspace<T> mid_;      // [rows, in] = S·x (aggregate first)
-  Workspace<T> d_mid_;    // [rows, in]: its gradient dy·Wᵀ
-  Workspace<T> d_input_;  // [input rows, in] (transform first)
-  Workspace<T> scratch_;  // [in, out]: dW of a sparse x when accumulating
+  Workspace<T> mid_;       // [rows, in] = S·x (aggregate first)
+  Workspace<T> d_mid_;     // [rows, in]: its gradient dy·Wᵀ
+  Workspace<T> d_input_;   // [input rows, in] (transform first)
+  Workspace<T> scratch_;   // [in, out]: dW of a sparse x when accumulating
   SparseRows sparse_rows_; // a sparse x's row offsets, when the products run in row blocks
 };
 
-}  // namespace tessera
+} // namespace tessera

@@ -35,6 +35,10 @@ public:
   std::string name() const override;
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
+  /// When its working set (M, input, output, x·W_self, the products between) may exceed the
+  /// budget: both terms over row blocks, the neighbour term over 2-D tiles of M, halos packed
+  /// block by block (Aggregation::forward_tiled).
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
   /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
   /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
@@ -45,12 +49,17 @@ public:
 private:
   BackendPtr backend_;
   AggregateTransform<T> neighbours_; // M · x · W_neigh in either order
-  Parameter<T> self_weight_;  // [in, out]
-  Parameter<T> neigh_weight_; // [in, out]
-  Parameter<T> bias_;         // [1, out] or empty
-  Workspace<T> self_;         // [n, out] = x·W_self
-  Workspace<T> output_;       // [n, out]
-  Workspace<T> scratch_;      // weight-gradient scratch for sparse inputs
+  Parameter<T> self_weight_;         // [in, out]
+  Parameter<T> neigh_weight_;        // [in, out]
+  Parameter<T> bias_;                // [1, out] or empty
+  Workspace<T> self_;                // [n, out] = x·W_self
+  Workspace<T> output_;              // [n, out]
+  Workspace<T> scratch_;             // weight-gradient scratch for sparse inputs
+  SparseRows sparse_rows_;           // a sparse x's row offsets, when the layer runs in row blocks
+
+  /// x's rows for for_row_blocks (nothing without `blocks`): a dense x's rows, a sparse x's row
+  /// offsets and entries.
+  std::vector<RowTensor> input_rows(const Input<T>& x, const ChunkManager* blocks);
 };
 
 } // namespace tessera
