@@ -83,24 +83,71 @@ Linear<T>::Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out
 template <typename T> Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
   check_width(name(), weight_.value.rows(), x.cols());
   DenseView<T> y = output_.get(x.rows(), weight_.value.cols());
-  multiply_weight(*backend_, x, weight_.value.cview(), y);
-  add_bias(*backend_, y, bias_);
+  ChunkManager* blocks = own_memory(*this, backend_, x);
+  std::vector<RowTensor> tensors = input_rows(x, blocks);
+  tensors.push_back(rows_of(y, Access::Write));
+  for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
+    multiply_weight(*backend_, x.slice_rows(b, e), weight_.value.cview(), y.slice_rows(b, e));
+    add_bias(*backend_, y.slice_rows(b, e), bias_);
+  });
   return make_context<T>(step, x, y);
 }
 
 template <typename T>
 ConstDenseView<T> Linear<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                       GradientMode input_mode, GradientMode param_mode) {
+  if (input_mode != GradientMode::Ignore && ctx.input.is_sparse()) {
+    throw InvalidArgument(name() + ": no gradient for a sparse input");
+  }
+  ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
   // The sparse-accumulate scratch is the input-gradient buffer: a sparse input has no gradient.
-  weight_gradient(*backend_, ctx.input, d_output, weight_, param_mode, d_input_);
-  bias_gradient(*backend_, d_output, bias_, param_mode);
-  if (input_mode == GradientMode::Ignore) return {};
-  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
-  DenseView<T> dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
+  const bool sums =
+      blocks != nullptr && ctx.input.is_sparse() && param_mode != GradientMode::Ignore;
+  Pins sum(sums ? blocks : nullptr);
+  if (sums) {
+    sum.add_dense(ConstDenseView<T>(d_input_.get(weight_.value.rows(), weight_.value.cols())),
+                  Access::ReadWrite);
+  }
+  DenseView<T> dx;
+  if (input_mode != GradientMode::Ignore) dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output, weight_.value.cview(), beta,
-            dx);
+  std::vector<RowTensor> tensors = input_rows(ctx.input, blocks);
+  tensors.push_back(rows_of(d_output, Access::Read));
+  if (dx.data != nullptr) {
+    tensors.push_back(rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite));
+  }
+  for_row_blocks(blocks, d_output.rows, tensors, [&](std::int64_t b, std::int64_t e) {
+    const ConstDenseView<T> dy = d_output.slice_rows(b, e);
+    weight_gradient(*backend_, ctx.input.slice_rows(b, e), dy, weight_, block_mode(param_mode, b),
+                    d_input_);
+    bias_gradient(*backend_, dy, bias_, block_mode(param_mode, b));
+    if (dx.data == nullptr) return;
+    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, weight_.value.cview(), beta,
+              dx.slice_rows(b, e));
+  });
   return dx;
+}
+
+template <typename T>
+bool Linear<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
+  // What Sequential would acquire at once: the parameters and their gradients, the input and
+  // its gradient (a sparse input: its offsets, columns and values), the output.
+  const std::size_t input =
+      x.is_sparse() ? memory.tensor_size(x.sparse.row_ptr) + memory.tensor_size(x.sparse.col) +
+                          memory.tensor_size(x.sparse.val)
+                    : 2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T);
+  const std::size_t output = static_cast<std::size_t>(x.rows() * weight_.value.cols()) * sizeof(T);
+  const std::size_t parameters = 2 * (weight_.value.bytes() + bias_.value.bytes());
+  // Row blocks help only when the rows are what does not fit (a graph's nodes, not an MLP's
+  // mini-batch beside its weights): else the layer runs whole, as without a budget.
+  return input + output > parameters && exceeds_budget(memory, parameters + input + output);
+}
+
+template <typename T>
+std::vector<RowTensor> Linear<T>::input_rows(const Input<T>& x, const ChunkManager* blocks) {
+  if (blocks == nullptr) return {};
+  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
+  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
 }
 
 template <typename T> std::vector<Parameter<T>*> Linear<T>::parameters() {

@@ -121,12 +121,15 @@ TEST(DistributedTraining, EachRankUnderItsOwnDeviceBudgetMatchesOneProcessWithou
 }
 
 Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec);
+Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec);
 
 TEST(DistributedTraining, UnderAQuarterOfItsFootprintEachRankTilesItsLayersAndMatchesOneProcess) {
-  // 256 KiB holds no layer whole: each GCNConv or SAGEConv runs in row blocks and tiles, and the
-  // layers with a halo exchange it block by block. The sums change order: within 1e-5.
-  for (const auto& [name, builder] :
-       {std::pair<std::string, gnn::ModelBuilder>{"GCN", nullptr}, {"SAGE", sage_model}}) {
+  // 256 KiB holds no layer whole: each GCNConv, SAGEConv, GIN aggregation and Linear runs in row
+  // blocks (and tiles), and the layers with a halo exchange it block by block. The sums change
+  // order: within 1e-5.
+  for (const auto& [name, builder] : {std::pair<std::string, gnn::ModelBuilder>{"GCN", nullptr},
+                                      {"SAGE", sage_model},
+                                      {"GIN", gin_model}}) {
     SCOPED_TRACE(name);
     runtime::TrainJob job = generated_job();
     job.model_builder = builder;

@@ -128,11 +128,12 @@ void expect_near_all(const std::vector<double>& a, const std::vector<double>& b,
 using GraphLayerMaker = std::function<std::unique_ptr<Module<double>>(
     BackendPtr, const CsrT<double>&, const CsrT<double>&, GcnOrder)>;
 
-/// Linear(5 -> 4) → the layer (4 -> 3) over 300 nodes and a non-symmetric S (so Sᵀ has tiles of
+/// Linear(5 -> 4) → the layer (4 -> `out`) over 300 nodes and a non-symmetric S (so Sᵀ has tiles of
 /// its own), whole and under 64 KiB, where the layer must run in row blocks and tiles (2-3 per
 /// dimension) and the Linear runs whole; the Linear makes the layer's input gradient count.
 /// Outputs and parameter gradients (accumulated over two backwards) agree within 1e-12.
-void expect_tiled_layer_computes_the_whole_layer(const GraphLayerMaker& make_layer) {
+void expect_tiled_layer_computes_the_whole_layer(const GraphLayerMaker& make_layer,
+                                                 std::int64_t out = 3) {
   graph::EdgeList edges;
   edges.num_nodes = 300;
   for (GlobalId u = 0; u < 300; ++u) {
@@ -144,7 +145,7 @@ void expect_tiled_layer_computes_the_whole_layer(const GraphLayerMaker& make_lay
     a.val()[k] *= 1.0 + 0.1 * static_cast<double>(k % 5);
   const CsrT<double> at = graph::transpose(a);
   const Matrix x = random_matrix(300, 5, 7);
-  const Matrix d_out = random_matrix(300, 3, 8);
+  const Matrix d_out = random_matrix(300, out, 8);
 
   // The tiles are cut on the host; that must not leave OpenMP at one thread (it once did:
   // every budgeted epoch after it ran on one core).
@@ -206,6 +207,15 @@ TEST(TiledSageConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
         return std::make_unique<SageConv<double>>(std::move(backend), s, s_t, 4, 3, true, 3, 1,
                                                   order);
       });
+}
+
+TEST(TiledGinAggregate, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
+  expect_tiled_layer_computes_the_whole_layer(
+      [](BackendPtr backend, const CsrT<double>& s, const CsrT<double>& s_t, GcnOrder) {
+        return std::make_unique<GinAggregate<double>>(std::move(backend), s, s_t, 4, 0.25, 1,
+                                                      true);
+      },
+      4);
 }
 
 /// M = D⁻¹A of small_graph() and its transpose (M is not symmetric), in float64; the isolated

@@ -1,25 +1,23 @@
 // General layers on the module contract: Linear, ReLU and Dropout.
 #pragma once
 
+#include "tessera/engine/module.hpp"
+#include "tessera/engine/row_blocks.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include "tessera/engine/module.hpp"
-#include "tessera/engine/row_blocks.hpp"
 
 namespace tessera {
 
 /// Glorot/Xavier uniform initialization of w: [in, out] (any backend) from the counter RNG, keyed
 /// by (seed, layer) so every rank and backend draws the same weights.
-template <typename T>
-void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer);
+template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer);
 
 /// One reusable [rows, cols] matrix on a backend, allocated on first use and reallocated only
 /// when the shape asked for changes.
-template <typename T>
-class Workspace {
- public:
+template <typename T> class Workspace {
+public:
   /// Empty until the first get().
   explicit Workspace(BackendPtr backend) : backend_(std::move(backend)) {}
   /// A [rows, cols] view of this buffer, reallocated only when it holds fewer than rows·cols
@@ -33,15 +31,14 @@ class Workspace {
   /// Bytes held now.
   std::size_t bytes() const { return matrix_.bytes(); }
 
- private:
+private:
   BackendPtr backend_;
   DenseT<T> matrix_;
 };
 
 /// y = x · W + b. x: [n, in] dense or sparse, W: [in, out], b: [out].
-template <typename T>
-class Linear final : public Module<T> {
- public:
+template <typename T> class Linear final : public Module<T> {
+public:
   /// W: [in_features, out_features], Glorot-initialized from (seed, layer_index), with weight
   /// decay; b: [1, out_features] zeros, without weight decay (absent when !bias).
   Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out_features, bool bias,
@@ -61,24 +58,30 @@ class Linear final : public Module<T> {
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
 
+  /// When its rows (input, output, input gradient) outweigh its parameters and the whole
+  /// working set may exceed the budget (a graph's nodes, not a mini-batch): row blocks.
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
+
   /// W: [in_features, out_features].
   Parameter<T>& weight() { return weight_; }
 
- private:
-  BackendPtr backend_;
-  Parameter<T> weight_;  // [in, out]
-  Parameter<T> bias_;    // [1, out], empty when there is no bias
-  Workspace<T> output_;  // [n, out]
-  Workspace<T> d_input_; // [n, in]
-};
+private:
+  /// x's rows for for_row_blocks (nothing without `blocks`).
+  std::vector<RowTensor> input_rows(const Input<T>& x, const ChunkManager* blocks);
 
+  BackendPtr backend_;
+  Parameter<T> weight_;    // [in, out]
+  Parameter<T> bias_;      // [1, out], empty when there is no bias
+  Workspace<T> output_;    // [n, out]
+  Workspace<T> d_input_;   // [n, in]
+  SparseRows sparse_rows_; // a sparse x's row offsets, when it runs in row blocks
+};
 
 /// Inverted dropout with masks drawn from the counter RNG keyed by (seed, epoch, layer,
 /// global row id, column): identical on any tiling and backend. Identity when not training.
 /// A sparse input stays sparse (only its stored values are dropped).
-template <typename T>
-class Dropout final : public Module<T> {
- public:
+template <typename T> class Dropout final : public Module<T> {
+public:
   /// Drops with probability p; throws InvalidArgument unless 0 <= p < 1. layer_index keys the
   /// masks (use the same one for a ReluDropout that must draw the same masks).
   Dropout(BackendPtr backend, float p, std::uint32_t layer_index);
@@ -94,27 +97,26 @@ class Dropout final : public Module<T> {
   /// "Dropout(p=...)"; bytes of its output, dropped sparse values and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;
-  bool backward_reads_input() const override { return false; }  // masks are redrawn
+  bool backward_reads_input() const override { return false; } // masks are redrawn
   bool backward_reads_output() const override { return false; }
   /// Runs in row blocks when a dense input, output and input gradient exceed the budget.
   bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
- private:
+private:
   BackendPtr backend_;
   float p_;
   std::uint32_t layer_;
   Workspace<T> output_;
-  Buffer<T> sparse_values_;  // dropped values of a sparse input
-  SparseRows sparse_rows_;   // a sparse input's row offsets, when it runs in row blocks
+  Buffer<T> sparse_values_; // dropped values of a sparse input
+  SparseRows sparse_rows_;  // a sparse input's row offsets, when it runs in row blocks
   Workspace<T> d_input_;
 };
 
 /// ReLU followed by dropout, fused: one pass forward and one backward, and no mask redrawn in
 /// backward (the output is positive exactly where the input was positive and kept). Draws the
 /// same masks as Dropout with the same layer index.
-template <typename T>
-class ReluDropout : public Module<T> {
- public:
+template <typename T> class ReluDropout : public Module<T> {
+public:
   /// Throws InvalidArgument unless 0 <= p < 1.
   ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
@@ -128,11 +130,11 @@ class ReluDropout : public Module<T> {
   /// "ReLU+Dropout(p=...)"; bytes of its output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
-  bool backward_reads_input() const override { return false; }  // the output says where
+  bool backward_reads_input() const override { return false; } // the output says where
   /// Runs in row blocks when the input, output and input gradient exceed the budget.
   bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
- private:
+private:
   BackendPtr backend_;
   float p_;
   std::uint32_t layer_;
@@ -141,13 +143,12 @@ class ReluDropout : public Module<T> {
 };
 
 /// y = max(x, 0): ReLU+Dropout with p = 0, so both share one pass and one backward.
-template <typename T>
-class Relu final : public ReluDropout<T> {
- public:
+template <typename T> class Relu final : public ReluDropout<T> {
+public:
   /// A ReluDropout with p = 0 (no masks drawn).
   explicit Relu(BackendPtr backend) : ReluDropout<T>(std::move(backend), 0.0f, 0) {}
   /// "ReLU".
   std::string name() const override { return "ReLU"; }
 };
 
-}  // namespace tessera
+} // namespace tessera

@@ -12,12 +12,12 @@
 
 namespace tessera {
 
-/// h = (1 + ε)·x + A·x (+ b) over a fixed adjacency A (no self-loops, graph::sum_aggregation) and its
-/// transpose (the same object for a symmetric graph); both must outlive the layer. ε is a [1, 1]
-/// parameter (initial value `epsilon`, no weight decay); b an optional [1, f] bias. With the
+/// h = (1 + ε)·x + A·x (+ b) over a fixed adjacency A (no self-loops, graph::sum_aggregation) and
+/// its transpose (the same object for a symmetric graph); both must outlive the layer. ε is a [1,
+/// 1] parameter (initial value `epsilon`, no weight decay); b an optional [1, f] bias. With the
 /// bias, Linear(no bias) → GinAggregate equals GIN's aggregate-then-Linear exactly, and
-/// aggregates the narrower matrix (the way to run GIN on wide sparse features). On a rank's tile A is [n_owned, n_local]
-/// and the layer runs distributed like GcnConv (see Aggregation).
+/// aggregates the narrower matrix (the way to run GIN on wide sparse features). On a rank's tile A
+/// is [n_owned, n_local] and the layer runs distributed like GcnConv (see Aggregation).
 template <typename T> class GinAggregate final : public Module<T> {
 public:
   /// adjacency: A, [n_owned, n_local]; adjacency_t: Aᵀ; features: f, the width of x and h.
@@ -35,6 +35,9 @@ public:
   std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
+  /// When its working set (A, input, output, their gradients) may exceed the budget: A·x over
+  /// 2-D tiles, the rest in row blocks, halos packed block by block (Aggregation::forward_tiled).
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
   bool backward_reads_output() const override { return false; }
 
   /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
