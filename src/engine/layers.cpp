@@ -84,7 +84,7 @@ template <typename T> Context<T> Linear<T>::forward(const Step& step, Input<T> x
   check_width(name(), weight_.value.rows(), x.cols());
   DenseView<T> y = output_.get(x.rows(), weight_.value.cols());
   ChunkManager* blocks = own_memory(*this, backend_, x);
-  std::vector<RowTensor> tensors = input_rows(x, blocks);
+  std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, blocks);
   tensors.push_back(rows_of(y, Access::Write));
   for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
     multiply_weight(*backend_, x.slice_rows(b, e), weight_.value.cview(), y.slice_rows(b, e));
@@ -101,17 +101,12 @@ ConstDenseView<T> Linear<T>::backward(const Context<T>& ctx, ConstDenseView<T> d
   }
   ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
   // The sparse-accumulate scratch is the input-gradient buffer: a sparse input has no gradient.
-  const bool sums =
-      blocks != nullptr && ctx.input.is_sparse() && param_mode != GradientMode::Ignore;
-  Pins sum(sums ? blocks : nullptr);
-  if (sums) {
-    sum.add_dense(ConstDenseView<T>(d_input_.get(weight_.value.rows(), weight_.value.cols())),
-                  Access::ReadWrite);
-  }
+  Pins sum(blocks);
+  hold_gradient_sum(sum, ctx.input, weight_, param_mode, d_input_);
   DenseView<T> dx;
   if (input_mode != GradientMode::Ignore) dx = d_input_.get(ctx.input.rows(), weight_.value.rows());
   const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-  std::vector<RowTensor> tensors = input_rows(ctx.input, blocks);
+  std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, ctx.input, blocks);
   tensors.push_back(rows_of(d_output, Access::Read));
   if (dx.data != nullptr) {
     tensors.push_back(rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite));
@@ -141,13 +136,6 @@ bool Linear<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& 
   // Row blocks help only when the rows are what does not fit (a graph's nodes, not an MLP's
   // mini-batch beside its weights): else the layer runs whole, as without a budget.
   return input + output > parameters && exceeds_budget(memory, parameters + input + output);
-}
-
-template <typename T>
-std::vector<RowTensor> Linear<T>::input_rows(const Input<T>& x, const ChunkManager* blocks) {
-  if (blocks == nullptr) return {};
-  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
-  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
 }
 
 template <typename T> std::vector<Parameter<T>*> Linear<T>::parameters() {

@@ -246,11 +246,6 @@ std::size_t AggregateTransform<T>::working_set_bytes(const ChunkManager& memory,
   return a.matrix_bytes() + input + rows * out_row + between;
 }
 
-template <typename T> std::vector<RowTensor> AggregateTransform<T>::input_rows(const Input<T>& x) {
-  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
-  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
-}
-
 template <typename T>
 void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
                                     DenseView<T> y, ChunkManager* blocks) {
@@ -261,7 +256,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
       aggregation_.forward_local(w.cols, y);
       return;
     }
-    std::vector<RowTensor> tensors = input_rows(x);
+    std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, blocks);
     tensors.push_back(rows_of(xw, Access::Write));
     for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
       multiply_weight(*backend_, x.slice_rows(b, e), w, xw.slice_rows(b, e));
@@ -332,11 +327,9 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
     DenseView<T> dx;
     if (input_mode != GradientMode::Ignore) dx = d_input_.get(x.rows(), in);
     // weight_gradient sums a sparse x's blocks through this [in, out] buffer
-    Pins sum(x.is_sparse() && param_mode != GradientMode::Ignore ? &blocks : nullptr);
-    if (x.is_sparse() && param_mode != GradientMode::Ignore) {
-      sum.add_dense(ConstDenseView<T>(scratch_.get(in, w.value.cols())), Access::ReadWrite);
-    }
-    std::vector<RowTensor> tensors = input_rows(x);
+    Pins sum(&blocks);
+    hold_gradient_sum(sum, x, w, param_mode, scratch_);
+    std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, &blocks);
     tensors.push_back(rows_of(d_xw, Access::Read));
     if (dx.data != nullptr) {
       tensors.push_back(rows_of(dx, beta == T{0} ? Access::Write : Access::ReadWrite));

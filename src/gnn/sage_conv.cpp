@@ -32,7 +32,7 @@ template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T>
   neighbours_.forward(name(), x, neigh_weight_.value.cview(), y, blocks);
   DenseView<T> self = self_.get(n, out); // x·W_self over the owned rows
   const Input<T> owned = x.first_rows(n);
-  std::vector<RowTensor> tensors = input_rows(owned, blocks);
+  std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, owned, blocks);
   tensors.push_back(rows_of(self, Access::Write));
   tensors.push_back(rows_of(y, Access::ReadWrite));
   for_row_blocks(blocks, n, tensors, [&](std::int64_t b, std::int64_t e) {
@@ -54,14 +54,9 @@ ConstDenseView<T> SageConv<T>::backward(const Context<T>& ctx, ConstDenseView<T>
   const Input<T> owned = ctx.input.first_rows(n);
   {
     // weight_gradient sums a sparse x's blocks through this [in, out] buffer
-    const bool sums = blocks != nullptr && owned.is_sparse() && param_mode != GradientMode::Ignore;
-    Pins sum(sums ? blocks : nullptr);
-    if (sums) {
-      sum.add_dense(
-          ConstDenseView<T>(scratch_.get(self_weight_.value.rows(), self_weight_.value.cols())),
-          Access::ReadWrite);
-    }
-    std::vector<RowTensor> tensors = input_rows(owned, blocks);
+    Pins sum(blocks);
+    hold_gradient_sum(sum, owned, self_weight_, param_mode, scratch_);
+    std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, owned, blocks);
     tensors.push_back(rows_of(d_output, Access::Read));
     for_row_blocks(blocks, n, tensors, [&](std::int64_t b, std::int64_t e) {
       const ConstDenseView<T> dy = d_output.slice_rows(b, e);
@@ -92,13 +87,6 @@ bool SageConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>
   const std::size_t parameters =
       2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes());
   return exceeds_budget(memory, neighbours_.working_set_bytes(memory, x, out) + self + parameters);
-}
-
-template <typename T>
-std::vector<RowTensor> SageConv<T>::input_rows(const Input<T>& x, const ChunkManager* blocks) {
-  if (blocks == nullptr) return {};
-  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
-  return sparse_rows_.of(*backend_, x.sparse, Access::Read);
 }
 
 template <typename T> std::vector<Parameter<T>*> SageConv<T>::parameters() {

@@ -249,6 +249,8 @@ public:
   }
   /// Records tensor `id` the manager acquired whole into this scope (allocated in it).
   void adopt(int id, ByteRange range);
+  /// The manager acquiring for this scope (nullptr: none).
+  ChunkManager* manager() const noexcept { return manager_; }
   /// The tensors allocated while this was the manager's scope.
   const std::vector<ByteRange>& allocated() const noexcept { return allocated_; }
   /// Releases everything acquired so far. Never throws.

@@ -66,9 +66,6 @@ public:
   Parameter<T>& weight() { return weight_; }
 
 private:
-  /// x's rows for for_row_blocks (nothing without `blocks`).
-  std::vector<RowTensor> input_rows(const Input<T>& x, const ChunkManager* blocks);
-
   BackendPtr backend_;
   Parameter<T> weight_;    // [in, out]
   Parameter<T> bias_;      // [1, out], empty when there is no bias

@@ -112,6 +112,16 @@ private:
   std::vector<Offset> host_;
 };
 
+/// x's rows for for_row_blocks under `memory`: a dense x's rows, a sparse x's row offsets and
+/// entries (through `sparse`); nothing without a manager (one block, nothing acquired).
+template <typename T>
+std::vector<RowTensor> input_rows(SparseRows& sparse, const Backend& backend, const Input<T>& x,
+                                  const ChunkManager* memory) {
+  if (memory == nullptr) return {};
+  if (!x.is_sparse()) return {rows_of(x.dense, Access::Read)};
+  return sparse.of(backend, x.sparse, Access::Read);
+}
+
 /// Whether a module's working set of `bytes` (acquired whole, as Sequential does, in chunks)
 /// may exceed `memory`'s device budget: the module then runs in row blocks instead. Below it a
 /// module runs whole, so a budget that holds every layer computes exactly what no budget does.

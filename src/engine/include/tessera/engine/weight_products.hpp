@@ -38,6 +38,16 @@ void weight_gradient(const Backend& backend, Input<T> x, ConstDenseView<T> dy, P
   }
 }
 
+/// Keeps weight_gradient's sum buffer for a sparse x acquired in `pins` (when they have a
+/// manager) while the gradient is summed over row blocks: each block after the first
+/// accumulates through it.
+template <typename T>
+void hold_gradient_sum(Pins& pins, const Input<T>& x, const Parameter<T>& w, GradientMode mode,
+                       Workspace<T>& scratch) {
+  if (pins.manager() == nullptr || !x.is_sparse() || mode == GradientMode::Ignore) return;
+  pins.add_dense(ConstDenseView<T>(scratch.get(w.value.rows(), w.value.cols())), Access::ReadWrite);
+}
+
 /// Bias gradient per mode. dy: [n, out]; bias: [1, out] or empty.
 template <typename T>
 void bias_gradient(const Backend& backend, ConstDenseView<T> dy, Parameter<T>& bias,
@@ -68,11 +78,13 @@ Parameter<T> make_weight(const BackendPtr& backend, std::string name, std::int64
 
 /// The bias [1, out] of zeros without weight decay, or an empty parameter when not enabled.
 template <typename T>
-Parameter<T> make_bias(const BackendPtr& backend, std::string name, std::int64_t out, bool enabled) {
+Parameter<T> make_bias(const BackendPtr& backend, std::string name, std::int64_t out,
+                       bool enabled) {
   if (!enabled) return Parameter<T>{std::move(name), {}, {}, false};
   // No weight decay on biases, as in PyTorch GCN recipes that decay only weights.
-  return Parameter<T>{std::move(name), DenseT<T>::zeros(memory_for(backend, TensorKind::Weight), 1, out),
+  return Parameter<T>{std::move(name),
+                      DenseT<T>::zeros(memory_for(backend, TensorKind::Weight), 1, out),
                       DenseT<T>::zeros(memory_for(backend, TensorKind::WeightGrad), 1, out), false};
 }
 
-}  // namespace tessera
+} // namespace tessera

@@ -70,8 +70,11 @@ public:
   /// Bytes of S and, when it is stored apart, Sᵀ.
   std::size_t matrix_bytes() const noexcept;
 
-  /// Bytes of the reusable buffers.
-  std::size_t bytes() const noexcept { return local_.bytes() + d_local_.bytes(); }
+  /// Bytes of the reusable buffers (with the row-block exchange's, outside any chunks).
+  std::size_t bytes() const noexcept {
+    return local_.bytes() + d_local_.bytes() +
+           (halo_in_blocks_ != nullptr ? halo_in_blocks_->bytes() : 0);
+  }
 
 private:
   /// Rows per block of the output, and columns per tile (rows per block of the input).
@@ -150,8 +153,6 @@ private:
   DenseView<T> backward_in_blocks(Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
                                   GradientMode input_mode, GradientMode param_mode,
                                   ChunkManager& blocks);
-  /// x's rows for for_row_blocks: a dense x's rows, a sparse x's row offsets and entries.
-  std::vector<RowTensor> input_rows(const Input<T>& x);
 
   BackendPtr backend_;
   Aggregation<T> aggregation_;

@@ -56,10 +56,6 @@ private:
   Workspace<T> output_;              // [n, out]
   Workspace<T> scratch_;             // weight-gradient scratch for sparse inputs
   SparseRows sparse_rows_;           // a sparse x's row offsets, when the layer runs in row blocks
-
-  /// x's rows for for_row_blocks (nothing without `blocks`): a dense x's rows, a sparse x's row
-  /// offsets and entries.
-  std::vector<RowTensor> input_rows(const Input<T>& x, const ChunkManager* blocks);
 };
 
 } // namespace tessera
