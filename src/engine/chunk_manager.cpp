@@ -126,6 +126,7 @@ struct Tensor {
   std::size_t offset; // in the address space
   std::size_t bytes;
   bool live;
+  bool dead = false; // discarded and not written since
 };
 
 /// Where a chunk's bytes are. The device copy, when mapped, is the newest unless `dirty` is
@@ -392,8 +393,10 @@ public:
       const Chunk& chunk = s_.chunks.at(c);
       if (c == keep || (!pinned_ok && chunk.pins > 0)) continue;
       const bool belady = config_.policy == EvictionPolicy::FarthestNextUse && !s_.trace.empty();
-      // Score: larger is a better victim.
-      const std::uint64_t score = belady ? next_use(c) : kNever - chunk.last_use;
+      // Score: larger is a better victim. A chunk holding nothing costs no move either way.
+      const std::uint64_t score = !chunk.has_data ? kNever
+                                  : belady        ? next_use(c)
+                                                  : kNever - chunk.last_use;
       if (!found || score > best) {
         found = true;
         best = score;
@@ -791,6 +794,7 @@ std::byte* ChunkManager::acquire(int id, Access access, std::size_t offset, std:
     return more;
   };
   check_fits(id, offset, bytes);
+  if (access != Access::Read) s.tensors[static_cast<std::size_t>(id)].dead = false;
   int more = unpinned_needed();
   // Tensors allocated outside a scope stay acquired only until the room is needed, oldest first.
   while (s.pinned + more > s.slots && !s.loose.empty()) {
@@ -913,6 +917,44 @@ void ChunkManager::prefetch() {
     if (!mover.bring_in(c, true, true)) break;
     mover.count([](OffloadStats& st) { ++st.prefetches; });
     if (++fetched == config_.prefetch_depth) break;
+  }
+}
+
+void ChunkManager::discard(const void* address, std::size_t bytes) {
+  State& s = *state_;
+  for (const Part& part : parts(address, bytes)) {
+    Tensor& t = s.tensors[static_cast<std::size_t>(part.id)];
+    const bool transient = t.kind == TensorKind::Activation || t.kind == TensorKind::Gradient;
+    if (!transient || part.bytes != t.bytes || t.bytes == 0) continue;
+    t.dead = true;
+    for (std::size_t c = t.offset / s.chunk; c <= (t.offset + t.bytes - 1) / s.chunk; ++c) {
+      // The chunk is dropped when every live tensor in it is dead.
+      const std::size_t from = c * s.chunk, to = from + s.chunk;
+      auto it = s.by_offset.upper_bound(from);
+      if (it != s.by_offset.begin()) --it;
+      bool all_dead = true;
+      for (; it != s.by_offset.end() && it->first < to && all_dead; ++it) {
+        const Tensor& other = s.tensors[static_cast<std::size_t>(it->second)];
+        if (other.offset + std::max<std::size_t>(other.bytes, 1) > from) all_dead = other.dead;
+      }
+      Chunk& chunk = s.chunks.at(c);
+      if (!all_dead || !chunk.has_data) continue;
+      if (chunk.arrival) { // a copy still reading the host buffer finishes before it is reused
+        chunk.arrival->synchronize();
+        chunk.arrival.reset();
+      }
+      chunk.has_data = false;
+      chunk.dirty = false;
+      if (chunk.host != nullptr) {
+        s.free_host.push_back(chunk.host);
+        std::erase(s.on_host, c);
+        chunk.host = nullptr;
+      }
+      chunk.host_valid = false;
+      if (chunk.disk_slot >= 0) s.free_disk.push_back(chunk.disk_slot);
+      chunk.disk_slot = -1;
+      chunk.disk_valid = false;
+    }
   }
 }
 

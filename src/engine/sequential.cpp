@@ -22,6 +22,18 @@ template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
 
 namespace {
 
+/// The bytes a dense view spans.
+template <typename T> ByteRange bytes_of(ConstDenseView<T> x) {
+  return {x.data, static_cast<std::size_t>(x.size()) * sizeof(T)};
+}
+
+/// Whether two byte ranges share a byte.
+bool overlap(ByteRange a, ByteRange b) {
+  const auto* a0 = static_cast<const std::byte*>(a.data);
+  const auto* b0 = static_cast<const std::byte*>(b.data);
+  return a.bytes != 0 && b.bytes != 0 && a0 < b0 + b.bytes && b0 < a0 + a.bytes;
+}
+
 /// Acquires the memory of a module input: a dense view's rows, or a CSR's arrays.
 template <typename T> void pin_input(Pins& pins, const Input<T>& x, Access access) {
   if (x.is_sparse()) {
@@ -59,6 +71,14 @@ bool Sequential<T>::pin_module(Pins& pins, std::size_t i, const Input<T>& input,
   return false;
 }
 
+template <typename T> void Sequential<T>::discard_output(std::size_t i, ByteRange keep) {
+  const Context<T>& c = contexts_[i];
+  if (memory_ == nullptr || c.output.is_sparse() || c.input.is_sparse()) return;
+  const ByteRange output = bytes_of(c.output.dense);
+  if (!overlap(output, bytes_of(c.input.dense)) && !overlap(output, keep))
+    memory_->discard(output.data, output.bytes);
+}
+
 template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
   if (modules_.empty()) throw InvalidArgument("Sequential::forward on an empty model");
   if (output_pins_) output_pins_->clear();
@@ -69,6 +89,11 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
     contexts_[i] = modules_[i]->forward(step, x);
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     x = contexts_[i].output;
+    // The input is dead once read, unless a backward reads it.
+    if (i > 0 && (!step.training || (!modules_[i - 1]->backward_reads_output() &&
+                                     !modules_[i]->backward_reads_input()))) {
+      discard_output(i - 1, x.is_sparse() ? ByteRange{} : bytes_of(x.dense));
+    }
   }
   if (x.is_sparse()) throw InvalidArgument("the last module of a model must give a dense output");
   if (output_pins_) pin_input(*output_pins_, x, Access::ReadWrite);
@@ -86,13 +111,27 @@ void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode
     const bool on_its_own = pin_module(pins, i, contexts_[i].input, true);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     if (!on_its_own) pins.add_dense(d_output, Access::Read);
-    d_output = modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
+    const ConstDenseView<T> d_input =
+        modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
+    // Dead now: the gradient module i + 1 gave (unless passed through), and module i's output
+    // (its readers, the backward of modules i and i + 1, are done). The last ones belong to the
+    // caller.
+    if (memory_ != nullptr && i + 1 < modules_.size()) {
+      if (!overlap(bytes_of(d_output), bytes_of(d_input)))
+        memory_->discard(d_output.data, bytes_of(d_output).bytes);
+      discard_output(i);
+    }
+    d_output = d_input;
     if (on_gradient && param_mode != GradientMode::Ignore) {
       for (Parameter<T>* p : modules_[i]->parameters())
         on_gradient(*p);
     }
-    if (!needs_input_grad_[i]) break;
+    if (!needs_input_grad_[i]) {
+      for (std::size_t j = 0; j < i; ++j) // no backward reads them
+        discard_output(j);
+      break;
+    }
   }
 }
 

@@ -65,6 +65,7 @@ template <typename T> void Aggregation<T>::forward_local(std::int64_t f, DenseVi
   pins.add_csr(s_->view());
   if (halo_ == nullptr) {
     ops::spmm(*backend_, s_->view(), ConstDenseView<T>(x), y);
+    discard(backend_, x); // read by nothing else
     return;
   }
   // The interior rows read owned rows only: they aggregate while the ghost rows travel.
@@ -75,6 +76,7 @@ template <typename T> void Aggregation<T>::forward_local(std::int64_t f, DenseVi
   halo_->wait(request);
   ops::spmm(*backend_, s.row_slice(n_interior_, rows()), ConstDenseView<T>(x),
             y.slice_rows(n_interior_, rows()));
+  discard(backend_, x); // read by nothing else
 }
 
 template <typename T> DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy) {
@@ -209,6 +211,7 @@ template <typename T> void Aggregation<T>::forward_local_tiled(std::int64_t f, D
   const DenseView<T> x = local_input(f);
   if (halo_ != nullptr) halo_in_blocks().gather(*manager_of(backend_), x);
   multiply_tiled(tiles(*s_, tiles_, tile_shape(f)), ConstDenseView<T>(x), y);
+  discard(backend_, x); // read by nothing else
 }
 
 template <typename T> DenseView<T> Aggregation<T>::backward_tiled(ConstDenseView<T> dy) {
@@ -296,23 +299,29 @@ DenseView<T> AggregateTransform<T>::backward(const std::string& layer, Input<T> 
     // dW = xᵀ·d(xW); dx = d(xW)·Wᵀ.
     const DenseView<T> d_xw = aggregation_.backward(dy); // [input rows, out]
     weight_gradient(*backend_, x, ConstDenseView<T>(d_xw), w, param_mode, scratch_);
-    if (input_mode == GradientMode::Ignore) return {};
-    DenseView<T> dx = d_input_.get(x.rows(), in);
-    const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
-    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, ConstDenseView<T>(d_xw),
-              w.value.cview(), beta, dx);
+    DenseView<T> dx;
+    if (input_mode != GradientMode::Ignore) {
+      dx = d_input_.get(x.rows(), in);
+      const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
+      ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, ConstDenseView<T>(d_xw),
+                w.value.cview(), beta, dx);
+    }
+    discard(backend_, d_xw);
     return dx;
   }
   // dW = (Sx)ᵀ·dy; d(Sx) = dy·Wᵀ; dx = Sᵀ·d(Sx).
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
   weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx)), dy, w, param_mode, scratch_);
+  discard(backend_, sx); // the forward's product, read by this backward only
   if (input_mode == GradientMode::Ignore) return {};
   if (input_mode == GradientMode::Accumulate) {
     throw InvalidArgument(layer + ": aggregate-first backward overwrites its input gradient");
   }
   DenseView<T> d_sx = d_mid_.get(aggregation_.rows(), in);
   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy, w.value.cview(), T{0}, d_sx);
-  return aggregation_.backward(ConstDenseView<T>(d_sx));
+  const DenseView<T> dx = aggregation_.backward(ConstDenseView<T>(d_sx));
+  discard(backend_, d_sx);
+  return dx;
 }
 
 template <typename T>
@@ -342,6 +351,7 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
       ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_block, w.value.cview(), beta,
                 dx.slice_rows(b, e));
     });
+    discard(backend_, d_xw);
     return dx;
   }
   const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
@@ -363,8 +373,11 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
                    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy_block,
                              w.value.cview(), T{0}, d_sx.slice_rows(b, e));
                  });
+  discard(backend_, sx); // the forward's product, read by this backward only
   if (d_sx.data == nullptr) return {};
-  return aggregation_.backward_tiled(ConstDenseView<T>(d_sx));
+  const DenseView<T> dx = aggregation_.backward_tiled(ConstDenseView<T>(d_sx));
+  discard(backend_, d_sx);
+  return dx;
 }
 
 template class Aggregation<float>;

@@ -43,6 +43,7 @@ template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T>
               std::span<T>(y_rows.data, static_cast<std::size_t>(y_rows.size())));
     add_bias(*backend_, y_rows, bias_);
   });
+  discard(backend_, self); // summed into y
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 

@@ -4,7 +4,9 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/engine/chunk_manager.hpp"
+#include "tessera/engine/layers.hpp"
 #include "tessera/engine/row_blocks.hpp"
+#include "tessera/engine/sequential.hpp"
 
 // GCC 12 reports a false -Wrestrict in std::string copies inlined into these tests (GCC bug
 // 105329); the code is plain string passing.
@@ -20,6 +22,7 @@
 #include <functional>
 #include <gtest/gtest.h>
 #include <map>
+#include <memory>
 #include <random>
 #include <unistd.h>
 #include <vector>
@@ -177,6 +180,77 @@ TEST(ChunkManager, AWriteThatCoversAChunkDoesNotCopyItIn) {
   write_parts(b);
 
   EXPECT_EQ(m.total().host_to_device_bytes, before);
+}
+
+TEST(ChunkManager, DiscardedChunksLeaveWithoutWriteBackAndFreeTheirHostCopies) {
+  // One device slot and three host chunks, no disk tier: the four chunks with data fit only
+  // because the dead one's host copy is free for another.
+  ChunkManager m(make_cpu_backend(1), small_config(1, 3));
+  const TensorSlot dead = m.allocate("layer output", TensorKind::Activation, kChunk);
+  const TensorSlot saved = m.allocate("saved for backward", TensorKind::Activation, kChunk);
+  const TensorSlot half = m.allocate("half a chunk", TensorKind::Gradient, kChunk / 2);
+  const TensorSlot other = m.allocate("its neighbour", TensorKind::Gradient, kChunk / 4);
+  for (const TensorSlot& t : {dead, saved, half, other})
+    write_pattern(m, t.id, t.bytes, t.id); // all but the last leave the device for the host
+
+  m.discard(dead.data, dead.bytes);
+  m.discard(half.data, half.bytes);       // its chunk also holds `other`, which is live
+  m.discard(saved.data, saved.bytes / 2); // part of a tensor: left alone
+  const TensorSlot weight = m.allocate("weight", TensorKind::Weight, kChunk);
+  write_pattern(m, weight.id, weight.bytes, weight.id);
+  m.discard(weight.data, weight.bytes); // not an activation or gradient: left alone
+  const OffloadStats before = m.total();
+  for (const TensorSlot& t : {saved, other, weight}) // all that is live comes back intact
+    EXPECT_TRUE(has_pattern(m, t.id, t.bytes, t.id)) << m.name(t.id);
+  EXPECT_EQ(m.total().host_to_device_bytes - before.host_to_device_bytes, 3 * kChunk);
+
+  // Its last live tensor discarded, the shared chunk gives its host copy back too (the room the
+  // rest needs).
+  m.discard(other.data, other.bytes);
+
+  // Discarded while on the device: it leaves without being written back.
+  write_pattern(m, dead.id, dead.bytes, 7);
+  m.discard(dead.data, dead.bytes);
+  const std::uint64_t written_back = m.total().device_to_host_bytes;
+  EXPECT_TRUE(has_pattern(m, saved.id, saved.bytes, saved.id));
+  EXPECT_EQ(m.total().device_to_host_bytes, written_back);
+
+  // Rewritten, it holds data again: written back when it leaves.
+  write_pattern(m, dead.id, dead.bytes, 8);
+  EXPECT_TRUE(has_pattern(m, saved.id, saved.bytes, saved.id));
+  EXPECT_TRUE(has_pattern(m, dead.id, dead.bytes, 8));
+  EXPECT_LE(m.total().peak_device_bytes, kChunk);
+}
+
+TEST(ChunkManager, SequentialDiscardsWhatNoLaterCallReads) {
+  // An MLP whose activations outweigh its parameters, under a budget that holds a whole step.
+  ChunkManager m(make_cpu_backend(1), small_config(256));
+  const BackendPtr memory = m.allocator(TensorKind::Activation);
+  Sequential<float> model;
+  model.add(std::make_unique<Linear<float>>(memory, 16, 64, true, 1, 0));
+  model.add(std::make_unique<Relu<float>>(memory));
+  model.add(std::make_unique<Linear<float>>(memory, 64, 64, true, 1, 1));
+  model.add(std::make_unique<Relu<float>>(memory));
+  model.add(std::make_unique<Linear<float>>(memory, 64, 4, true, 1, 2));
+  model.use_memory(&m);
+  const BackendPtr cpu = make_cpu_backend(1);
+  DenseT<float> x = DenseT<float>::zeros(cpu, 2048, 16), dy = DenseT<float>::zeros(cpu, 2048, 4);
+  x.fill(0.5f);
+  dy.fill(1.0f);
+
+  model.forward(Step{}, x.cview());
+  model.backward(dy.cview());
+  const std::uint64_t transient = m.tensor_bytes(TensorKind::Activation);
+  const std::uint64_t written_back = m.total().device_to_host_bytes;
+  m.settle(); // the parameters, written at construction, are acquired until now
+  const TensorSlot pressure = m.allocate("pressure", TensorKind::Weight, 255 * kChunk);
+  m.acquire(pressure.id, Access::Write); // all other chunks but one leave the device
+
+  // (Nearly) everything left the device for `pressure`. What is written back: the logits (the caller's),
+  // the parameters and their gradients — not the outputs and input gradients in between
+  // (3.5 MiB), each discarded once its last reader ran.
+  EXPECT_GT(transient, 3 * (std::size_t{1} << 20));
+  EXPECT_LE(m.total().device_to_host_bytes - written_back, 8 * kChunk);
 }
 
 TEST(ChunkManager, PartsOfATensorLargerThanTheBudgetComeInOneAtATime) {

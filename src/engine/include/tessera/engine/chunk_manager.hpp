@@ -172,6 +172,13 @@ public:
   /// Bytes from `address` to the end of its chunk; max() for memory the manager does not hold.
   std::size_t bytes_to_chunk_end(const void* address) const noexcept;
 
+  /// Declares dead, until next written, the Activation and Gradient tensors that [address,
+  /// address + bytes) covers whole (others, and tensors it covers in part, are left alone): what
+  /// they hold is read by nobody, so a chunk whose live tensors are all dead keeps no copy — its
+  /// host and disk copies are freed, it is the first to leave the device, without being written
+  /// back, and it comes back without being copied in. Until rewritten, their bytes are undefined.
+  void discard(const void* address, std::size_t bytes);
+
   /// Releases the tensors allocated outside a scope. Never throws.
   void settle() noexcept;
 
@@ -292,5 +299,15 @@ ChunkManager* manager_of(const BackendPtr& backend) noexcept;
 /// The allocator of `kind` of the manager behind `backend`, or `backend` itself when it is plain:
 /// weights, their gradients and optimizer state each get their own run of chunks.
 BackendPtr memory_for(const BackendPtr& backend, TensorKind kind);
+
+/// ChunkManager::discard of a view's bytes in the manager behind `backend` (no-op for a plain
+/// backend): a module's buffer whose content no later call reads.
+template <typename T> void discard(const BackendPtr& backend, ConstDenseView<T> x) {
+  if (ChunkManager* manager = manager_of(backend); manager != nullptr)
+    manager->discard(x.data, static_cast<std::size_t>(x.size()) * sizeof(T));
+}
+template <typename T> void discard(const BackendPtr& backend, DenseView<T> x) {
+  discard(backend, ConstDenseView<T>(x));
+}
 
 } // namespace tessera

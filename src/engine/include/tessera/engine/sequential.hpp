@@ -24,7 +24,9 @@ public:
   /// releases them when it returns, so only one module's working set need be on the device.
   /// A module whose working set would not fit (Module::acquires_own_memory) gets its
   /// parameters only and acquires the rest itself, in row blocks. Backward leaves out what a
-  /// module does not read (Module::backward_reads_input/output).
+  /// module does not read (Module::backward_reads_input/output), and an output or input
+  /// gradient no later call reads is discarded (ChunkManager::discard): it leaves the device
+  /// without being written back.
   void use_memory(ChunkManager* manager);
   /// The manager given to use_memory (nullptr when none).
   ChunkManager* memory() const noexcept { return memory_; }
@@ -52,10 +54,12 @@ public:
   const std::vector<std::unique_ptr<Module<T>>>& modules() const { return modules_; }
 
 private:
-  /// Acquires what module i touches besides what it allocates in the call.
   /// Acquires module i's working set into `pins` for a forward or backward call on `input`;
   /// returns true when the module acquires its own memory (only its parameters are acquired).
   bool pin_module(Pins& pins, std::size_t i, const Input<T>& input, bool backward);
+  /// Discards module i's output (no-op without a manager, when it is the module's input (an
+  /// identity) or when it shares bytes with `keep`).
+  void discard_output(std::size_t i, ByteRange keep = {});
 
   ChunkManager* memory_ = nullptr;
   std::vector<std::vector<ByteRange>> owned_;  // per module: buffers it allocated
