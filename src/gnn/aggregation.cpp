@@ -120,9 +120,9 @@ const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Ti
   for (std::int64_t c = shape.cols; c < s.cols(); c += shape.cols)
     bounds.push_back(c);
   bounds.push_back(s.cols());
-  const std::vector<CsrT<T>> columns = graph::split_columns(host, bounds);
   const std::int64_t row_blocks = (s.rows() + shape.rows - 1) / shape.rows;
-  for (const CsrT<T>& tile : columns) {
+  for (std::size_t j = 0; j + 1 < bounds.size(); ++j) { // one host tile at a time
+    const CsrT<T> tile = graph::column_tile(host, bounds, j);
     for (std::int64_t i = 0; i <= row_blocks; ++i)
       cache.starts.push_back(tile.row_ptr()[std::min(s.rows(), i * shape.rows)]);
     cache.columns.push_back(to_backend(tile, memory_for(backend_, TensorKind::Matrix)));
@@ -141,18 +141,23 @@ void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseVi
     const DenseView<T> out = y.slice_rows(r0, r1);
     Pins rows(memory); // the first column tile overwrites them, the others add to them
     rows.add_dense(ConstDenseView<T>(out), Access::Write);
+    bool first = true;
     for (std::size_t j = 0; j < t.columns.size(); ++j) {
       const CsrT<T>& tile = t.columns[j];
       const std::int64_t c0 = static_cast<std::int64_t>(j) * block_cols;
       const Offset* starts = t.starts.data() + j * static_cast<std::size_t>(row_blocks + 1);
       const auto entries = static_cast<std::size_t>(starts[i + 1] - starts[i]);
+      // A tile without entries in these rows adds nothing: its input block stays where it is
+      // (unless every tile is empty: the last one then writes the zeros).
+      if (entries == 0 && !(first && j + 1 == t.columns.size())) continue;
       Pins pins(memory);
       pins.add_dense(x.slice_rows(c0, std::min(x.rows, c0 + block_cols)), Access::Read);
       pins.add(tile.row_ptr() + r0, static_cast<std::size_t>(r1 - r0 + 1) * sizeof(Offset),
                Access::Read);
       pins.add(tile.col() + starts[i], entries * sizeof(LocalId), Access::Read);
       pins.add(tile.val() + starts[i], entries * sizeof(T), Access::Read);
-      ops::spmm(*backend_, tile.view().row_slice(r0, r1), x, out, j == 0 ? T{0} : T{1});
+      ops::spmm(*backend_, tile.view().row_slice(r0, r1), x, out, first ? T{0} : T{1});
+      first = false;
     }
   }
 }

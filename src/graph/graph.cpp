@@ -308,11 +308,11 @@ namespace {
 /// Throws InvalidArgument unless bounds runs from 0 to cols without going down.
 void check_column_bounds(std::span<const std::int64_t> bounds, std::int64_t cols) {
   const auto bad = [&](std::size_t i, const std::string& why) {
-    throw InvalidArgument("split_columns: bounds[" + std::to_string(i) +
+    throw InvalidArgument("column tiles: bounds[" + std::to_string(i) +
                           "] = " + std::to_string(bounds[i]) + " " + why);
   };
   if (bounds.size() < 2) {
-    throw InvalidArgument("split_columns: bounds has " + std::to_string(bounds.size()) +
+    throw InvalidArgument("column tiles: bounds has " + std::to_string(bounds.size()) +
                           " entries; need at least 2 (0 and the column count " +
                           std::to_string(cols) + ")");
   }
@@ -332,49 +332,50 @@ void check_column_bounds(std::span<const std::int64_t> bounds, std::int64_t cols
 } // namespace
 
 template <typename T>
-std::vector<CsrT<T>> split_columns(const CsrT<T>& s, std::span<const std::int64_t> bounds) {
+CsrT<T> column_tile(const CsrT<T>& s, std::span<const std::int64_t> bounds, std::size_t tile) {
   check_column_bounds(bounds, s.cols());
-  const auto tiles = static_cast<std::int64_t>(bounds.size()) - 1;
+  if (tile + 1 >= bounds.size()) {
+    throw InvalidArgument("column_tile: tile " + std::to_string(tile) + " of " +
+                          std::to_string(bounds.size() - 1) + " column tiles");
+  }
+  const std::int64_t begin = bounds[tile], end = bounds[tile + 1];
   const std::int64_t n = s.rows();
   const Offset* rp = s.row_ptr();
   const LocalId* col = s.col();
-  // The tile of column c: the last bound at or below c (equal bounds, empty tiles, are skipped).
-  const auto tile_of = [&](LocalId c) {
-    return std::upper_bound(bounds.begin(), bounds.end(), std::int64_t{c}) - bounds.begin() - 1;
-  };
+  const auto inside = [&](LocalId c) { return c >= begin && c < end; };
 
-  // Entries per (tile, row), then each tile allocated at its size: two passes over S.
-  std::vector<std::vector<Offset>> count(tiles, std::vector<Offset>(n, 0));
+  // Entries per row, then the tile allocated at its size: two passes over S.
+  std::vector<Offset> count(static_cast<std::size_t>(n), 0);
 #pragma omp parallel for schedule(static)
   for (std::int64_t r = 0; r < n; ++r) {
     for (Offset k = rp[r]; k < rp[r + 1]; ++k)
-      ++count[tile_of(col[k])][r];
+      count[r] += inside(col[k]) ? 1 : 0;
   }
-  std::vector<CsrT<T>> out;
-  out.reserve(tiles);
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    out.emplace_back(s.backend(), n, s.cols(),
-                     std::accumulate(count[t].begin(), count[t].end(), Offset{0}));
-    exclusive_scan(count[t], out[t].row_ptr());
-  }
-#pragma omp parallel
-  {
-    std::vector<Offset> dst(tiles);
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < n; ++r) {
-      for (std::int64_t t = 0; t < tiles; ++t)
-        dst[t] = out[t].row_ptr()[r];
-      for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
-        const auto t = tile_of(col[k]);
-        const Offset d = dst[t]++;
-        out[t].col()[d] = col[k];
-        out[t].val()[d] = s.val()[k];
-      }
+  CsrT<T> out(s.backend(), n, s.cols(), std::accumulate(count.begin(), count.end(), Offset{0}));
+  exclusive_scan(count, out.row_ptr());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < n; ++r) {
+    Offset d = out.row_ptr()[r];
+    for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
+      if (!inside(col[k])) continue;
+      out.col()[d] = col[k];
+      out.val()[d++] = s.val()[k];
     }
   }
   return out;
 }
 
+template <typename T>
+std::vector<CsrT<T>> split_columns(const CsrT<T>& s, std::span<const std::int64_t> bounds) {
+  check_column_bounds(bounds, s.cols());
+  std::vector<CsrT<T>> out;
+  for (std::size_t t = 0; t + 1 < bounds.size(); ++t)
+    out.push_back(column_tile(s, bounds, t));
+  return out;
+}
+
+template CsrT<float> column_tile(const CsrT<float>&, std::span<const std::int64_t>, std::size_t);
+template CsrT<double> column_tile(const CsrT<double>&, std::span<const std::int64_t>, std::size_t);
 template std::vector<CsrT<float>> split_columns(const CsrT<float>&, std::span<const std::int64_t>);
 template std::vector<CsrT<double>> split_columns(const CsrT<double>&,
                                                  std::span<const std::int64_t>);

@@ -246,8 +246,8 @@ TEST(ChunkManager, SequentialDiscardsWhatNoLaterCallReads) {
   const TensorSlot pressure = m.allocate("pressure", TensorKind::Weight, 255 * kChunk);
   m.acquire(pressure.id, Access::Write); // all other chunks but one leave the device
 
-  // (Nearly) everything left the device for `pressure`. What is written back: the logits (the caller's),
-  // the parameters and their gradients — not the outputs and input gradients in between
+  // (Nearly) everything left the device for `pressure`. What is written back: the logits (the
+  // caller's), the parameters and their gradients — not the outputs and input gradients in between
   // (3.5 MiB), each discarded once its last reader ran.
   EXPECT_GT(transient, 3 * (std::size_t{1} << 20));
   EXPECT_LE(m.total().device_to_host_bytes - written_back, 8 * kChunk);

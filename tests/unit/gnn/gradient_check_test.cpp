@@ -219,6 +219,44 @@ TEST(TiledGinAggregate, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
       4, {GcnOrder::Auto}); // GIN aggregates its input: one order
 }
 
+TEST(TiledAggregation, SkipsTilesWithoutEntriesAndStillWritesEveryRow) {
+  // Under 64 KiB and x 16 wide the tiles are 128 rows by 64 columns. Rows [0, 128) read columns
+  // [0, 100) (their last three column tiles are empty), rows [128, 256) nothing (every tile is
+  // empty: the rows are zeros) and rows [256, 300) columns [280, 300) (their first tiles are
+  // empty: the last one overwrites).
+  std::vector<std::vector<LocalId>> columns(300);
+  for (LocalId r = 0; r < 128; ++r)
+    columns[r] = {r % 100, (3 * r + 1) % 100};
+  for (LocalId r = 256; r < 300; ++r)
+    columns[r] = {280 + r % 20};
+  CsrT<double> s(cpu(), 300, 300, 128 * 2 + 44);
+  s.row_ptr()[0] = 0;
+  for (std::int64_t r = 0, k = 0; r < 300; ++r) {
+    for (const LocalId c : columns[r]) {
+      s.col()[k] = c;
+      s.val()[k++] = 0.5 + 0.01 * static_cast<double>(c);
+    }
+    s.row_ptr()[r + 1] = k;
+  }
+  const CsrT<double> s_t = graph::transpose(s);
+  const Matrix x = random_matrix(300, 16, 5);
+  Matrix expected(cpu(), 300, 16);
+  ops::spmm(*cpu(), s.view(), x.cview(), expected.view());
+  OffloadConfig config;
+  config.chunk_bytes = std::size_t{4} << 10;
+  config.device_bytes = std::size_t{64} << 10;
+  ChunkManager memory(cpu(), config);
+  Aggregation<double> tiled(memory.allocator(TensorKind::Activation), s, s_t);
+  Matrix y(cpu(), 300, 16);
+  y.fill(std::nan(""));
+
+  tiled.forward_tiled(x.cview(), y.view());
+
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    ASSERT_NEAR(y.data()[i], expected.data()[i], 1e-12)
+        << "row " << i / 16 << ", column " << i % 16;
+}
+
 /// M = D⁻¹A of small_graph() and its transpose (M is not symmetric), in float64; the isolated
 /// node's row aggregates zero.
 std::pair<CsrT<double>, CsrT<double>> small_mean_aggregation() {

@@ -304,5 +304,25 @@ TEST(SplitColumns, BadBoundsThrowNamingTheBound) {
   EXPECT_NE(too_few.find("at least 2"), std::string::npos) << too_few;
 }
 
+TEST(SplitColumns, OneTileAloneIsThatTileAndATileBeyondTheBoundsIsRefused) {
+  const Csr s = testing::random_csr<float>(cpu(), 40, 50, 0.2, 3, 4);
+  const std::vector<std::int64_t> bounds = {0, 10, 35, 50};
+  const std::vector<Csr> tiles = graph::split_columns(s, bounds);
+
+  const Csr middle = graph::column_tile(s, std::span<const std::int64_t>(bounds), 1);
+
+  ASSERT_EQ(middle.nnz(), tiles[1].nnz());
+  EXPECT_TRUE(std::equal(middle.row_ptr(), middle.row_ptr() + 41, tiles[1].row_ptr()));
+  EXPECT_TRUE(std::equal(middle.col(), middle.col() + middle.nnz(), tiles[1].col()));
+  EXPECT_TRUE(std::equal(middle.val(), middle.val() + middle.nnz(), tiles[1].val()));
+  try {
+    graph::column_tile(s, std::span<const std::int64_t>(bounds), 3);
+    FAIL() << "tile 3 of 3 was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("tile 3 of 3 column tiles"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tessera

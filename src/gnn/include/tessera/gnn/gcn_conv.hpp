@@ -59,6 +59,8 @@ class GcnConv final : public Module<T> {
   std::string name() const override;
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
+  /// Aggregate-first keeps Â·x for its backward, not x.
+  bool backward_reads_input() const override { return transforms_first(); }
   /// When its working set (S, input, output, the product between) may exceed the budget:
   /// products over row blocks and 2-D tiles of S, and halos packed block by block
   /// (Aggregation::forward_tiled).

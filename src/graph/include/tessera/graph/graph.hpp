@@ -86,5 +86,10 @@ DegreeStats degree_stats(const Csr& a);
 /// Throws InvalidArgument naming the first bad bound and why. For float and double.
 template <typename T>
 std::vector<CsrT<T>> split_columns(const CsrT<T>& s, std::span<const std::int64_t> bounds);
+/// Tile `tile` of split_columns(s, bounds) alone (one at a time holds one tile in memory, not
+/// all). Throws InvalidArgument as split_columns does, and naming the tile when there is no
+/// tile `tile`.
+template <typename T>
+CsrT<T> column_tile(const CsrT<T>& s, std::span<const std::int64_t> bounds, std::size_t tile);
 
 }  // namespace tessera::graph
