@@ -8,6 +8,9 @@
 #include "tessera/graph/graph.hpp"
 
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace tessera {
 
@@ -107,6 +110,26 @@ template <typename T> std::size_t Aggregation<T>::matrix_bytes() const noexcept 
   return s_->bytes() + (s_t_ != s_ ? s_t_->bytes() : 0);
 }
 
+namespace {
+
+/// Rows [begin, end) of s (in any memory, read through its backend) as a CSR on the host.
+template <typename T>
+CsrT<T> host_rows(const CsrT<T>& s, std::int64_t begin, std::int64_t end, const BackendPtr& host) {
+  const Backend& from = *s.backend();
+  std::vector<Offset> offsets(static_cast<std::size_t>(end - begin + 1));
+  from.copy_to_host(offsets.data(), s.row_ptr() + begin, offsets.size() * sizeof(Offset));
+  const Offset first = offsets.front();
+  CsrT<T> rows(host, end - begin, s.cols(), offsets.back() - first);
+  for (std::size_t r = 0; r < offsets.size(); ++r)
+    rows.row_ptr()[r] = offsets[r] - first;
+  from.copy_to_host(rows.col(), s.col() + first,
+                    static_cast<std::size_t>(rows.nnz()) * sizeof(LocalId));
+  from.copy_to_host(rows.val(), s.val() + first, static_cast<std::size_t>(rows.nnz()) * sizeof(T));
+  return rows;
+}
+
+} // namespace
+
 template <typename T>
 const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Tiles& cache,
                                                             TileShape shape) {
@@ -115,19 +138,58 @@ const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Ti
   // The tiles live apart from any module's working set: acquired only tile by tile.
   AllocationScope outside(memory, nullptr);
   cache = Tiles{};
-  const CsrT<T> host = to_backend(s, make_cpu_backend()); // (a thread count would set OpenMP's)
   std::vector<std::int64_t> bounds{0};
   for (std::int64_t c = shape.cols; c < s.cols(); c += shape.cols)
     bounds.push_back(c);
   bounds.push_back(s.cols());
+  const std::size_t columns = bounds.size() - 1;
   const std::int64_t row_blocks = (s.rows() + shape.rows - 1) / shape.rows;
-  for (std::size_t j = 0; j + 1 < bounds.size(); ++j) { // one host tile at a time
-    const CsrT<T> tile = graph::column_tile(host, bounds, j);
+  // S is read in blocks of rows holding about a chunk of entries, twice: to count each column
+  // tile's entries per row, then to fill the tiles. The host holds one block and its piece of
+  // one tile, and the tiles' row offsets: never S or a whole tile. (A thread count given to
+  // make_cpu_backend would set OpenMP's for the whole process.)
+  const BackendPtr host = make_cpu_backend();
+  const std::size_t chunk =
+      memory != nullptr ? memory->config().chunk_bytes : OffloadConfig{}.chunk_bytes;
+  const std::size_t row_bytes =
+      s.bytes() / static_cast<std::size_t>(std::max<std::int64_t>(s.rows(), 1));
+  const std::int64_t staged = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(chunk / std::max<std::size_t>(row_bytes, 1)), 1,
+      std::max<std::int64_t>(s.rows(), 1));
+  const auto for_each_block = [&](const auto& f) {
+    for (std::int64_t r0 = 0; r0 < s.rows(); r0 += staged) {
+      const std::int64_t r1 = std::min(s.rows(), r0 + staged);
+      const CsrT<T> block = host_rows(s, r0, r1, host);
+      for (std::size_t j = 0; j < columns; ++j)
+        f(r0, j, graph::column_tile(block, std::span<const std::int64_t>(bounds), j));
+    }
+  };
+  std::vector<std::vector<Offset>> offsets(columns, std::vector<Offset>{0});
+  for (std::vector<Offset>& o : offsets)
+    o.reserve(static_cast<std::size_t>(s.rows()) + 1);
+  for_each_block([&](std::int64_t, std::size_t j, const CsrT<T>& piece) {
+    for (std::int64_t r = 0; r < piece.rows(); ++r)
+      offsets[j].push_back(offsets[j].back() + piece.row_ptr()[r + 1] - piece.row_ptr()[r]);
+  });
+  const BackendPtr matrices = memory_for(backend_, TensorKind::Matrix);
+  for (std::size_t j = 0; j < columns; ++j) {
+    const std::vector<Offset>& o = offsets[j];
+    cache.columns.emplace_back(matrices, s.rows(), s.cols(), o.back());
+    matrices->copy_from_host(cache.columns[j].row_ptr(), o.data(), o.size() * sizeof(Offset));
     for (std::int64_t i = 0; i <= row_blocks; ++i)
-      cache.starts.push_back(tile.row_ptr()[std::min(s.rows(), i * shape.rows)]);
-    cache.columns.push_back(to_backend(tile, memory_for(backend_, TensorKind::Matrix)));
+      cache.starts.push_back(o[static_cast<std::size_t>(std::min(s.rows(), i * shape.rows))]);
   }
+  for_each_block([&](std::int64_t r0, std::size_t j, const CsrT<T>& piece) {
+    CsrT<T>& tile = cache.columns[j];
+    const Offset at = offsets[j][static_cast<std::size_t>(r0)];
+    const auto n = static_cast<std::size_t>(piece.nnz());
+    matrices->copy_from_host(tile.col() + at, piece.col(), n * sizeof(LocalId));
+    matrices->copy_from_host(tile.val() + at, piece.val(), n * sizeof(T));
+  });
   cache.shape = shape;
+#ifdef __GLIBC__
+  malloc_trim(0); // the host pieces' pages go back to the system, not to the heap's free lists
+#endif
   return cache;
 }
 
