@@ -12,7 +12,7 @@
 #        nonzeros, 100 features, 47 classes) with OGB's full-batch GCN shape (3 layers, hidden
 #        256), which does not fit this machine's 24 GB, under --device-memory 6GiB --host-memory
 #        6GiB with a disk tier: per-epoch step time, bytes moved per tier, stall, peak RSS
-#        (about 9 minutes on 2 cores; --quick: scale 17 under 64 + 64 MiB in 2 MiB chunks).
+#        (about 4 minutes on 2 cores; --quick: scale 17 under 64 + 64 MiB in 2 MiB chunks).
 #   mlp  tessera-mlp on generated blobs (4096 features, 16 classes):
 #        a. a model whose parameters + Adam state (m, v) are >= 4x a 1 GiB device budget, trained
 #           under that budget (host tier unbounded) and without one in the same run: median step
