@@ -75,6 +75,9 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   comm->allreduce_sum(std::span<std::int64_t>(gpu_ranks));
   const bool nccl = gpu_ranks[0] == comm->size() && comm->size() > 1 && comm::nccl_compiled();
   m.device_comm = nccl ? comm::make_nccl_communicator(comm, backend) : comm;
+  if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
+    m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
+  }
   if (comm->size() > 1) {
     say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
                     comm->size(), m.device_comm->describe()));

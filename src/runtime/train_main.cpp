@@ -47,6 +47,7 @@ struct Options {
   std::string partition_dir;
   std::string partition_method = "metis";
   bool no_feature_cache = false;
+  std::string simulate_link;
   std::string inject_failure;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
@@ -189,6 +190,11 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
+  app.add_option("--simulate-link", o.simulate_link,
+                 "simulation: GBPS[:LATENCY_US] holds the halo exchanges and gradient sums back "
+                 "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
+                 "measuring communication on ranks that share memory")
+      ->group("Testing");
   app.add_option("--inject-failure", o.inject_failure,
                  "testing: RANK:EPOCH makes that rank throw after that epoch")
       ->group("Testing");
@@ -231,6 +237,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.method = partition::parse_method(o.partition_method);
   job.partition.seed = o.seed;
   job.cache_input_features = !o.no_feature_cache;
+  if (!o.simulate_link.empty()) job.simulated_link = comm::parse_link_model(o.simulate_link);
   job.checkpoint_dir = o.checkpoint_dir;
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;

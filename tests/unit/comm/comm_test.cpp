@@ -1,5 +1,5 @@
-// comm on one process: the self communicator is the identity and refuses peers, and a plan
-// without peers exchanges nothing.
+// comm on one process: the self communicator is the identity and refuses peers, a plan without
+// peers exchanges nothing, and --simulate-link's text is parsed or refused by name.
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
@@ -38,6 +38,36 @@ TEST(SelfCommunicator, NamingAPeerIsRefused) {
   EXPECT_THAT([&] { comm->send(data, 1, 0); },
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("no rank 1")));
   EXPECT_THROW(comm->alltoall(std::vector<std::int64_t>{1, 2}), InvalidArgument);
+}
+
+TEST(SimulatedLink, ParsesBandwidthAndLatency) {
+  const comm::LinkModel plain = comm::parse_link_model("10");
+  const comm::LinkModel slow = comm::parse_link_model("0.5:25");
+
+  EXPECT_EQ(plain.gigabits_per_second, 10.0);
+  EXPECT_EQ(plain.latency_us, 0.0);
+  EXPECT_EQ(slow.gigabits_per_second, 0.5);
+  EXPECT_EQ(slow.latency_us, 25.0);
+  EXPECT_EQ(comm::to_string(slow), "0.5 Gb/s, 25 µs latency");
+}
+
+TEST(SimulatedLink, BadTextIsRefusedNamingTheFlagAndTheForm) {
+  for (const std::string text : {"", "fast", "10:", "10:x", "0", "-1:5", "10:-5", "10Gb", "inf"}) {
+    try {
+      comm::parse_link_model(text);
+      ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("--simulate-link '" + text + "'"));
+      EXPECT_THAT(e.what(), HasSubstr("GBPS[:LATENCY_US]"));
+    }
+  }
+}
+
+TEST(SimulatedLink, OneRankHasNoLinkToSimulate) {
+  const auto self = comm::make_self_communicator();
+
+  EXPECT_EQ(comm::simulate_link(self, {10, 5}), self);
+  EXPECT_THROW(comm::simulate_link(self, {0, 5}), InvalidArgument);
 }
 
 TEST(HaloPlan, WithoutGhostsOnOneRankHasNoBlocks) {

@@ -140,6 +140,42 @@ bool nccl_compiled() noexcept;
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> host,
                                                      BackendPtr gpu);
 
+/// A network link to simulate (--simulate-link GBPS[:LATENCY_US]).
+struct LinkModel {
+  double gigabits_per_second = 0; ///< each direction of each pair of ranks
+  double latency_us = 0;          ///< per message, after its last byte left
+};
+/// "10" (10 Gb/s, no latency) or "10:5" (and 5 µs per message). Throws InvalidArgument naming
+/// --simulate-link, the text and the accepted form for anything else (a bandwidth that is not a
+/// positive number, a latency that is negative or not a number).
+LinkModel parse_link_model(const std::string& text);
+/// "10 Gb/s, 5 µs latency".
+std::string to_string(const LinkModel& link);
+
+/// Time as the simulated link sees it: seconds on some steady clock, and a way to wait.
+class LinkClock {
+public:
+  virtual ~LinkClock() = default;
+  virtual double now() = 0;
+  virtual void sleep_until(double seconds) = 0;
+};
+/// std::chrono::steady_clock and std::this_thread::sleep_until.
+std::shared_ptr<LinkClock> steady_link_clock();
+
+/// `inner`, with every message held back as a link of `link`'s speed would hold it (a
+/// simulation for benchmarks and tests of the communication modes: these machines' ranks share
+/// memory, so communication is otherwise nearly free). Each rank has one link out to and one in
+/// from every peer: a message takes bytes / bandwidth on its link from when the link is free,
+/// plus the latency, so one exchange's messages to a peer queue behind each other while messages
+/// to different peers travel side by side. An exchange (and a blocking send or receive) is
+/// complete once `inner` has moved the bytes and every message's simulated time has passed;
+/// test() says false until then. Collectives take what a ring would: an allreduce of B bytes over
+/// P ranks 2(P-1) latencies and 2(P-1)/P·B of transfer; a broadcast ⌈log2 P⌉ latencies and its
+/// bytes once; the other collectives (small) 2(P-1) latencies. One rank: `inner` unchanged.
+/// Throws InvalidArgument for a bandwidth ≤ 0 or a negative latency.
+std::shared_ptr<Communicator> simulate_link(std::shared_ptr<Communicator> inner, LinkModel link,
+                                            std::shared_ptr<LinkClock> clock = steady_link_clock());
+
 /// Whether an MPI launcher (mpirun, srun with PMI/PMIx) started this process.
 bool launched_by_mpi() noexcept;
 

@@ -42,6 +42,10 @@ struct TrainJob {
   /// Ghost input features are fetched once and reused every epoch (exact). Off only to measure
   /// what the cache saves.
   bool cache_input_features = true;
+  /// Holds the training's halo exchanges and gradient sums back as a network link of this
+  /// speed would (comm::simulate_link; --simulate-link, a simulation for benchmarks); a
+  /// bandwidth of 0: none, the ranks' own transport as it is.
+  comm::LinkModel simulated_link;
 
   // ---- the model ----
   gnn::ModelShape shape;  ///< the widths: explicit layer sizes, or hidden × num_layers
