@@ -6,10 +6,135 @@
 #include "tessera/ops/ops.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
 #include <fmt/core.h>
 #include <vector>
 
 namespace tessera::comm {
+
+std::string to_string(HaloPrecision precision) {
+  switch (precision) {
+  case HaloPrecision::Fp32:
+    return "fp32";
+  case HaloPrecision::Bf16:
+    return "bf16";
+  case HaloPrecision::Int8:
+    return "int8";
+  }
+  return "?";
+}
+
+HaloPrecision parse_halo_precision(const std::string& text) {
+  for (const HaloPrecision p : {HaloPrecision::Fp32, HaloPrecision::Bf16, HaloPrecision::Int8}) {
+    if (text == to_string(p)) return p;
+  }
+  throw InvalidArgument("--halo-precision '" + text + "': expects fp32, bf16 or int8");
+}
+
+std::size_t encoded_row_bytes(HaloPrecision precision, std::int64_t width,
+                              std::size_t value_bytes) {
+  const auto w = static_cast<std::size_t>(width);
+  switch (precision) {
+  case HaloPrecision::Bf16:
+    return 2 * w;
+  case HaloPrecision::Int8:
+    return sizeof(float) + w; // the row's scale, then its values
+  case HaloPrecision::Fp32:
+    break;
+  }
+  return value_bytes * w;
+}
+
+namespace {
+
+/// float → bfloat16, rounded to nearest even (NaN stays NaN).
+std::uint16_t to_bf16(float value) {
+  if (std::isnan(value)) return 0x7FC0;
+  std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  bits += 0x7FFFu + ((bits >> 16) & 1u);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+float from_bf16(std::uint16_t half) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(half) << 16);
+}
+
+} // namespace
+
+template <typename T>
+void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std::byte> out,
+                 const RngKey& key, std::int64_t row_key) {
+  const std::size_t row_bytes = encoded_row_bytes(precision, rows.cols, sizeof(T));
+  if (out.size() != static_cast<std::size_t>(rows.rows) * row_bytes) {
+    throw DimensionMismatch(fmt::format("encode_rows: {} rows of {} need {} bytes, got {}",
+                                        rows.rows, rows.cols, rows.rows * row_bytes, out.size()));
+  }
+  for (std::int64_t i = 0; i < rows.rows; ++i) {
+    const T* row = rows.data + i * rows.cols;
+    std::byte* code = out.data() + static_cast<std::size_t>(i) * row_bytes;
+    if (precision == HaloPrecision::Fp32) {
+      std::memcpy(code, row, row_bytes);
+    } else if (precision == HaloPrecision::Bf16) {
+      for (std::int64_t j = 0; j < rows.cols; ++j) {
+        const std::uint16_t half = to_bf16(static_cast<float>(row[j]));
+        std::memcpy(code + 2 * j, &half, sizeof(half));
+      }
+    } else {
+      float largest = 0; // over the finite values: a non-finite one travels as 0
+      for (std::int64_t j = 0; j < rows.cols; ++j) {
+        const float a = std::abs(static_cast<float>(row[j]));
+        if (std::isfinite(a) && a > largest) largest = a;
+      }
+      const float scale = largest / 127.0f;
+      std::memcpy(code, &scale, sizeof(scale));
+      auto* q = reinterpret_cast<std::int8_t*>(code + sizeof(scale));
+      for (std::int64_t j = 0; j < rows.cols; ++j) {
+        const float v = scale > 0 ? static_cast<float>(row[j]) / scale : 0.0f;
+        const float rounded = std::floor(v + uniform(key, row_key + i, j));
+        q[j] = std::isfinite(rounded)
+                   ? static_cast<std::int8_t>(std::clamp(rounded, -127.0f, 127.0f))
+                   : std::int8_t{0};
+      }
+    }
+  }
+}
+
+template <typename T>
+void decode_rows(HaloPrecision precision, std::span<const std::byte> in, DenseView<T> rows) {
+  const std::size_t row_bytes = encoded_row_bytes(precision, rows.cols, sizeof(T));
+  if (in.size() != static_cast<std::size_t>(rows.rows) * row_bytes) {
+    throw DimensionMismatch(fmt::format("decode_rows: {} rows of {} need {} bytes, got {}",
+                                        rows.rows, rows.cols, rows.rows * row_bytes, in.size()));
+  }
+  for (std::int64_t i = 0; i < rows.rows; ++i) {
+    T* row = rows.data + i * rows.cols;
+    const std::byte* code = in.data() + static_cast<std::size_t>(i) * row_bytes;
+    if (precision == HaloPrecision::Fp32) {
+      std::memcpy(row, code, row_bytes);
+    } else if (precision == HaloPrecision::Bf16) {
+      for (std::int64_t j = 0; j < rows.cols; ++j) {
+        std::uint16_t half = 0;
+        std::memcpy(&half, code + 2 * j, sizeof(half));
+        row[j] = static_cast<T>(from_bf16(half));
+      }
+    } else {
+      float scale = 0;
+      std::memcpy(&scale, code, sizeof(scale));
+      const auto* q = reinterpret_cast<const std::int8_t*>(code + sizeof(scale));
+      for (std::int64_t j = 0; j < rows.cols; ++j)
+        row[j] = static_cast<T>(static_cast<float>(q[j]) * scale);
+    }
+  }
+}
+
+template void encode_rows(HaloPrecision, ConstDenseView<float>, std::span<std::byte>,
+                          const RngKey&, std::int64_t);
+template void encode_rows(HaloPrecision, ConstDenseView<double>, std::span<std::byte>,
+                          const RngKey&, std::int64_t);
+template void decode_rows(HaloPrecision, std::span<const std::byte>, DenseView<float>);
+template void decode_rows(HaloPrecision, std::span<const std::byte>, DenseView<double>);
 
 namespace {
 
@@ -59,6 +184,14 @@ std::span<std::byte> stage_rows(const PinnedBuffer& stage, std::int64_t begin, s
 } // namespace
 
 template <typename T>
+void HaloExchange<T>::set_precision(HaloPrecision precision, std::uint64_t seed) {
+  precision_ = precision;
+  seed_ = seed;
+  // Rows are encoded and decoded on the host: device rows go through the staging buffers.
+  if (precision != HaloPrecision::Fp32 && backend_->kind() != DeviceKind::Cpu) staged_ = true;
+}
+
+template <typename T>
 void HaloExchange<T>::prepare_stages(std::size_t send_bytes, std::size_t recv_bytes) {
   if (recv_copy_ != nullptr) { // messages are about to land where that copy reads
     recv_copy_->synchronize();
@@ -103,7 +236,36 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
   const std::int64_t w = x.cols;
   std::vector<SendMessage> sends;
   std::vector<RecvMessage> recvs;
-  if (staged_) { // device rows through host buffers; `in` is filled at wait()
+  std::size_t sent = static_cast<std::size_t>(out.size()) * sizeof(T);
+  std::size_t received = static_cast<std::size_t>(in.size()) * sizeof(T);
+  if (precision_ != HaloPrecision::Fp32) { // rows encoded on the host; decoded at wait()
+    ConstDenseView<T> rows = out;
+    if (staged_) {
+      prepare_stages(sent, received);
+      backend_->copy_async(send_stage_.data(), out.data, sent, CopyDirection::DeviceToHost)
+          ->synchronize();
+      rows = ConstDenseView<T>(reinterpret_cast<const T*>(send_stage_.data()), out.rows, w);
+    }
+    const std::size_t row = encoded_row_bytes(precision_, w, sizeof(T));
+    send_code_.resize(static_cast<std::size_t>(out.rows) * row);
+    recv_code_.resize(static_cast<std::size_t>(in.rows) * row);
+    // A fresh rounding field per exchange, per rank (rows of a rank are keyed above 2^32 · rank).
+    const RngKey key = RngKey::make(seed_, RngPurpose::HaloRounding,
+                                    static_cast<std::uint32_t>(tag_),
+                                    static_cast<std::uint32_t>(encoded_++));
+    encode_rows(precision_, rows, std::span<std::byte>(send_code_), key,
+                static_cast<std::int64_t>(comm_->rank()) << 32);
+    const auto part = [row](std::vector<std::byte>& code, const HaloPlan::Block& b) {
+      return std::span<std::byte>(code).subspan(static_cast<std::size_t>(b.begin) * row,
+                                                static_cast<std::size_t>(b.count) * row);
+    };
+    for (const HaloPlan::Block& b : out_blocks)
+      sends.push_back({b.peer, part(send_code_, b)});
+    for (const HaloPlan::Block& b : in_blocks)
+      recvs.push_back({b.peer, part(recv_code_, b)});
+    sent = send_code_.size();
+    received = recv_code_.size();
+  } else if (staged_) { // device rows through host buffers; `in` is filled at wait()
     const std::size_t out_bytes = static_cast<std::size_t>(out.size()) * sizeof(T);
     prepare_stages(out_bytes, static_cast<std::size_t>(in.size()) * sizeof(T));
     // The communicator reads the send stage as soon as the messages are posted: the host waits
@@ -126,8 +288,8 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
   request.in_ = in;
   request.pending_ = comm_->start_exchange(sends, recvs, tag_);
   ++stats_.exchanges;
-  stats_.bytes_sent += static_cast<std::int64_t>(out.size() * sizeof(T));
-  stats_.bytes_received += static_cast<std::int64_t>(in.size() * sizeof(T));
+  stats_.bytes_sent += static_cast<std::int64_t>(sent);
+  stats_.bytes_received += static_cast<std::int64_t>(received);
   stats_.start_seconds += clock.seconds();
   return request;
 }
@@ -176,6 +338,12 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
   request.pending_->wait();
   request.pending_.reset();
   const std::int64_t w = request.x_.cols;
+  if (precision_ != HaloPrecision::Fp32) { // into the stage (then on to the device) or in place
+    const DenseView<T> rows =
+        staged_ ? DenseView<T>(reinterpret_cast<T*>(recv_stage_.data()), request.in_.rows, w)
+                : request.in_;
+    decode_rows(precision_, std::span<const std::byte>(recv_code_), rows);
+  }
   if (staged_) {
     // To the device on the copy stream; the kernels queued from now on (the scatter-add below,
     // the caller's aggregation) wait for it there, the host does not. The next exchange waits

@@ -104,8 +104,17 @@ comm::HaloExchange<float>* ModelGraph::halo(int layer) {
     const ChunkManager* memory = manager_of(backend_);
     h = std::make_unique<comm::HaloExchange<float>>(
         comm_, plan_, memory != nullptr ? memory->backend() : backend_, kLayerTagBase + layer + 1);
+    h->set_precision(halo_precision_, halo_seed_);
   }
   return h.get();
+}
+
+void ModelGraph::set_halo_precision(comm::HaloPrecision precision, std::uint64_t seed) {
+  halo_precision_ = precision;
+  halo_seed_ = seed;
+  for (const auto& h : halos_) {
+    if (h != nullptr) h->set_precision(precision, seed);
+  }
 }
 
 const comm::HaloExchange<float>* ModelGraph::halo_of(int layer) const {

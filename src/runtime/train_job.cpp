@@ -101,6 +101,11 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
+  m.graph->set_halo_precision(job.halo_precision, job.train.seed);
+  if (job.halo_precision != comm::HaloPrecision::Fp32 && comm->size() > 1) {
+    say("halo messages in " + comm::to_string(job.halo_precision) + " (inexact; the ghost input "
+        "features are fetched exactly)");
+  }
   // In the backend's memory or the chunks now: a host copy beside them would only add to the
   // resident memory (under a budget, beside the device and host tiers).
   if (!m.on_host) g.features = graph::Features{};

@@ -48,6 +48,7 @@ struct Options {
   std::string partition_method = "metis";
   bool no_feature_cache = false;
   std::string simulate_link;
+  std::string halo_precision = "fp32";
   std::string inject_failure;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
@@ -190,6 +191,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
+  app.add_option("--halo-precision", o.halo_precision,
+                 "fp32 (exact), or compressed halo messages: bf16 (half the bytes) or int8 (a "
+                 "quarter: per-row scale, stochastic rounding)")
+      ->capture_default_str();
   app.add_option("--simulate-link", o.simulate_link,
                  "simulation: GBPS[:LATENCY_US] holds the halo exchanges and gradient sums back "
                  "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
@@ -238,6 +243,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.seed = o.seed;
   job.cache_input_features = !o.no_feature_cache;
   if (!o.simulate_link.empty()) job.simulated_link = comm::parse_link_model(o.simulate_link);
+  job.halo_precision = comm::parse_halo_precision(o.halo_precision);
   job.checkpoint_dir = o.checkpoint_dir;
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <random>
+#include <tuple>
 #include <tessera/tessera.hpp>
 
 namespace tessera {
@@ -135,6 +136,51 @@ TEST(HaloExchange, GatherThenScatterAddIsAdjoint) {
   if (world()->size() > 1) {
     EXPECT_GT(plan->n_ghost(), 0);
   }
+}
+
+TEST(HaloExchange, CompressedMessagesStayWithinTheirBoundsAndCarryFewerBytes) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs peers";
+  const partition::LocalGraph tile = random_tile(500, 5);
+  const auto plan = plan_of(tile);
+  const auto backend = make_cpu_backend(1);
+  const std::int64_t n_owned = plan->n_owned(), n_local = plan->n_local(), width = 24;
+  std::mt19937 rng(static_cast<unsigned>(29 + world()->rank()));
+  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+  DenseT<float> x = DenseT<float>::zeros(backend, n_local, width); // every row random
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    x.data()[i] = uniform(rng);
+
+  // gather and scatter-add of x in one precision: the results and the bytes sent.
+  const auto run = [&](comm::HaloPrecision precision) {
+    HaloExchange<float> halo(world(), plan, backend, 3);
+    halo.set_precision(precision, 11);
+    DenseT<float> gathered = to_backend(x, backend), summed = to_backend(x, backend);
+    halo.gather(gathered.view());
+    halo.scatter_add(summed.view());
+    return std::tuple{std::move(gathered), std::move(summed), halo.stats().bytes_sent};
+  };
+  const auto [g32, s32, b32] = run(comm::HaloPrecision::Fp32);
+  const auto [g16, s16, b16] = run(comm::HaloPrecision::Bf16);
+  const auto [g8, s8, b8] = run(comm::HaloPrecision::Int8);
+  const auto [g8_again, s8_again, b8_again] = run(comm::HaloPrecision::Int8);
+
+  // A row's int8 step is at most 2/127 (|values| < 2); a scatter-add sums at most P - 1 shares.
+  const float peers = static_cast<float>(world()->size() - 1);
+  for (std::int64_t i = 0; i < n_local * width; ++i) {
+    EXPECT_LE(std::abs(g16.data()[i] - g32.data()[i]), std::ldexp(2.0f, -8)) << i;
+    EXPECT_LE(std::abs(g8.data()[i] - g32.data()[i]), 2.0f / 127.0f * 1.001f) << i;
+    if (i < n_owned * width) {
+      EXPECT_LE(std::abs(s16.data()[i] - s32.data()[i]), peers * std::ldexp(2.0f, -8) + 1e-6f);
+      EXPECT_LE(std::abs(s8.data()[i] - s32.data()[i]), peers * 2.0f / 127.0f * 1.001f + 1e-6f);
+    }
+  }
+  EXPECT_TRUE(std::equal(g8.data(), g8.data() + g8.size(), g8_again.data())); // repeatable
+  EXPECT_TRUE(std::equal(s8.data(), s8.data() + s8.size(), s8_again.data()));
+  // Per row: 4 bytes a value; bf16 2; int8 1 and the row's scale.
+  const std::int64_t rows = plan->num_send_rows() + plan->n_ghost();
+  EXPECT_EQ(b32, rows * width * 4);
+  EXPECT_EQ(b16, rows * width * 2);
+  EXPECT_EQ(b8, rows * (width + 4));
 }
 
 TEST(HaloInBlocks, UnderATinyBudgetMovesWhatTheWholeExchangeMovesAndRanksMayMixThem) {

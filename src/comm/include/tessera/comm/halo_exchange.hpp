@@ -5,6 +5,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/device.hpp"
+#include "tessera/core/rng.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/timer.hpp"
 
@@ -14,6 +15,28 @@
 #include <vector>
 
 namespace tessera::comm {
+
+/// How halo messages carry their rows (--halo-precision): exact, or compressed per row.
+enum class HaloPrecision {
+  Fp32, ///< the rows as they are (exact)
+  Bf16, ///< bfloat16, rounded to nearest even: half the bytes of fp32
+  Int8  ///< per row a float scale (max |value| / 127) and int8 values rounded stochastically
+        ///< (unbiased; keyed by the counter RNG, so runs repeat bit for bit): a quarter
+};
+/// "fp32", "bf16" or "int8"; parse throws InvalidArgument naming --halo-precision, the text and
+/// the accepted values.
+std::string to_string(HaloPrecision precision);
+HaloPrecision parse_halo_precision(const std::string& text);
+/// Bytes one row of `width` values of `value_bytes` (4 or 8) takes in a message.
+std::size_t encoded_row_bytes(HaloPrecision precision, std::int64_t width, std::size_t value_bytes);
+/// Host rows → message bytes ([rows.rows * encoded_row_bytes], written to `out`). Int8 rounds
+/// element (i, j) up with probability equal to its fraction, drawn at (row_key + i, j) of `key`.
+template <typename T>
+void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std::byte> out,
+                 const RngKey& key, std::int64_t row_key);
+/// Message bytes → host rows (the inverse of encode_rows up to its rounding).
+template <typename T>
+void decode_rows(HaloPrecision precision, std::span<const std::byte> in, DenseView<T> rows);
 
 /// What one HaloExchange has moved since it was made (or reset).
 struct HaloStats {
@@ -101,6 +124,13 @@ public:
   /// scatter-add then wait. Collective over the plan's ranks.
   void scatter_add(DenseView<T> dx);
 
+  /// Compresses the messages of every later exchange (both directions, HaloPrecision) with
+  /// int8's rounding keyed by `seed`, this rank and the exchange's count. Device rows then go
+  /// through host buffers, where they are encoded and decoded. Every rank of the plan must set
+  /// the same precision.
+  void set_precision(HaloPrecision precision, std::uint64_t seed);
+  HaloPrecision precision() const noexcept { return precision_; }
+
   /// The plan this exchange follows.
   const HaloPlan& plan() const noexcept { return *plan_; }
   /// The backend whose memory the exchange's buffers and rows are in.
@@ -139,6 +169,10 @@ private:
   bool staged_ = false;       // device data through host buffers
   PinnedBuffer send_stage_, recv_stage_;
   std::shared_ptr<Event> recv_copy_; // the copy from recv_stage_ to the device, if any
+  HaloPrecision precision_ = HaloPrecision::Fp32;
+  std::uint64_t seed_ = 0;
+  std::vector<std::byte> send_code_, recv_code_; // encoded messages (compressed precisions)
+  std::uint64_t encoded_ = 0;                    // exchanges encoded: keys their rounding
 
   HaloStats stats_;
 };

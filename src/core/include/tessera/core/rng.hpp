@@ -10,7 +10,13 @@ namespace tessera {
 
 /// What a random draw is for (weight init, dropout masks, generated datasets, random splits and
 /// partitions); combined with the layer index into a stream id, so no two purposes share draws.
-enum class RngPurpose : std::uint32_t { WeightInit = 1, Dropout = 2, Generator = 3, Split = 4 };
+enum class RngPurpose : std::uint32_t {
+  WeightInit = 1,
+  Dropout = 2,
+  Generator = 3,
+  Split = 4,
+  HaloRounding = 5 ///< stochastic rounding of compressed halo messages
+};
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).
 struct RngKey {

@@ -77,6 +77,10 @@ class ModelGraph {
   int num_layers_asked() const noexcept { return static_cast<int>(halos_.size()); }
   /// What every halo has moved so far, summed over layers.
   comm::HaloStats halo_totals() const;
+  /// The precision of every layer's halo messages (exact fp32 unless set; int8's rounding keyed
+  /// by `seed`): for the exchanges made so far and those made later. The ghost input features
+  /// are fetched exactly either way.
+  void set_halo_precision(comm::HaloPrecision precision, std::uint64_t seed);
 
   /// Frees the adjacency kept for building matrices (call once the model is built).
   void release_adjacency() { adjacency_ = Csr(); }
@@ -101,6 +105,8 @@ class ModelGraph {
   std::int64_t in_features_, classes_;
   std::shared_ptr<comm::Communicator> comm_;
   std::shared_ptr<const comm::HaloPlan> plan_;
+  comm::HaloPrecision halo_precision_ = comm::HaloPrecision::Fp32;
+  std::uint64_t halo_seed_ = 0;
   std::int64_t n_owned_, n_local_, n_interior_;
   // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
   // still take part in the layer-0 exchange when the others make one.

@@ -46,6 +46,9 @@ struct TrainJob {
   /// speed would (comm::simulate_link; --simulate-link, a simulation for benchmarks); a
   /// bandwidth of 0: none, the ranks' own transport as it is.
   comm::LinkModel simulated_link;
+  /// How the layers' halo messages carry rows (--halo-precision): exact fp32 by default; bf16
+  /// and int8 compress them (opt-in, inexact).
+  comm::HaloPrecision halo_precision = comm::HaloPrecision::Fp32;
 
   // ---- the model ----
   gnn::ModelShape shape;  ///< the widths: explicit layer sizes, or hidden × num_layers
