@@ -166,7 +166,8 @@ private:
   /// When a message of `bytes` on the link to or from `peer` (free at links[peer]) posted at
   /// `start` arrives; the link is busy while its bytes go out.
   double carry(std::vector<double>& links, int peer, std::size_t bytes, double start) {
-    double& free = links.at(static_cast<std::size_t>(peer));
+    if (peer < 0 || peer >= size()) return start; // the inner communicator names the bad peer
+    double& free = links[static_cast<std::size_t>(peer)];
     const double begin = std::max(free, start);
     free = begin + seconds_for(bytes);
     return free + latency();
