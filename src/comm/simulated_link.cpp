@@ -45,6 +45,8 @@ std::string to_string(const LinkModel& link) {
 
 namespace {
 
+constexpr int kLinkTag = 7020; // measure_links' exchanges
+
 class SteadyClock final : public LinkClock {
 public:
   double now() override {
@@ -52,8 +54,13 @@ public:
         .count();
   }
   void sleep_until(double seconds) override {
+    // A sleep overshoots by tens of µs (a link's latency): sleep short of the deadline, then
+    // yield until it.
+    constexpr double kSlack = 200e-6;
     const double wait = seconds - now();
-    if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    if (wait > kSlack) std::this_thread::sleep_for(std::chrono::duration<double>(wait - kSlack));
+    while (now() < seconds)
+      std::this_thread::yield();
   }
 };
 
@@ -192,6 +199,43 @@ private:
 };
 
 } // namespace
+
+std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int> peers,
+                                        LinkClock& clock, std::size_t large_bytes, int rounds) {
+  constexpr std::size_t kSmall = 8;
+  large_bytes = std::max(large_bytes, 2 * kSmall);
+  rounds = std::max(rounds, 1);
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    if (peers[i] < 0 || peers[i] >= comm.size() || peers[i] == comm.rank() ||
+        (i > 0 && peers[i] <= peers[i - 1])) {
+      throw InvalidArgument(fmt::format("measure_links on rank {}: peer {} (of {} ranks) is this "
+                                        "rank, no rank, or out of ascending order",
+                                        comm.rank(), peers[i], comm.size()));
+    }
+  }
+  std::vector<std::byte> out(large_bytes), in(large_bytes);
+  const auto median_exchange = [&](int peer, std::size_t bytes) {
+    std::vector<double> seconds;
+    for (int r = 0; r < rounds; ++r) {
+      const std::vector<SendMessage> sends{{peer, std::span<const std::byte>(out).first(bytes)}};
+      const std::vector<RecvMessage> recvs{{peer, std::span<std::byte>(in).first(bytes)}};
+      const double start = clock.now();
+      comm.start_exchange(sends, recvs, kLinkTag)->wait();
+      seconds.push_back(clock.now() - start);
+    }
+    std::nth_element(seconds.begin(), seconds.begin() + rounds / 2, seconds.end());
+    return seconds[static_cast<std::size_t>(rounds / 2)];
+  };
+  std::vector<LinkEstimate> estimates;
+  for (const int peer : peers) {
+    const double small = median_exchange(peer, kSmall);
+    const double large = median_exchange(peer, large_bytes);
+    const double extra = std::max(large - small, 1e-12);
+    estimates.push_back(
+        {peer, small * 1e6, static_cast<double>(large_bytes - kSmall) * 8.0 / extra / 1e9});
+  }
+  return estimates;
+}
 
 std::shared_ptr<LinkClock> steady_link_clock() {
   return std::make_shared<SteadyClock>();

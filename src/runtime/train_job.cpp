@@ -78,6 +78,20 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
     m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
   }
+  if (comm->size() > 1 && g.plan != nullptr) { // what the cost model will read: say rank 0's
+    std::vector<int> peers;
+    for (const auto* blocks : {&g.plan->send_blocks(), &g.plan->recv_blocks()}) {
+      for (const comm::HaloPlan::Block& b : *blocks)
+        peers.push_back(b.peer);
+    }
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    const auto clock = comm::steady_link_clock();
+    for (const comm::LinkEstimate& link : comm::measure_links(*m.device_comm, peers, *clock)) {
+      say(fmt::format("link to rank {}: {:.1f} µs, {:.1f} Gb/s (measured)", link.peer,
+                      link.latency_us, link.gigabits_per_second));
+    }
+  }
   if (comm->size() > 1) {
     say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
                     comm->size(), m.device_comm->describe()));

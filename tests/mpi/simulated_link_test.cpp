@@ -1,7 +1,7 @@
 // The simulated link over real ranks, on a clock the test controls: an exchange completes when a
 // link of the given speed would have carried it (messages to one peer queue, messages to
 // different peers travel side by side), an allreduce when a ring would, and the bytes arrive
-// intact.
+// intact; measure_links finds the link's speed and latency.
 #include "mpi/mpi_test_main.hpp"
 
 #include <algorithm>
@@ -98,6 +98,31 @@ TEST(SimulatedLink, AnAllreduceTakesWhatARingWouldAndSums) {
   EXPECT_NEAR(link.clock->t - start, 2 * (p - 1) * kLatency + 2 * (p - 1) / p * 1e-3, 1e-12);
   EXPECT_EQ(values.front(), static_cast<float>(p));
   EXPECT_EQ(values.back(), static_cast<float>(p));
+}
+
+TEST(MeasureLinks, FindsTheSimulatedLinksSpeedAndLatencyToEachNeighbour) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs a peer";
+  Link link;
+  const RingMessages ring; // its neighbours
+  std::vector<int> peers{ring.next, ring.prev};
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+
+  const std::vector<comm::LinkEstimate> links = comm::measure_links(*link.comm, peers, *link.clock);
+
+  ASSERT_EQ(links.size(), peers.size());
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    EXPECT_EQ(links[i].peer, peers[i]);
+    EXPECT_NEAR(links[i].gigabits_per_second, kGbps, 1e-6 * kGbps);
+    EXPECT_NEAR(links[i].latency_us, kLatency * 1e6 + 8e-3, 1e-6); // 8 bytes take 8 ns
+  }
+}
+
+TEST(MeasureLinks, ThisRankAmongItsPeersIsRefused) {
+  const int self = world()->rank();
+  auto clock = comm::steady_link_clock();
+  EXPECT_THROW(comm::measure_links(*world(), std::span<const int>(&self, 1), *clock),
+               InvalidArgument);
 }
 
 } // namespace

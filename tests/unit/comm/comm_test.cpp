@@ -121,7 +121,9 @@ TEST(HaloPrecision, Int8IsWithinOneStepOfItsRowsScaleUnbiasedAndRepeatable) {
       largest = std::max(largest, std::abs(x(i, j)));
     for (std::int64_t j = 0; j < x.cols(); ++j) {
       EXPECT_LE(std::abs(y(i, j) - x(i, j)), largest / 127.0f * 1.0001f) << i << "," << j;
-      if (x(i, j) == 0.0f) EXPECT_EQ(y(i, j), 0.0f);
+      if (x(i, j) == 0.0f) {
+        EXPECT_EQ(y(i, j), 0.0f);
+      }
       error_sum += (y(i, j) - x(i, j)) / (largest / 127.0f);
     }
   }

@@ -176,6 +176,23 @@ std::shared_ptr<LinkClock> steady_link_clock();
 std::shared_ptr<Communicator> simulate_link(std::shared_ptr<Communicator> inner, LinkModel link,
                                             std::shared_ptr<LinkClock> clock = steady_link_clock());
 
+/// What a short exchange measured of the link to one peer.
+struct LinkEstimate {
+  int peer = 0;
+  double latency_us = 0;          ///< time of an exchange of 8 bytes each way
+  double gigabits_per_second = 0; ///< of the extra bytes of a large exchange over a small one
+};
+/// Measures the link to each of `peers` (ascending, no duplicates; symmetric over the job: this
+/// rank names p exactly when p names this rank): per peer, `rounds` exchanges of 8 bytes and of
+/// `large_bytes` each way, the median time of each, peers taken in ascending order (so the pairs
+/// meet in one global order and no rank waits in a cycle). Times come from `clock` (the steady
+/// clock by default; through simulate_link, pass its clock to measure the simulated link).
+/// Collective over the ranks named. Throws InvalidArgument for peers out of order or naming
+/// this rank or no rank.
+std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int> peers,
+                                        LinkClock& clock, std::size_t large_bytes = 1 << 20,
+                                        int rounds = 5);
+
 /// Whether an MPI launcher (mpirun, srun with PMI/PMIx) started this process.
 bool launched_by_mpi() noexcept;
 
