@@ -1,6 +1,7 @@
 // Halo gather and scatter-add: pack, post, and (for scatter-add) unpack-add on wait.
 #include "tessera/comm/halo_exchange.hpp"
 
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/ops/ops.hpp"
@@ -129,8 +130,8 @@ void decode_rows(HaloPrecision precision, std::span<const std::byte> in, DenseVi
   }
 }
 
-template void encode_rows(HaloPrecision, ConstDenseView<float>, std::span<std::byte>,
-                          const RngKey&, std::int64_t);
+template void encode_rows(HaloPrecision, ConstDenseView<float>, std::span<std::byte>, const RngKey&,
+                          std::int64_t);
 template void encode_rows(HaloPrecision, ConstDenseView<double>, std::span<std::byte>,
                           const RngKey&, std::int64_t);
 template void decode_rows(HaloPrecision, std::span<const std::byte>, DenseView<float>);
@@ -250,9 +251,9 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
     send_code_.resize(static_cast<std::size_t>(out.rows) * row);
     recv_code_.resize(static_cast<std::size_t>(in.rows) * row);
     // A fresh rounding field per exchange, per rank (rows of a rank are keyed above 2^32 · rank).
-    const RngKey key = RngKey::make(seed_, RngPurpose::HaloRounding,
-                                    static_cast<std::uint32_t>(tag_),
-                                    static_cast<std::uint32_t>(encoded_++));
+    const RngKey key =
+        RngKey::make(seed_, RngPurpose::HaloRounding, static_cast<std::uint32_t>(tag_),
+                     static_cast<std::uint32_t>(encoded_++));
     encode_rows(precision_, rows, std::span<std::byte>(send_code_), key,
                 static_cast<std::int64_t>(comm_->rank()) << 32);
     const auto part = [row](std::vector<std::byte>& code, const HaloPlan::Block& b) {
@@ -382,9 +383,6 @@ template <typename T> void HaloExchange<T>::scatter_add(DenseView<T> dx) {
 
 namespace {
 
-constexpr int kSparseCountTag = 7010;
-constexpr int kSparseRowTag = 7011;
-
 template <typename T>
 std::span<const std::byte> bytes_of(const std::vector<T>& v, std::int64_t begin,
                                     std::int64_t count) {
@@ -426,7 +424,7 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
       sends.push_back({b.peer, bytes_of(send_length, b.begin, b.count)});
     for (const HaloPlan::Block& b : plan.recv_blocks())
       recvs.push_back({b.peer, bytes_of(ghost_length.data(), b.begin, b.count)});
-    comm.start_exchange(sends, recvs, kSparseCountTag)->wait();
+    comm.start_exchange(sends, recvs, tags::kSparseRowCounts)->wait();
   }
 
   // 2. The local matrix: owned rows copied, ghost rows' space reserved from their lengths.
@@ -470,7 +468,7 @@ Csr gather_sparse_rows(Communicator& comm, const HaloPlan& plan, const Csr& owne
     recvs.push_back({b.peer, bytes_of(local.col(), begin, count)});
     recvs.push_back({b.peer, bytes_of(local.val(), begin, count)});
   }
-  comm.start_exchange(sends, recvs, kSparseRowTag)->wait();
+  comm.start_exchange(sends, recvs, tags::kSparseRows)->wait();
   for (std::int64_t k = owned_nnz; k < local.nnz(); ++k) {
     if (local.col()[k] < 0 || local.col()[k] >= local.cols()) {
       throw FormatError(fmt::format("gather_sparse_rows on rank {}: received column {} outside "

@@ -1,6 +1,7 @@
 // Building a HaloPlan: ghost ids travel to their owners, who learn which rows to send.
 #include "tessera/comm/halo_plan.hpp"
 
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -10,8 +11,6 @@
 namespace tessera::comm {
 
 namespace {
-
-constexpr int kPlanTag = 7100;
 
 void check_ghost_owners(const Communicator& comm, std::span<const std::int32_t> ghost_owner,
                         std::size_t n_ghost) {
@@ -71,7 +70,7 @@ HaloPlan HaloPlan::build(Communicator& comm, std::span<const GlobalId> owned_ids
         {b.peer, std::as_writable_bytes(std::span<GlobalId>(wanted).subspan(
                      static_cast<std::size_t>(b.begin), static_cast<std::size_t>(b.count)))});
   }
-  comm.start_exchange(sends, recvs, kPlanTag)->wait();
+  comm.start_exchange(sends, recvs, tags::kHaloPlan)->wait();
 
   // Global → local for our rows (owned rows may be in any order, e.g. RCM).
   std::vector<std::pair<GlobalId, LocalId>> by_id(owned_ids.size());

@@ -1,6 +1,7 @@
 // A communicator decorator that holds messages back as a network link of a given bandwidth and
 // latency would: how the communication modes are measured on machines whose ranks share memory.
 #include "tessera/comm/communicator.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -44,8 +45,6 @@ std::string to_string(const LinkModel& link) {
 }
 
 namespace {
-
-constexpr int kLinkTag = 7020; // measure_links' exchanges
 
 class SteadyClock final : public LinkClock {
 public:
@@ -220,7 +219,7 @@ std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int>
       const std::vector<SendMessage> sends{{peer, std::span<const std::byte>(out).first(bytes)}};
       const std::vector<RecvMessage> recvs{{peer, std::span<std::byte>(in).first(bytes)}};
       const double start = clock.now();
-      comm.start_exchange(sends, recvs, kLinkTag)->wait();
+      comm.start_exchange(sends, recvs, tags::kLinkProbe)->wait();
       seconds.push_back(clock.now() - start);
     }
     std::nth_element(seconds.begin(), seconds.begin() + rounds / 2, seconds.end());

@@ -1,6 +1,7 @@
 // ModelGraph: aggregation matrices built on demand, and one halo exchange per aggregating layer.
 #include "tessera/gnn/model_graph.hpp"
 
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/graph/graph.hpp"
@@ -8,13 +9,6 @@
 #include <iterator>
 
 namespace tessera::gnn {
-
-namespace {
-
-/// Tags of the layers' exchanges on the communicator: layer i uses kLayerTagBase + i + 1.
-constexpr int kLayerTagBase = 7400;
-
-}  // namespace
 
 ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::int64_t in_features,
                        std::int64_t classes)
@@ -103,7 +97,7 @@ comm::HaloExchange<float>* ModelGraph::halo(int layer) {
     // Its staging buffers stay out of the chunks: messages land in them at any time.
     const ChunkManager* memory = manager_of(backend_);
     h = std::make_unique<comm::HaloExchange<float>>(
-        comm_, plan_, memory != nullptr ? memory->backend() : backend_, kLayerTagBase + layer + 1);
+        comm_, plan_, memory != nullptr ? memory->backend() : backend_, comm::tags::layer(layer));
     h->set_precision(halo_precision_, halo_seed_);
   }
   return h.get();

@@ -2,6 +2,7 @@
 // fetch the ghost input rows once.
 #include "job_graph.hpp"
 
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/ops/ops.hpp"
@@ -15,9 +16,6 @@
 namespace tessera::runtime {
 
 namespace {
-
-constexpr int kTileTag = 7200;
-constexpr int kFeatureTag = 7300;
 
 /// Refuses data that cannot be trained on, naming the dataset and what it holds: whole (in
 /// memory) or a store's part (every part of a store has the dataset's node count, feature width
@@ -102,10 +100,12 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
   std::vector<std::byte> name = to_bytes(data.name);
   comm.broadcast(name, 0);
   dataset_name = to_text(name);
-  if (comm.rank() != 0) return partition::tile_from_bytes(host, comm.receive(0, kTileTag));
+  if (comm.rank() != 0)
+    return partition::tile_from_bytes(host, comm.receive(0, comm::tags::kTiles));
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
   for (int q = 1; q < comm.size(); ++q) {
-    comm.send(partition::tile_to_bytes(partition::build_local_graph(data, parts, q)), q, kTileTag);
+    comm.send(partition::tile_to_bytes(partition::build_local_graph(data, parts, q)), q,
+              comm::tags::kTiles);
   }
   return partition::build_local_graph(data, parts, 0);
 }
@@ -309,7 +309,7 @@ graph::Features input_features(partition::LocalGraph& tile,
     }
   }
   if (cache && exchanges) {
-    comm::HaloExchange<float> once(comm, plan, host, kFeatureTag);
+    comm::HaloExchange<float> once(comm, plan, host, comm::tags::kFeatures);
     once.gather(x.view());
     fetch = once.stats();
   }

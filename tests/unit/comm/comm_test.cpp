@@ -4,10 +4,12 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <set>
 
 namespace tessera {
 namespace {
@@ -147,6 +149,19 @@ TEST(HaloPrecision, NamesAreParsedAndOthersRefused) {
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), HasSubstr("--halo-precision 'fp16': expects fp32, bf16 or int8"));
   }
+}
+
+TEST(MessageTags, AreDistinctAndLayersHaveTheirOwnRangeUpToMpisBound) {
+  using namespace comm::tags;
+  const std::set<int> fixed{kSparseRowCounts, kSparseRows, kLinkProbe, kHaloPlan, kTiles,
+                            kFeatures};
+
+  EXPECT_EQ(fixed.size(), 6u);
+  EXPECT_LT(*fixed.rbegin(), layer(0));
+  EXPECT_EQ(layer(3), layer(0) + 3);
+  EXPECT_EQ(layer(kLayersEnd - kLayersBegin - 1), 32767);
+  EXPECT_THROW(layer(-1), InvalidArgument);
+  EXPECT_THROW(layer(kLayersEnd - kLayersBegin), InvalidArgument);
 }
 
 TEST(HaloPlan, WithoutGhostsOnOneRankHasNoBlocks) {

@@ -1,0 +1,28 @@
+// Every message tag the library's exchanges use, in one place: exchanges that may be in flight
+// together on one communicator must not share a tag, and this list is where that is checked.
+#pragma once
+
+#include "tessera/core/error.hpp"
+
+#include <string>
+
+namespace tessera::comm::tags {
+
+inline constexpr int kSparseRowCounts = 7010; ///< gather_sparse_rows: row lengths
+inline constexpr int kSparseRows = 7011;      ///< gather_sparse_rows: columns and values
+inline constexpr int kLinkProbe = 7020;       ///< measure_links
+inline constexpr int kHaloPlan = 7100;        ///< HaloPlan::build
+inline constexpr int kTiles = 7200;           ///< rank 0 handing out tiles
+inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost input features
+inline constexpr int kLayersBegin = 7401;     ///< layer i's halo exchanges: kLayersBegin + i
+inline constexpr int kLayersEnd = 32768;      ///< MPI guarantees tags up to 32767
+
+/// The tag of aggregating layer `layer`'s halo exchanges. Throws InvalidArgument past the range.
+inline int layer(int layer) {
+  if (layer < 0 || layer >= kLayersEnd - kLayersBegin) {
+    throw InvalidArgument("no message tag for layer " + std::to_string(layer));
+  }
+  return kLayersBegin + layer;
+}
+
+} // namespace tessera::comm::tags
