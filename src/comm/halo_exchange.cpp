@@ -139,16 +139,12 @@ template void decode_rows(HaloPrecision, std::span<const std::byte>, DenseView<d
 
 namespace {
 
-template <typename T>
-std::span<const std::byte> row_bytes(ConstDenseView<T> x, std::int64_t begin, std::int64_t count) {
-  return std::as_bytes(
-      std::span<const T>(x.data + begin * x.cols, static_cast<std::size_t>(count * x.cols)));
+/// A view's elements as bytes (its rows are contiguous).
+template <typename T> std::span<const std::byte> bytes_of(ConstDenseView<T> x) {
+  return std::as_bytes(std::span<const T>(x.data, static_cast<std::size_t>(x.size())));
 }
-
-template <typename T>
-std::span<std::byte> row_bytes(DenseView<T> x, std::int64_t begin, std::int64_t count) {
-  return std::as_writable_bytes(
-      std::span<T>(x.data + begin * x.cols, static_cast<std::size_t>(count * x.cols)));
+template <typename T> std::span<std::byte> bytes_of(DenseView<T> x) {
+  return std::as_writable_bytes(std::span<T>(x.data, static_cast<std::size_t>(x.size())));
 }
 
 } // namespace
@@ -171,18 +167,6 @@ template <typename T> HaloExchange<T>::~HaloExchange() {
     // A failed copy has no one left to tell; the buffer is freed either way.
   }
 }
-
-namespace {
-
-/// [begin, begin + count) of a host staging buffer of rows of `width` values of T.
-template <typename T>
-std::span<std::byte> stage_rows(const PinnedBuffer& stage, std::int64_t begin, std::int64_t count,
-                                std::int64_t width) {
-  return stage.span().subspan(static_cast<std::size_t>(begin * width) * sizeof(T),
-                              static_cast<std::size_t>(count * width) * sizeof(T));
-}
-
-} // namespace
 
 template <typename T>
 void HaloExchange<T>::set_precision(HaloPrecision precision, std::uint64_t seed) {
@@ -235,54 +219,50 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
                       const std::vector<HaloPlan::Block>& out_blocks, DenseView<T> in,
                       const std::vector<HaloPlan::Block>& in_blocks, const Stopwatch& clock) {
   const std::int64_t w = x.cols;
-  std::vector<SendMessage> sends;
-  std::vector<RecvMessage> recvs;
   std::size_t sent = static_cast<std::size_t>(out.size()) * sizeof(T);
   std::size_t received = static_cast<std::size_t>(in.size()) * sizeof(T);
-  if (precision_ != HaloPrecision::Fp32) { // rows encoded on the host; decoded at wait()
-    ConstDenseView<T> rows = out;
-    if (staged_) {
-      prepare_stages(sent, received);
-      backend_->copy_async(send_stage_.data(), out.data, sent, CopyDirection::DeviceToHost)
-          ->synchronize();
-      rows = ConstDenseView<T>(reinterpret_cast<const T*>(send_stage_.data()), out.rows, w);
-    }
-    const std::size_t row = encoded_row_bytes(precision_, w, sizeof(T));
+  // The rows as the host sees them: device rows through the staging buffers (`in` is filled from
+  // the receive stage at wait()).
+  ConstDenseView<T> host_out = out;
+  DenseView<T> host_in = in;
+  if (staged_) {
+    prepare_stages(sent, received);
+    // The communicator (or the encoder) reads the send stage at once: the host waits for this
+    // copy (on the copy stream, after the kernels that wrote `out`).
+    backend_->copy_async(send_stage_.data(), out.data, sent, CopyDirection::DeviceToHost)
+        ->synchronize();
+    host_out = ConstDenseView<T>(reinterpret_cast<const T*>(send_stage_.data()), out.rows, w);
+    host_in = DenseView<T>(reinterpret_cast<T*>(recv_stage_.data()), in.rows, w);
+  }
+  // What travels: the rows themselves, or their encoding (decoded into host_in at wait()).
+  std::span<const std::byte> out_bytes = bytes_of(host_out);
+  std::span<std::byte> in_bytes = bytes_of(host_in);
+  std::size_t row = static_cast<std::size_t>(w) * sizeof(T);
+  if (precision_ != HaloPrecision::Fp32) {
+    row = encoded_row_bytes(precision_, w, sizeof(T));
     send_code_.resize(static_cast<std::size_t>(out.rows) * row);
     recv_code_.resize(static_cast<std::size_t>(in.rows) * row);
     // A fresh rounding field per exchange, per rank (rows of a rank are keyed above 2^32 · rank).
     const RngKey key =
         RngKey::make(seed_, RngPurpose::HaloRounding, static_cast<std::uint32_t>(tag_),
                      static_cast<std::uint32_t>(encoded_++));
-    encode_rows(precision_, rows, std::span<std::byte>(send_code_), key,
+    encode_rows(precision_, host_out, std::span<std::byte>(send_code_), key,
                 static_cast<std::int64_t>(comm_->rank()) << 32);
-    const auto part = [row](std::vector<std::byte>& code, const HaloPlan::Block& b) {
-      return std::span<std::byte>(code).subspan(static_cast<std::size_t>(b.begin) * row,
-                                                static_cast<std::size_t>(b.count) * row);
-    };
-    for (const HaloPlan::Block& b : out_blocks)
-      sends.push_back({b.peer, part(send_code_, b)});
-    for (const HaloPlan::Block& b : in_blocks)
-      recvs.push_back({b.peer, part(recv_code_, b)});
+    out_bytes = send_code_;
+    in_bytes = recv_code_;
     sent = send_code_.size();
     received = recv_code_.size();
-  } else if (staged_) { // device rows through host buffers; `in` is filled at wait()
-    const std::size_t out_bytes = static_cast<std::size_t>(out.size()) * sizeof(T);
-    prepare_stages(out_bytes, static_cast<std::size_t>(in.size()) * sizeof(T));
-    // The communicator reads the send stage as soon as the messages are posted: the host waits
-    // for this copy (on the copy stream, after the kernels that wrote `out`).
-    backend_->copy_async(send_stage_.data(), out.data, out_bytes, CopyDirection::DeviceToHost)
-        ->synchronize();
-    for (const HaloPlan::Block& b : out_blocks)
-      sends.push_back({b.peer, stage_rows<T>(send_stage_, b.begin, b.count, w)});
-    for (const HaloPlan::Block& b : in_blocks)
-      recvs.push_back({b.peer, stage_rows<T>(recv_stage_, b.begin, b.count, w)});
-  } else {
-    for (const HaloPlan::Block& b : out_blocks)
-      sends.push_back({b.peer, row_bytes(out, b.begin, b.count)});
-    for (const HaloPlan::Block& b : in_blocks)
-      recvs.push_back({b.peer, row_bytes(in, b.begin, b.count)});
   }
+  const auto block_of = [row](auto bytes, const HaloPlan::Block& b) {
+    return bytes.subspan(static_cast<std::size_t>(b.begin) * row,
+                         static_cast<std::size_t>(b.count) * row);
+  };
+  std::vector<SendMessage> sends;
+  std::vector<RecvMessage> recvs;
+  for (const HaloPlan::Block& b : out_blocks)
+    sends.push_back({b.peer, block_of(out_bytes, b)});
+  for (const HaloPlan::Block& b : in_blocks)
+    recvs.push_back({b.peer, block_of(in_bytes, b)});
   Request request;
   request.kind_ = kind;
   request.x_ = x;
@@ -340,10 +320,10 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
   request.pending_.reset();
   const std::int64_t w = request.x_.cols;
   if (precision_ != HaloPrecision::Fp32) { // into the stage (then on to the device) or in place
-    const DenseView<T> rows =
-        staged_ ? DenseView<T>(reinterpret_cast<T*>(recv_stage_.data()), request.in_.rows, w)
-                : request.in_;
-    decode_rows(precision_, std::span<const std::byte>(recv_code_), rows);
+    decode_rows(precision_, std::span<const std::byte>(recv_code_),
+                staged_
+                    ? DenseView<T>(reinterpret_cast<T*>(recv_stage_.data()), request.in_.rows, w)
+                    : request.in_);
   }
   if (staged_) {
     // To the device on the copy stream; the kernels queued from now on (the scatter-add below,

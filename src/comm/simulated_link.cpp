@@ -3,6 +3,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/timer.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -214,16 +215,15 @@ std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int>
   }
   std::vector<std::byte> out(large_bytes), in(large_bytes);
   const auto median_exchange = [&](int peer, std::size_t bytes) {
+    const std::vector<SendMessage> sends{{peer, std::span<const std::byte>(out).first(bytes)}};
+    const std::vector<RecvMessage> recvs{{peer, std::span<std::byte>(in).first(bytes)}};
     std::vector<double> seconds;
     for (int r = 0; r < rounds; ++r) {
-      const std::vector<SendMessage> sends{{peer, std::span<const std::byte>(out).first(bytes)}};
-      const std::vector<RecvMessage> recvs{{peer, std::span<std::byte>(in).first(bytes)}};
       const double start = clock.now();
       comm.start_exchange(sends, recvs, tags::kLinkProbe)->wait();
       seconds.push_back(clock.now() - start);
     }
-    std::nth_element(seconds.begin(), seconds.begin() + rounds / 2, seconds.end());
-    return seconds[static_cast<std::size_t>(rounds / 2)];
+    return median(std::move(seconds));
   };
   std::vector<LinkEstimate> estimates;
   for (const int peer : peers) {
