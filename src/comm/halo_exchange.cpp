@@ -280,7 +280,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) 
   check_shape("gather", x);
   const Stopwatch clock;
   DenseView<T> packed = buffer(x.cols); // [num_send_rows, w]: our rows the peers read
-  ops::gather_rows(*backend_, ConstDenseView<T>(x), send_rows_.span(), packed);
+  pack(ConstDenseView<T>(x), packed);
   return post(Request::Kind::Gather, x, ConstDenseView<T>(packed), plan_->send_blocks(),
               x.slice_rows(plan_->n_owned(), plan_->n_local()), plan_->recv_blocks(), clock);
 }
@@ -335,20 +335,28 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
     backend_->wait(Stream::Compute, *recv_copy_);
   }
   if (request.kind_ == Request::Kind::ScatterAdd) {
-    // A row read by several peers appears once per peer block: add block by block (rows are
-    // distinct within a block), in rank order.
-    const DenseView<T> received = buffer(w);
-    const std::span<const LocalId> rows = send_rows_.span();
-    for (const HaloPlan::Block& b : plan_->send_blocks()) {
-      const ConstDenseView<T> block(received.data + b.begin * received.cols, b.count,
-                                    received.cols);
-      ops::scatter_add_rows(
-          *backend_, block,
-          rows.subspan(static_cast<std::size_t>(b.begin), static_cast<std::size_t>(b.count)),
-          request.x_);
-    }
+    add_shares(ConstDenseView<T>(buffer(w)), request.x_);
   }
   stats_.wait_seconds += clock.seconds();
+}
+
+template <typename T> void HaloExchange<T>::pack(ConstDenseView<T> x, DenseView<T> packed) {
+  check_rows("pack", x, plan_->n_local(), packed, plan_->num_send_rows());
+  ops::gather_rows(*backend_, x, send_rows_.span(), packed);
+}
+
+template <typename T>
+void HaloExchange<T>::add_shares(ConstDenseView<T> received, DenseView<T> dx) {
+  check_rows("scatter-add", received, plan_->num_send_rows(), dx, plan_->n_local());
+  // A row read by several peers appears once per peer block: add block by block (rows are
+  // distinct within a block), in rank order.
+  const std::span<const LocalId> rows = send_rows_.span();
+  for (const HaloPlan::Block& b : plan_->send_blocks()) {
+    const ConstDenseView<T> block(received.data + b.begin * received.cols, b.count, received.cols);
+    ops::scatter_add_rows(
+        *backend_, block,
+        rows.subspan(static_cast<std::size_t>(b.begin), static_cast<std::size_t>(b.count)), dx);
+  }
 }
 
 template <typename T> void HaloExchange<T>::gather(DenseView<T> x) {

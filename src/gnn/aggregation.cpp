@@ -24,7 +24,7 @@ Aggregation<T>::Aggregation(BackendPtr backend, const CsrT<T>& s, const CsrT<T>&
 }
 
 template <typename T>
-void Aggregation<T>::distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+void Aggregation<T>::distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior) {
   if (halo != nullptr &&
       (halo->plan().n_owned() != rows() || halo->plan().n_local() != local_rows() ||
        n_interior < 0 || n_interior > rows())) {
@@ -49,7 +49,16 @@ void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
   }
 }
 
-template <typename T> void Aggregation<T>::forward(ConstDenseView<T> x, DenseView<T> y) {
+namespace {
+
+comm::Pass pass_of(const Step& step) {
+  return step.training ? comm::Pass::Training : comm::Pass::Evaluation;
+}
+
+} // namespace
+
+template <typename T>
+void Aggregation<T>::forward(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
     Pins pins(manager_of(backend_));
@@ -58,10 +67,11 @@ template <typename T> void Aggregation<T>::forward(ConstDenseView<T> x, DenseVie
     return;
   }
   ops::copy(*backend_, x, local_input(x.cols).slice_rows(0, rows()));
-  forward_local(x.cols, y);
+  forward_local(step, x.cols, y);
 }
 
-template <typename T> void Aggregation<T>::forward_local(std::int64_t f, DenseView<T> y) {
+template <typename T>
+void Aggregation<T>::forward_local(const Step& step, std::int64_t f, DenseView<T> y) {
   const DenseView<T> x = local_input(f);
   // Under a memory budget the matrix is in chunks: on the device only while it multiplies.
   Pins pins(manager_of(backend_));
@@ -72,11 +82,11 @@ template <typename T> void Aggregation<T>::forward_local(std::int64_t f, DenseVi
     return;
   }
   // The interior rows read owned rows only: they aggregate while the ghost rows travel.
-  auto request = halo_->start_gather(x);
+  halo_->begin_gather(x, pass_of(step));
   const CsrView<T> s = s_->view();
   ops::spmm(*backend_, s.row_slice(0, n_interior_), ConstDenseView<T>(x),
             y.slice_rows(0, n_interior_));
-  halo_->wait(request);
+  halo_->end_gather();
   ops::spmm(*backend_, s.row_slice(n_interior_, rows()), ConstDenseView<T>(x),
             y.slice_rows(n_interior_, rows()));
   discard(backend_, x); // read by nothing else
@@ -100,9 +110,9 @@ template <typename T> DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy
   const CsrView<T> s_t = s_t_->view();
   ops::spmm(*backend_, s_t.row_slice(rows(), local_rows()), dy,
             dx.slice_rows(rows(), local_rows()));
-  auto request = halo_->start_scatter_add(dx);
+  halo_->begin_scatter_add(dx);
   ops::spmm(*backend_, s_t.row_slice(0, rows()), dy, dx.slice_rows(0, rows()));
-  halo_->wait(request);
+  halo_->end_scatter_add();
   return dx.slice_rows(0, rows());
 }
 
@@ -259,7 +269,8 @@ template <typename T> HaloInBlocks<T>& Aggregation<T>::halo_in_blocks() {
   return *halo_in_blocks_;
 }
 
-template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, DenseView<T> y) {
+template <typename T>
+void Aggregation<T>::forward_tiled(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
   if (halo_ == nullptr) {
     multiply_tiled(tiles(*s_, tiles_, tile_shape(x.cols)), x, y);
@@ -271,12 +282,13 @@ template <typename T> void Aggregation<T>::forward_tiled(ConstDenseView<T> x, De
                  [&](std::int64_t b, std::int64_t e) {
                    ops::copy(*backend_, x.slice_rows(b, e), local.slice_rows(b, e));
                  });
-  forward_local_tiled(x.cols, y);
+  forward_local_tiled(step, x.cols, y);
 }
 
-template <typename T> void Aggregation<T>::forward_local_tiled(std::int64_t f, DenseView<T> y) {
+template <typename T>
+void Aggregation<T>::forward_local_tiled(const Step& step, std::int64_t f, DenseView<T> y) {
   const DenseView<T> x = local_input(f);
-  if (halo_ != nullptr) halo_in_blocks().gather(*manager_of(backend_), x);
+  if (halo_ != nullptr) halo_in_blocks().gather(*manager_of(backend_), x, pass_of(step));
   multiply_tiled(tiles(*s_, tiles_, tile_shape(f)), ConstDenseView<T>(x), y);
   discard(backend_, x); // read by nothing else
 }
@@ -317,13 +329,13 @@ std::size_t AggregateTransform<T>::working_set_bytes(const ChunkManager& memory,
 }
 
 template <typename T>
-void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstDenseView<T> w,
-                                    DenseView<T> y, ChunkManager* blocks) {
+void AggregateTransform<T>::forward(const Step& step, const std::string& layer, Input<T> x,
+                                    ConstDenseView<T> w, DenseView<T> y, ChunkManager* blocks) {
   if (transform_first_) { // y = S · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(w.cols);
     if (blocks == nullptr) {
       multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
-      aggregation_.forward_local(w.cols, y);
+      aggregation_.forward_local(step, w.cols, y);
       return;
     }
     std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, blocks);
@@ -331,7 +343,7 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
     for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
       multiply_weight(*backend_, x.slice_rows(b, e), w, xw.slice_rows(b, e));
     });
-    aggregation_.forward_local_tiled(w.cols, y);
+    aggregation_.forward_local_tiled(step, w.cols, y);
     return;
   }
   if (x.is_sparse()) {
@@ -340,9 +352,9 @@ void AggregateTransform<T>::forward(const std::string& layer, Input<T> x, ConstD
   }
   DenseView<T> sx = mid_.get(aggregation_.rows(), w.rows); // y = (S · x) · W
   if (blocks == nullptr) {
-    aggregation_.forward(x.dense, sx);
+    aggregation_.forward(step, x.dense, sx);
   } else {
-    aggregation_.forward_tiled(x.dense, sx);
+    aggregation_.forward_tiled(step, x.dense, sx);
   }
   for_row_blocks(blocks, y.rows, {rows_of(sx, Access::Read), rows_of(y, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {

@@ -47,7 +47,7 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
   product_.aggregation().check_layer_input(name(), x, weight_.value.rows());
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
   ChunkManager* blocks = own_memory(*this, backend_, x);
-  product_.forward(name(), x, weight_.value.cview(), y, blocks);
+  product_.forward(step, name(), x, weight_.value.cview(), y, blocks);
   for_row_blocks(
       blocks, y.rows, {rows_of(y, Access::ReadWrite)},
       [&](std::int64_t b, std::int64_t e) { add_bias(*backend_, y.slice_rows(b, e), bias_); });

@@ -36,9 +36,9 @@ template <typename T> Context<T> GinAggregate<T>::forward(const Step& step, Inpu
   ChunkManager* blocks = own_memory(*this, backend_, x);
   DenseView<T> h = output_.get(n, features_);
   if (blocks == nullptr) {
-    aggregation_.forward(x.dense, h); // A·x
+    aggregation_.forward(step, x.dense, h); // A·x
   } else {
-    aggregation_.forward_tiled(x.dense, h);
+    aggregation_.forward_tiled(step, x.dense, h);
   }
   scale_ = one_plus_epsilon(); // read once per step (a device read on a GPU); backward reuses it
   const ConstDenseView<T> own = x.dense.slice_rows(0, n);

@@ -25,7 +25,7 @@ std::span<const LocalId> entries(const Buffer<LocalId>& ids, std::int64_t lo, st
 } // namespace
 
 template <typename T>
-HaloInBlocks<T>::HaloInBlocks(comm::HaloExchange<T>& halo)
+HaloInBlocks<T>::HaloInBlocks(comm::LayerExchange<T>& halo)
     : halo_(&halo), backend_(halo.backend()) {
   const comm::HaloPlan& plan = halo.plan();
   const std::vector<LocalId>& rows = plan.send_rows();
@@ -64,7 +64,8 @@ DenseView<T> HaloInBlocks<T>::rows_buffer(Buffer<T>& buffer, std::int64_t rows,
   return DenseView<T>(buffer.data(), rows, width);
 }
 
-template <typename T> void HaloInBlocks<T>::gather(ChunkManager& memory, DenseView<T> x) {
+template <typename T>
+void HaloInBlocks<T>::gather(ChunkManager& memory, DenseView<T> x, comm::Pass pass) {
   const comm::HaloPlan& plan = halo_->plan();
   const std::int64_t w = x.cols;
   const DenseView<T> sorted = rows_buffer(sorted_rows_, plan.num_send_rows(), w);
@@ -79,8 +80,8 @@ template <typename T> void HaloInBlocks<T>::gather(ChunkManager& memory, DenseVi
                    });
                  });
   ops::gather_rows(*backend_, ConstDenseView<T>(sorted), position_.span(), send);
-  auto request = halo_->start_gather_rows(ConstDenseView<T>(send), ghosts);
-  halo_->wait(request);
+  halo_->begin_gather_rows(ConstDenseView<T>(send), ghosts, pass);
+  halo_->end_gather();
   const DenseView<T> x_ghosts = x.slice_rows(plan.n_owned(), plan.n_local());
   for_row_blocks(&memory, plan.n_ghost(), {rows_of(x_ghosts, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
@@ -101,11 +102,11 @@ template <typename T> void HaloInBlocks<T>::scatter_add(ChunkManager& memory, De
                    ops::copy(*backend_, ConstDenseView<T>(x_ghosts.slice_rows(b, e)),
                              ghosts.slice_rows(b, e));
                  });
-  auto request = halo_->start_scatter_rows(ConstDenseView<T>(ghosts), received);
-  halo_->wait(request);
+  halo_->begin_scatter_rows(ConstDenseView<T>(ghosts), received);
+  halo_->end_scatter_add();
   ops::gather_rows(*backend_, ConstDenseView<T>(received), by_row_.span(), sorted);
   // Each block of owned rows adds its shares peer by peer in the plan's order, as
-  // HaloExchange::wait does (rows are distinct within one peer's block).
+  // HaloExchange::add_shares does (rows are distinct within one peer's block).
   for_row_blocks(&memory, plan.n_owned(), {rows_of(x, Access::ReadWrite)},
                  [&](std::int64_t b, std::int64_t e) {
                    for_entries_in(b, e, [&](std::int64_t lo, std::int64_t hi) {

@@ -1,7 +1,6 @@
 // ModelGraph: aggregation matrices built on demand, and one halo exchange per aggregating layer.
 #include "tessera/gnn/model_graph.hpp"
 
-#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/graph/graph.hpp"
@@ -88,7 +87,7 @@ const Csr& ModelGraph::transpose(AggregationKind kind) {
   return in_backend_memory() ? b.device_t : b.host_t;
 }
 
-comm::HaloExchange<float>* ModelGraph::halo(int layer) {
+comm::LayerExchange<float>* ModelGraph::halo(int layer) {
   if (layer < 0) throw InvalidArgument("halo: negative layer index " + std::to_string(layer));
   if (!distributed() || (layer == 0 && input_has_ghost_rows_)) return nullptr;
   if (static_cast<int>(halos_.size()) <= layer) halos_.resize(static_cast<std::size_t>(layer) + 1);
@@ -96,22 +95,24 @@ comm::HaloExchange<float>* ModelGraph::halo(int layer) {
   if (h == nullptr) {
     // Its staging buffers stay out of the chunks: messages land in them at any time.
     const ChunkManager* memory = manager_of(backend_);
-    h = std::make_unique<comm::HaloExchange<float>>(
-        comm_, plan_, memory != nullptr ? memory->backend() : backend_, comm::tags::layer(layer));
-    h->set_precision(halo_precision_, halo_seed_);
+    h = comm::make_layer_exchange<float>(
+        comm_, plan_, memory != nullptr ? memory->backend() : backend_, layer, exchange_);
   }
   return h.get();
 }
 
-void ModelGraph::set_halo_precision(comm::HaloPrecision precision, std::uint64_t seed) {
-  halo_precision_ = precision;
-  halo_seed_ = seed;
+void ModelGraph::set_exchange_options(const comm::ExchangeOptions& options) {
+  options.validate();
   for (const auto& h : halos_) {
-    if (h != nullptr) h->set_precision(precision, seed);
+    if (h != nullptr) {
+      throw InvalidArgument("set the exchange options before building the model: layer "
+                            "exchanges were already made");
+    }
   }
+  exchange_ = options;
 }
 
-const comm::HaloExchange<float>* ModelGraph::halo_of(int layer) const {
+const comm::LayerExchange<float>* ModelGraph::halo_of(int layer) const {
   if (layer < 0 || layer >= static_cast<int>(halos_.size())) return nullptr;
   return halos_[static_cast<std::size_t>(layer)].get();
 }

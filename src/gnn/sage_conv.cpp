@@ -29,7 +29,7 @@ template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T>
   neighbours_.aggregation().check_layer_input(name(), x, self_weight_.value.rows());
   ChunkManager* blocks = own_memory(*this, backend_, x);
   DenseView<T> y = output_.get(n, out); // M·x·W_neigh + x·W_self + b
-  neighbours_.forward(name(), x, neigh_weight_.value.cview(), y, blocks);
+  neighbours_.forward(step, name(), x, neigh_weight_.value.cview(), y, blocks);
   DenseView<T> self = self_.get(n, out); // x·W_self over the owned rows
   const Input<T> owned = x.first_rows(n);
   std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, owned, blocks);

@@ -108,6 +108,7 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("distributed.ranks", s.ranks);
   r.set("distributed.communicator", s.communicator);
   r.set("distributed.partition", s.partition);
+  r.set("distributed.halo_exchange", s.halo_exchange);
   r.set("distributed.cache_input_features", s.cache_input_features);
 }
 

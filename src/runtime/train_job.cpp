@@ -111,15 +111,17 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.graph = std::make_unique<gnn::ModelGraph>(
       m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
       tile.num_classes, m.device_comm, g.plan, g.n_interior, job.cache_input_features);
+  m.graph->set_exchange_options(job.exchange);
+  const comm::ExchangeOptions exact;
+  if (comm->size() > 1 &&
+      (job.exchange.mode != exact.mode || job.exchange.precision != exact.precision)) {
+    say("halo exchanges: " + comm::describe(job.exchange) +
+        " (inexact in training; evaluation and the ghost input features stay exact)");
+  }
   m.spec = {job.shape.resolve(g.features.cols(), tile.num_classes), job.model, job.train.seed};
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
-  m.graph->set_halo_precision(job.halo_precision, job.train.seed);
-  if (job.halo_precision != comm::HaloPrecision::Fp32 && comm->size() > 1) {
-    say("halo messages in " + comm::to_string(job.halo_precision) + " (inexact; the ghost input "
-        "features are fetched exactly)");
-  }
   // In the backend's memory or the chunks now: a host copy beside them would only add to the
   // resident memory (under a budget, beside the device and host tiers).
   if (!m.on_host) g.features = graph::Features{};
@@ -170,15 +172,16 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
       static_cast<std::int64_t>(input.dense ? input.dense->bytes() : input.sparse->bytes());
   f.model_bytes = static_cast<std::int64_t>(m.model.bytes());
   f.peak_rss_bytes = peak_rss_bytes();
-  f.offload_moved_bytes = step_median(
-      result, [](const gnn::EpochStats& s) { return static_cast<double>(s.offload.moved_bytes()); });
+  f.offload_moved_bytes = step_median(result, [](const gnn::EpochStats& s) {
+    return static_cast<double>(s.offload.moved_bytes());
+  });
   f.offload_stall_ms =
       step_median(result, [](const gnn::EpochStats& s) { return s.offload.stall_seconds * 1e3; });
   if (m.memory) {
     f.offload_peak_device_bytes = static_cast<std::int64_t>(m.memory->total().peak_device_bytes);
   }
   for (int i = 0; i < layers; ++i) {
-    const comm::HaloExchange<float>* halo = m.graph->halo_of(i);
+    const comm::LayerExchange<float>* halo = m.graph->halo_of(i);
     const comm::HaloStats stats = halo != nullptr ? halo->stats() : comm::HaloStats{};
     f.layer_bytes_sent.push_back(stats.bytes_sent);
     f.layer_bytes_received.push_back(stats.bytes_received);
@@ -233,6 +236,7 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
                 : job.partition_dir.empty()
                     ? partition::to_string(job.partition.method) + " (in memory)"
                     : job.partition_dir;
+  s.halo_exchange = comm.size() == 1 ? "none (one rank)" : comm::describe(job.exchange);
   s.cache_input_features = job.cache_input_features;
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
   s.per_rank = gather_rank_figures(comm, figures_of(g, m, result, layers));
@@ -351,8 +355,8 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
   control.stop_requested = job.stop_requested;
   gnn::TrainResult result =
-      gnn::train_node_classifier(model.model_backend, model.model, input_of(model.input(graph)), labels,
-                                 job.train, on_epoch, &distribution, control);
+      gnn::train_node_classifier(model.model_backend, model.model, input_of(model.input(graph)),
+                                 labels, job.train, on_epoch, &distribution, control);
   return summarize(job, *comm, backend, graph, model, std::move(result));
 }
 

@@ -49,6 +49,10 @@ struct Options {
   bool no_feature_cache = false;
   std::string simulate_link;
   std::string halo_precision = "fp32";
+  int staleness = 0;
+  double staleness_smoothing = 0.0;
+  double skip_threshold = -1.0; // unset: no skipping
+  int skip_max_age = 0; // unset: ExchangeOptions' default
   std::string inject_failure;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
@@ -195,6 +199,28 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "fp32 (exact), or compressed halo messages: bf16 (half the bytes) or int8 (a "
                  "quarter: per-row scale, stochastic rounding)")
       ->capture_default_str();
+  app.add_option("--staleness", o.staleness,
+                 "0: exact halos; 1: PipeGCN's pipeline: a training step uses the boundary rows "
+                 "and gradients of the epoch before, so this epoch's travel while the next "
+                 "computes (inexact; the first epoch and every evaluation stay exact; a no-op on "
+                 "one process)")
+      ->capture_default_str()
+      ->check(range_of(0, false, 1, "0 (exact) or 1 (one epoch, PipeGCN)"));
+  app.add_option("--staleness-smoothing", o.staleness_smoothing,
+                 "with --staleness 1: the stale rows used are a running average, s·before + "
+                 "(1 − s)·received (PipeGCN-F/G); 0: as received")
+      ->capture_default_str()
+      ->check(range_of(0, false, 0.999999, "a number in [0, 1)"));
+  app.add_option("--halo-skip-threshold", o.skip_threshold,
+                 "Sancus: an owner re-sends a boundary row (and a rank a boundary gradient row) "
+                 "only when it changed by more than this fraction (L2, relative) since it was "
+                 "last sent; receivers reuse the row they hold (inexact above 0; evaluation stays "
+                 "exact)")
+      ->check(range_of(0, false, 1e30, "a number >= 0"));
+  app.add_option("--halo-skip-max-age", o.skip_max_age,
+                 "with --halo-skip-threshold: a row is re-sent at least every this many epochs "
+                 "(default 4)")
+      ->check(range_of(1, false, 1e6, "an integer in [1, 10^6]"));
   app.add_option("--simulate-link", o.simulate_link,
                  "simulation: GBPS[:LATENCY_US] holds the halo exchanges and gradient sums back "
                  "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
@@ -243,7 +269,25 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.seed = o.seed;
   job.cache_input_features = !o.no_feature_cache;
   if (!o.simulate_link.empty()) job.simulated_link = comm::parse_link_model(o.simulate_link);
-  job.halo_precision = comm::parse_halo_precision(o.halo_precision);
+  job.exchange.precision = comm::parse_halo_precision(o.halo_precision);
+  job.exchange.seed = o.seed;
+  if (o.staleness > 0 && o.skip_threshold >= 0) {
+    throw InvalidArgument("--staleness and --halo-skip-threshold choose different exchange "
+                          "modes (stale, skip): give one");
+  }
+  if (o.staleness_smoothing > 0 && o.staleness == 0) {
+    throw InvalidArgument("--staleness-smoothing smooths stale rows: it needs --staleness 1");
+  }
+  if (o.skip_max_age > 0 && o.skip_threshold < 0) {
+    throw InvalidArgument("--halo-skip-max-age bounds skipped rows: it needs "
+                          "--halo-skip-threshold");
+  }
+  if (o.staleness > 0) job.exchange.mode = comm::HaloMode::Stale;
+  if (o.skip_threshold >= 0) job.exchange.mode = comm::HaloMode::Skip;
+  job.exchange.smoothing = o.staleness_smoothing;
+  job.exchange.skip_threshold = std::max(o.skip_threshold, 0.0);
+  if (o.skip_max_age > 0) job.exchange.skip_max_age = o.skip_max_age;
+  job.exchange.validate();
   job.checkpoint_dir = o.checkpoint_dir;
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;

@@ -146,6 +146,51 @@ TEST(DistributedTraining, UnderAQuarterOfItsFootprintEachRankTilesItsLayersAndMa
   }
 }
 
+TEST(DistributedTraining, SkippedHalosAtThresholdZeroTrainLikeExactOnes) {
+  // τ = 0 re-sends every row that changed at all: the same rows arrive, fewer bytes may move.
+  runtime::TrainJob job = generated_job();
+  const gnn::TrainResult exact = distributed(job);
+  job.exchange.mode = comm::HaloMode::Skip;
+
+  const gnn::TrainResult skip = distributed(job);
+
+  expect_same_training(exact, skip);
+}
+
+TEST(DistributedTraining, StaleHalosTrainTheFirstEpochExactlyThenCloseToExact) {
+  runtime::TrainJob job = generated_job();
+  job.train.epochs = 40;
+  const gnn::TrainResult exact = distributed(job);
+  job.exchange.mode = comm::HaloMode::Stale;
+
+  const gnn::TrainResult stale = distributed(job);
+
+  if (world()->size() == 1) { // nothing is exchanged: a no-op
+    expect_same_training(exact, stale);
+    return;
+  }
+  const auto loss = [](const gnn::TrainResult& r, int epoch) {
+    return r.history[static_cast<std::size_t>(epoch - 1)].train_loss;
+  };
+  EXPECT_NEAR(loss(stale, 1), loss(exact, 1), 1e-6 * loss(exact, 1));
+  EXPECT_NE(loss(stale, 3), loss(exact, 3)); // the epoch before's rows from epoch 2 on
+  EXPECT_LT(loss(stale, 40), 0.5 * loss(stale, 1));
+  EXPECT_NEAR(stale.history.back().test.accuracy, exact.history.back().test.accuracy, 0.03);
+}
+
+TEST(DistributedTraining, StaleHalosInRowBlocksUnderABudgetTrainAsWhole) {
+  // Under 256 KiB the layers pack and unpack their halos block by block (the rows forms of the
+  // exchange): the same stale rows arrive, summed in another order.
+  runtime::TrainJob job = generated_job();
+  job.exchange.mode = comm::HaloMode::Stale;
+  job.exchange.smoothing = 0.5;
+  const gnn::TrainResult whole = distributed(job);
+
+  const runtime::RunSummary blocks = run_under_budget(job, 256);
+
+  expect_same_training(whole, blocks.result);
+}
+
 TEST(DistributedTraining, CoraUnderABudgetInRowBlocksMatchesOneProcess) {
   // 384 KiB: a quarter of each rank's footprint at 1-2 ranks (~1.7 MiB at 2), a third at 3 and
   // 4; above it, the first layer's weights with their gradient and Adam state (368 KiB).

@@ -7,8 +7,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <random>
-#include <tuple>
 #include <tessera/tessera.hpp>
+#include <tuple>
 
 namespace tessera {
 namespace {
@@ -214,11 +214,11 @@ TEST(HaloInBlocks, UnderATinyBudgetMovesWhatTheWholeExchangeMovesAndRanksMayMixT
   const BackendPtr managed = memory.allocator(TensorKind::Activation);
   DenseT<double> chunked(managed, n_local, width);
   managed->copy_from_host(chunked.data(), x.data(), x.size() * sizeof(double));
-  HaloExchange<double> halo(world(), plan, backend, 5);
   std::vector<double> got(x.size());
   if (world()->rank() % 2 == 0) {
-    HaloInBlocks<double> blocks(halo);
-    blocks.gather(memory, chunked.view());
+    const auto exchange = comm::make_layer_exchange<double>(world(), plan, backend, 0, {});
+    HaloInBlocks<double> blocks(*exchange);
+    blocks.gather(memory, chunked.view(), comm::Pass::Training);
     managed->copy_to_host(got.data(), chunked.data(), got.size() * sizeof(double));
     for (double& v : got)
       v = 2.0 * v + 1.0;
@@ -228,6 +228,7 @@ TEST(HaloInBlocks, UnderATinyBudgetMovesWhatTheWholeExchangeMovesAndRanksMayMixT
   } else {
     DenseT<double> plain(backend, n_local, width);
     std::copy(x.begin(), x.end(), plain.data());
+    HaloExchange<double> halo(world(), plan, backend, comm::tags::layer(0));
     exchange_whole(plain.view(), halo);
     std::copy_n(plain.data(), got.size(), got.begin());
   }
@@ -277,6 +278,216 @@ TEST(HaloExchange, SparseRowGatherMatchesTheDenseGather) {
       row[local.col()[k]] = local.val()[k];
     for (int c = 0; c < width; ++c)
       ASSERT_EQ(row[c], dense(r, c)) << "row " << r << " col " << c;
+  }
+}
+
+// ---- Layer exchanges in their modes (exact, stale, skip) ----
+
+/// A value that names its global row, epoch and column.
+double value_of(GlobalId id, double epoch, std::int64_t col) {
+  return 100.0 * static_cast<double>(id) + epoch + 0.001 * static_cast<double>(col);
+}
+
+constexpr std::int64_t kWidth = 3;
+
+/// [n_local, kWidth] with the owned rows given by `owned(id, col)` and the ghost rows by
+/// `ghost(id, col)`.
+template <typename Owned, typename Ghost>
+DenseT<double> rows_of(const partition::LocalGraph& tile, Owned owned, Ghost ghost) {
+  DenseT<double> x(make_cpu_backend(1), tile.n_owned() + tile.n_ghost(), kWidth);
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r)
+    for (std::int64_t c = 0; c < kWidth; ++c)
+      x(r, c) = owned(tile.owned_ids[r], c);
+  for (std::int64_t g = 0; g < tile.n_ghost(); ++g)
+    for (std::int64_t c = 0; c < kWidth; ++c)
+      x(tile.n_owned() + g, c) = ghost(tile.ghost_ids[g], c);
+  return x;
+}
+
+/// Ghost rows of x that differ from `expected(id, col)`, for messages.
+template <typename Expected>
+int wrong_ghost_rows(const partition::LocalGraph& tile, const DenseT<double>& x,
+                     Expected expected) {
+  int wrong = 0;
+  for (std::int64_t g = 0; g < tile.n_ghost(); ++g) {
+    for (std::int64_t c = 0; c < kWidth; ++c) {
+      if (x(tile.n_owned() + g, c) != expected(tile.ghost_ids[g], c)) {
+        ++wrong;
+        break;
+      }
+    }
+  }
+  return wrong;
+}
+
+std::vector<double> owned_rows(const partition::LocalGraph& tile, const DenseT<double>& x) {
+  return std::vector<double>(x.data(), x.data() + tile.n_owned() * kWidth);
+}
+
+const auto kNan = [](GlobalId, std::int64_t) { return std::nan(""); };
+const auto kZero = [](GlobalId, std::int64_t) { return 0.0; };
+
+TEST(LayerExchange, StaleGatherDeliversTheEpochBeforesRowsAndEvaluationThisEpochs) {
+  const partition::LocalGraph tile = random_tile(2000, 13);
+  const auto plan = plan_of(tile);
+  comm::ExchangeOptions options;
+  options.mode = comm::HaloMode::Stale;
+  const auto stale =
+      comm::make_layer_exchange<double>(world(), plan, make_cpu_backend(1), 0, options);
+
+  for (int epoch = 1; epoch <= 4; ++epoch) {
+    const auto now = [epoch](GlobalId id, std::int64_t c) { return value_of(id, epoch, c); };
+    DenseT<double> trained = rows_of(tile, now, kNan), evaluated = rows_of(tile, now, kNan);
+    stale->begin_gather(trained.view(), comm::Pass::Training);
+    stale->end_gather();
+    stale->begin_gather(evaluated.view(), comm::Pass::Evaluation);
+    stale->end_gather();
+
+    const int delivered = epoch == 1 ? 1 : epoch - 1; // the first epoch is exact
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    EXPECT_EQ(
+        wrong_ghost_rows(tile, trained,
+                         [=](GlobalId id, std::int64_t c) { return value_of(id, delivered, c); }),
+        0);
+    EXPECT_EQ(wrong_ghost_rows(tile, evaluated, now), 0);
+  }
+}
+
+TEST(LayerExchange, StaleScatterAddAddsTheEpochBeforesSharesAndSmoothingAveragesThem) {
+  // Reference: the exact scatter-add of every epoch's shares. The stale exchange adds those of
+  // the epoch before (the first epoch's at once); smoothed by s = 0.5, the running average.
+  const partition::LocalGraph tile = random_tile(2000, 17);
+  const auto plan = plan_of(tile);
+  const auto backend = make_cpu_backend(1);
+  const auto exact = comm::make_layer_exchange<double>(world(), plan, backend, 2, {});
+  comm::ExchangeOptions options;
+  options.mode = comm::HaloMode::Stale;
+  const auto stale = comm::make_layer_exchange<double>(world(), plan, backend, 0, options);
+  options.smoothing = 0.5;
+  const auto smoothed = comm::make_layer_exchange<double>(world(), plan, backend, 1, options);
+  std::vector<std::vector<double>> reference;
+  std::vector<double> average;
+
+  for (int epoch = 1; epoch <= 4; ++epoch) {
+    const auto shares = [epoch](GlobalId id, std::int64_t c) { return value_of(id, epoch, c); };
+    DenseT<double> dx = rows_of(tile, kZero, shares);
+    exact->begin_scatter_add(dx.view());
+    exact->end_scatter_add();
+    reference.push_back(owned_rows(tile, dx));
+    DenseT<double> dx_stale = rows_of(tile, kZero, shares);
+    stale->begin_scatter_add(dx_stale.view());
+    stale->end_scatter_add();
+    DenseT<double> dx_smoothed = rows_of(tile, kZero, shares);
+    smoothed->begin_scatter_add(dx_smoothed.view());
+    smoothed->end_scatter_add();
+
+    const std::vector<double>& delivered = reference[epoch == 1 ? 0 : epoch - 2];
+    if (epoch <= 2) {
+      average = delivered;
+    } else {
+      for (std::size_t i = 0; i < average.size(); ++i)
+        average[i] = average[i] + 0.5 * (delivered[i] - average[i]);
+    }
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    EXPECT_EQ(owned_rows(tile, dx_stale), delivered);
+    // Smoothed share by share, then summed: the same sum in another order.
+    EXPECT_THAT(owned_rows(tile, dx_smoothed),
+                ::testing::Pointwise(::testing::DoubleNear(1e-9), average));
+  }
+}
+
+TEST(LayerExchange, SkipAtThresholdZeroIsExactAndMovesOnlyTheRowsThatChanged) {
+  // Half the rows (odd global ids) change every epoch, the others never: at τ = 0 the skip
+  // exchange delivers exactly what the exact one does, in both directions, and after the
+  // first epoch re-sends only the changing half.
+  const partition::LocalGraph tile = random_tile(2000, 19);
+  const auto plan = plan_of(tile);
+  const auto backend = make_cpu_backend(1);
+  const auto exact = comm::make_layer_exchange<double>(world(), plan, backend, 1, {});
+  comm::ExchangeOptions options;
+  options.mode = comm::HaloMode::Skip;
+  options.skip_max_age = 1000;
+  const auto skip = comm::make_layer_exchange<double>(world(), plan, backend, 0, options);
+
+  for (int epoch = 1; epoch <= 4; ++epoch) {
+    const auto rows = [epoch](GlobalId id, std::int64_t c) {
+      return value_of(id, id % 2 == 1 ? epoch : 0, c);
+    };
+    DenseT<double> a = rows_of(tile, rows, kNan), b = rows_of(tile, rows, kNan);
+    exact->begin_gather(a.view(), comm::Pass::Training);
+    exact->end_gather();
+    skip->begin_gather(b.view(), comm::Pass::Training);
+    skip->end_gather();
+    DenseT<double> da = rows_of(tile, kZero, rows), db = rows_of(tile, kZero, rows);
+    exact->begin_scatter_add(da.view());
+    exact->end_scatter_add();
+    skip->begin_scatter_add(db.view());
+    skip->end_scatter_add();
+
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    EXPECT_EQ(wrong_ghost_rows(tile, b, rows), 0);
+    EXPECT_EQ(owned_rows(tile, db), owned_rows(tile, da));
+  }
+
+  // Bytes: every row in the first epoch, about half in the three others (and the bitmaps).
+  const double exact_bytes = static_cast<double>(exact->stats().bytes_sent);
+  const double skip_bytes = static_cast<double>(skip->stats().bytes_sent);
+  if (plan->num_send_rows() > 100) {
+    EXPECT_NEAR(skip_bytes / exact_bytes, (1.0 + 3 * 0.5) / 4, 0.08);
+  }
+}
+
+TEST(LayerExchange, SkipResendsADriftedRowAtOnceAndASteadyOneAtLeastEveryMaxAgeEpochs) {
+  // Odd ids grow by ≥ 1/6 an epoch (past τ = 0.1), even ids by 0.1 % (under it): the odd rows
+  // arrive every epoch, the even ones at epochs 1, 4 and 7 (max age 3).
+  const partition::LocalGraph tile = random_tile(2000, 23);
+  const auto plan = plan_of(tile);
+  comm::ExchangeOptions options;
+  options.mode = comm::HaloMode::Skip;
+  options.skip_threshold = 0.1;
+  options.skip_max_age = 3;
+  const auto skip =
+      comm::make_layer_exchange<double>(world(), plan, make_cpu_backend(1), 0, options);
+  const auto row_at = [](GlobalId id, int epoch, std::int64_t c) {
+    const double growth = id % 2 == 1 ? epoch : 1.0 + 0.001 * epoch;
+    return value_of(id, 0, c) * growth;
+  };
+
+  for (int epoch = 1; epoch <= 7; ++epoch) {
+    DenseT<double> x = rows_of(
+        tile, [&](GlobalId id, std::int64_t c) { return row_at(id, epoch, c); }, kNan);
+    skip->begin_gather(x.view(), comm::Pass::Training);
+    skip->end_gather();
+
+    const int steady_sent = 1 + 3 * ((epoch - 1) / 3);
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    EXPECT_EQ(wrong_ghost_rows(tile, x,
+                               [&](GlobalId id, std::int64_t c) {
+                                 return row_at(id, id % 2 == 1 ? epoch : steady_sent, c);
+                               }),
+              0);
+  }
+}
+
+TEST(LayerExchange, ABeginWhileAnotherIsOpenAndAnEndWithoutBeginAreRefused) {
+  const partition::LocalGraph tile = random_tile(400, 29);
+  const auto plan = plan_of(tile);
+  for (const comm::HaloMode mode :
+       {comm::HaloMode::Exact, comm::HaloMode::Stale, comm::HaloMode::Skip}) {
+    SCOPED_TRACE(comm::to_string(mode));
+    comm::ExchangeOptions options;
+    options.mode = mode;
+    const auto exchange =
+        comm::make_layer_exchange<double>(world(), plan, make_cpu_backend(1), 0, options);
+    DenseT<double> x = rows_of(tile, kZero, kZero);
+
+    EXPECT_THROW(exchange->end_gather(), InvalidArgument);
+    exchange->begin_gather(x.view(), comm::Pass::Training);
+    EXPECT_THAT([&] { exchange->begin_scatter_add(x.view()); },
+                ::testing::ThrowsMessage<InvalidArgument>(
+                    ::testing::HasSubstr("scatter-add begun while a gather is open")));
+    EXPECT_THROW(exchange->end_scatter_add(), InvalidArgument);
+    exchange->end_gather();
   }
 }
 

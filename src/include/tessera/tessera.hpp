@@ -4,6 +4,8 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
+#include "tessera/comm/layer_exchange.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/config.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"

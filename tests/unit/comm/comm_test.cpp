@@ -4,6 +4,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
+#include "tessera/comm/layer_exchange.hpp"
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 
@@ -153,15 +154,49 @@ TEST(HaloPrecision, NamesAreParsedAndOthersRefused) {
 
 TEST(MessageTags, AreDistinctAndLayersHaveTheirOwnRangeUpToMpisBound) {
   using namespace comm::tags;
-  const std::set<int> fixed{kSparseRowCounts, kSparseRows, kLinkProbe, kHaloPlan, kTiles,
-                            kFeatures};
+  const std::set<int> fixed{kSparseRowCounts, kSparseRows, kLinkProbe,
+                            kHaloPlan,        kTiles,      kFeatures};
+
+  const int layers = (kLayersEnd - kLayersBegin) / kChannels;
+  std::set<int> layer_tags;
+  for (const int l : {0, 1, 2, layers - 1}) {
+    for (const Channel c : {Channel::Forward, Channel::Backward, Channel::Evaluation})
+      layer_tags.insert(layer(l, c));
+  }
 
   EXPECT_EQ(fixed.size(), 6u);
   EXPECT_LT(*fixed.rbegin(), layer(0));
-  EXPECT_EQ(layer(3), layer(0) + 3);
-  EXPECT_EQ(layer(kLayersEnd - kLayersBegin - 1), 32767);
+  EXPECT_EQ(layer_tags.size(), 12u);
+  EXPECT_EQ(*layer_tags.begin(), layer(0));
+  EXPECT_LE(*layer_tags.rbegin(), 32767);
   EXPECT_THROW(layer(-1), InvalidArgument);
-  EXPECT_THROW(layer(kLayersEnd - kLayersBegin), InvalidArgument);
+  EXPECT_THROW(layer(layers), InvalidArgument);
+}
+
+TEST(ExchangeOptions, OutOfRangeNameTheirFlag) {
+  comm::ExchangeOptions smoothing, threshold, age;
+  smoothing.smoothing = 1.0;
+  threshold.skip_threshold = -0.5;
+  age.skip_max_age = 0;
+
+  EXPECT_THAT([&] { smoothing.validate(); }, ::testing::ThrowsMessage<InvalidArgument>(
+                                                 HasSubstr("--staleness-smoothing 1: expects")));
+  EXPECT_THAT([&] { threshold.validate(); }, ::testing::ThrowsMessage<InvalidArgument>(
+                                                 HasSubstr("--halo-skip-threshold -0.5: expects")));
+  EXPECT_THAT([&] { age.validate(); }, ::testing::ThrowsMessage<InvalidArgument>(
+                                           HasSubstr("--halo-skip-max-age 0: expects")));
+}
+
+TEST(ExchangeOptions, DescribeSaysTheModeItsSettingsAndThePrecision) {
+  comm::ExchangeOptions o;
+  EXPECT_EQ(comm::describe(o), "exact, fp32 messages");
+  o.mode = comm::HaloMode::Stale;
+  o.smoothing = 0.9;
+  o.precision = comm::HaloPrecision::Bf16;
+  EXPECT_EQ(comm::describe(o), "stale (smoothing 0.9), bf16 messages");
+  o.mode = comm::HaloMode::Skip;
+  o.skip_threshold = 0.05;
+  EXPECT_EQ(comm::describe(o), "skip (τ 0.05, every ≤ 4 epochs), bf16 messages");
 }
 
 TEST(HaloPlan, WithoutGhostsOnOneRankHasNoBlocks) {

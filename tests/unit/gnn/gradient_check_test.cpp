@@ -250,7 +250,7 @@ TEST(TiledAggregation, SkipsTilesWithoutEntriesAndStillWritesEveryRow) {
   Matrix y(cpu(), 300, 16);
   y.fill(std::nan(""));
 
-  tiled.forward_tiled(x.cview(), y.view());
+  tiled.forward_tiled(Step{}, x.cview(), y.view());
 
   for (std::int64_t i = 0; i < y.size(); ++i)
     ASSERT_NEAR(y.data()[i], expected.data()[i], 1e-12)

@@ -154,7 +154,7 @@ TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
   Aggregation<float> aggregation(cpu, a, a);
   Dense x = Dense::zeros(cpu, 10, 3), y = Dense::zeros(cpu, a.rows(), 3);
 
-  EXPECT_THAT([&] { aggregation.forward(x.cview(), y.view()); },
+  EXPECT_THAT([&] { aggregation.forward(Step{}, x.cview(), y.view()); },
               ::testing::ThrowsMessage<DimensionMismatch>(HasSubstr("[10, 3]")));
 }
 

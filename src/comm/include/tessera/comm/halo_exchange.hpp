@@ -119,6 +119,14 @@ public:
   /// InvalidArgument for an inactive request.
   void wait(Request& request);
 
+  /// x's rows the peers read ([n_local, w] → [num_send_rows, w] in the plan's order), for a
+  /// caller that sends them later with start_gather_rows. No communication.
+  void pack(ConstDenseView<T> x, DenseView<T> packed);
+  /// Adds the peers' shares of the owned rows, as start_scatter_rows receives them
+  /// ([num_send_rows, w]), into dx ([n_local, w]), peer by peer in rank order: what wait() does
+  /// for start_scatter_add. No communication.
+  void add_shares(ConstDenseView<T> received, DenseView<T> dx);
+
   /// gather then wait. Collective over the plan's ranks.
   void gather(DenseView<T> x);
   /// scatter-add then wait. Collective over the plan's ranks.

@@ -14,15 +14,21 @@ inline constexpr int kLinkProbe = 7020;       ///< measure_links
 inline constexpr int kHaloPlan = 7100;        ///< HaloPlan::build
 inline constexpr int kTiles = 7200;           ///< rank 0 handing out tiles
 inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost input features
-inline constexpr int kLayersBegin = 7401;     ///< layer i's halo exchanges: kLayersBegin + i
+inline constexpr int kLayersBegin = 7401;     ///< layers' halo exchanges, kChannels per layer
 inline constexpr int kLayersEnd = 32768;      ///< MPI guarantees tags up to 32767
 
-/// The tag of aggregating layer `layer`'s halo exchanges. Throws InvalidArgument past the range.
-inline int layer(int layer) {
-  if (layer < 0 || layer >= kLayersEnd - kLayersBegin) {
+/// A layer's exchanges that may be in flight at once (a stale forward gather stays open while
+/// the backward's scatter-add and an evaluation's gather run).
+enum class Channel { Forward = 0, Backward = 1, Evaluation = 2 };
+inline constexpr int kChannels = 3;
+
+/// The tag of aggregating layer `layer`'s exchanges on `channel`. Throws InvalidArgument past
+/// the range.
+inline int layer(int layer, Channel channel = Channel::Forward) {
+  if (layer < 0 || layer >= (kLayersEnd - kLayersBegin) / kChannels) {
     throw InvalidArgument("no message tag for layer " + std::to_string(layer));
   }
-  return kLayersBegin + layer;
+  return kLayersBegin + kChannels * layer + static_cast<int>(channel);
 }
 
 } // namespace tessera::comm::tags

@@ -2,7 +2,7 @@
 // brought by a halo exchange: the piece that makes a graph layer run distributed.
 #pragma once
 
-#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/layer_exchange.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/gnn/halo_blocks.hpp"
@@ -24,7 +24,8 @@ namespace tessera {
 /// input is the owned rows [n_owned, f]: forward gathers the ghost rows from their owners while
 /// the interior rows aggregate; backward scatter-adds the ghost rows of Sᵀ·dy to their owners and
 /// adds what the other ranks send for the owned rows. A layer built on it runs distributed
-/// without knowing about ranks; every rank must give the same layers a halo.
+/// without knowing about ranks or the exchange's mode (a training step may get last epoch's
+/// rows, an evaluation always gets exact ones); every rank must give the same layers a halo.
 template <typename T> class Aggregation {
 public:
   /// s: [n_owned, n_local]; s_t: sᵀ, [n_local, n_owned] (s itself when s is symmetric).
@@ -32,9 +33,9 @@ public:
 
   /// Exchanges the ghost rows through `halo` (outliving this object; nullptr: no exchange).
   /// The rows [0, n_interior) of S read no ghost row (partition::order_interior_first).
-  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior);
+  void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior);
   /// The exchange given to distribute() (nullptr when none).
-  const comm::HaloExchange<T>* halo() const noexcept { return halo_; }
+  const comm::LayerExchange<T>* halo() const noexcept { return halo_; }
 
   std::int64_t rows() const noexcept { return s_->rows(); }       ///< n_owned
   std::int64_t local_rows() const noexcept { return s_->cols(); } ///< n_local
@@ -45,13 +46,14 @@ public:
   /// [input_rows(), width], and InvalidArgument when x is sparse but must be exchanged.
   void check_layer_input(const std::string& layer, Input<T> x, std::int64_t width) const;
 
-  /// y = S · x. x: [input_rows(), f], y: [rows(), f].
-  void forward(ConstDenseView<T> x, DenseView<T> y);
+  /// y = S · x. x: [input_rows(), f], y: [rows(), f]. The step says whether it trains (the
+  /// exchange may then deliver rows as its mode does) or evaluates (exact rows).
+  void forward(const Step& step, ConstDenseView<T> x, DenseView<T> y);
   /// The [local_rows(), f] buffer forward_local() reads: write its first input_rows() rows.
   DenseView<T> local_input(std::int64_t f) { return local_.get(local_rows(), f); }
   /// y = S · x where x = local_input(f), its first input_rows() rows written by the caller (no
   /// copy, for a caller that computes x itself, e.g. x·W). y: [rows(), f].
-  void forward_local(std::int64_t f, DenseView<T> y);
+  void forward_local(const Step& step, std::int64_t f, DenseView<T> y);
 
   /// dx = Sᵀ · dy. dy: [rows(), f]; returns dx: [input_rows(), f] (in a buffer of this object,
   /// valid until the next backward). With a halo the owned rows include the other ranks' terms.
@@ -64,8 +66,8 @@ public:
   /// and the exchange does not overlap the product. The partial products are summed in another
   /// order than forward()'s (within rounding of it). The tiles are made at the first call
   /// (column tiles of S and Sᵀ in the manager's matrix chunks).
-  void forward_tiled(ConstDenseView<T> x, DenseView<T> y);
-  void forward_local_tiled(std::int64_t f, DenseView<T> y);
+  void forward_tiled(const Step& step, ConstDenseView<T> x, DenseView<T> y);
+  void forward_local_tiled(const Step& step, std::int64_t f, DenseView<T> y);
   DenseView<T> backward_tiled(ConstDenseView<T> dy);
   /// Bytes of S and, when it is stored apart, Sᵀ.
   std::size_t matrix_bytes() const noexcept;
@@ -100,7 +102,7 @@ private:
   const CsrT<T>* s_;
   const CsrT<T>* s_t_;
   Tiles tiles_, tiles_t_;
-  comm::HaloExchange<T>* halo_ = nullptr;
+  comm::LayerExchange<T>* halo_ = nullptr;
   std::int64_t n_interior_ = 0;
   std::unique_ptr<HaloInBlocks<T>> halo_in_blocks_;
   Workspace<T> local_;   // [n_local, f]: the input with its ghost rows
@@ -125,8 +127,8 @@ public:
   /// w: [in, out]; y: [aggregation().rows(), out], overwritten. `layer` names errors.
   /// `blocks` (a budgeted manager): the products run over row blocks and
   /// tiles of S, each piece acquired while it computes (Aggregation::forward_tiled).
-  void forward(const std::string& layer, Input<T> x, ConstDenseView<T> w, DenseView<T> y,
-               ChunkManager* blocks = nullptr);
+  void forward(const Step& step, const std::string& layer, Input<T> x, ConstDenseView<T> w,
+               DenseView<T> y, ChunkManager* blocks = nullptr);
   /// From dy: [rows, out] and the forward's x: w.grad per param_mode; returns dx: [input rows,
   /// in] per input_mode (empty for Ignore), in a buffer of this object. Accumulate adds to
   /// that buffer's previous contents (transform-first only); a sparse x has no gradient.

@@ -68,11 +68,11 @@ class GcnConv final : public Module<T> {
 
   /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
   /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).
-  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+  void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior) {
     product_.aggregation().distribute(halo, n_interior);
   }
   /// The layer's exchanges (nullptr when not distributed).
-  const comm::HaloExchange<T>* halo() const noexcept { return product_.aggregation().halo(); }
+  const comm::LayerExchange<T>* halo() const noexcept { return product_.aggregation().halo(); }
 
   /// Whether the layer computes Â·(x·W) (else (Â·x)·W).
   bool transforms_first() const noexcept { return product_.transforms_first(); }

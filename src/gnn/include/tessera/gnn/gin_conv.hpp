@@ -42,7 +42,7 @@ public:
 
   /// Exchanges the ghost rows through `halo` (outliving the layer; nullptr: no exchange); the
   /// owned rows [0, n_interior) read no ghost. Every rank must do the same.
-  void distribute(comm::HaloExchange<T>* halo, std::int64_t n_interior) {
+  void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior) {
     aggregation_.distribute(halo, n_interior);
   }
 

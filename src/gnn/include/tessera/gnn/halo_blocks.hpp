@@ -2,7 +2,7 @@
 // a time under a memory budget.
 #pragma once
 
-#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/layer_exchange.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 
 #include <cstdint>
@@ -10,20 +10,21 @@
 
 namespace tessera {
 
-/// Gather and scatter-add over a HaloExchange for a [n_local, w] matrix in a manager's chunks
+/// Gather and scatter-add over a LayerExchange for a [n_local, w] matrix in a manager's chunks
 /// that may not fit its device budget: the rows to send are packed block by block into buffers
 /// outside the chunks (the exchange's backend, like its staging), the messages travel whole and
 /// are waited for at once, and the received rows land in the matrix block by block, each block
 /// of its rows acquired only while it is read or written. Computes what the exchange's own
-/// gather and scatter_add compute, bit for bit (the same additions in the same order), and its
+/// gather and scatter-add compute, bit for bit (the same additions in the same order), and its
 /// messages are theirs: ranks may mix the two.
 template <typename T> class HaloInBlocks {
 public:
   /// `halo` must outlive this object. Sorts the plan's send rows within each peer's block.
-  explicit HaloInBlocks(comm::HaloExchange<T>& halo);
+  explicit HaloInBlocks(comm::LayerExchange<T>& halo);
 
-  /// Fills x's ghost rows with their owners' rows. x: [n_local, w] in `memory`'s chunks.
-  void gather(ChunkManager& memory, DenseView<T> x);
+  /// Fills x's ghost rows with their owners' rows (as the exchange delivers them in `pass`).
+  /// x: [n_local, w] in `memory`'s chunks.
+  void gather(ChunkManager& memory, DenseView<T> x, comm::Pass pass);
   /// Adds x's ghost rows into their owners' rows on other ranks, and the other ranks' shares
   /// into x's owned rows. x: [n_local, w] in `memory`'s chunks.
   void scatter_add(ChunkManager& memory, DenseView<T> x);
@@ -38,7 +39,7 @@ private:
   /// [rows, width] views of the buffers, grown as needed.
   DenseView<T> rows_buffer(Buffer<T>& buffer, std::int64_t rows, std::int64_t width);
 
-  comm::HaloExchange<T>* halo_;
+  comm::LayerExchange<T>* halo_;
   BackendPtr backend_;                             // the exchange's: memory outside the chunks
   std::vector<LocalId> sorted_host_;               // the send rows, sorted within each peer's block
   Buffer<LocalId> sorted_;                         // sorted_host_ in the backend's memory

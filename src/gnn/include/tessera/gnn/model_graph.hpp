@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tessera/comm/communicator.hpp"
-#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/layer_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/tensor.hpp"
@@ -68,19 +68,22 @@ class ModelGraph {
   const Csr& transpose(AggregationKind kind);
 
   /// The halo exchange for the aggregating layer `layer` (0, 1, ... in model order), made on
-  /// first request; nullptr when that layer's input already holds its ghost rows (one process;
-  /// layer 0 with cached input features). Every rank must ask for the same layers.
-  comm::HaloExchange<float>* halo(int layer);
+  /// first request with the exchange options; nullptr when that layer's input already holds its
+  /// ghost rows (one process; layer 0 with cached input features). Every rank must ask for the
+  /// same layers.
+  comm::LayerExchange<float>* halo(int layer);
   /// The exchange made for `layer`, or nullptr.
-  const comm::HaloExchange<float>* halo_of(int layer) const;
+  const comm::LayerExchange<float>* halo_of(int layer) const;
   /// One past the highest layer that has an exchange (0 on one process).
   int num_layers_asked() const noexcept { return static_cast<int>(halos_.size()); }
   /// What every halo has moved so far, summed over layers.
   comm::HaloStats halo_totals() const;
-  /// The precision of every layer's halo messages (exact fp32 unless set; int8's rounding keyed
-  /// by `seed`): for the exchanges made so far and those made later. The ghost input features
-  /// are fetched exactly either way.
-  void set_halo_precision(comm::HaloPrecision precision, std::uint64_t seed);
+  /// How every layer's halo messages travel (mode and precision; exact fp32 unless set): call
+  /// before building the model. Throws InvalidArgument for options out of range, or once an
+  /// exchange was made with other options. The ghost input features are fetched exactly either
+  /// way.
+  void set_exchange_options(const comm::ExchangeOptions& options);
+  const comm::ExchangeOptions& exchange_options() const noexcept { return exchange_; }
 
   /// Frees the adjacency kept for building matrices (call once the model is built).
   void release_adjacency() { adjacency_ = Csr(); }
@@ -105,14 +108,13 @@ class ModelGraph {
   std::int64_t in_features_, classes_;
   std::shared_ptr<comm::Communicator> comm_;
   std::shared_ptr<const comm::HaloPlan> plan_;
-  comm::HaloPrecision halo_precision_ = comm::HaloPrecision::Fp32;
-  std::uint64_t halo_seed_ = 0;
+  comm::ExchangeOptions exchange_;
   std::int64_t n_owned_, n_local_, n_interior_;
   // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
   // still take part in the layer-0 exchange when the others make one.
   bool input_has_ghost_rows_;
   Built built_[3];
-  std::vector<std::unique_ptr<comm::HaloExchange<float>>> halos_;  // by layer, null for none
+  std::vector<std::unique_ptr<comm::LayerExchange<float>>> halos_;  // by layer, null for none
 };
 
 }  // namespace tessera::gnn

@@ -63,6 +63,7 @@ struct RunSummary {
   int ranks = 1;
   std::string communicator; ///< "one process", "MPI (4 ranks)", "NCCL ... over MPI ..."
   std::string partition;    ///< "metis (in memory)", the store's folder, or "none (one rank)"
+  std::string halo_exchange; ///< "exact, fp32 messages", "stale, ...", or "none (one rank)"
   bool cache_input_features = true;
   std::vector<RankFigures> per_rank; ///< [ranks]
   /// Halo bytes all ranks send per training step, and what CAGNET's 1D broadcast would move for

@@ -46,9 +46,10 @@ struct TrainJob {
   /// speed would (comm::simulate_link; --simulate-link, a simulation for benchmarks); a
   /// bandwidth of 0: none, the ranks' own transport as it is.
   comm::LinkModel simulated_link;
-  /// How the layers' halo messages carry rows (--halo-precision): exact fp32 by default; bf16
-  /// and int8 compress them (opt-in, inexact).
-  comm::HaloPrecision halo_precision = comm::HaloPrecision::Fp32;
+  /// How the layers' halo messages travel: the mode (--staleness, --halo-skip-threshold) and
+  /// the rows' precision (--halo-precision); exact fp32 by default, the others opt-in and
+  /// inexact.
+  comm::ExchangeOptions exchange;
 
   // ---- the model ----
   gnn::ModelShape shape;  ///< the widths: explicit layer sizes, or hidden × num_layers
