@@ -7,6 +7,7 @@
 #include "tessera/ops/ops.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -72,6 +73,7 @@ void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std:
     throw DimensionMismatch(fmt::format("encode_rows: {} rows of {} need {} bytes, got {}",
                                         rows.rows, rows.cols, rows.rows * row_bytes, out.size()));
   }
+#pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < rows.rows; ++i) {
     const T* row = rows.data + i * rows.cols;
     std::byte* code = out.data() + static_cast<std::size_t>(i) * row_bytes;
@@ -91,9 +93,12 @@ void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std:
       const float scale = largest / 127.0f;
       std::memcpy(code, &scale, sizeof(scale));
       auto* q = reinterpret_cast<std::int8_t*>(code + sizeof(scale));
+      // uniform(key, row, j) for four columns from one draw of four words
+      std::array<std::uint32_t, 4> bits{};
       for (std::int64_t j = 0; j < rows.cols; ++j) {
+        if (j % 4 == 0) bits = random_bits4(key, row_key + i, static_cast<std::uint32_t>(j / 4));
         const float v = scale > 0 ? static_cast<float>(row[j]) / scale : 0.0f;
-        const float rounded = std::floor(v + uniform(key, row_key + i, j));
+        const float rounded = std::floor(v + bits_to_unit_float(bits[j % 4]));
         q[j] = std::isfinite(rounded)
                    ? static_cast<std::int8_t>(std::clamp(rounded, -127.0f, 127.0f))
                    : std::int8_t{0};
@@ -109,6 +114,7 @@ void decode_rows(HaloPrecision precision, std::span<const std::byte> in, DenseVi
     throw DimensionMismatch(fmt::format("decode_rows: {} rows of {} need {} bytes, got {}",
                                         rows.rows, rows.cols, rows.rows * row_bytes, in.size()));
   }
+#pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < rows.rows; ++i) {
     T* row = rows.data + i * rows.cols;
     const std::byte* code = in.data() + static_cast<std::size_t>(i) * row_bytes;
@@ -338,6 +344,10 @@ template <typename T> void HaloExchange<T>::wait(Request& request) {
     add_shares(ConstDenseView<T>(buffer(w)), request.x_);
   }
   stats_.wait_seconds += clock.seconds();
+}
+
+template <typename T> bool HaloExchange<T>::test(Request& request) {
+  return !request.active() || request.pending_->test();
 }
 
 template <typename T> void HaloExchange<T>::pack(ConstDenseView<T> x, DenseView<T> packed) {

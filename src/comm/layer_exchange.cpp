@@ -127,6 +127,7 @@ public:
     open_.end(OpenCall::Kind::Scatter);
     halo_.wait(request_);
   }
+  void progress() override { halo_.test(request_); }
   HaloStats stats() const override { return halo_.stats(); }
   void reset_stats() override { halo_.reset_stats(); }
   std::size_t bytes() const override { return halo_.bytes(); }
@@ -182,6 +183,7 @@ public:
     return smoothed;
   }
 
+  void progress() { halo_.test(pending_); }
   const HaloStats& stats() const noexcept { return halo_.stats(); }
   void reset_stats() noexcept { halo_.reset_stats(); }
   std::size_t bytes() const noexcept {
@@ -265,6 +267,11 @@ public:
     if (dx_.data != nullptr) exact_.add_shares(shares_, dx_);
     dx_ = {};
   }
+  void progress() override {
+    exact_.test(request_);
+    forward_.progress();
+    backward_.progress();
+  }
   HaloStats stats() const override {
     HaloStats sum = forward_.stats();
     sum += backward_.stats();
@@ -326,18 +333,24 @@ public:
       held_.assign(static_cast<std::size_t>(in_rows_) * row_values, T{0});
     }
     // 1. Which rows go: a bitmap per peer, exchanged first (the receivers size the rows by it).
+    goes_.assign(static_cast<std::size_t>(out_rows_), 0);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < out_rows_; ++i) {
+      int& age = age_[static_cast<std::size_t>(i)];
+      if (first || ++age >= options_.skip_max_age ||
+          drifted(rows + i * w, last_.data() + i * w, w)) {
+        goes_[static_cast<std::size_t>(i)] = 1;
+        age = 0;
+      }
+    }
     out_bits_.assign(bitmap_bytes(out_blocks_), std::byte{0});
     chosen_.clear();
     std::size_t bit_offset = 0;
     for (const HaloPlan::Block& b : out_blocks_) {
       for (std::int64_t k = 0; k < b.count; ++k) {
-        const std::int64_t i = b.begin + k;
-        if (first || ++age_[static_cast<std::size_t>(i)] >= options_.skip_max_age ||
-            drifted(rows + i * w, last_.data() + i * w, w)) {
-          out_bits_[bit_offset + static_cast<std::size_t>(k / 8)] |= std::byte{1} << (k % 8);
-          chosen_.push_back(i);
-          age_[static_cast<std::size_t>(i)] = 0;
-        }
+        if (goes_[static_cast<std::size_t>(b.begin + k)] == 0) continue;
+        out_bits_[bit_offset + static_cast<std::size_t>(k / 8)] |= std::byte{1} << (k % 8);
+        chosen_.push_back(b.begin + k);
       }
       bit_offset += static_cast<std::size_t>((b.count + 7) / 8);
     }
@@ -347,8 +360,10 @@ public:
     // 2. The chosen rows, encoded; the senders keep what the receivers will hold.
     const std::size_t row_bytes = encoded_row_bytes(options_.precision, w, sizeof(T));
     picked_.resize(chosen_.size() * row_values);
-    for (std::size_t j = 0; j < chosen_.size(); ++j)
-      std::copy_n(rows + chosen_[j] * w, row_values, picked_.data() + j * row_values);
+    const auto n_chosen = static_cast<std::int64_t>(chosen_.size());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t j = 0; j < n_chosen; ++j)
+      std::copy_n(rows + chosen_[j] * w, row_values, picked_.data() + j * w);
     const ConstDenseView<T> picked(picked_.data(), static_cast<std::int64_t>(chosen_.size()), w);
     out_code_.resize(chosen_.size() * row_bytes);
     const RngKey key =
@@ -358,8 +373,9 @@ public:
                 static_cast<std::int64_t>(comm_->rank()) << 32);
     decode_rows(options_.precision, std::span<const std::byte>(out_code_),
                 DenseView<T>(picked_.data(), picked.rows, w));
-    for (std::size_t j = 0; j < chosen_.size(); ++j)
-      std::copy_n(picked_.data() + j * row_values, row_values, last_.data() + chosen_[j] * w);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t j = 0; j < n_chosen; ++j)
+      std::copy_n(picked_.data() + j * w, row_values, last_.data() + chosen_[j] * w);
     std::vector<SendMessage> sends;
     std::size_t at = 0;
     bit_offset = 0;
@@ -428,8 +444,15 @@ public:
     return held;
   }
 
-  const HaloStats& stats() const noexcept { return stats_; }
-  void reset_stats() noexcept { stats_ = {}; }
+  void progress() {
+    if (pending_ != nullptr) pending_->test();
+  }
+  const HaloStats& stats() const noexcept {
+    return stats_;
+  }
+  void reset_stats() noexcept {
+    stats_ = {};
+  }
   std::size_t bytes() const noexcept {
     return (current_.size() + last_.size() + held_.size() + picked_.size()) * sizeof(T) +
            out_code_.size() + in_code_.size() + held_device_.bytes();
@@ -497,6 +520,7 @@ private:
   std::vector<int> age_;             // [out rows]: epochs since each row was last sent
   std::vector<T> held_;              // [in rows, w]: the rows last received
   std::vector<T> picked_;            // [chosen rows, w]: rows to encode, or rows decoded
+  std::vector<char> goes_;           // [out rows]: whether each row is re-sent this time
   std::vector<std::int64_t> chosen_; // the out rows re-sent this time, in block order
   std::vector<std::byte> out_bits_, in_bits_, out_code_, in_code_;
   Buffer<T> held_device_; // held_ in device memory
@@ -566,6 +590,11 @@ public:
     } else {
       ops::copy(*this->backend(), shares, target_);
     }
+  }
+  void progress() override {
+    exact_.test(request_);
+    forward_.progress();
+    backward_.progress();
   }
   HaloStats stats() const override {
     HaloStats sum = forward_.stats();

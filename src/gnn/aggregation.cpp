@@ -55,6 +55,24 @@ comm::Pass pass_of(const Step& step) {
   return step.training ? comm::Pass::Training : comm::Pass::Evaluation;
 }
 
+/// y = s · x while `halo`'s messages are in flight. On the CPU in slices of rows, the messages
+/// moved on between them: Open MPI progresses messages only inside MPI calls, and a large one
+/// stalls (its fragments wait for both sides) while a rank multiplies without calling it. A
+/// device's kernels are queued at once: the host polls right after anyway.
+template <typename T>
+void multiply_while_exchanging(const Backend& backend, CsrView<T> s, ConstDenseView<T> x,
+                               DenseView<T> y, comm::LayerExchange<T>& halo) {
+  constexpr std::int64_t kSlices = 16;
+  const std::int64_t step = backend.kind() == DeviceKind::Cpu
+                                ? std::max<std::int64_t>(1, (s.rows + kSlices - 1) / kSlices)
+                                : std::max<std::int64_t>(1, s.rows);
+  for (std::int64_t r = 0; r < s.rows; r += step) {
+    const std::int64_t e = std::min(s.rows, r + step);
+    ops::spmm(backend, s.row_slice(r, e), x, y.slice_rows(r, e));
+    halo.progress();
+  }
+}
+
 } // namespace
 
 template <typename T>
@@ -84,8 +102,8 @@ void Aggregation<T>::forward_local(const Step& step, std::int64_t f, DenseView<T
   // The interior rows read owned rows only: they aggregate while the ghost rows travel.
   halo_->begin_gather(x, pass_of(step));
   const CsrView<T> s = s_->view();
-  ops::spmm(*backend_, s.row_slice(0, n_interior_), ConstDenseView<T>(x),
-            y.slice_rows(0, n_interior_));
+  multiply_while_exchanging(*backend_, s.row_slice(0, n_interior_), ConstDenseView<T>(x),
+                            y.slice_rows(0, n_interior_), *halo_);
   halo_->end_gather();
   ops::spmm(*backend_, s.row_slice(n_interior_, rows()), ConstDenseView<T>(x),
             y.slice_rows(n_interior_, rows()));
@@ -111,7 +129,8 @@ template <typename T> DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy
   ops::spmm(*backend_, s_t.row_slice(rows(), local_rows()), dy,
             dx.slice_rows(rows(), local_rows()));
   halo_->begin_scatter_add(dx);
-  ops::spmm(*backend_, s_t.row_slice(0, rows()), dy, dx.slice_rows(0, rows()));
+  multiply_while_exchanging(*backend_, s_t.row_slice(0, rows()), dy, dx.slice_rows(0, rows()),
+                            *halo_);
   halo_->end_scatter_add();
   return dx.slice_rows(0, rows());
 }

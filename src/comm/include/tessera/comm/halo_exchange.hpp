@@ -127,6 +127,10 @@ public:
   /// for start_scatter_add. No communication.
   void add_shares(ConstDenseView<T> received, DenseView<T> dx);
 
+  /// Moves a started exchange's messages on without blocking (Open MPI progresses them only
+  /// inside MPI calls); true once wait() would return at once. An inactive request: true.
+  bool test(Request& request);
+
   /// gather then wait. Collective over the plan's ranks.
   void gather(DenseView<T> x);
   /// scatter-add then wait. Collective over the plan's ranks.

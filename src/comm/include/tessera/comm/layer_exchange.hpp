@@ -86,6 +86,10 @@ public:
   /// Completes the open scatter-add.
   virtual void end_scatter_add() = 0;
 
+  /// Moves the messages in flight on without blocking: Open MPI progresses them only inside
+  /// MPI calls, so a caller computing between begin and end calls this now and then.
+  virtual void progress() = 0;
+
   /// Bytes moved and time spent since construction (or reset_stats()), all directions.
   virtual HaloStats stats() const = 0;
   virtual void reset_stats() = 0;

@@ -1,0 +1,216 @@
+#!/usr/bin/env bash
+# What each halo exchange mode buys on a network (issue 14), one section each:
+#   links     GCN (3 layers, hidden 128: the middle one exchanges 128-wide rows; 1 thread a rank) on a generated community graph (SBM,
+#             1M nodes, 8 classes, average degree 16, 70 % of edges inside a class, 128
+#             features; --quick: 100k), cut by METIS into 2 and 4 parts (a partition store each
+#             rank loads alone), trained in shared memory and over simulated links of 1, 10 and
+#             100 Gb/s (5 µs) in every mode: exact, stale (--staleness 1), skip
+#             (--halo-skip-threshold $SKIP_TAU), bf16 and int8 messages. Per run, from its report
+#             (median epoch, max over ranks): epoch time and its ratio to exact over the same
+#             link, halo bytes per epoch (all ranks) and their ratio to exact, time waiting for
+#             halos, test accuracy after the epochs.
+#   accuracy  test accuracy of every mode against exact over 10 seeds at 4 ranks: Cora (Kipf &
+#             Welling's settings, 200 epochs; skipped with a message without the data) and a
+#             community graph where nearly every owned row is a boundary row (SBM 20k, p-in
+#             0.3, hidden 32, 100 epochs): mean ± std, the per-seed gap to exact (mean and
+#             largest), and the training-loss curves' gap (largest |Δloss| / loss over the
+#             epochs, mean over seeds).
+# Ranks above the core count share cores (--oversubscribe): the links section's epochs show
+# the compute / communication split on this machine, not a cluster's speed.
+#
+# Usage: scripts/bench/comm.sh [--quick] [--no-build] [SECTION...]
+#   SECTION     links, accuracy, or all (the default)
+#   --quick     links on 100k nodes, accuracy over 3 seeds: a few minutes
+#   --no-build  use the existing build instead of installing deps and building
+# Environment: TESSERA_BUILD_DIR (default <repo>/build); EPOCHS (links; default 10); SKIP_TAU
+#   (the skip mode's threshold; default 0.05); TESSERA_DATA_DIR (Cora; default
+#   <repo>/../shared/datasets when it exists). KEEP=1 keeps the reports and logs.
+set -euo pipefail
+# shellcheck source=../common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+tessera_fast_blas_env
+
+sections=(links accuracy)
+quick=0
+build=1
+chosen=()
+while (($# > 0)); do
+  case "$1" in
+    -h | --help)
+      tessera_usage "$0"
+      exit 0
+      ;;
+    --quick) quick=1 ;;
+    --no-build) build=0 ;;
+    all) chosen+=("${sections[@]}") ;;
+    -*) tessera_die "unknown option '$1' (see --help)" ;;
+    links | accuracy) chosen+=("$1") ;;
+    *) tessera_die "unknown section '$1'; sections: ${sections[*]} or all" ;;
+  esac
+  shift
+done
+((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
+epochs="${EPOCHS:-10}"
+tau="${SKIP_TAU:-0.05}"
+
+if ((build)); then
+  tessera_install_deps
+  tessera_build "${TESSERA_BUILD_DIR}"
+fi
+apps="${TESSERA_BUILD_DIR}/apps"
+train="${apps}/tessera-train/tessera-train"
+for program in "${train}" "${apps}/tessera-convert/tessera-convert" \
+  "${apps}/tessera-partition/tessera-partition"; do
+  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
+done
+
+work="$(mktemp -d)"
+if [[ "${KEEP:-0}" == 1 ]]; then
+  trap 'echo "reports and logs kept in ${work}"' EXIT
+else
+  trap 'rm -rf "${work}"' EXIT
+fi
+
+# The modes, by name: the flags that choose each.
+declare -A mode_flags=(
+  [exact]=""
+  [stale]="--staleness 1"
+  [skip]="--halo-skip-threshold ${tau}"
+  [bf16]="--halo-precision bf16"
+  [int8]="--halo-precision int8"
+)
+modes=(exact stale skip bf16 int8)
+
+# train NAME RANKS FLAGS...: one run on RANKS ranks, one OpenMP thread each; the report in
+# ${work}/NAME.json, the output in ${work}/NAME.log (its end printed if the run fails).
+train() {
+  local name="$1" ranks="$2"
+  shift 2
+  if ! OMP_NUM_THREADS=1 mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+    "${train}" --threads 1 --report "${work}/${name}.json" "$@" >"${work}/${name}.log" 2>&1; then
+    echo "${name}: tessera-train failed; the end of its output:" >&2
+    tail -n 20 "${work}/${name}.log" >&2
+    exit 1
+  fi
+}
+
+section_links() {
+  local nodes=1000000
+  ((quick)) && nodes=100000
+  local spec="sbm:nodes=${nodes},classes=8,avg-degree=16,p-in=0.7,features=128"
+  tessera_log "generating ${spec} once (native format)"
+  "${apps}/tessera-convert/tessera-convert" --dataset "${spec}" --out "${work}/graph" >/dev/null
+  local parts link mode
+  for parts in 2 4; do
+    tessera_log "METIS into ${parts} parts"
+    "${apps}/tessera-partition/tessera-partition" --dataset "${work}/graph" --parts "${parts}" \
+      --out "${work}/store-${parts}" | tail -n 2
+    local common=(--partition-dir "${work}/store-${parts}" --hidden 128 --num-layers 3 --epochs "${epochs}"
+      --eval-every "${epochs}" --log-every "${epochs}")
+    tessera_log "P=${parts}: shared memory, exact"
+    train "links-p${parts}-shm-exact" "${parts}" "${common[@]}"
+    for link in 100 10 1; do
+      for mode in "${modes[@]}"; do
+        tessera_log "P=${parts}: ${link} Gb/s, ${mode}"
+        # shellcheck disable=SC2086  # the mode's flags split into words
+        train "links-p${parts}-${link}-${mode}" "${parts}" "${common[@]}" \
+          --simulate-link "${link}:5" ${mode_flags[${mode}]}
+      done
+    done
+  done
+  "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${tau}" "${modes[@]}" <<'PY'
+import json, sys
+work, spec, epochs, tau, modes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+def report(name):
+    return json.load(open(f"{work}/{name}.json"))
+def at(r, key):
+    for part in key.split("."):
+        r = r[part]
+    return r
+mib = 1 << 20
+print(f"\n### Halo exchange modes over simulated links: GCN 3 layers, hidden 128, on `{spec}`, "
+      f"{epochs} epochs, 1 thread a rank (skip: τ = {tau})\n")
+print("| ranks | link | mode | epoch ms | × exact | halo MiB/epoch | × exact | wait ms | "
+      "test acc. |")
+print("|---|---|---|---|---|---|---|---|---|")
+for parts in (2, 4):
+    shm = report(f"links-p{parts}-shm-exact")
+    epoch, wait = at(shm, "timing.epoch_ms.max"), at(shm, "timing.wait_ms.max")
+    print(f"| {parts} | shared memory | exact | {epoch:.0f} | | "
+          f"{at(shm, 'comm.halo_bytes_per_epoch') / mib:.1f} | | {wait:.1f} | "
+          f"{100 * at(shm, 'metrics.final_test_accuracy'):.2f} % |")
+    for link in (100, 10, 1):
+        exact = report(f"links-p{parts}-{link}-exact")
+        for mode in modes:
+            r = report(f"links-p{parts}-{link}-{mode}")
+            e = at(r, "timing.epoch_ms.max")
+            b = at(r, "comm.halo_bytes_per_epoch")
+            print(f"| {parts} | {link} Gb/s | {mode} | {e:.0f} | "
+                  f"{e / at(exact, 'timing.epoch_ms.max'):.2f} | {b / mib:.1f} | "
+                  f"{b / at(exact, 'comm.halo_bytes_per_epoch'):.3f} | "
+                  f"{at(r, 'timing.wait_ms.max'):.1f} | "
+                  f"{100 * at(r, 'metrics.final_test_accuracy'):.2f} % |")
+    print(f"\nP={parts}, shared memory: exact mode waits {wait:.1f} ms for halos, "
+          f"{100 * wait / epoch:.1f} % of the {epoch:.0f} ms epoch (goal <= 10 %)")
+PY
+}
+
+section_accuracy() {
+  local seeds=10
+  ((quick)) && seeds=3
+  local data_dir
+  data_dir="$(tessera_data_dir)"
+  local datasets=(community)
+  if [[ -n "${data_dir}" && -d "${data_dir}/cora" ]]; then
+    datasets=(cora community)
+  else
+    echo "accuracy: Cora skipped (no ${data_dir:-../shared/datasets}/cora)"
+  fi
+  local dataset mode seed
+  for dataset in "${datasets[@]}"; do
+    local flags
+    if [[ "${dataset}" == cora ]]; then
+      flags=(--dataset cora --data-dir "${data_dir}" --epochs 200 --hidden 16)
+    else
+      flags=(--dataset "sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.3,features=32,noise=4"
+        --epochs 100 --hidden 32)
+    fi
+    for mode in "${modes[@]}"; do
+      tessera_log "${dataset}, 4 ranks, ${mode}: ${seeds} seeds"
+      for ((seed = 0; seed < seeds; ++seed)); do
+        # shellcheck disable=SC2086  # the mode's flags split into words
+        train "acc-${dataset}-${mode}-${seed}" 4 "${flags[@]}" --seed "${seed}" \
+          --log-every 1000 ${mode_flags[${mode}]}
+      done
+    done
+  done
+  "${TESSERA_PYTHON}" - "${work}" "${seeds}" "${tau}" "${datasets[@]}" -- "${modes[@]}" <<'PY'
+import json, statistics, sys
+work, seeds, tau = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+split = sys.argv.index("--")
+datasets, modes = sys.argv[4:split], sys.argv[split + 1:]
+def report(dataset, mode, seed):
+    return json.load(open(f"{work}/acc-{dataset}-{mode}-{seed}.json"))
+print(f"\n### Accuracy of the exchange modes, 4 ranks, seeds 0-{seeds - 1} (skip: τ = {tau})\n")
+print("| dataset | mode | test accuracy | gap to exact (mean) | largest gap | loss-curve gap |")
+print("|---|---|---|---|---|---|")
+for dataset in datasets:
+    exact = [report(dataset, "exact", s) for s in range(seeds)]
+    for mode in modes:
+        runs = [report(dataset, mode, s) for s in range(seeds)]
+        acc = [100 * r["metrics"]["test_accuracy"] for r in runs]
+        gaps = [a - 100 * e["metrics"]["test_accuracy"] for a, e in zip(acc, exact)]
+        curve = []
+        for r, e in zip(runs, exact):
+            pairs = zip(r["epochs"], e["epochs"])
+            curve.append(max(abs(a["loss"] - b["loss"]) / b["loss"] for a, b in pairs))
+        std = statistics.stdev(acc) if len(acc) > 1 else 0.0
+        print(f"| {dataset} | {mode} | {statistics.mean(acc):.2f} ± {std:.2f} % | "
+              f"{statistics.mean(gaps):+.2f} | {max(gaps, key=abs):+.2f} | "
+              f"{100 * statistics.mean(curve):.2f} % |")
+PY
+}
+
+for s in "${chosen[@]}"; do
+  "section_${s}"
+done
