@@ -4,7 +4,6 @@
 // stream synchronization.
 //
 //   tessera-bench-cuda [--scale S] [--repeats R]     (R-MAT 2^S nodes, edge factor 16)
-#include "machine_rates.hpp"
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -63,7 +62,7 @@ int run(int scale, int repeats) {
     tessera::Dense c(gpu, a.rows(), width);
     const double s = median_seconds(
         gpu, repeats, [&] { tessera::ops::spmm(*gpu, a.view(), b.cview(), c.view()); });
-    const double gbps = tessera::bench::spmm_bytes(a.rows(), a.nnz(), width) / s / 1e9;
+    const double gbps = tessera::spmm_model_bytes(a.rows(), a.nnz(), width) / s / 1e9;
     fmt::print("{:>6} {:>12.3f} {:>12.1f} {:>14.2f}{}\n", width, 1e3 * s, gbps, gbps / copy_gbps,
                width >= 64 ? (gbps / copy_gbps >= 0.5 ? "  (target >= 0.5: met)"
                                                       : "  (target >= 0.5: MISSED)")

@@ -7,8 +7,6 @@
 
 #include <tessera/tessera.hpp>
 
-#include "machine_rates.hpp"
-
 namespace {
 
 using namespace tessera;
@@ -26,7 +24,7 @@ Traffic epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, std::int64_t n
   const double rows = static_cast<double>(n);
   Traffic t;
   const auto spmm = [&](double width) {
-    t.bytes += bench::spmm_bytes(n, nnz, static_cast<std::int64_t>(width));
+    t.bytes += spmm_model_bytes(n, nnz, static_cast<std::int64_t>(width));
   };
   const auto gemm = [&](double in, double out) {
     t.flops += 2.0 * rows * in * out;
@@ -102,7 +100,7 @@ int main(int argc, char** argv) {
     std::vector<Rates> rates;
     for (const int t : threads) {
       omp_set_num_threads(t);
-      rates.push_back({bench::stream_triad_gbps(), bench::sgemm_gflops(n, hidden, features, 3)});
+      rates.push_back({stream_triad_gbps(), sgemm_gflops(n, hidden, features, 3)});
     }
 
     fmt::print("{:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}\n", "threads", "triad", "sgemm",

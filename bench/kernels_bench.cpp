@@ -2,7 +2,6 @@
 // measured against it, and the SGEMM rate of the GCN layer's dense product.
 //
 //   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run
-#include "machine_rates.hpp"
 
 #include <benchmark/benchmark.h>
 #include <cstdint>
@@ -17,6 +16,7 @@
 #include <tessera/core/device.hpp>
 #include <tessera/core/tensor.hpp>
 #include <tessera/core/timer.hpp>
+#include <tessera/engine/machine_rates.hpp>
 #include <tessera/datasets/dataset.hpp>
 #include <tessera/graph/graph.hpp>
 #include <tessera/ops/ops.hpp>
@@ -77,7 +77,7 @@ void BM_StreamTriad(benchmark::State& state) {
   double seconds = 0.0;
   for (auto _ : state) {
     // The same measurement the GCN epoch benchmark divides by (median of 5 sweeps).
-    const double sweep = bytes / (tessera::bench::stream_triad_gbps(kTriadElements) * 1e9);
+    const double sweep = bytes / (tessera::stream_triad_gbps(kTriadElements) * 1e9);
     state.SetIterationTime(sweep);
     seconds += sweep;
   }
@@ -109,8 +109,8 @@ struct SpmmInput {
                  static_cast<long long>(a.nnz()));
   }
 
-  /// Bytes one SpMM moves if nothing is reused (see bench::spmm_bytes).
-  double bytes() const { return tessera::bench::spmm_bytes(a.rows(), a.nnz(), kFeatures); }
+  /// Bytes one SpMM moves if nothing is reused (see spmm_model_bytes).
+  double bytes() const { return tessera::spmm_model_bytes(a.rows(), a.nnz(), kFeatures); }
 };
 
 void BM_Spmm(benchmark::State& state) {

@@ -161,10 +161,10 @@ section_accuracy() {
   local data_dir
   data_dir="$(tessera_data_dir)"
   local datasets=(community)
-  if [[ -n "${data_dir}" && -d "${data_dir}/cora" ]]; then
+  if [[ -n "${data_dir}" && -d "${data_dir}/cora_planetoid" ]]; then
     datasets=(cora community)
   else
-    echo "accuracy: Cora skipped (no ${data_dir:-../shared/datasets}/cora)"
+    echo "accuracy: Cora skipped (no ${data_dir:-../shared/datasets}/cora_planetoid)"
   fi
   local dataset mode seed
   for dataset in "${datasets[@]}"; do

@@ -93,12 +93,15 @@ void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std:
       const float scale = largest / 127.0f;
       std::memcpy(code, &scale, sizeof(scale));
       auto* q = reinterpret_cast<std::int8_t*>(code + sizeof(scale));
-      // uniform(key, row, j) for four columns from one draw of four words
+      // Eight random bits a value (a step's rounding is unbiased to 1/512 of it): one Philox
+      // draw of four words rounds sixteen columns.
+      const float inverse = scale > 0 ? 1.0f / scale : 0.0f;
       std::array<std::uint32_t, 4> bits{};
       for (std::int64_t j = 0; j < rows.cols; ++j) {
-        if (j % 4 == 0) bits = random_bits4(key, row_key + i, static_cast<std::uint32_t>(j / 4));
-        const float v = scale > 0 ? static_cast<float>(row[j]) / scale : 0.0f;
-        const float rounded = std::floor(v + bits_to_unit_float(bits[j % 4]));
+        if (j % 16 == 0) bits = random_bits4(key, row_key + i, static_cast<std::uint32_t>(j / 16));
+        const std::uint32_t byte = (bits[(j % 16) / 4] >> (8 * (j % 4))) & 0xFFu;
+        const float u = (static_cast<float>(byte) + 0.5f) * (1.0f / 256.0f);
+        const float rounded = std::floor(static_cast<float>(row[j]) * inverse + u);
         q[j] = std::isfinite(rounded)
                    ? static_cast<std::int8_t>(std::clamp(rounded, -127.0f, 127.0f))
                    : std::int8_t{0};

@@ -2,6 +2,7 @@
 #include "tessera/engine/sequential.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/timer.hpp"
 
 namespace tessera {
 
@@ -13,6 +14,7 @@ template <typename T> void Sequential<T>::add(std::unique_ptr<Module<T>> module)
   modules_.push_back(std::move(module));
   contexts_.emplace_back();
   owned_.emplace_back();
+  module_seconds_.push_back(0.0);
 }
 
 template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
@@ -86,7 +88,9 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
     Pins pins(memory_);
     const bool on_its_own = pin_module(pins, i, x, false);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
+    const Stopwatch clock;
     contexts_[i] = modules_[i]->forward(step, x);
+    if (step.training) module_seconds_[i] += clock.seconds();
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     x = contexts_[i].output;
     // The input is dead once read, unless a backward reads it.
@@ -111,8 +115,10 @@ void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode
     const bool on_its_own = pin_module(pins, i, contexts_[i].input, true);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     if (!on_its_own) pins.add_dense(d_output, Access::Read);
+    const Stopwatch clock;
     const ConstDenseView<T> d_input =
         modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
+    module_seconds_[i] += clock.seconds();
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     // Dead now: the gradient module i + 1 gave (unless passed through), and module i's output
     // (its readers, the backward of modules i and i + 1, are done). The last ones belong to the

@@ -31,10 +31,9 @@ ModelGraph::ModelGraph(BackendPtr backend, Csr adjacency, std::vector<std::int64
   if (plan_ == nullptr || comm_ == nullptr || plan_->n_owned() != n_owned_ ||
       plan_->n_local() != n_local_ || static_cast<std::int64_t>(degree_.size()) != n_local_ ||
       n_interior < 0 || n_interior > n_owned_) {
-    throw DimensionMismatch("tile adjacency " + adjacency_.shape() + " with " +
-                            std::to_string(degree_.size()) + " degrees and " +
-                            std::to_string(n_interior) +
-                            " interior rows does not fit its halo plan");
+    throw DimensionMismatch(
+        "tile adjacency " + adjacency_.shape() + " with " + std::to_string(degree_.size()) +
+        " degrees and " + std::to_string(n_interior) + " interior rows does not fit its halo plan");
   }
 }
 
@@ -48,12 +47,16 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
                           "building the model");
   }
   switch (kind) {
-    case AggregationKind::Gcn:
-      b.host = degree_.empty() ? graph::gcn_normalize(adjacency_)
-                               : graph::gcn_normalize_tile(adjacency_, degree_);
-      break;
-    case AggregationKind::Mean: b.host = graph::mean_aggregation(adjacency_); break;
-    case AggregationKind::Sum: b.host = graph::sum_aggregation(adjacency_); break;
+  case AggregationKind::Gcn:
+    b.host = degree_.empty() ? graph::gcn_normalize(adjacency_)
+                             : graph::gcn_normalize_tile(adjacency_, degree_);
+    break;
+  case AggregationKind::Mean:
+    b.host = graph::mean_aggregation(adjacency_);
+    break;
+  case AggregationKind::Sum:
+    b.host = graph::sum_aggregation(adjacency_);
+    break;
   }
   // Without ghost rows the rows and columns are the same vertices: Â and A of an undirected
   // graph are symmetric there (on one process, or a tile no edge leaves); D⁻¹A is not.
@@ -95,8 +98,9 @@ comm::LayerExchange<float>* ModelGraph::halo(int layer) {
   if (h == nullptr) {
     // Its staging buffers stay out of the chunks: messages land in them at any time.
     const ChunkManager* memory = manager_of(backend_);
-    h = comm::make_layer_exchange<float>(
-        comm_, plan_, memory != nullptr ? memory->backend() : backend_, layer, exchange_);
+    h = comm::make_layer_exchange<float>(comm_, plan_,
+                                         memory != nullptr ? memory->backend() : backend_, layer,
+                                         exchange_options(layer));
   }
   return h.get();
 }
@@ -110,6 +114,26 @@ void ModelGraph::set_exchange_options(const comm::ExchangeOptions& options) {
     }
   }
   exchange_ = options;
+  layer_exchange_.clear();
+}
+
+void ModelGraph::set_exchange_options(const comm::ExchangeOptions& options, int layer) {
+  if (layer < 0) throw InvalidArgument("negative layer index " + std::to_string(layer));
+  options.validate();
+  if (halo_of(layer) != nullptr) {
+    throw InvalidArgument("set layer " + std::to_string(layer) +
+                          "'s exchange options before building the model: its exchange was "
+                          "already made");
+  }
+  const auto i = static_cast<std::size_t>(layer);
+  if (layer_exchange_.size() <= i) layer_exchange_.resize(i + 1);
+  layer_exchange_[i] = options;
+}
+
+const comm::ExchangeOptions& ModelGraph::exchange_options(int layer) const {
+  const auto i = static_cast<std::size_t>(layer);
+  if (layer >= 0 && i < layer_exchange_.size() && layer_exchange_[i]) return *layer_exchange_[i];
+  return exchange_;
 }
 
 const comm::LayerExchange<float>* ModelGraph::halo_of(int layer) const {
@@ -133,4 +157,4 @@ std::size_t ModelGraph::bytes() const {
   return total;
 }
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

@@ -235,6 +235,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     const comm::HaloStats halo_before = halo_totals();
     double allreduce_s = 0.0;
 
+    const std::vector<double> module_before = model.module_seconds();
     Stopwatch step_clock, phase;
     const ConstDenseView<float> logits = model.forward(train_step, features);
     result.phases.forward += phase.seconds();
@@ -253,6 +254,8 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     phase.restart();
     model.backward(d_logits.cview(), GradientMode::Overwrite, on_gradient);
     result.phases.backward += phase.seconds();
+    for (std::size_t i = 0; i < module_before.size(); ++i)
+      stats.module_ms.push_back(1e3 * (model.module_seconds()[i] - module_before[i]));
     phase.restart();
     if (gradient_sum) {
       const Stopwatch reduce_clock;

@@ -142,6 +142,16 @@ void report_figures(RunReport& r, const RunSummary& s) {
     r.set(fmt::format("comm.layer_bytes_sent.conv{}", i), sent);
     r.set(fmt::format("comm.layer_bytes_received.conv{}", i), received);
   }
+  const std::size_t timed = s.per_rank.empty() ? 0 : s.per_rank.front().layer_predicted_ms.size();
+  for (std::size_t i = 0; i < timed; ++i) {
+    std::vector<double> predicted, measured;
+    for (const RankFigures& f : s.per_rank) {
+      predicted.push_back(f.layer_predicted_ms[i]);
+      measured.push_back(f.layer_measured_ms[i]);
+    }
+    r.set(fmt::format("schedule.layer_predicted_ms.conv{}", i), predicted);
+    r.set(fmt::format("schedule.layer_measured_ms.conv{}", i), measured);
+  }
   r.set("halo.cache_hit_rows", s.cache_hit_rows);
   r.set("halo.feature_fetch_bytes", s.feature_fetch_bytes);
   r.set("memory.offloaded", s.offloaded);
@@ -173,7 +183,8 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
 std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const RankFigures& mine) {
   // One row per rank, each rank filling its own: a sum over ranks is then an exact gather.
   const std::size_t layers = mine.layer_bytes_sent.size();
-  const std::size_t width = std::size(kPerRank) + 2 * layers;
+  const std::size_t timed = mine.layer_predicted_ms.size();
+  const std::size_t width = std::size(kPerRank) + 2 * layers + 2 * timed;
   std::vector<double> rows(static_cast<std::size_t>(comm.size()) * width, 0.0);
   double* row = rows.data() + static_cast<std::size_t>(comm.rank()) * width;
   for (const PerRank& figure : kPerRank)
@@ -181,6 +192,10 @@ std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const Ran
   for (std::size_t i = 0; i < layers; ++i) {
     *row++ = static_cast<double>(mine.layer_bytes_sent[i]);
     *row++ = static_cast<double>(mine.layer_bytes_received[i]);
+  }
+  for (std::size_t i = 0; i < timed; ++i) {
+    *row++ = mine.layer_predicted_ms[i];
+    *row++ = mine.layer_measured_ms[i];
   }
   comm.allreduce_sum(std::span<double>(rows));
 
@@ -192,6 +207,10 @@ std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const Ran
     for (std::size_t i = 0; i < layers; ++i) {
       all[r].layer_bytes_sent.push_back(static_cast<std::int64_t>(*at++));
       all[r].layer_bytes_received.push_back(static_cast<std::int64_t>(*at++));
+    }
+    for (std::size_t i = 0; i < timed; ++i) {
+      all[r].layer_predicted_ms.push_back(*at++);
+      all[r].layer_measured_ms.push_back(*at++);
     }
   }
   return all;
@@ -227,6 +246,17 @@ std::string rank_table(const RunSummary& s) {
   out += fmt::format("halo bytes per epoch, all ranks: {:.2f} MiB{}; ghost input rows served "
                      "from the cache: {}\n",
                      s.halo_bytes_per_epoch / kMiB, ratio, s.cache_hit_rows);
+  const std::size_t timed = s.per_rank.empty() ? 0 : s.per_rank.front().layer_predicted_ms.size();
+  if (timed > 0) out += "layer step, ms (median)  predicted  measured  (slowest rank of each)\n";
+  for (std::size_t i = 0; i < timed; ++i) {
+    double predicted = 0.0, measured = 0.0;
+    for (const RankFigures& f : s.per_rank) {
+      predicted = std::max(predicted, f.layer_predicted_ms[i]);
+      measured = std::max(measured, f.layer_measured_ms[i]);
+    }
+    out += fmt::format("  conv{:<20} {:>10.1f} {:>9.1f}  ({:+.0f} %)\n", i, predicted, measured,
+                       measured > 0 ? 100.0 * (predicted / measured - 1.0) : 0.0);
+  }
   return out;
 }
 

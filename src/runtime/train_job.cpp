@@ -6,6 +6,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/gnn/cost_model.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/offload_options.hpp"
@@ -37,6 +38,9 @@ struct JobModel {
   Buffer<GlobalId> row_ids;        // [n_local] global id of each local row (dropout masks)
   std::int64_t adjacency_nnz = 0;  // of this rank's rows of A
   double build_s = 0.0;
+  /// Per GCN layer (the default model, distributed, without a budget): what the cost model
+  /// predicted for its step under the exchange it runs with; empty otherwise.
+  std::vector<gnn::LayerPrediction> predicted;
 
   /// The layer-0 input training reads, in the backend's memory.
   const graph::Features& input(const JobGraph& g) const {
@@ -55,6 +59,131 @@ graph::Features features_on(const graph::Features& f, const BackendPtr& backend)
 Input<float> input_of(const graph::Features& f) {
   if (f.is_sparse()) return Input<float>(f.sparse->view());
   return Input<float>(f.dense->cview());
+}
+
+} // namespace
+
+std::string to_string(Schedule schedule) {
+  return schedule == Schedule::Auto ? "auto" : "fixed";
+}
+
+Schedule parse_schedule(const std::string& text) {
+  for (const Schedule s : {Schedule::Fixed, Schedule::Auto}) {
+    if (text == to_string(s)) return s;
+  }
+  throw InvalidArgument("--schedule '" + text + "': expects fixed or auto");
+}
+
+void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>& modes,
+                           std::vector<comm::HaloPrecision>& precisions) {
+  std::size_t begin = 0;
+  while (begin <= text.size() && !text.empty()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string word = text.substr(begin, end - begin);
+    if (word == "stale") {
+      modes.push_back(comm::HaloMode::Stale);
+    } else if (word == "skip") {
+      modes.push_back(comm::HaloMode::Skip);
+    } else if (word == "bf16") {
+      precisions.push_back(comm::HaloPrecision::Bf16);
+    } else if (word == "int8") {
+      precisions.push_back(comm::HaloPrecision::Int8);
+    } else {
+      throw InvalidArgument("--allow-inexact '" + text + "': unknown '" + word +
+                            "'; expects a comma-separated list of stale, skip, bf16, int8");
+    }
+    begin = end + 1;
+  }
+}
+
+namespace {
+
+/// The exchanges --schedule auto chooses among: every mode and precision the job allows (its
+/// own always; exact fp32 first, so it wins ties), with the job's other settings.
+std::vector<comm::ExchangeOptions> schedule_candidates(const TrainJob& job) {
+  std::vector<comm::HaloMode> modes{comm::HaloMode::Exact};
+  std::vector<comm::HaloPrecision> precisions{comm::HaloPrecision::Fp32};
+  const auto add = [](auto& list, auto value) {
+    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+  };
+  add(modes, job.exchange.mode);
+  add(precisions, job.exchange.precision);
+  if (job.schedule == Schedule::Auto) {
+    for (const comm::HaloMode mode : job.allowed_modes)
+      add(modes, mode);
+    for (const comm::HaloPrecision precision : job.allowed_precisions)
+      add(precisions, precision);
+  } else {
+    return {job.exchange};
+  }
+  std::vector<comm::ExchangeOptions> candidates;
+  for (const comm::HaloMode mode : modes) {
+    for (const comm::HaloPrecision precision : precisions) {
+      comm::ExchangeOptions o = job.exchange;
+      o.mode = mode;
+      o.precision = precision;
+      candidates.push_back(o);
+    }
+  }
+  return candidates;
+}
+
+/// The cost model's part in a distributed GCN job: measures this rank's rates on its Â, predicts
+/// each layer's step under each candidate exchange, and gives each layer the candidate whose
+/// slowest rank is fastest (every rank takes the same: the predictions are reduced first).
+/// Collective.
+void schedule_layers(const TrainJob& job, comm::Communicator& comm, const BackendPtr& backend,
+                     const JobGraph& g, const std::vector<comm::LinkEstimate>& links, JobModel& m,
+                     const Log& say) {
+  const Csr& a_hat = m.graph->matrix(gnn::AggregationKind::Gcn);
+  const std::vector<std::int64_t>& sizes = m.spec.layer_sizes;
+  const std::int64_t n_local = g.tile.n_owned() + g.tile.n_ghost();
+  std::vector<gnn::LayerShape> shapes;
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    gnn::LayerShape shape;
+    shape.in = sizes[i];
+    shape.out = sizes[i + 1];
+    shape.transform_first = transforms_first(job.model.order, shape.in, shape.out);
+    shape.has_halo = i > 0 || !job.cache_input_features;
+    shape.input_gradient = i > 0;
+    shape.input_rows = i == 0 && job.cache_input_features ? n_local : g.tile.n_owned();
+    shapes.push_back(shape);
+  }
+  const gnn::CostModel model(gnn::measure_rank_rates(backend, a_hat, shapes), links, g.plan,
+                             g.tile.n_owned(), n_local, g.n_interior, a_hat.nnz());
+  double step_ms = 0.0; // the step's compute, what a stale exchange hides behind
+  for (const gnn::LayerShape& shape : shapes)
+    step_ms += model.predict(shape, comm::ExchangeOptions{}).compute_ms;
+  const std::vector<comm::ExchangeOptions> candidates = schedule_candidates(job);
+  std::vector<double> slowest(shapes.size() * candidates.size());
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    for (std::size_t c = 0; c < candidates.size(); ++c)
+      slowest[i * candidates.size() + c] =
+          model.predict(shapes[i], candidates[c], step_ms).total_ms();
+  }
+  comm.allreduce_max(std::span<double>(slowest));
+  bool inexact = false;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const auto first = slowest.begin() + static_cast<std::ptrdiff_t>(i * candidates.size());
+    const auto best = static_cast<std::size_t>(
+        std::min_element(first, first + static_cast<std::ptrdiff_t>(candidates.size())) - first);
+    const comm::ExchangeOptions& chosen = candidates[best];
+    m.graph->set_exchange_options(chosen, static_cast<int>(i));
+    const gnn::LayerPrediction p = model.predict(shapes[i], chosen, step_ms);
+    m.predicted.push_back(p);
+    inexact = inexact || (shapes[i].has_halo && (chosen.mode != comm::HaloMode::Exact ||
+                                                 chosen.precision != comm::HaloPrecision::Fp32));
+    say(fmt::format("layer {} ({} -> {}, {}): {}; predicted {:.1f} ms a step on rank 0 (compute "
+                    "{:.1f}, halo wait {:.1f}), {:.1f} on the slowest rank",
+                    i, shapes[i].in, shapes[i].out,
+                    shapes[i].transform_first ? "transform-first" : "aggregate-first",
+                    shapes[i].has_halo ? comm::describe(chosen) : "no halo", p.total_ms(),
+                    p.compute_ms, p.wait_ms, slowest[i * candidates.size() + best]));
+  }
+  if (inexact) {
+    say("halo exchanges are inexact in training (evaluation and the ghost input features stay "
+        "exact)");
+  }
 }
 
 JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
@@ -78,7 +207,8 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
     m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
   }
-  if (comm->size() > 1 && g.plan != nullptr) { // what the cost model will read: say rank 0's
+  std::vector<comm::LinkEstimate> links;
+  if (comm->size() > 1 && g.plan != nullptr) { // what the cost model reads: say rank 0's
     std::vector<int> peers;
     for (const auto* blocks : {&g.plan->send_blocks(), &g.plan->recv_blocks()}) {
       for (const comm::HaloPlan::Block& b : *blocks)
@@ -87,7 +217,8 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
     std::sort(peers.begin(), peers.end());
     peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
     const auto clock = comm::steady_link_clock();
-    for (const comm::LinkEstimate& link : comm::measure_links(*m.device_comm, peers, *clock)) {
+    links = comm::measure_links(*m.device_comm, peers, *clock);
+    for (const comm::LinkEstimate& link : links) {
       say(fmt::format("link to rank {}: {:.1f} µs, {:.1f} Gb/s (measured)", link.peer,
                       link.latency_us, link.gigabits_per_second));
     }
@@ -112,13 +243,15 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
       m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
       tile.num_classes, m.device_comm, g.plan, g.n_interior, job.cache_input_features);
   m.graph->set_exchange_options(job.exchange);
+  m.spec = {job.shape.resolve(g.features.cols(), tile.num_classes), job.model, job.train.seed};
   const comm::ExchangeOptions exact;
-  if (comm->size() > 1 &&
-      (job.exchange.mode != exact.mode || job.exchange.precision != exact.precision)) {
+  if (!job.model_builder && comm->size() > 1 && !m.memory) {
+    schedule_layers(job, *comm, backend, g, links, m, say);
+  } else if (comm->size() > 1 &&
+             (job.exchange.mode != exact.mode || job.exchange.precision != exact.precision)) {
     say("halo exchanges: " + comm::describe(job.exchange) +
         " (inexact in training; evaluation and the ghost input features stay exact)");
   }
-  m.spec = {job.shape.resolve(g.features.cols(), tile.num_classes), job.model, job.train.seed};
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
@@ -179,6 +312,16 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
       step_median(result, [](const gnn::EpochStats& s) { return s.offload.stall_seconds * 1e3; });
   if (m.memory) {
     f.offload_peak_device_bytes = static_cast<std::int64_t>(m.memory->total().peak_device_bytes);
+  }
+  // The GCN layers' measured steps, set against the cost model's predictions.
+  std::size_t conv = 0;
+  const auto& modules = m.model.modules();
+  for (std::size_t k = 0; k < modules.size() && conv < m.predicted.size(); ++k) {
+    if (modules[k]->name().rfind("GCNConv", 0) != 0) continue;
+    f.layer_predicted_ms.push_back(m.predicted[conv++].total_ms());
+    f.layer_measured_ms.push_back(step_median(result, [k](const gnn::EpochStats& s) {
+      return k < s.module_ms.size() ? s.module_ms[k] : 0.0;
+    }));
   }
   for (int i = 0; i < layers; ++i) {
     const comm::LayerExchange<float>* halo = m.graph->halo_of(i);

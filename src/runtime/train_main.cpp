@@ -52,7 +52,9 @@ struct Options {
   int staleness = 0;
   double staleness_smoothing = 0.0;
   double skip_threshold = -1.0; // unset: no skipping
-  int skip_max_age = 0; // unset: ExchangeOptions' default
+  int skip_max_age = 0;         // unset: ExchangeOptions' default
+  std::string schedule = "fixed";
+  std::string allow_inexact;
   std::string inject_failure;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
@@ -221,6 +223,15 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "with --halo-skip-threshold: a row is re-sent at least every this many epochs "
                  "(default 4)")
       ->check(range_of(1, false, 1e6, "an integer in [1, 10^6]"));
+  app.add_option("--schedule", o.schedule,
+                 "fixed: every layer exchanges halos as the flags above say; auto: the cost "
+                 "model (rates measured at start on each rank's matrix and links) gives each "
+                 "layer the exchange it predicts fastest, among exact fp32, the flags' choice "
+                 "and what --allow-inexact names")
+      ->capture_default_str();
+  app.add_option("--allow-inexact", o.allow_inexact,
+                 "with --schedule auto: inexact exchanges it may pick, e.g. stale,bf16 (any of "
+                 "stale, skip, bf16, int8; none by default: exact only)");
   app.add_option("--simulate-link", o.simulate_link,
                  "simulation: GBPS[:LATENCY_US] holds the halo exchanges and gradient sums back "
                  "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
@@ -288,6 +299,12 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.exchange.skip_threshold = std::max(o.skip_threshold, 0.0);
   if (o.skip_max_age > 0) job.exchange.skip_max_age = o.skip_max_age;
   job.exchange.validate();
+  job.schedule = runtime::parse_schedule(o.schedule);
+  if (!o.allow_inexact.empty() && job.schedule != runtime::Schedule::Auto) {
+    throw InvalidArgument("--allow-inexact lists what --schedule auto may pick: it needs "
+                          "--schedule auto");
+  }
+  runtime::parse_allowed_inexact(o.allow_inexact, job.allowed_modes, job.allowed_precisions);
   job.checkpoint_dir = o.checkpoint_dir;
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;

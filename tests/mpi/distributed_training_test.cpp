@@ -178,6 +178,26 @@ TEST(DistributedTraining, StaleHalosTrainTheFirstEpochExactlyThenCloseToExact) {
   EXPECT_NEAR(stale.history.back().test.accuracy, exact.history.back().test.accuracy, 0.03);
 }
 
+TEST(DistributedTraining, AnAutoScheduleAllowedNothingInexactStaysExact) {
+  // The cost model runs (rates measured, predictions made and reported) but may only pick exact
+  // fp32: the run equals one process's.
+  runtime::TrainJob job = generated_job();
+  job.schedule = runtime::Schedule::Auto;
+
+  const runtime::RunSummary run = runtime::run_train_job([&] {
+    runtime::TrainJob j = job;
+    j.comm = world();
+    return j;
+  }());
+
+  expect_same_training(serial(job), run.result);
+  if (world()->size() > 1) {
+    ASSERT_EQ(run.per_rank.front().layer_predicted_ms.size(), 3u);
+    for (const double ms : run.per_rank.front().layer_measured_ms)
+      EXPECT_GT(ms, 0.0);
+  }
+}
+
 TEST(DistributedTraining, StaleHalosInRowBlocksUnderABudgetTrainAsWhole) {
   // Under 256 KiB the layers pack and unpack their halos block by block (the rows forms of the
   // exchange): the same stale rows arrive, summed in another order.

@@ -491,5 +491,48 @@ TEST(LayerExchange, ABeginWhileAnotherIsOpenAndAnEndWithoutBeginAreRefused) {
   }
 }
 
+TEST(CostModel, PredictsWhatASlowerLinkCostsWhatStaleHidesAndWhatBf16Halves) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
+  const partition::LocalGraph tile = random_tile(2000, 31);
+  const auto plan = plan_of(tile);
+  gnn::RankRates rates;
+  rates.spmm_gbps = {{32, 10.0}};
+  rates.gemm_gflops = 50.0;
+  rates.copy_gbps = 10.0;
+  rates.encode_gbps[1] = 5.0;
+  const auto model_over = [&](double gbps) {
+    std::vector<comm::LinkEstimate> links;
+    for (int peer = 0; peer < world()->size(); ++peer) {
+      if (peer != world()->rank()) links.push_back({peer, 0.0, gbps});
+    }
+    return gnn::CostModel(rates, links, plan, plan->n_owned(), plan->n_local(), 0, 20000);
+  };
+  gnn::LayerShape layer;
+  layer.in = layer.out = 32;
+  layer.has_halo = true;
+  layer.input_rows = plan->n_owned();
+  comm::ExchangeOptions exact, stale, bf16;
+  stale.mode = comm::HaloMode::Stale;
+  bf16.precision = comm::HaloPrecision::Bf16;
+
+  const gnn::CostModel slow = model_over(0.01), fast = model_over(100.0);
+  const gnn::LayerPrediction slow_exact = slow.predict(layer, exact);
+  const gnn::LayerPrediction fast_exact = fast.predict(layer, exact);
+  const gnn::LayerPrediction slow_bf16 = slow.predict(layer, bf16);
+  const gnn::LayerPrediction slow_stale = slow.predict(layer, stale, 1e6);
+
+  ASSERT_GT(plan->num_send_rows() + plan->n_ghost(), 0);
+  EXPECT_EQ(slow_exact.compute_ms, fast_exact.compute_ms);
+  EXPECT_NEAR(slow_exact.transfer_ms / fast_exact.transfer_ms, 1e4, 1e4 * 0.01);
+  EXPECT_GT(slow_exact.wait_ms, fast_exact.wait_ms);
+  EXPECT_NEAR(slow_bf16.transfer_ms / slow_exact.transfer_ms, 0.5, 0.01);
+  EXPECT_GT(slow_bf16.compute_ms, slow_exact.compute_ms); // encoding costs
+  EXPECT_EQ(slow_stale.wait_ms, 0.0);
+  const comm::ExchangeOptions candidates[] = {exact, stale, bf16};
+  EXPECT_EQ(slow.choose(layer, candidates, 1e6).mode, comm::HaloMode::Stale);
+  EXPECT_EQ(fast.choose(layer, candidates, 1e6).mode, comm::HaloMode::Exact);
+  EXPECT_EQ(fast.choose(layer, candidates, 1e6).precision, comm::HaloPrecision::Fp32);
+}
+
 } // namespace
 } // namespace tessera

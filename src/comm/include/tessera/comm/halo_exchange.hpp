@@ -21,7 +21,8 @@ enum class HaloPrecision {
   Fp32, ///< the rows as they are (exact)
   Bf16, ///< bfloat16, rounded to nearest even: half the bytes of fp32
   Int8  ///< per row a float scale (max |value| / 127) and int8 values rounded stochastically
-        ///< (unbiased; keyed by the counter RNG, so runs repeat bit for bit): a quarter
+        ///< (unbiased to 1/512 of a step; keyed by the counter RNG, so runs repeat bit for
+        ///< bit): a quarter
 };
 /// "fp32", "bf16" or "int8"; parse throws InvalidArgument naming --halo-precision, the text and
 /// the accepted values.

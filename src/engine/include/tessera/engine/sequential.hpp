@@ -52,6 +52,9 @@ public:
   std::size_t bytes() const;
   /// The modules, in order.
   const std::vector<std::unique_ptr<Module<T>>>& modules() const { return modules_; }
+  /// Seconds each module has spent in training forward and backward calls since it was added
+  /// (host time: on a device, the time to queue its work and wait for what it waits for).
+  const std::vector<double>& module_seconds() const { return module_seconds_; }
 
 private:
   /// Acquires module i's working set into `pins` for a forward or backward call on `input`;
@@ -67,6 +70,7 @@ private:
   std::vector<std::unique_ptr<Module<T>>> modules_;
   std::vector<Context<T>> contexts_;
   std::vector<bool> needs_input_grad_;
+  std::vector<double> module_seconds_;
 };
 
 } // namespace tessera

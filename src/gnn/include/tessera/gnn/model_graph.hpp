@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "tessera/comm/communicator.hpp"
@@ -83,7 +84,11 @@ class ModelGraph {
   /// exchange was made with other options. The ghost input features are fetched exactly either
   /// way.
   void set_exchange_options(const comm::ExchangeOptions& options);
-  const comm::ExchangeOptions& exchange_options() const noexcept { return exchange_; }
+  /// The same for aggregating layer `layer` alone (a scheduler's per-layer plan; every rank must
+  /// give each layer the same options).
+  void set_exchange_options(const comm::ExchangeOptions& options, int layer);
+  /// The options layer `layer`'s exchange is (or will be) made with.
+  const comm::ExchangeOptions& exchange_options(int layer) const;
 
   /// Frees the adjacency kept for building matrices (call once the model is built).
   void release_adjacency() { adjacency_ = Csr(); }
@@ -109,6 +114,7 @@ class ModelGraph {
   std::shared_ptr<comm::Communicator> comm_;
   std::shared_ptr<const comm::HaloPlan> plan_;
   comm::ExchangeOptions exchange_;
+  std::vector<std::optional<comm::ExchangeOptions>> layer_exchange_; // by layer, overrides
   std::int64_t n_owned_, n_local_, n_interior_;
   // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
   // still take part in the layer-0 exchange when the others make one.

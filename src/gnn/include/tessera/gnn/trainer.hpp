@@ -55,6 +55,8 @@ struct EpochStats {
   /// What the chunk manager moved this epoch (training and evaluation), when the model runs
   /// under one (Sequential::use_memory); zero otherwise.
   OffloadStats offload;
+  /// Per module of the model: milliseconds of this step's forward and backward in it.
+  std::vector<double> module_ms;
   bool evaluated = false;        ///< whether the metrics below were measured this epoch
   SplitMetrics train, val, test; ///< eval-mode metrics when evaluated
 };

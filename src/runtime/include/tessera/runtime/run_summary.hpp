@@ -33,6 +33,9 @@ struct RankFigures {
   std::int64_t offload_peak_device_bytes = 0;
   /// Per aggregating layer, in model order: halo bytes over the run (0 for cached inputs).
   std::vector<std::int64_t> layer_bytes_sent, layer_bytes_received;
+  /// Per GCN layer when the cost model ran (a distributed GCN without a budget), else empty:
+  /// its predicted step (forward + backward, ms) and the median measured one (host time).
+  std::vector<double> layer_predicted_ms, layer_measured_ms;
 };
 
 /// What a job did, the same on every rank.

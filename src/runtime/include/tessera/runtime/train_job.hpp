@@ -16,6 +16,19 @@
 
 namespace tessera::runtime {
 
+/// How the layers' exchanges are chosen (--schedule).
+enum class Schedule {
+  Fixed, ///< every layer as the flags say
+  Auto   ///< per layer, by the cost model, among what the user allows
+};
+/// "fixed" or "auto"; parse throws InvalidArgument naming --schedule and the accepted values.
+std::string to_string(Schedule schedule);
+Schedule parse_schedule(const std::string& text);
+/// "stale,bf16": the modes and precisions --allow-inexact names (stale, skip, bf16, int8).
+/// Throws InvalidArgument naming the flag, the word and the accepted ones.
+void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>& modes,
+                           std::vector<comm::HaloPrecision>& precisions);
+
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
 struct TrainJob {
   // ---- the data ----
@@ -50,6 +63,12 @@ struct TrainJob {
   /// the rows' precision (--halo-precision); exact fp32 by default, the others opt-in and
   /// inexact.
   comm::ExchangeOptions exchange;
+  /// Fixed: every layer exchanges with `exchange`. Auto (--schedule auto): each layer gets the
+  /// exchange the cost model predicts fastest on the slowest rank, among `exchange` and the
+  /// modes and precisions allowed here (--allow-inexact; none: exact fp32 or `exchange`).
+  Schedule schedule = Schedule::Fixed;
+  std::vector<comm::HaloMode> allowed_modes;
+  std::vector<comm::HaloPrecision> allowed_precisions;
 
   // ---- the model ----
   gnn::ModelShape shape;  ///< the widths: explicit layer sizes, or hidden × num_layers
