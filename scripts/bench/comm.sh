@@ -23,7 +23,7 @@
 #   --quick     links on 100k nodes, accuracy over 3 seeds: a few minutes
 #   --no-build  use the existing build instead of installing deps and building
 # Environment: TESSERA_BUILD_DIR (default <repo>/build); EPOCHS (links; default 10); SKIP_TAU
-#   (the skip mode's threshold; default 0.05); TESSERA_DATA_DIR (Cora; default
+#   (the skip mode's threshold; default 0.02); TESSERA_DATA_DIR (Cora; default
 #   <repo>/../shared/datasets when it exists). KEEP=1 keeps the reports and logs.
 set -euo pipefail
 # shellcheck source=../common.sh
@@ -51,7 +51,7 @@ while (($# > 0)); do
 done
 ((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
 epochs="${EPOCHS:-10}"
-tau="${SKIP_TAU:-0.05}"
+tau="${SKIP_TAU:-0.02}"
 
 if ((build)); then
   tessera_install_deps
@@ -78,8 +78,11 @@ declare -A mode_flags=(
   [skip]="--halo-skip-threshold ${tau}"
   [bf16]="--halo-precision bf16"
   [int8]="--halo-precision int8"
+  [stale+bf16]="--staleness 1 --halo-precision bf16"
+  [auto]="--schedule auto --allow-inexact stale,bf16,int8"
 )
 modes=(exact stale skip bf16 int8)
+link_modes=("${modes[@]}" stale+bf16 auto)
 
 # train NAME RANKS FLAGS...: one run on RANKS ranks, one OpenMP thread each; the report in
 # ${work}/NAME.json, the output in ${work}/NAME.log (its end printed if the run fails).
@@ -110,7 +113,7 @@ section_links() {
     tessera_log "P=${parts}: shared memory, exact"
     train "links-p${parts}-shm-exact" "${parts}" "${common[@]}"
     for link in 100 10 1; do
-      for mode in "${modes[@]}"; do
+      for mode in "${link_modes[@]}"; do
         tessera_log "P=${parts}: ${link} Gb/s, ${mode}"
         # shellcheck disable=SC2086  # the mode's flags split into words
         train "links-p${parts}-${link}-${mode}" "${parts}" "${common[@]}" \
@@ -118,7 +121,7 @@ section_links() {
       done
     done
   done
-  "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${tau}" "${modes[@]}" <<'PY'
+  "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${tau}" "${link_modes[@]}" <<'PY'
 import json, sys
 work, spec, epochs, tau, modes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 def report(name):
@@ -151,7 +154,27 @@ for parts in (2, 4):
                   f"{at(r, 'timing.wait_ms.max'):.1f} | "
                   f"{100 * at(r, 'metrics.final_test_accuracy'):.2f} % |")
     print(f"\nP={parts}, shared memory: exact mode waits {wait:.1f} ms for halos, "
-          f"{100 * wait / epoch:.1f} % of the {epoch:.0f} ms epoch (goal <= 10 %)")
+          f"{100 * wait / epoch:.1f} % of the {epoch:.0f} ms epoch (goal <= 10 %)\n")
+    for link in (100, 10, 1):
+        r = report(f"links-p{parts}-{link}-auto")
+        picks = r["distributed"].get("layer_exchange", {})
+        plan = "; ".join(f"{conv}: {picks[conv]}" for conv in sorted(picks))
+        print(f"P={parts}, {link} Gb/s: --schedule auto picked {plan}")
+# The cost model: each GCN layer's predicted step against its measured one (slowest rank).
+print("\n### The cost model: predicted against measured step per layer (exact mode; slowest "
+      "rank of each)\n")
+print("| ranks | link | layer | predicted ms | measured ms | error |")
+print("|---|---|---|---|---|---|")
+for parts in (2, 4):
+    for link, name in (("shared memory", f"links-p{parts}-shm-exact"),
+                       ("10 Gb/s", f"links-p{parts}-10-exact")):
+        r = report(name)
+        layers = r.get("schedule", {}).get("layer_predicted_ms", {})
+        for conv in sorted(layers):
+            predicted = max(layers[conv])
+            measured = max(r["schedule"]["layer_measured_ms"][conv])
+            print(f"| {parts} | {link} | {conv} | {predicted:.1f} | {measured:.1f} | "
+                  f"{100 * (predicted / measured - 1):+.0f} % |")
 PY
 }
 

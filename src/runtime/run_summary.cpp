@@ -109,6 +109,8 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("distributed.communicator", s.communicator);
   r.set("distributed.partition", s.partition);
   r.set("distributed.halo_exchange", s.halo_exchange);
+  for (std::size_t i = 0; i < s.layer_exchange.size(); ++i)
+    r.set(fmt::format("distributed.layer_exchange.conv{}", i), s.layer_exchange[i]);
   r.set("distributed.cache_input_features", s.cache_input_features);
 }
 

@@ -379,10 +379,16 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
                 : job.partition_dir.empty()
                     ? partition::to_string(job.partition.method) + " (in memory)"
                     : job.partition_dir;
-  s.halo_exchange = comm.size() == 1 ? "none (one rank)" : comm::describe(job.exchange);
+  s.halo_exchange = comm.size() == 1                 ? "none (one rank)"
+                    : job.schedule == Schedule::Auto ? "auto (per layer: layer_exchange)"
+                                                     : comm::describe(job.exchange);
   s.cache_input_features = job.cache_input_features;
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
   s.per_rank = gather_rank_figures(comm, figures_of(g, m, result, layers));
+  for (int i = 0; i < layers && comm.size() > 1; ++i) {
+    s.layer_exchange.push_back(
+        m.graph->halo_of(i) != nullptr ? comm::describe(m.graph->exchange_options(i)) : "no halo");
+  }
   for (const RankFigures& f : s.per_rank)
     s.halo_bytes_per_epoch += f.halo_bytes_sent;
   if (gcn) s.broadcast_1d_bytes_per_epoch = broadcast_1d_bytes(s.layer_sizes, s.ranks, s.nodes);

@@ -67,6 +67,9 @@ struct RunSummary {
   std::string communicator; ///< "one process", "MPI (4 ranks)", "NCCL ... over MPI ..."
   std::string partition;    ///< "metis (in memory)", the store's folder, or "none (one rank)"
   std::string halo_exchange; ///< "exact, fp32 messages", "stale, ...", or "none (one rank)"
+  /// Per aggregating layer: how it exchanged ("no halo" for cached inputs; the scheduler's
+  /// pick under --schedule auto).
+  std::vector<std::string> layer_exchange;
   bool cache_input_features = true;
   std::vector<RankFigures> per_rank; ///< [ranks]
   /// Halo bytes all ranks send per training step, and what CAGNET's 1D broadcast would move for
