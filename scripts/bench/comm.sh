@@ -22,7 +22,10 @@
 #   SECTION     links, accuracy, or all (the default)
 #   --quick     links on 100k nodes, accuracy over 3 seeds: a few minutes
 #   --no-build  use the existing build instead of installing deps and building
-# Environment: TESSERA_BUILD_DIR (default <repo>/build); EPOCHS (links; default 10); SKIP_TAU
+# Environment: TESSERA_BUILD_DIR (default <repo>/build); EPOCHS (links; default 10); RANKS
+#   (links; default "2 4"); MODES (links; default "exact stale skip bf16 int8 stale+bf16
+#   auto", exact first); WORK (a folder to keep everything in and reuse: its graph and
+#   stores are not made again); SKIP_TAU
 #   (the skip mode's threshold; default 0.02); TESSERA_DATA_DIR (Cora; default
 #   <repo>/../shared/datasets when it exists). KEEP=1 keeps the reports and logs.
 set -euo pipefail
@@ -64,7 +67,13 @@ for program in "${train}" "${apps}/tessera-convert/tessera-convert" \
   [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
 done
 
-work="$(mktemp -d)"
+work="${WORK:-}"
+if [[ -n "${work}" ]]; then
+  mkdir -p "${work}"
+  KEEP=1
+else
+  work="$(mktemp -d)"
+fi
 if [[ "${KEEP:-0}" == 1 ]]; then
   trap 'echo "reports and logs kept in ${work}"' EXIT
 else
@@ -83,6 +92,11 @@ declare -A mode_flags=(
 )
 modes=(exact stale skip bf16 int8)
 link_modes=("${modes[@]}" stale+bf16 auto)
+if [[ -n "${MODES:-}" ]]; then
+  read -r -a link_modes <<<"${MODES}"
+  [[ "${link_modes[0]}" == exact ]] || tessera_die "MODES must start with exact (the reference)"
+fi
+read -r -a rank_counts <<<"${RANKS:-2 4}"
 
 # train NAME RANKS FLAGS...: one run on RANKS ranks, one OpenMP thread each; the report in
 # ${work}/NAME.json, the output in ${work}/NAME.log (its end printed if the run fails).
@@ -101,13 +115,17 @@ section_links() {
   local nodes=1000000
   ((quick)) && nodes=100000
   local spec="sbm:nodes=${nodes},classes=8,avg-degree=16,p-in=0.7,features=128"
-  tessera_log "generating ${spec} once (native format)"
-  "${apps}/tessera-convert/tessera-convert" --dataset "${spec}" --out "${work}/graph" >/dev/null
+  if [[ ! -d "${work}/graph" ]]; then
+    tessera_log "generating ${spec} once (native format)"
+    "${apps}/tessera-convert/tessera-convert" --dataset "${spec}" --out "${work}/graph" >/dev/null
+  fi
   local parts link mode
-  for parts in 2 4; do
-    tessera_log "METIS into ${parts} parts"
-    "${apps}/tessera-partition/tessera-partition" --dataset "${work}/graph" --parts "${parts}" \
-      --out "${work}/store-${parts}" | tail -n 2
+  for parts in "${rank_counts[@]}"; do
+    if [[ ! -d "${work}/store-${parts}" ]]; then
+      tessera_log "METIS into ${parts} parts"
+      "${apps}/tessera-partition/tessera-partition" --dataset "${work}/graph" --parts "${parts}" \
+        --out "${work}/store-${parts}" | tail -n 2
+    fi
     local common=(--partition-dir "${work}/store-${parts}" --hidden 128 --num-layers 3 --epochs "${epochs}"
       --eval-every "${epochs}" --log-every "${epochs}")
     tessera_log "P=${parts}: shared memory, exact"
@@ -121,9 +139,11 @@ section_links() {
       done
     done
   done
-  "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${tau}" "${link_modes[@]}" <<'PY'
-import json, sys
-work, spec, epochs, tau, modes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+  "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${tau}" "${RANKS:-2 4}" \
+    "${link_modes[@]}" <<'PY'
+import json, os, sys
+work, spec, epochs, tau = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+rank_counts, modes = [int(p) for p in sys.argv[5].split()], sys.argv[6:]
 def report(name):
     return json.load(open(f"{work}/{name}.json"))
 def at(r, key):
@@ -136,7 +156,7 @@ print(f"\n### Halo exchange modes over simulated links: GCN 3 layers, hidden 128
 print("| ranks | link | mode | epoch ms | × exact | halo MiB/epoch | × exact | wait ms | "
       "test acc. |")
 print("|---|---|---|---|---|---|---|---|---|")
-for parts in (2, 4):
+for parts in rank_counts:
     shm = report(f"links-p{parts}-shm-exact")
     epoch, wait = at(shm, "timing.epoch_ms.max"), at(shm, "timing.wait_ms.max")
     print(f"| {parts} | shared memory | exact | {epoch:.0f} | | "
@@ -155,7 +175,7 @@ for parts in (2, 4):
                   f"{100 * at(r, 'metrics.final_test_accuracy'):.2f} % |")
     print(f"\nP={parts}, shared memory: exact mode waits {wait:.1f} ms for halos, "
           f"{100 * wait / epoch:.1f} % of the {epoch:.0f} ms epoch (goal <= 10 %)\n")
-    for link in (100, 10, 1):
+    for link in (100, 10, 1) if "auto" in modes else ():
         r = report(f"links-p{parts}-{link}-auto")
         picks = r["distributed"].get("layer_exchange", {})
         plan = "; ".join(f"{conv}: {picks[conv]}" for conv in sorted(picks))
@@ -165,7 +185,7 @@ print("\n### The cost model: predicted against measured step per layer (exact mo
       "rank of each)\n")
 print("| ranks | link | layer | predicted ms | measured ms | error |")
 print("|---|---|---|---|---|---|")
-for parts in (2, 4):
+for parts in rank_counts:
     for link, name in (("shared memory", f"links-p{parts}-shm-exact"),
                        ("10 Gb/s", f"links-p{parts}-10-exact")):
         r = report(name)
