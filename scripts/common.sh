@@ -16,6 +16,8 @@
 #   tessera_install_bench_deps the extras of the PyTorch comparison (torch, numpy, tcmalloc)
 #   tessera_fast_blas_env      export OPENBLAS_CORETYPE for this CPU's fast kernels unless set
 #   tessera_parse_bench_args SCRIPT SCALE ARGS...   --scale/--no-build/--help of the benchmarks
+#   tessera_parse_section_args SCRIPT ARGS...   --quick/--no-build/--help and SECTION names of
+#                              the benchmarks made of sections (reads the array `sections`)
 #   tessera_build [DIR]        configure (Release, Ninja, native arch) and build with nproc jobs
 #   TESSERA_FUZZ_BUILD_DIR     the sanitizer + libFuzzer build ($TESSERA_FUZZ_BUILD_DIR, else
 #                              <repo>/build-fuzz), shared by scripts/fuzz.sh and scripts/test.sh
@@ -141,6 +143,39 @@ tessera_parse_bench_args() {
       *) tessera_die "unknown argument '$1' (see --help)" ;;
     esac
   done
+}
+
+# The flags of the benchmarks made of sections (offload.sh, comm.sh). Usage:
+# tessera_parse_section_args SCRIPT "$@", with the array `sections` set (what `all` and no
+# section at all mean, in order). Sets the globals `quick` (1 with --quick), `build` (0 with
+# --no-build) and `chosen` (the sections named, in order); --help prints SCRIPT's header.
+# shellcheck disable=SC2034  # quick, build and chosen are read by the calling script
+tessera_parse_section_args() {
+  local script="$1" known s
+  shift
+  quick=0
+  build=1
+  chosen=()
+  while (($# > 0)); do
+    case "$1" in
+      -h | --help)
+        tessera_usage "${script}"
+        exit 0
+        ;;
+      --quick) quick=1 ;;
+      --no-build) build=0 ;;
+      all) chosen+=("${sections[@]}") ;;
+      -*) tessera_die "unknown option '$1' (see --help)" ;;
+      *)
+        known=0
+        for s in "${sections[@]}"; do [[ "$1" == "${s}" ]] && known=1; done
+        ((known)) || tessera_die "unknown section '$1'; sections: ${sections[*]} or all"
+        chosen+=("$1")
+        ;;
+    esac
+    shift
+  done
+  ((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
 }
 
 tessera_install_bench_deps() {

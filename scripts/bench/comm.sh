@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # What each halo exchange mode buys on a network (issue 14), one section each:
-#   links     GCN (3 layers, hidden 128: the middle one exchanges 128-wide rows; 1 thread a rank) on a generated community graph (SBM,
-#             1M nodes, 8 classes, average degree 16, 70 % of edges inside a class, 128
-#             features; --quick: 100k), cut by METIS into 2 and 4 parts (a partition store each
-#             rank loads alone), trained in shared memory and over simulated links of 1, 10 and
-#             100 Gb/s (5 µs) in every mode: exact, stale (--staleness 1), skip
-#             (--halo-skip-threshold $SKIP_TAU), bf16 and int8 messages. Per run, from its report
-#             (median epoch, max over ranks): epoch time and its ratio to exact over the same
-#             link, halo bytes per epoch (all ranks) and their ratio to exact, time waiting for
-#             halos, test accuracy after the epochs.
+#   links     GCN (3 layers, hidden 128: the middle one exchanges 128-wide rows; 1 thread a
+#             rank) on a generated community graph (SBM, 1M nodes, 8 classes, average degree
+#             16, 70 % of edges inside a class, 128 features; --quick: 100k), cut by METIS into
+#             2 and 4 parts (a partition store each rank loads alone), trained in shared memory
+#             and over simulated links of 1, 10 and 100 Gb/s (5 µs) in every mode: exact, stale
+#             (--staleness 1), skip (--halo-skip-threshold $SKIP_TAU), bf16 and int8 messages,
+#             stale with bf16, and --schedule auto. Per run, from its report (median epoch, max
+#             over ranks): epoch time and its ratio to exact over the same link, halo bytes per
+#             epoch (all ranks) and their ratio to exact, time waiting for halos, test accuracy
+#             after the epochs; each auto pick; the cost model's predicted against measured step
+#             per layer.
 #   accuracy  test accuracy of every mode against exact over 10 seeds at 4 ranks: Cora (Kipf &
 #             Welling's settings, 200 epochs; skipped with a message without the data) and a
 #             community graph where nearly every owned row is a boundary row (SBM 20k, p-in
@@ -25,34 +27,16 @@
 # Environment: TESSERA_BUILD_DIR (default <repo>/build); EPOCHS (links; default 10); RANKS
 #   (links; default "2 4"); MODES (links; default "exact stale skip bf16 int8 stale+bf16
 #   auto", exact first); WORK (a folder to keep everything in and reuse: its graph and
-#   stores are not made again); SKIP_TAU
-#   (the skip mode's threshold; default 0.02); TESSERA_DATA_DIR (Cora; default
-#   <repo>/../shared/datasets when it exists). KEEP=1 keeps the reports and logs.
+#   stores are not made again); SKIP_TAU (the skip mode's threshold; default 0.02);
+#   TESSERA_DATA_DIR (Cora; default <repo>/../shared/datasets when it exists). KEEP=1 keeps
+#   the reports and logs.
 set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 tessera_fast_blas_env
 
 sections=(links accuracy)
-quick=0
-build=1
-chosen=()
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --quick) quick=1 ;;
-    --no-build) build=0 ;;
-    all) chosen+=("${sections[@]}") ;;
-    -*) tessera_die "unknown option '$1' (see --help)" ;;
-    links | accuracy) chosen+=("$1") ;;
-    *) tessera_die "unknown section '$1'; sections: ${sections[*]} or all" ;;
-  esac
-  shift
-done
-((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
+tessera_parse_section_args "$0" "$@"
 epochs="${EPOCHS:-10}"
 tau="${SKIP_TAU:-0.02}"
 

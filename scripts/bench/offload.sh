@@ -51,29 +51,7 @@ targets_products=(tessera-train)
 # shellcheck disable=SC2034
 targets_mlp=(tessera-mlp)
 
-quick=0
-build=1
-chosen=()
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --quick) quick=1 ;;
-    --no-build) build=0 ;;
-    all) chosen+=("${sections[@]}") ;;
-    -*) tessera_die "unknown option '$1' (see --help)" ;;
-    *)
-      known=0
-      for s in "${sections[@]}"; do [[ "$1" == "${s}" ]] && known=1; done
-      ((known)) || tessera_die "unknown section '$1'; sections: ${sections[*]} or all"
-      chosen+=("$1")
-      ;;
-  esac
-  shift
-done
-((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
+tessera_parse_section_args "$0" "$@"
 threads="${THREADS:-0}"
 
 if ((build)); then

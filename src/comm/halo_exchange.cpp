@@ -195,7 +195,8 @@ void HaloExchange<T>::prepare_stages(std::size_t send_bytes, std::size_t recv_by
   if (recv_stage_.size() < recv_bytes) recv_stage_ = PinnedBuffer(backend_, recv_bytes);
 }
 
-template <typename T> void HaloExchange<T>::check_shape(const char* what, DenseView<T> x) const {
+template <typename T>
+void HaloExchange<T>::check_shape(const char* what, ConstDenseView<T> x) const {
   if (x.rows != plan_->n_local()) {
     throw DimensionMismatch(fmt::format("halo {} on rank {}: matrix {} has {} rows, the plan "
                                         "{} ({} owned + {} ghost)",
@@ -213,6 +214,16 @@ void HaloExchange<T>::check_rows(const char* what, ConstDenseView<T> send, std::
                                         what, comm_->rank(), shape_string(send.rows, send.cols),
                                         shape_string(receive.rows, receive.cols), send_rows,
                                         receive_rows));
+  }
+}
+
+template <typename T>
+void HaloExchange<T>::check_send_rows(const char* what, ConstDenseView<T> rows,
+                                      std::int64_t width) const {
+  if (rows.rows != plan_->num_send_rows() || rows.cols != width) {
+    throw DimensionMismatch(fmt::format("halo {} rows on rank {}: {} should be {}", what,
+                                        comm_->rank(), shape_string(rows.rows, rows.cols),
+                                        shape_string(plan_->num_send_rows(), width)));
   }
 }
 
@@ -286,7 +297,7 @@ HaloExchange<T>::post(typename Request::Kind kind, DenseView<T> x, ConstDenseVie
 
 template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) {
-  check_shape("gather", x);
+  check_shape("gather", ConstDenseView<T>(x));
   const Stopwatch clock;
   DenseView<T> packed = buffer(x.cols); // [num_send_rows, w]: our rows the peers read
   pack(ConstDenseView<T>(x), packed);
@@ -296,7 +307,7 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_gather(DenseView<T> x) 
 
 template <typename T>
 typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_add(DenseView<T> dx) {
-  check_shape("scatter-add", dx);
+  check_shape("scatter-add", ConstDenseView<T>(dx));
   const Stopwatch clock;
   DenseView<T> received = buffer(dx.cols); // [num_send_rows, w]: the peers' shares of our rows
   return post(Request::Kind::ScatterAdd, dx,
@@ -354,13 +365,15 @@ template <typename T> bool HaloExchange<T>::test(Request& request) {
 }
 
 template <typename T> void HaloExchange<T>::pack(ConstDenseView<T> x, DenseView<T> packed) {
-  check_rows("pack", x, plan_->n_local(), packed, plan_->num_send_rows());
+  check_shape("pack", x);
+  check_send_rows("pack into", packed, x.cols);
   ops::gather_rows(*backend_, x, send_rows_.span(), packed);
 }
 
 template <typename T>
 void HaloExchange<T>::add_shares(ConstDenseView<T> received, DenseView<T> dx) {
-  check_rows("scatter-add", received, plan_->num_send_rows(), dx, plan_->n_local());
+  check_shape("scatter-add", ConstDenseView<T>(dx));
+  check_send_rows("scatter-add of", received, dx.cols);
   // A row read by several peers appears once per peer block: add block by block (rows are
   // distinct within a block), in rank order.
   const std::span<const LocalId> rows = send_rows_.span();

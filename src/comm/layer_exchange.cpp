@@ -154,34 +154,38 @@ public:
   }
 
   /// `fill` writes this epoch's rows into the [out rows, width] view it is given; they are sent.
-  /// Returns the rows to use now, [in rows, width]: those sent last epoch (smoothed when asked),
-  /// valid until the next call. Collective over the plan's ranks.
-  template <typename Fill> ConstDenseView<T> exchange(std::int64_t width, Fill fill) {
+  /// Collective over the plan's ranks.
+  template <typename Fill> void begin(std::int64_t width, Fill fill) {
     if (pending_.active()) halo_.wait(pending_); // last epoch's rows: they had an epoch to travel
     if (width != width_) primed_ = false;        // rows of another width: start over, exactly
     width_ = width;
     const DenseView<T> send = rows_in(send_, backend_, out_rows_, width);
     fill(send);
     const DenseView<T> now = rows_in(received_[current_], backend_, in_rows_, width);
-    if (!primed_) {
+    if (primed_) {
+      current_ ^= 1;
+      pending_ = start(send, rows_in(received_[current_], backend_, in_rows_, width));
+    } else {
       auto request = start(send, now);
       halo_.wait(request);
-      primed_ = true;
-      if (smoothing_ == 0) return now;
-      const DenseView<T> smoothed = rows_in(smoothed_, backend_, in_rows_, width);
-      ops::copy(*backend_, ConstDenseView<T>(now), smoothed);
-      return smoothed;
     }
-    current_ ^= 1;
-    pending_ = start(send, rows_in(received_[current_], backend_, in_rows_, width));
-    if (smoothing_ == 0) return now;
-    // smoothed += (1 − s)·(received − smoothed); the received rows are not read again.
-    const DenseView<T> smoothed = rows_in(smoothed_, backend_, in_rows_, width);
-    ops::axpy(*backend_, T{-1}, std::span<const T>(flat(smoothed)), flat(now));
-    ops::axpy(*backend_, static_cast<T>(1 - smoothing_), std::span<const T>(flat(now)),
-              flat(smoothed));
-    return smoothed;
+    rows_ = ConstDenseView<T>(now);
+    if (smoothing_ > 0) {
+      const DenseView<T> smoothed = rows_in(smoothed_, backend_, in_rows_, width);
+      if (primed_) { // smoothed += (1 − s)·(received − smoothed); received is not read again
+        ops::axpy(*backend_, T{-1}, std::span<const T>(flat(smoothed)), flat(now));
+        ops::axpy(*backend_, static_cast<T>(1 - smoothing_), std::span<const T>(flat(now)),
+                  flat(smoothed));
+      } else {
+        ops::copy(*backend_, ConstDenseView<T>(now), smoothed);
+      }
+      rows_ = ConstDenseView<T>(smoothed);
+    }
+    primed_ = true;
   }
+  /// The rows to use now, [in rows, width]: those sent last epoch (smoothed when asked), valid
+  /// until the next begin.
+  ConstDenseView<T> end() const noexcept { return rows_; }
 
   void progress() { halo_.test(pending_); }
   const HaloStats& stats() const noexcept { return halo_.stats(); }
@@ -205,97 +209,14 @@ private:
   std::int64_t out_rows_, in_rows_;
   double smoothing_;
   HaloExchange<T> halo_;
-  Buffer<T> send_;        // [out rows, w]: the rows in flight
-  Buffer<T> received_[2]; // [in rows, w]: last epoch's rows (current_), and those in flight
-  Buffer<T> smoothed_;    // [in rows, w]: the rows used, when smoothing
-  int current_ = 0;
+  Buffer<T> send_;         // [out rows, w]: the rows in flight
+  Buffer<T> received_[2];  // [in rows, w]: last epoch's rows, and those in flight
+  Buffer<T> smoothed_;     // [in rows, w]: the rows used, when smoothing
+  ConstDenseView<T> rows_; // what end() gives
+  int current_ = 0;        // received_[current_]: where the rows in flight land
   std::int64_t width_ = -1;
   bool primed_ = false;
   typename HaloExchange<T>::Request pending_; // destroyed first: its destructor waits
-};
-
-/// Stale: training passes through StaleRows (a channel per direction); evaluation passes exact.
-template <typename T> class StaleExchange final : public LayerExchange<T> {
-public:
-  StaleExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
-                BackendPtr backend, int layer, const ExchangeOptions& options)
-      : LayerExchange<T>(plan, backend, options),
-        forward_(comm, plan, backend, tags::layer(layer, tags::Channel::Forward), true, options),
-        backward_(comm, plan, backend, tags::layer(layer, tags::Channel::Backward), false, options),
-        exact_(std::move(comm), plan, backend, tags::layer(layer, tags::Channel::Evaluation)) {
-    exact_.set_precision(options.precision, options.seed);
-  }
-
-  void begin_gather(DenseView<T> x, Pass pass) override {
-    open_.begin(OpenCall::Kind::Gather);
-    if (pass == Pass::Evaluation) {
-      request_ = exact_.start_gather(x);
-      return;
-    }
-    const ConstDenseView<T> rows = forward_.exchange(
-        x.cols, [&](DenseView<T> send) { exact_.pack(ConstDenseView<T>(x), send); });
-    ops::copy(*this->backend(), rows, ghost_rows(this->plan(), x));
-  }
-  void begin_gather_rows(ConstDenseView<T> send, DenseView<T> ghosts, Pass pass) override {
-    open_.begin(OpenCall::Kind::Gather);
-    if (pass == Pass::Evaluation) {
-      request_ = exact_.start_gather_rows(send, ghosts);
-      return;
-    }
-    const ConstDenseView<T> rows =
-        forward_.exchange(send.cols, [&](DenseView<T> out) { copy(send, out); });
-    copy(rows, ghosts);
-  }
-  void end_gather() override {
-    open_.end(OpenCall::Kind::Gather);
-    if (request_.active()) exact_.wait(request_);
-  }
-  void begin_scatter_add(DenseView<T> dx) override {
-    open_.begin(OpenCall::Kind::Scatter);
-    shares_ = backward_.exchange(dx.cols, [&](DenseView<T> out) {
-      copy(ConstDenseView<T>(ghost_rows(this->plan(), dx)), out);
-    });
-    dx_ = dx;
-  }
-  void begin_scatter_rows(ConstDenseView<T> send, DenseView<T> received) override {
-    open_.begin(OpenCall::Kind::Scatter);
-    copy(backward_.exchange(send.cols, [&](DenseView<T> out) { copy(send, out); }), received);
-    dx_ = {};
-  }
-  void end_scatter_add() override {
-    open_.end(OpenCall::Kind::Scatter);
-    if (dx_.data != nullptr) exact_.add_shares(shares_, dx_);
-    dx_ = {};
-  }
-  void progress() override {
-    exact_.test(request_);
-    forward_.progress();
-    backward_.progress();
-  }
-  HaloStats stats() const override {
-    HaloStats sum = forward_.stats();
-    sum += backward_.stats();
-    sum += exact_.stats();
-    return sum;
-  }
-  void reset_stats() override {
-    forward_.reset_stats();
-    backward_.reset_stats();
-    exact_.reset_stats();
-  }
-  std::size_t bytes() const override {
-    return forward_.bytes() + backward_.bytes() + exact_.bytes();
-  }
-
-private:
-  void copy(ConstDenseView<T> from, DenseView<T> to) { ops::copy(*this->backend(), from, to); }
-
-  StaleRows<T> forward_, backward_;
-  HaloExchange<T> exact_; // evaluation passes; packs and adds rows for the channels
-  OpenCall open_;
-  typename HaloExchange<T>::Request request_; // an evaluation's gather
-  ConstDenseView<T> shares_;                  // the shares a scatter-add adds at its end
-  DenseView<T> dx_;
 };
 
 /// One direction of a skip exchange (Sancus): a message row is re-sent only when it drifted from
@@ -313,11 +234,13 @@ public:
         out_rows_(gather ? plan_->num_send_rows() : plan_->n_ghost()),
         in_rows_(gather ? plan_->n_ghost() : plan_->num_send_rows()), options_(options) {}
 
-  /// Sends the rows of `send` ([out rows, w], backend memory) that drifted. Collective over the
-  /// plan's ranks.
-  void begin(ConstDenseView<T> send) {
+  /// `fill` writes this epoch's rows into the [out rows, width] view it is given (backend
+  /// memory); those that drifted are sent. Collective over the plan's ranks.
+  template <typename Fill> void begin(std::int64_t width, Fill fill) {
     const Stopwatch clock;
-    const std::int64_t w = send.cols;
+    const DenseView<T> send = rows_in(send_, backend_, out_rows_, width);
+    fill(send);
+    const std::int64_t w = width;
     const bool first = w != width_;
     width_ = w;
     const auto row_values = static_cast<std::size_t>(w);
@@ -455,7 +378,7 @@ public:
   }
   std::size_t bytes() const noexcept {
     return (current_.size() + last_.size() + held_.size() + picked_.size()) * sizeof(T) +
-           out_code_.size() + in_code_.size() + held_device_.bytes();
+           out_code_.size() + in_code_.size() + send_.bytes() + held_device_.bytes();
   }
 
 private:
@@ -523,17 +446,22 @@ private:
   std::vector<char> goes_;           // [out rows]: whether each row is re-sent this time
   std::vector<std::int64_t> chosen_; // the out rows re-sent this time, in block order
   std::vector<std::byte> out_bits_, in_bits_, out_code_, in_code_;
+  Buffer<T> send_;        // [out rows, w]: this epoch's rows, in backend memory
   Buffer<T> held_device_; // held_ in device memory
   std::uint64_t exchanges_ = 0;
   HaloStats stats_;
   std::unique_ptr<Pending> pending_; // destroyed first: its destructor waits
 };
 
-/// Skip: training passes through SkipRows (a channel per direction); evaluation passes exact.
-template <typename T> class SkipExchange final : public LayerExchange<T> {
+/// Stale or skip: training passes through a channel per direction (`Rows`: StaleRows or
+/// SkipRows, each `begin(width, fill)` then `end()` giving the rows to use); evaluation passes
+/// exact, through an exchange of their own that also packs rows and adds shares for the
+/// channels.
+template <typename T, template <typename> class Rows>
+class ChannelExchange final : public LayerExchange<T> {
 public:
-  SkipExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
-               BackendPtr backend, int layer, const ExchangeOptions& options)
+  ChannelExchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const HaloPlan> plan,
+                  BackendPtr backend, int layer, const ExchangeOptions& options)
       : LayerExchange<T>(plan, backend, options),
         forward_(comm, plan, backend, tags::layer(layer, tags::Channel::Forward), true, options),
         backward_(comm, plan, backend, tags::layer(layer, tags::Channel::Backward), false, options),
@@ -547,10 +475,7 @@ public:
       request_ = exact_.start_gather(x);
       return;
     }
-    const DenseView<T> send =
-        rows_in(packed_, this->backend(), this->plan().num_send_rows(), x.cols);
-    exact_.pack(ConstDenseView<T>(x), send);
-    forward_.begin(ConstDenseView<T>(send));
+    forward_.begin(x.cols, [&](DenseView<T> send) { exact_.pack(ConstDenseView<T>(x), send); });
     target_ = ghost_rows(this->plan(), x);
   }
   void begin_gather_rows(ConstDenseView<T> send, DenseView<T> ghosts, Pass pass) override {
@@ -559,7 +484,7 @@ public:
       request_ = exact_.start_gather_rows(send, ghosts);
       return;
     }
-    forward_.begin(send);
+    forward_.begin(send.cols, [&](DenseView<T> out) { copy(send, out); });
     target_ = ghosts;
   }
   void end_gather() override {
@@ -568,27 +493,28 @@ public:
       exact_.wait(request_);
       return;
     }
-    ops::copy(*this->backend(), forward_.end(), target_);
+    copy(forward_.end(), target_);
   }
   void begin_scatter_add(DenseView<T> dx) override {
     open_.begin(OpenCall::Kind::Scatter);
-    backward_.begin(ConstDenseView<T>(ghost_rows(this->plan(), dx)));
+    backward_.begin(dx.cols, [&](DenseView<T> out) {
+      copy(ConstDenseView<T>(ghost_rows(this->plan(), dx)), out);
+    });
     target_ = dx;
     adds_ = true;
   }
   void begin_scatter_rows(ConstDenseView<T> send, DenseView<T> received) override {
     open_.begin(OpenCall::Kind::Scatter);
-    backward_.begin(send);
+    backward_.begin(send.cols, [&](DenseView<T> out) { copy(send, out); });
     target_ = received;
     adds_ = false;
   }
   void end_scatter_add() override {
     open_.end(OpenCall::Kind::Scatter);
-    const ConstDenseView<T> shares = backward_.end();
     if (adds_) {
-      exact_.add_shares(shares, target_);
+      exact_.add_shares(backward_.end(), target_);
     } else {
-      ops::copy(*this->backend(), shares, target_);
+      copy(backward_.end(), target_);
     }
   }
   void progress() override {
@@ -608,16 +534,17 @@ public:
     exact_.reset_stats();
   }
   std::size_t bytes() const override {
-    return forward_.bytes() + backward_.bytes() + exact_.bytes() + packed_.bytes();
+    return forward_.bytes() + backward_.bytes() + exact_.bytes();
   }
 
 private:
-  SkipRows<T> forward_, backward_;
+  void copy(ConstDenseView<T> from, DenseView<T> to) { ops::copy(*this->backend(), from, to); }
+
+  Rows<T> forward_, backward_;
   HaloExchange<T> exact_; // evaluation passes; packs and adds rows for the channels
-  Buffer<T> packed_;      // [num_send_rows, w]: x's rows the peers read
   OpenCall open_;
   typename HaloExchange<T>::Request request_; // an evaluation's gather
-  DenseView<T> target_; // where end() puts the rows: ghost rows, dx or the received shares
+  DenseView<T> target_; // where end puts the rows: ghost rows, dx or the received shares
   bool adds_ = false;   // a scatter-add adds its shares into target_ (else copies them there)
 };
 
@@ -630,11 +557,11 @@ make_layer_exchange(std::shared_ptr<Communicator> comm, std::shared_ptr<const Ha
   options.validate();
   switch (options.mode) {
   case HaloMode::Stale:
-    return std::make_unique<StaleExchange<T>>(std::move(comm), std::move(plan), std::move(backend),
-                                              layer, options);
+    return std::make_unique<ChannelExchange<T, StaleRows>>(std::move(comm), std::move(plan),
+                                                           std::move(backend), layer, options);
   case HaloMode::Skip:
-    return std::make_unique<SkipExchange<T>>(std::move(comm), std::move(plan), std::move(backend),
-                                             layer, options);
+    return std::make_unique<ChannelExchange<T, SkipRows>>(std::move(comm), std::move(plan),
+                                                          std::move(backend), layer, options);
   case HaloMode::Exact:
     break;
   }

@@ -101,6 +101,7 @@ namespace {
 /// The exchanges --schedule auto chooses among: every mode and precision the job allows (its
 /// own always; exact fp32 first, so it wins ties), with the job's other settings.
 std::vector<comm::ExchangeOptions> schedule_candidates(const TrainJob& job) {
+  if (job.schedule != Schedule::Auto) return {job.exchange};
   std::vector<comm::HaloMode> modes{comm::HaloMode::Exact};
   std::vector<comm::HaloPrecision> precisions{comm::HaloPrecision::Fp32};
   const auto add = [](auto& list, auto value) {
@@ -108,14 +109,10 @@ std::vector<comm::ExchangeOptions> schedule_candidates(const TrainJob& job) {
   };
   add(modes, job.exchange.mode);
   add(precisions, job.exchange.precision);
-  if (job.schedule == Schedule::Auto) {
-    for (const comm::HaloMode mode : job.allowed_modes)
-      add(modes, mode);
-    for (const comm::HaloPrecision precision : job.allowed_precisions)
-      add(precisions, precision);
-  } else {
-    return {job.exchange};
-  }
+  for (const comm::HaloMode mode : job.allowed_modes)
+    add(modes, mode);
+  for (const comm::HaloPrecision precision : job.allowed_precisions)
+    add(precisions, precision);
   std::vector<comm::ExchangeOptions> candidates;
   for (const comm::HaloMode mode : modes) {
     for (const comm::HaloPrecision precision : precisions) {

@@ -324,6 +324,16 @@ std::vector<double> owned_rows(const partition::LocalGraph& tile, const DenseT<d
   return std::vector<double>(x.data(), x.data() + tile.n_owned() * kWidth);
 }
 
+/// One gather or scatter-add through `exchange`, begun and ended at once.
+void gather(comm::LayerExchange<double>& exchange, DenseT<double>& x, comm::Pass pass) {
+  exchange.begin_gather(x.view(), pass);
+  exchange.end_gather();
+}
+void scatter_add(comm::LayerExchange<double>& exchange, DenseT<double>& dx) {
+  exchange.begin_scatter_add(dx.view());
+  exchange.end_scatter_add();
+}
+
 const auto kNan = [](GlobalId, std::int64_t) { return std::nan(""); };
 const auto kZero = [](GlobalId, std::int64_t) { return 0.0; };
 
@@ -338,10 +348,8 @@ TEST(LayerExchange, StaleGatherDeliversTheEpochBeforesRowsAndEvaluationThisEpoch
   for (int epoch = 1; epoch <= 4; ++epoch) {
     const auto now = [epoch](GlobalId id, std::int64_t c) { return value_of(id, epoch, c); };
     DenseT<double> trained = rows_of(tile, now, kNan), evaluated = rows_of(tile, now, kNan);
-    stale->begin_gather(trained.view(), comm::Pass::Training);
-    stale->end_gather();
-    stale->begin_gather(evaluated.view(), comm::Pass::Evaluation);
-    stale->end_gather();
+    gather(*stale, trained, comm::Pass::Training);
+    gather(*stale, evaluated, comm::Pass::Evaluation);
 
     const int delivered = epoch == 1 ? 1 : epoch - 1; // the first epoch is exact
     SCOPED_TRACE("epoch " + std::to_string(epoch));
@@ -371,15 +379,12 @@ TEST(LayerExchange, StaleScatterAddAddsTheEpochBeforesSharesAndSmoothingAverages
   for (int epoch = 1; epoch <= 4; ++epoch) {
     const auto shares = [epoch](GlobalId id, std::int64_t c) { return value_of(id, epoch, c); };
     DenseT<double> dx = rows_of(tile, kZero, shares);
-    exact->begin_scatter_add(dx.view());
-    exact->end_scatter_add();
+    scatter_add(*exact, dx);
     reference.push_back(owned_rows(tile, dx));
     DenseT<double> dx_stale = rows_of(tile, kZero, shares);
-    stale->begin_scatter_add(dx_stale.view());
-    stale->end_scatter_add();
+    scatter_add(*stale, dx_stale);
     DenseT<double> dx_smoothed = rows_of(tile, kZero, shares);
-    smoothed->begin_scatter_add(dx_smoothed.view());
-    smoothed->end_scatter_add();
+    scatter_add(*smoothed, dx_smoothed);
 
     const std::vector<double>& delivered = reference[epoch == 1 ? 0 : epoch - 2];
     if (epoch <= 2) {
@@ -414,15 +419,11 @@ TEST(LayerExchange, SkipAtThresholdZeroIsExactAndMovesOnlyTheRowsThatChanged) {
       return value_of(id, id % 2 == 1 ? epoch : 0, c);
     };
     DenseT<double> a = rows_of(tile, rows, kNan), b = rows_of(tile, rows, kNan);
-    exact->begin_gather(a.view(), comm::Pass::Training);
-    exact->end_gather();
-    skip->begin_gather(b.view(), comm::Pass::Training);
-    skip->end_gather();
+    gather(*exact, a, comm::Pass::Training);
+    gather(*skip, b, comm::Pass::Training);
     DenseT<double> da = rows_of(tile, kZero, rows), db = rows_of(tile, kZero, rows);
-    exact->begin_scatter_add(da.view());
-    exact->end_scatter_add();
-    skip->begin_scatter_add(db.view());
-    skip->end_scatter_add();
+    scatter_add(*exact, da);
+    scatter_add(*skip, db);
 
     SCOPED_TRACE("epoch " + std::to_string(epoch));
     EXPECT_EQ(wrong_ghost_rows(tile, b, rows), 0);
@@ -456,8 +457,7 @@ TEST(LayerExchange, SkipResendsADriftedRowAtOnceAndASteadyOneAtLeastEveryMaxAgeE
   for (int epoch = 1; epoch <= 7; ++epoch) {
     DenseT<double> x = rows_of(
         tile, [&](GlobalId id, std::int64_t c) { return row_at(id, epoch, c); }, kNan);
-    skip->begin_gather(x.view(), comm::Pass::Training);
-    skip->end_gather();
+    gather(*skip, x, comm::Pass::Training);
 
     const int steady_sent = 1 + 3 * ((epoch - 1) / 3);
     SCOPED_TRACE("epoch " + std::to_string(epoch));

@@ -157,11 +157,13 @@ public:
   }
 
 private:
-  void check_shape(const char* what, DenseView<T> x) const;
+  void check_shape(const char* what, ConstDenseView<T> x) const;
   /// Throws DimensionMismatch unless `send` and `receive` have `send_rows` and `receive_rows`
   /// rows of one width.
   void check_rows(const char* what, ConstDenseView<T> send, std::int64_t send_rows,
                   DenseView<T> receive, std::int64_t receive_rows) const;
+  /// Throws DimensionMismatch unless `rows` is [num_send_rows, width] (the plan's send rows).
+  void check_send_rows(const char* what, ConstDenseView<T> rows, std::int64_t width) const;
   /// Posts one exchange of x's rows: `out` (block b = rows [b.begin, b.begin + b.count)) goes to
   /// the peers of `out_blocks`, `in` receives from the peers of `in_blocks`.
   Request post(typename Request::Kind kind, DenseView<T> x, ConstDenseView<T> out,
