@@ -336,6 +336,10 @@ typename HaloExchange<T>::Request HaloExchange<T>::start_scatter_rows(ConstDense
 template <typename T> void HaloExchange<T>::wait(Request& request) {
   if (!request.active()) throw InvalidArgument("HaloExchange::wait on a request not started");
   const Stopwatch clock;
+  if (idle_work_) {
+    while (!request.pending_->test() && idle_work_()) {
+    }
+  }
   request.pending_->wait();
   request.pending_.reset();
   const std::int64_t w = request.x_.cols;

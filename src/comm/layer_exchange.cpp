@@ -8,6 +8,7 @@
 #include "tessera/ops/ops.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <fmt/core.h>
 #include <vector>
 
@@ -128,6 +129,7 @@ public:
     halo_.wait(request_);
   }
   void progress() override { halo_.test(request_); }
+  void set_idle_work(std::function<bool()> work) override { halo_.set_idle_work(std::move(work)); }
   HaloStats stats() const override { return halo_.stats(); }
   void reset_stats() override { halo_.reset_stats(); }
   std::size_t bytes() const override { return halo_.bytes(); }
@@ -188,6 +190,7 @@ public:
   ConstDenseView<T> end() const noexcept { return rows_; }
 
   void progress() { halo_.test(pending_); }
+  void set_idle_work(std::function<bool()> work) { halo_.set_idle_work(std::move(work)); }
   const HaloStats& stats() const noexcept { return halo_.stats(); }
   void reset_stats() noexcept { halo_.reset_stats(); }
   std::size_t bytes() const noexcept {
@@ -278,7 +281,7 @@ public:
       bit_offset += static_cast<std::size_t>((b.count + 7) / 8);
     }
     in_bits_.assign(bitmap_bytes(in_blocks_), std::byte{0});
-    comm_->start_exchange(bitmap_sends(), bitmap_recvs(), tag_)->wait();
+    finish(*comm_->start_exchange(bitmap_sends(), bitmap_recvs(), tag_));
 
     // 2. The chosen rows, encoded; the senders keep what the receivers will hold.
     const std::size_t row_bytes = encoded_row_bytes(options_.precision, w, sizeof(T));
@@ -288,14 +291,19 @@ public:
     for (std::int64_t j = 0; j < n_chosen; ++j)
       std::copy_n(rows + chosen_[j] * w, row_values, picked_.data() + j * w);
     const ConstDenseView<T> picked(picked_.data(), static_cast<std::int64_t>(chosen_.size()), w);
-    out_code_.resize(chosen_.size() * row_bytes);
-    const RngKey key =
-        RngKey::make(options_.seed, RngPurpose::HaloRounding, static_cast<std::uint32_t>(tag_),
-                     static_cast<std::uint32_t>(exchanges_++));
-    encode_rows(options_.precision, picked, std::span<std::byte>(out_code_), key,
-                static_cast<std::int64_t>(comm_->rank()) << 32);
-    decode_rows(options_.precision, std::span<const std::byte>(out_code_),
-                DenseView<T>(picked_.data(), picked.rows, w));
+    // fp32 rows travel as they are; compressed ones are encoded, and decoded back here.
+    std::span<const std::byte> out_code = std::as_bytes(std::span<const T>(picked_));
+    if (encoded()) {
+      out_code_.resize(chosen_.size() * row_bytes);
+      const RngKey key =
+          RngKey::make(options_.seed, RngPurpose::HaloRounding, static_cast<std::uint32_t>(tag_),
+                       static_cast<std::uint32_t>(exchanges_++));
+      encode_rows(options_.precision, picked, std::span<std::byte>(out_code_), key,
+                  static_cast<std::int64_t>(comm_->rank()) << 32);
+      decode_rows(options_.precision, std::span<const std::byte>(out_code_),
+                  DenseView<T>(picked_.data(), picked.rows, w));
+      out_code = out_code_;
+    }
 #pragma omp parallel for schedule(static)
     for (std::int64_t j = 0; j < n_chosen; ++j)
       std::copy_n(picked_.data() + j * w, row_values, last_.data() + chosen_[j] * w);
@@ -304,7 +312,7 @@ public:
     bit_offset = 0;
     for (const HaloPlan::Block& b : out_blocks_) {
       const std::size_t n = count_bits(out_bits_, bit_offset, b.count);
-      sends.push_back({b.peer, std::span<const std::byte>(out_code_).subspan(at, n * row_bytes)});
+      sends.push_back({b.peer, out_code.subspan(at, n * row_bytes)});
       at += n * row_bytes;
       bit_offset += static_cast<std::size_t>((b.count + 7) / 8);
     }
@@ -326,7 +334,7 @@ public:
     }
     pending_ = comm_->start_exchange(sends, recvs, tag_);
     ++stats_.exchanges;
-    stats_.bytes_sent += static_cast<std::int64_t>(out_bits_.size() + out_code_.size());
+    stats_.bytes_sent += static_cast<std::int64_t>(out_bits_.size() + out_code.size());
     stats_.bytes_received += static_cast<std::int64_t>(in_bits_.size() + in_code_.size());
     stats_.start_seconds += clock.seconds();
   }
@@ -336,15 +344,20 @@ public:
   ConstDenseView<T> end() {
     const Stopwatch clock;
     if (pending_ == nullptr) throw InvalidArgument("skip exchange: end without begin");
-    pending_->wait();
+    finish(*pending_);
     pending_.reset();
     const std::int64_t w = width_;
     const auto row_values = static_cast<std::size_t>(w);
     const auto arrived = static_cast<std::int64_t>(
         in_code_.size() / encoded_row_bytes(options_.precision, w, sizeof(T)));
-    picked_.resize(static_cast<std::size_t>(arrived) * row_values);
-    decode_rows(options_.precision, std::span<const std::byte>(in_code_),
-                DenseView<T>(picked_.data(), arrived, w));
+    std::span<const std::byte> rows = in_code_; // fp32: the rows as they were sent
+    if (encoded()) {
+      picked_.resize(static_cast<std::size_t>(arrived) * row_values);
+      decode_rows(options_.precision, std::span<const std::byte>(in_code_),
+                  DenseView<T>(picked_.data(), arrived, w));
+      rows = std::as_bytes(std::span<const T>(picked_));
+    }
+    const std::size_t row_size = row_values * sizeof(T);
     std::size_t j = 0, bit_offset = 0;
     for (const HaloPlan::Block& b : in_blocks_) {
       for (std::int64_t k = 0; k < b.count; ++k) {
@@ -352,7 +365,7 @@ public:
             std::byte{0}) {
           continue;
         }
-        std::copy_n(picked_.data() + j * row_values, row_values, held_.data() + (b.begin + k) * w);
+        std::memcpy(held_.data() + (b.begin + k) * w, rows.data() + j * row_size, row_size);
         ++j;
       }
       bit_offset += static_cast<std::size_t>((b.count + 7) / 8);
@@ -370,6 +383,9 @@ public:
   void progress() {
     if (pending_ != nullptr) pending_->test();
   }
+  void set_idle_work(std::function<bool()> work) {
+    idle_work_ = std::move(work);
+  }
   const HaloStats& stats() const noexcept {
     return stats_;
   }
@@ -382,6 +398,17 @@ public:
   }
 
 private:
+  bool encoded() const noexcept {
+    return options_.precision != HaloPrecision::Fp32;
+  }
+  /// Waits for `messages`, doing the idle work while they are in flight.
+  void finish(Pending& messages) {
+    if (idle_work_) {
+      while (!messages.test() && idle_work_()) {
+      }
+    }
+    messages.wait();
+  }
   /// ‖x − last‖ > τ·‖last‖ (a row with a non-finite value always drifted).
   bool drifted(const T* x, const T* last, std::int64_t w) const {
     double change = 0.0, size = 0.0;
@@ -442,14 +469,17 @@ private:
   std::vector<T> last_;              // [out rows, w]: what each receiver holds of each row
   std::vector<int> age_;             // [out rows]: epochs since each row was last sent
   std::vector<T> held_;              // [in rows, w]: the rows last received
-  std::vector<T> picked_;            // [chosen rows, w]: rows to encode, or rows decoded
+  std::vector<T> picked_;            // [chosen rows, w]: rows to send (or encode), rows decoded
   std::vector<char> goes_;           // [out rows]: whether each row is re-sent this time
   std::vector<std::int64_t> chosen_; // the out rows re-sent this time, in block order
-  std::vector<std::byte> out_bits_, in_bits_, out_code_, in_code_;
+  std::vector<std::byte> out_bits_, in_bits_;
+  std::vector<std::byte> out_code_; // the chosen rows encoded (compressed precisions only)
+  std::vector<std::byte> in_code_;  // the rows received, as they travel
   Buffer<T> send_;        // [out rows, w]: this epoch's rows, in backend memory
   Buffer<T> held_device_; // held_ in device memory
   std::uint64_t exchanges_ = 0;
   HaloStats stats_;
+  std::function<bool()> idle_work_;  // what waits do while messages fly
   std::unique_ptr<Pending> pending_; // destroyed first: its destructor waits
 };
 
@@ -521,6 +551,11 @@ public:
     exact_.test(request_);
     forward_.progress();
     backward_.progress();
+  }
+  void set_idle_work(std::function<bool()> work) override {
+    forward_.set_idle_work(work);
+    backward_.set_idle_work(work);
+    exact_.set_idle_work(std::move(work));
   }
   HaloStats stats() const override {
     HaloStats sum = forward_.stats();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fmt/core.h>
+#include <limits>
 #include <thread>
 
 namespace tessera::comm {
@@ -214,21 +215,21 @@ std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int>
     }
   }
   std::vector<std::byte> out(large_bytes), in(large_bytes);
-  const auto median_exchange = [&](int peer, std::size_t bytes) {
+  const auto fastest_exchange = [&](int peer, std::size_t bytes) {
     const std::vector<SendMessage> sends{{peer, std::span<const std::byte>(out).first(bytes)}};
     const std::vector<RecvMessage> recvs{{peer, std::span<std::byte>(in).first(bytes)}};
-    std::vector<double> seconds;
+    double fastest = std::numeric_limits<double>::infinity();
     for (int r = 0; r < rounds; ++r) {
       const double start = clock.now();
       comm.start_exchange(sends, recvs, tags::kLinkProbe)->wait();
-      seconds.push_back(clock.now() - start);
+      fastest = std::min(fastest, clock.now() - start);
     }
-    return median(std::move(seconds));
+    return fastest;
   };
   std::vector<LinkEstimate> estimates;
   for (const int peer : peers) {
-    const double small = median_exchange(peer, kSmall);
-    const double large = median_exchange(peer, large_bytes);
+    const double small = fastest_exchange(peer, kSmall);
+    const double large = fastest_exchange(peer, large_bytes);
     const double extra = std::max(large - small, 1e-12);
     estimates.push_back(
         {peer, small * 1e6, static_cast<double>(large_bytes - kSmall) * 8.0 / extra / 1e9});

@@ -373,13 +373,15 @@ public:
              OffloadStats& epoch, OffloadStats& total)
       : s_(s), backend_(backend), config_(config), epoch_(epoch), total_(total) {}
 
-  /// When chunk `c` is next touched: its next position in the trace after the current one
+  /// When chunk `c` is next touched: its first position in the trace from the current one on
   /// (wrapping into the next epoch), kNever when the trace never touches it.
   std::uint64_t next_use(std::size_t c) const {
     auto it = s_.positions.find(c);
     if (it == s_.positions.end()) return kNever;
     const auto& p = it->second;
-    auto after = std::upper_bound(p.begin(), p.end(), s_.position);
+    // The touch at `position` is the next one: in acquire() the chunk being brought in (never a
+    // victim), in a prefetch the chunk needed first.
+    auto after = std::lower_bound(p.begin(), p.end(), s_.position);
     return after != p.end() ? *after : s_.trace.size() + p.front();
   }
 
@@ -918,6 +920,29 @@ void ChunkManager::prefetch() {
     mover.count([](OffloadStats& st) { ++st.prefetches; });
     if (++fetched == config_.prefetch_depth) break;
   }
+}
+
+bool ChunkManager::work_ahead() {
+  State& s = *state_;
+  if (!budgeted() || s.trace.empty()) return false;
+  ChunkMover mover(s, *backend_, config_, epoch_, total_);
+  const std::uint64_t horizon = s.position + static_cast<std::uint64_t>(s.slots);
+  for (std::uint64_t i = s.position; i < s.trace.size() && i < horizon; ++i) {
+    const std::size_t c = s.trace[i];
+    auto it = s.chunks.find(c);
+    if (it == s.chunks.end() || it->second.slot >= 0) continue;
+    const double stalled = epoch_.stall_seconds;
+    if (!mover.bring_in(c, true, true)) return false;
+    const double copying = epoch_.stall_seconds - stalled; // idle time, not a stall
+    mover.count([&](OffloadStats& st) {
+      ++st.prefetches;
+      ++st.wait_prefetches;
+      st.stall_seconds -= copying;
+      st.wait_copy_seconds += copying;
+    });
+    return true;
+  }
+  return false;
 }
 
 void ChunkManager::discard(const void* address, std::size_t bytes) {

@@ -218,6 +218,8 @@ LayerPrediction CostModel::predict(const LayerShape& layer, const comm::Exchange
     compute += directions * (stream(rows_bytes) + seconds(rows_bytes, encode * 1e9));
     if (exchange.mode == comm::HaloMode::Stale) { // its own copies of the rows in and out
       compute += directions * stream(2 * rows_bytes);
+      // Smoothing: two axpy passes over the received rows (about half of rows_bytes).
+      if (exchange.smoothing > 0) compute += directions * stream(3 * rows_bytes);
     }
     transfer = directions * one_way;
     const double forward_hidden =

@@ -96,11 +96,13 @@ comm::LayerExchange<float>* ModelGraph::halo(int layer) {
   if (static_cast<int>(halos_.size()) <= layer) halos_.resize(static_cast<std::size_t>(layer) + 1);
   auto& h = halos_[static_cast<std::size_t>(layer)];
   if (h == nullptr) {
-    // Its staging buffers stay out of the chunks: messages land in them at any time.
-    const ChunkManager* memory = manager_of(backend_);
+    // Its staging buffers stay out of the chunks: messages land in them at any time. Under a
+    // budget its waits bring in the chunks the epoch's trace needs next.
+    ChunkManager* memory = manager_of(backend_);
     h = comm::make_layer_exchange<float>(comm_, plan_,
                                          memory != nullptr ? memory->backend() : backend_, layer,
                                          exchange_options(layer));
+    if (memory != nullptr) h->set_idle_work([memory] { return memory->work_ahead(); });
   }
   return h.get();
 }

@@ -52,13 +52,14 @@ std::string describe_memory(const ChunkManager& memory) {
 
 std::string describe_offload(const OffloadStats& o) {
   return fmt::format("{} moved ({} host->device, {} device->host, {} disk->host, {} host->disk), "
-                     "hit rate {:.1f}%, {:.2f} s stalled; peak device {}, host {}, disk {}; "
-                     "footprint {}",
+                     "hit rate {:.1f}%, {:.2f} s stalled ({} chunks brought in during halo "
+                     "waits, {:.2f} s); peak device {}, host {}, disk {}; footprint {}",
                      format_bytes(o.moved_bytes()), format_bytes(o.host_to_device_bytes),
                      format_bytes(o.device_to_host_bytes), format_bytes(o.disk_to_host_bytes),
                      format_bytes(o.host_to_disk_bytes), 100.0 * o.hit_rate(), o.stall_seconds,
-                     format_bytes(o.peak_device_bytes), format_bytes(o.peak_host_bytes),
-                     format_bytes(o.peak_disk_bytes), format_bytes(o.peak_tensor_bytes));
+                     o.wait_prefetches, o.wait_copy_seconds, format_bytes(o.peak_device_bytes),
+                     format_bytes(o.peak_host_bytes), format_bytes(o.peak_disk_bytes),
+                     format_bytes(o.peak_tensor_bytes));
 }
 
 void set_offload_report(RunReport& report, const std::string& prefix, const OffloadConfig& config,
@@ -82,6 +83,8 @@ void set_offload_report(RunReport& report, const std::string& prefix, const Offl
   report.set(o + ".dropped_bytes", bytes(s.dropped_bytes));
   report.set(o + ".moved_bytes", bytes(s.moved_bytes()));
   report.set(o + ".stall_s", s.stall_seconds);
+  report.set(o + ".wait_prefetches", bytes(s.wait_prefetches));
+  report.set(o + ".wait_copy_s", s.wait_copy_seconds);
   report.set(o + ".peak_device_bytes", bytes(s.peak_device_bytes));
   report.set(o + ".peak_host_bytes", bytes(s.peak_host_bytes));
   report.set(o + ".peak_disk_bytes", bytes(s.peak_disk_bytes));

@@ -50,7 +50,7 @@ struct Options {
   std::string simulate_link;
   std::string halo_precision = "fp32";
   int staleness = 0;
-  double staleness_smoothing = 0.0;
+  double staleness_smoothing = -1.0; // not given: the library's (0.95)
   double skip_threshold = -1.0; // unset: no skipping
   int skip_max_age = 0;         // unset: ExchangeOptions' default
   std::string schedule = "fixed";
@@ -209,9 +209,9 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->capture_default_str()
       ->check(range_of(0, false, 1, "0 (exact) or 1 (one epoch, PipeGCN)"));
   app.add_option("--staleness-smoothing", o.staleness_smoothing,
-                 "with --staleness 1: the stale rows used are a running average, s·before + "
-                 "(1 − s)·received (PipeGCN-F/G); 0: as received")
-      ->capture_default_str()
+                 "with --staleness 1: the stale rows and gradients used are a running average, "
+                 "s·before + (1 − s)·received (PipeGCN-GF; default 0.95, PipeGCN's); 0: as "
+                 "received")
       ->check(range_of(0, false, 0.999999, "a number in [0, 1)"));
   app.add_option("--halo-skip-threshold", o.skip_threshold,
                  "Sancus: an owner re-sends a boundary row (and a rank a boundary gradient row) "
@@ -286,7 +286,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     throw InvalidArgument("--staleness and --halo-skip-threshold choose different exchange "
                           "modes (stale, skip): give one");
   }
-  if (o.staleness_smoothing > 0 && o.staleness == 0) {
+  if (o.staleness_smoothing >= 0 && o.staleness == 0) {
     throw InvalidArgument("--staleness-smoothing smooths stale rows: it needs --staleness 1");
   }
   if (o.skip_max_age > 0 && o.skip_threshold < 0) {
@@ -295,7 +295,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   }
   if (o.staleness > 0) job.exchange.mode = comm::HaloMode::Stale;
   if (o.skip_threshold >= 0) job.exchange.mode = comm::HaloMode::Skip;
-  job.exchange.smoothing = o.staleness_smoothing;
+  if (o.staleness_smoothing >= 0) job.exchange.smoothing = o.staleness_smoothing;
   job.exchange.skip_threshold = std::max(o.skip_threshold, 0.0);
   if (o.skip_max_age > 0) job.exchange.skip_max_age = o.skip_max_age;
   job.exchange.validate();

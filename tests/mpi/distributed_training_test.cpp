@@ -124,6 +124,21 @@ TEST(DistributedTraining, EachRankUnderItsOwnDeviceBudgetMatchesOneProcessWithou
   expect_same_training(serial(job), many.result);
 }
 
+TEST(DistributedTraining, UnderABudgetHaloWaitsBringInTheChunksNeededNextAndTrainTheSame) {
+  // Over a slow simulated link (10 ms a message) every halo wait has time to spare: the chunk
+  // manager fills it with the chunks its trace needs next. The computed function is unchanged.
+  if (world()->size() == 1) GTEST_SKIP() << "one rank waits on no halo";
+  runtime::TrainJob job = generated_job();
+  job.train.epochs = 5;
+  job.simulated_link = {1.0, 10000.0};
+
+  const runtime::RunSummary many = run_under_budget(job, 1280);
+
+  EXPECT_GT(many.offload_total.wait_prefetches, 0u);
+  EXPECT_GT(many.offload_total.wait_copy_seconds, 0.0);
+  expect_same_training(serial(job), many.result);
+}
+
 Sequential<float> sage_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec);
 Sequential<float> gin_model(gnn::ModelGraph& graph, const gnn::ModelSpec& spec);
 

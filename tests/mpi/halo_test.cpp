@@ -342,6 +342,7 @@ TEST(LayerExchange, StaleGatherDeliversTheEpochBeforesRowsAndEvaluationThisEpoch
   const auto plan = plan_of(tile);
   comm::ExchangeOptions options;
   options.mode = comm::HaloMode::Stale;
+  options.smoothing = 0; // the rows as received
   const auto stale =
       comm::make_layer_exchange<double>(world(), plan, make_cpu_backend(1), 0, options);
 
@@ -370,6 +371,7 @@ TEST(LayerExchange, StaleScatterAddAddsTheEpochBeforesSharesAndSmoothingAverages
   const auto exact = comm::make_layer_exchange<double>(world(), plan, backend, 2, {});
   comm::ExchangeOptions options;
   options.mode = comm::HaloMode::Stale;
+  options.smoothing = 0;
   const auto stale = comm::make_layer_exchange<double>(world(), plan, backend, 0, options);
   options.smoothing = 0.5;
   const auto smoothed = comm::make_layer_exchange<double>(world(), plan, backend, 1, options);
@@ -435,6 +437,39 @@ TEST(LayerExchange, SkipAtThresholdZeroIsExactAndMovesOnlyTheRowsThatChanged) {
   const double skip_bytes = static_cast<double>(skip->stats().bytes_sent);
   if (plan->num_send_rows() > 100) {
     EXPECT_NEAR(skip_bytes / exact_bytes, (1.0 + 3 * 0.5) / 4, 0.08);
+  }
+}
+
+TEST(LayerExchange, SkipWithBf16RowsAtThresholdZeroDeliversWhatExactBf16Does) {
+  // Compressed rows take the encoding path (fp32 rows travel as they are): what the receivers
+  // hold is the decoded row, in both directions, exactly as an exact bf16 exchange delivers it.
+  const partition::LocalGraph tile = random_tile(2000, 37);
+  const auto plan = plan_of(tile);
+  const auto backend = make_cpu_backend(1);
+  comm::ExchangeOptions options;
+  options.precision = comm::HaloPrecision::Bf16;
+  const auto exact = comm::make_layer_exchange<double>(world(), plan, backend, 1, options);
+  options.mode = comm::HaloMode::Skip;
+  const auto skip = comm::make_layer_exchange<double>(world(), plan, backend, 0, options);
+
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    const auto rows = [epoch](GlobalId id, std::int64_t c) {
+      return value_of(id, id % 3 == 0 ? epoch : 0, c);
+    };
+    DenseT<double> a = rows_of(tile, rows, kNan), b = rows_of(tile, rows, kNan);
+    gather(*exact, a, comm::Pass::Training);
+    gather(*skip, b, comm::Pass::Training);
+    DenseT<double> da = rows_of(tile, kZero, rows), db = rows_of(tile, kZero, rows);
+    scatter_add(*exact, da);
+    scatter_add(*skip, db);
+
+    SCOPED_TRACE("epoch " + std::to_string(epoch));
+    const auto all_rows = [](const DenseT<double>& x) {
+      return std::vector<double>(x.data(), x.data() + x.rows() * x.cols());
+    };
+    EXPECT_EQ(all_rows(a), all_rows(b));
+    if (tile.n_ghost() > 0) EXPECT_GT(wrong_ghost_rows(tile, b, rows), 0); // rounded to bf16
+    EXPECT_EQ(owned_rows(tile, db), owned_rows(tile, da));
   }
 }
 

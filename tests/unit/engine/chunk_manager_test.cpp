@@ -519,6 +519,48 @@ TEST(ChunkManagerPolicy, FarthestNextUseMovesFewerBytesThanLruOnALoopingTrace) {
   EXPECT_LT(belady.moved, lru.moved);
 }
 
+TEST(ChunkManagerPolicy, WorkAheadBringsInTheChunksTheTraceNeedsNext) {
+  // Six one-chunk tensors read in a loop, three slots, no prefetch on acquire: every touch of
+  // an epoch misses. Called before the third epoch (as a halo wait would), work_ahead brings
+  // in the trace's next three chunks one call each, evicting the ones needed last (read-only:
+  // nothing to write back), then says there is nothing more worth doing; those three touches
+  // hit and the bytes are intact.
+  OffloadConfig config = small_config(3, 6);
+  config.prefetch_depth = 0;
+  ChunkManager m(make_cpu_backend(1), config);
+  std::vector<TensorSlot> tensors;
+  for (int c = 0; c < 6; ++c) {
+    tensors.push_back(m.allocate(tensor_name(c), TensorKind::Weight, kChunk));
+    write_pattern(m, tensors.back().id, kChunk, c);
+  }
+  const auto run_epoch = [&](bool idle_first) {
+    m.begin_epoch();
+    int calls = 0;
+    while (idle_first && m.work_ahead())
+      ++calls;
+    for (const TensorSlot& t : tensors) {
+      m.acquire(t.id, Access::Read);
+      m.release(t.id);
+    }
+    return std::make_pair(calls, m.end_epoch());
+  };
+  EXPECT_FALSE(m.work_ahead()); // no trace recorded yet
+  run_epoch(false);
+  const OffloadStats without = run_epoch(false).second; // records the trace
+
+  const auto [calls, with] = run_epoch(true);
+
+  EXPECT_EQ(without.misses, 6u);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(with.wait_prefetches, 3u);
+  EXPECT_EQ(with.prefetches, 3u);
+  EXPECT_EQ(with.hits, 3u);
+  EXPECT_EQ(with.misses, 3u);
+  EXPECT_GT(with.wait_copy_seconds, 0.0);
+  for (int c = 0; c < 6; ++c)
+    EXPECT_TRUE(has_pattern(m, tensors[static_cast<std::size_t>(c)].id, kChunk, c)) << c;
+}
+
 TEST(ChunkManager, CopiesThroughTheAllocatorBringInWhatTheyTouch) {
   // A matrix made outside any scope: allocating its columns and values evicts its row pointers
   // (about 4 + 4 + 1 chunks of a 6-chunk budget), which the copies into it must bring back.

@@ -184,9 +184,10 @@ struct LinkEstimate {
 };
 /// Measures the link to each of `peers` (ascending, no duplicates; symmetric over the job: this
 /// rank names p exactly when p names this rank): per peer, `rounds` exchanges of 8 bytes and of
-/// `large_bytes` each way, the median time of each, peers taken in ascending order (so the pairs
-/// meet in one global order and no rank waits in a cycle). Times come from `clock` (the steady
-/// clock by default; through simulate_link, pass its clock to measure the simulated link).
+/// `large_bytes` each way, the fastest of each (waiting only adds time: a peer that shares a core
+/// with another rank answers late in some rounds, not in all), peers taken in ascending order (so
+/// the pairs meet in one global order and no rank waits in a cycle). Times come from `clock` (the
+/// steady clock by default; through simulate_link, pass its clock to measure the simulated link).
 /// Collective over the ranks named. Throws InvalidArgument for peers out of order or naming
 /// this rank or no rank.
 std::vector<LinkEstimate> measure_links(Communicator& comm, std::span<const int> peers,

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -132,6 +133,12 @@ public:
   /// inside MPI calls); true once wait() would return at once. An inactive request: true.
   bool test(Request& request);
 
+  /// Work for the time wait() would sit idle: while messages are still in flight, wait() calls
+  /// `work` (moving them on between calls) until they arrive or it returns false ("nothing left
+  /// worth doing"), then blocks. The chunk manager's prefetch goes here: the epoch's halo waits
+  /// are slots on the timeline its trace reads. Empty: none. Its time counts as waiting.
+  void set_idle_work(std::function<bool()> work) { idle_work_ = std::move(work); }
+
   /// gather then wait. Collective over the plan's ranks.
   void gather(DenseView<T> x);
   /// scatter-add then wait. Collective over the plan's ranks.
@@ -188,6 +195,7 @@ private:
   std::uint64_t seed_ = 0;
   std::vector<std::byte> send_code_, recv_code_; // encoded messages (compressed precisions)
   std::uint64_t encoded_ = 0;                    // exchanges encoded: keys their rounding
+  std::function<bool()> idle_work_;              // what wait() does while messages fly
 
   HaloStats stats_;
 };

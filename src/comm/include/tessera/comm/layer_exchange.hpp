@@ -9,6 +9,7 @@
 #include "tessera/core/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,9 +31,11 @@ struct ExchangeOptions {
   HaloMode mode = HaloMode::Exact;
   HaloPrecision precision = HaloPrecision::Fp32; ///< message rows: exact, bf16 or int8
   std::uint64_t seed = 0;                        ///< keys int8's stochastic rounding
-  /// Stale: the rows used are smoothed over epochs, used = s·used_before + (1 − s)·received
-  /// (PipeGCN-F/G); 0: the received rows as they are. In [0, 1).
-  double smoothing = 0.0;
+  /// Stale: the rows used (features and gradients) are smoothed over epochs, used =
+  /// s·used_before + (1 − s)·received (PipeGCN-GF); 0: the received rows as they are. In [0, 1).
+  /// 0.95 is PipeGCN's γ: on a graph whose every owned row is a boundary row (SBM 20k, 4 ranks,
+  /// 400 epochs, 10 seeds) it trains to exact's accuracy where unsmoothed rows lose 2.2 points.
+  double smoothing = 0.95;
   /// Skip: a row is re-sent when ‖row − last sent‖₂ > threshold · ‖last sent‖₂. ≥ 0; 0 sends
   /// every row that changed at all (exact, fewer bytes when rows repeat).
   double skip_threshold = 0.0;
@@ -89,6 +92,11 @@ public:
   /// Moves the messages in flight on without blocking: Open MPI progresses them only inside
   /// MPI calls, so a caller computing between begin and end calls this now and then.
   virtual void progress() = 0;
+
+  /// Work for the time an end (or a mode's wait for messages begun earlier) would sit idle:
+  /// called while messages are in flight until they arrive or it returns false (see
+  /// HaloExchange::set_idle_work). Empty: none.
+  virtual void set_idle_work(std::function<bool()> work) = 0;
 
   /// Bytes moved and time spent since construction (or reset_stats()), all directions.
   virtual HaloStats stats() const = 0;

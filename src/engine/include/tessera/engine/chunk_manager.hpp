@@ -83,10 +83,12 @@ struct OffloadStats {
   std::uint64_t input_hits = 0, input_misses = 0; ///< the same for Input chunks (feature cache)
   std::uint64_t evictions = 0;                    ///< chunks that left the device
   std::uint64_t prefetches = 0;                   ///< chunks brought in ahead of use
+  std::uint64_t wait_prefetches = 0; ///< of those, brought in while the rank waited on messages
   std::uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
   std::uint64_t disk_to_host_bytes = 0, host_to_disk_bytes = 0;
   std::uint64_t dropped_bytes = 0; ///< clean device copies discarded instead of written back
   double stall_seconds = 0;        ///< time acquire() waited for copies
+  double wait_copy_seconds = 0;    ///< copies made while waiting on messages (no stall)
   std::uint64_t peak_device_bytes = 0, peak_host_bytes = 0, peak_disk_bytes = 0;
   std::uint64_t peak_tensor_bytes = 0; ///< bytes of live tensors at most: the footprint
 
@@ -187,6 +189,13 @@ public:
   /// prefetch read; until then eviction is LRU. end_epoch returns the statistics of the epoch.
   void begin_epoch();
   OffloadStats end_epoch();
+  /// One step of work ahead of the recorded trace, for time the rank would spend idle (a halo
+  /// exchange's wait: the messages' timeline and the chunks' are the same epoch's): brings in
+  /// the next chunk the trace needs that is not on the device — past the prefetch depth, as far
+  /// as the next device_slots() touches — when that evicts nothing needed sooner. Its copy time
+  /// counts as wait_copy_seconds, not as a stall. Returns false when nothing is worth doing.
+  bool work_ahead();
+
   /// Statistics since construction.
   const OffloadStats& total() const noexcept { return total_; }
 
