@@ -1,5 +1,6 @@
 // Kernel benchmarks: the STREAM triad (what the memory system can do), SpMM on an R-MAT graph
-// measured against it, and the SGEMM rate of the GCN layer's dense product.
+// measured against it, the SGEMM rate of the GCN layer's dense product, and encoding halo
+// messages (bf16, int8).
 //
 //   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run
 
@@ -11,15 +12,20 @@
 #include <map>
 #include <memory>
 #include <omp.h>
+#include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <tessera/comm/halo_exchange.hpp>
 #include <tessera/core/device.hpp>
+#include <tessera/core/rng.hpp>
 #include <tessera/core/tensor.hpp>
 #include <tessera/core/timer.hpp>
-#include <tessera/engine/machine_rates.hpp>
 #include <tessera/datasets/dataset.hpp>
+#include <tessera/engine/machine_rates.hpp>
 #include <tessera/graph/graph.hpp>
 #include <tessera/ops/ops.hpp>
+#include <vector>
 
 namespace {
 
@@ -159,6 +165,43 @@ void BM_Sgemm(benchmark::State& state) {
   state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / seconds / 1e9;
 }
 BENCHMARK(BM_Sgemm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- Halo message encoding ---------------------------------------------------------------------
+
+/// Encoding then decoding 64k rows of 128 normal values (a halo message's rows) in a compressed
+/// precision (1: bf16, 2: int8 with stochastic rounding) on one thread: GB/s of fp32 rows, what
+/// the scheduler's cost model weighs against a link's bandwidth.
+void BM_HaloEncode(benchmark::State& state) {
+  omp_set_num_threads(1);
+  const auto precision = static_cast<tessera::comm::HaloPrecision>(state.range(0));
+  constexpr std::int64_t kRows = 64 << 10;
+  static const std::vector<float> rows = [] {
+    std::vector<float> values(static_cast<std::size_t>(kRows * kFeatures));
+    std::mt19937 random(3);
+    std::normal_distribution<float> normal;
+    for (float& v : values)
+      v = normal(random);
+    return values;
+  }();
+  std::vector<std::byte> code(
+      static_cast<std::size_t>(kRows) *
+      tessera::comm::encoded_row_bytes(precision, kFeatures, sizeof(float)));
+  std::vector<float> decoded(rows.size());
+  const tessera::RngKey key = tessera::RngKey::make(0, tessera::RngPurpose::HaloRounding, 0);
+  const tessera::ConstDenseView<float> in(rows.data(), kRows, kFeatures);
+
+  const double seconds = timed_loop(state, [&] {
+    tessera::comm::encode_rows(precision, in, std::span<std::byte>(code), key, 0);
+    tessera::comm::decode_rows(precision, std::span<const std::byte>(code),
+                               tessera::DenseView<float>(decoded.data(), kRows, kFeatures));
+    benchmark::ClobberMemory();
+  });
+
+  const double bytes = static_cast<double>(rows.size() * sizeof(float));
+  state.SetLabel(tessera::comm::to_string(precision));
+  state.counters["GB/s"] = bytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+}
+BENCHMARK(BM_HaloEncode)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 /// Names the BLAS kernel set in the benchmark context, and warns when it is the slow generic one.
 void describe_blas() {

@@ -66,7 +66,7 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
     if (i == 0) model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
     auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t, spec.layer_sizes[i],
                                              spec.layer_sizes[i + 1], config.bias, spec.seed, layer,
-                                             config.order);
+                                             spec.order_of(static_cast<int>(i)));
     for (Parameter<T>* p : conv->parameters())
       p->decay = spec.decays(static_cast<int>(i));
     model.add(std::move(conv));

@@ -125,9 +125,17 @@ std::vector<comm::ExchangeOptions> schedule_candidates(const TrainJob& job) {
   return candidates;
 }
 
+/// An inexact exchange costs accuracy: --schedule auto takes one only when the model predicts it
+/// this much faster than the fastest exact plan, more than the model's own error (within 16 %
+/// per layer at 2 and 4 ranks on this project's 2-core machine, where measurements taken at
+/// different moments differ by as much).
+constexpr double kInexactMargin = 0.15;
+
 /// The cost model's part in a distributed GCN job: measures this rank's rates on its Â, predicts
-/// each layer's step under each candidate exchange, and gives each layer the candidate whose
-/// slowest rank is fastest (every rank takes the same: the predictions are reduced first).
+/// each layer's step under each candidate exchange — and, under --schedule auto with --order
+/// auto, in both product orders — and gives each layer the plan whose slowest rank is
+/// fastest (every rank takes the same: the predictions are reduced first; ties go to the
+/// narrower-width order and to exact fp32, and an inexact plan must win by kInexactMargin).
 /// Collective.
 void schedule_layers(const TrainJob& job, comm::Communicator& comm, const BackendPtr& backend,
                      const JobGraph& g, const std::vector<comm::LinkEstimate>& links, JobModel& m,
@@ -135,7 +143,9 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
   const Csr& a_hat = m.graph->matrix(gnn::AggregationKind::Gcn);
   const std::vector<std::int64_t>& sizes = m.spec.layer_sizes;
   const std::int64_t n_local = g.tile.n_owned() + g.tile.n_ghost();
-  std::vector<gnn::LayerShape> shapes;
+  const std::size_t orders =
+      job.schedule == Schedule::Auto && job.model.order == GcnOrder::Auto ? 2 : 1;
+  std::vector<gnn::LayerShape> shapes; // [layer][order]: the narrower-width rule's order first
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     gnn::LayerShape shape;
     shape.in = sizes[i];
@@ -145,37 +155,64 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
     shape.input_gradient = i > 0;
     shape.input_rows = i == 0 && job.cache_input_features ? n_local : g.tile.n_owned();
     shapes.push_back(shape);
+    if (orders == 2) {
+      shape.transform_first = !shape.transform_first;
+      shapes.push_back(shape);
+    }
   }
-  const gnn::CostModel model(gnn::measure_rank_rates(backend, a_hat, shapes), links, g.plan,
-                             g.tile.n_owned(), n_local, g.n_interior, a_hat.nnz());
+  const std::size_t layers = shapes.size() / orders;
+  const gnn::CostModel model(
+      gnn::measure_rank_rates(backend, a_hat, shapes, [&comm] { comm.barrier(); }), links, g.plan,
+      g.tile.n_owned(), n_local, g.n_interior, a_hat.nnz());
   double step_ms = 0.0; // the step's compute, what a stale exchange hides behind
-  for (const gnn::LayerShape& shape : shapes)
-    step_ms += model.predict(shape, comm::ExchangeOptions{}).compute_ms;
+  for (std::size_t i = 0; i < layers; ++i)
+    step_ms += model.predict(shapes[i * orders], comm::ExchangeOptions{}).compute_ms;
   const std::vector<comm::ExchangeOptions> candidates = schedule_candidates(job);
-  std::vector<double> slowest(shapes.size() * candidates.size());
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    for (std::size_t c = 0; c < candidates.size(); ++c)
-      slowest[i * candidates.size() + c] =
-          model.predict(shapes[i], candidates[c], step_ms).total_ms();
+  const std::size_t plans = orders * candidates.size(); // per layer: [order][candidate]
+  std::vector<double> slowest(layers * plans);
+  for (std::size_t i = 0; i < layers; ++i) {
+    for (std::size_t o = 0; o < orders; ++o) {
+      for (std::size_t c = 0; c < candidates.size(); ++c)
+        slowest[i * plans + o * candidates.size() + c] =
+            model.predict(shapes[i * orders + o], candidates[c], step_ms).total_ms();
+    }
   }
   comm.allreduce_max(std::span<double>(slowest));
   bool inexact = false;
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const auto first = slowest.begin() + static_cast<std::ptrdiff_t>(i * candidates.size());
-    const auto best = static_cast<std::size_t>(
-        std::min_element(first, first + static_cast<std::ptrdiff_t>(candidates.size())) - first);
-    const comm::ExchangeOptions& chosen = candidates[best];
+  for (std::size_t i = 0; i < layers; ++i) {
+    const auto first = slowest.begin() + static_cast<std::ptrdiff_t>(i * plans);
+    auto best = static_cast<std::size_t>(
+        std::min_element(first, first + static_cast<std::ptrdiff_t>(plans)) - first);
+    if (job.schedule == Schedule::Auto && best % candidates.size() != 0) {
+      std::size_t exact = 0; // candidates[0] is exact fp32: the fastest exact plan of any order
+      for (std::size_t o = 1; o < orders; ++o) {
+        if (first[o * candidates.size()] < first[exact]) exact = o * candidates.size();
+      }
+      if (first[best] > (1 - kInexactMargin) * first[exact]) best = exact;
+    }
+    const gnn::LayerShape& shape = shapes[i * orders + best / candidates.size()];
+    const comm::ExchangeOptions& chosen = candidates[best % candidates.size()];
     m.graph->set_exchange_options(chosen, static_cast<int>(i));
-    const gnn::LayerPrediction p = model.predict(shapes[i], chosen, step_ms);
+    m.spec.layer_orders.push_back(shape.transform_first ? GcnOrder::TransformThenAggregate
+                                                        : GcnOrder::AggregateThenTransform);
+    const gnn::LayerPrediction p = model.predict(shape, chosen, step_ms);
     m.predicted.push_back(p);
-    inexact = inexact || (shapes[i].has_halo && (chosen.mode != comm::HaloMode::Exact ||
-                                                 chosen.precision != comm::HaloPrecision::Fp32));
+    inexact = inexact || (shape.has_halo && (chosen.mode != comm::HaloMode::Exact ||
+                                             chosen.precision != comm::HaloPrecision::Fp32));
+    std::string other; // what the order not taken would cost, when it was the model's choice
+    if (orders == 2) {
+      const std::size_t o = best / candidates.size() == 0 ? 1 : 0;
+      const auto row = first + static_cast<std::ptrdiff_t>(o * candidates.size());
+      other =
+          fmt::format("; the other order {:.1f}",
+                      *std::min_element(row, row + static_cast<std::ptrdiff_t>(candidates.size())));
+    }
     say(fmt::format("layer {} ({} -> {}, {}): {}; predicted {:.1f} ms a step on rank 0 (compute "
-                    "{:.1f}, halo wait {:.1f}), {:.1f} on the slowest rank",
-                    i, shapes[i].in, shapes[i].out,
-                    shapes[i].transform_first ? "transform-first" : "aggregate-first",
-                    shapes[i].has_halo ? comm::describe(chosen) : "no halo", p.total_ms(),
-                    p.compute_ms, p.wait_ms, slowest[i * candidates.size() + best]));
+                    "{:.1f}, halo wait {:.1f}), {:.1f} on the slowest rank{}",
+                    i, shape.in, shape.out,
+                    shape.transform_first ? "transform-first" : "aggregate-first",
+                    shape.has_halo ? comm::describe(chosen) : "no halo", p.total_ms(), p.compute_ms,
+                    p.wait_ms, slowest[i * plans + best], other));
   }
   if (inexact) {
     say("halo exchanges are inexact in training (evaluation and the ghost input features stay "

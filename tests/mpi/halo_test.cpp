@@ -468,7 +468,9 @@ TEST(LayerExchange, SkipWithBf16RowsAtThresholdZeroDeliversWhatExactBf16Does) {
       return std::vector<double>(x.data(), x.data() + x.rows() * x.cols());
     };
     EXPECT_EQ(all_rows(a), all_rows(b));
-    if (tile.n_ghost() > 0) EXPECT_GT(wrong_ghost_rows(tile, b, rows), 0); // rounded to bf16
+    if (tile.n_ghost() > 0) {
+      EXPECT_GT(wrong_ghost_rows(tile, b, rows), 0); // rounded to bf16
+    }
     EXPECT_EQ(owned_rows(tile, db), owned_rows(tile, da));
   }
 }

@@ -81,6 +81,22 @@ TEST(BuildGcn, StacksDropoutConvAndFusedReluDropoutAndPicksTheNarrowerOrder) {
   EXPECT_EQ(model.num_parameters(), 8 * 16 + 16 + 16 * 3 + 3);
 }
 
+TEST(BuildGcn, AScheduleOrderPerLayerOverridesTheConfiguredOne) {
+  // A scheduler's plan gives the first layer the wider order; the second has no entry and takes
+  // the configured rule.
+  const BackendPtr cpu = make_cpu_backend();
+  const Csr a = three_node_gcn_matrix(cpu);
+  gnn::ModelSpec spec{{8, 16, 3}, {}, 0};
+  spec.layer_orders = {GcnOrder::TransformThenAggregate};
+
+  Sequential<float> model = gnn::build_gcn(cpu, a, a, spec);
+
+  EXPECT_EQ(spec.order_of(0), GcnOrder::TransformThenAggregate);
+  EXPECT_EQ(spec.order_of(1), GcnOrder::Auto);
+  EXPECT_THAT(model.modules()[1]->name(), HasSubstr("8 -> 16, transform-first"));
+  EXPECT_THAT(model.modules()[3]->name(), HasSubstr("16 -> 3, transform-first"));
+}
+
 TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
   const BackendPtr cpu = make_cpu_backend();
   const Csr a = three_node_gcn_matrix(cpu);

@@ -10,6 +10,7 @@
 #include "tessera/core/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,10 +52,14 @@ struct RankRates {
 
 /// Measures `backend`'s rates: SpMM of `s` ([n_owned, n_local], this rank's aggregation matrix)
 /// at the width each of `layers` aggregates, each layer's GEMMs at their shapes, and at the
-/// widest width packing and encoding rows; each the median of a few runs after a warm-up. Not
-/// collective: each rank measures alone (ranks sharing cores measure their share).
+/// widest width packing and encoding rows; each the median of a few runs after a warm-up.
+/// `together`, when set, runs before each timing, the same number of times on every rank for
+/// the same `layers` (even with no rows): a barrier there makes the ranks of a job time each
+/// kernel at once, so ranks sharing cores measure the share they get while all compute, as in
+/// training (alone, one measures a whole core while its neighbour waits).
 RankRates measure_rank_rates(const BackendPtr& backend, const Csr& s,
-                             std::span<const LayerShape> layers);
+                             std::span<const LayerShape> layers,
+                             const std::function<void()>& together = {});
 
 /// A layer's predicted time per training step (forward + backward), in milliseconds.
 struct LayerPrediction {

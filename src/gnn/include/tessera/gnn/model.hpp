@@ -49,8 +49,17 @@ struct ModelSpec {
       layer_sizes; ///< {in, hidden..., classes}: layer i is sizes[i] → sizes[i + 1]
   ModelConfig config;
   std::uint64_t seed = 0;
+  /// Product order per graph layer (a scheduler's plan); a layer past its end takes
+  /// config.order.
+  std::vector<GcnOrder> layer_orders = {};
 
   int num_layers() const noexcept { return static_cast<int>(layer_sizes.size()) - 1; }
+  /// The product order of graph layer `layer`.
+  GcnOrder order_of(int layer) const noexcept {
+    return layer >= 0 && layer < static_cast<int>(layer_orders.size())
+               ? layer_orders[static_cast<std::size_t>(layer)]
+               : config.order;
+  }
   /// Whether the parameters of graph layer `layer` decay (config.decay_first_layer_only).
   bool decays(int layer) const noexcept { return !config.decay_first_layer_only || layer == 0; }
 };
