@@ -906,19 +906,26 @@ std::vector<ChunkManager::Part> ChunkManager::parts(const void* address, std::si
 
 // ---- Policy: the trace ---------------------------------------------------------------------
 
+bool ChunkManager::prefetch_next(ChunkMover& mover, std::uint64_t horizon) {
+  State& s = *state_;
+  for (std::uint64_t i = s.position; i < s.trace.size() && i < horizon; ++i) {
+    const std::size_t c = s.trace[i];
+    auto it = s.chunks.find(c);
+    if (it == s.chunks.end() || it->second.slot >= 0) continue;
+    if (!mover.bring_in(c, true, true)) return false;
+    mover.count([](OffloadStats& st) { ++st.prefetches; });
+    return true;
+  }
+  return false;
+}
+
 void ChunkManager::prefetch() {
   State& s = *state_;
   if (!budgeted() || s.trace.empty() || config_.prefetch_depth <= 0) return;
   ChunkMover mover(s, *backend_, config_, epoch_, total_);
-  int fetched = 0;
-  for (std::uint64_t i = s.position;
-       i < s.trace.size() && i < s.position + 4 * config_.prefetch_depth; ++i) {
-    const std::size_t c = s.trace[i];
-    auto it = s.chunks.find(c);
-    if (it == s.chunks.end() || it->second.slot >= 0) continue;
-    if (!mover.bring_in(c, true, true)) break;
-    mover.count([](OffloadStats& st) { ++st.prefetches; });
-    if (++fetched == config_.prefetch_depth) break;
+  const std::uint64_t horizon = s.position + 4 * static_cast<std::uint64_t>(config_.prefetch_depth);
+  for (int fetched = 0; fetched < config_.prefetch_depth && prefetch_next(mover, horizon);) {
+    ++fetched;
   }
 }
 
@@ -926,23 +933,15 @@ bool ChunkManager::work_ahead() {
   State& s = *state_;
   if (!budgeted() || s.trace.empty()) return false;
   ChunkMover mover(s, *backend_, config_, epoch_, total_);
-  const std::uint64_t horizon = s.position + static_cast<std::uint64_t>(s.slots);
-  for (std::uint64_t i = s.position; i < s.trace.size() && i < horizon; ++i) {
-    const std::size_t c = s.trace[i];
-    auto it = s.chunks.find(c);
-    if (it == s.chunks.end() || it->second.slot >= 0) continue;
-    const double stalled = epoch_.stall_seconds;
-    if (!mover.bring_in(c, true, true)) return false;
-    const double copying = epoch_.stall_seconds - stalled; // idle time, not a stall
-    mover.count([&](OffloadStats& st) {
-      ++st.prefetches;
-      ++st.wait_prefetches;
-      st.stall_seconds -= copying;
-      st.wait_copy_seconds += copying;
-    });
-    return true;
-  }
-  return false;
+  const double stalled = epoch_.stall_seconds;
+  if (!prefetch_next(mover, s.position + static_cast<std::uint64_t>(s.slots))) return false;
+  const double copying = epoch_.stall_seconds - stalled; // idle time, not a stall
+  mover.count([&](OffloadStats& st) {
+    ++st.wait_prefetches;
+    st.stall_seconds -= copying;
+    st.wait_copy_seconds += copying;
+  });
+  return true;
 }
 
 void ChunkManager::discard(const void* address, std::size_t bytes) {

@@ -225,6 +225,9 @@ private:
   /// Brings in the next chunks of the recorded trace that are not on the device, when a victim
   /// is needed later than they are.
   void prefetch();
+  /// Brings in the first chunk at trace positions [position, horizon) not on the device, when a
+  /// victim is needed later than it: whether one came in.
+  bool prefetch_next(ChunkMover& mover, std::uint64_t horizon);
 
   std::unique_ptr<State> state_;
   BackendPtr backend_;
