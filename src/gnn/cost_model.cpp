@@ -17,18 +17,31 @@ namespace {
 
 constexpr int kRepeats = 3;
 
-/// Median seconds of `run` on `backend` (after one warm-up), each run closed by a synchronize;
-/// `together` (when set) first.
-template <typename F>
-double timed(const Backend& backend, const std::function<void()>& together, F&& run) {
-  if (together) together();
-  run();
-  backend.synchronize();
-  return median_seconds(kRepeats, [&] {
+/// Times kernels on a backend: each timing runs `together` first (when set), then the kernel
+/// once as a warm-up and the median of a few runs, each closed by a synchronize. With `idle` (a
+/// rank with no rows) only `together` runs and the time is 0: every rank makes the same calls.
+class KernelTimer {
+public:
+  KernelTimer(const Backend& backend, std::function<void()> together, bool idle)
+      : backend_(backend), together_(std::move(together)), idle_(idle) {}
+
+  /// Median seconds of `run`.
+  template <typename F> double operator()(F&& run) const {
+    if (together_) together_();
+    if (idle_) return 0.0;
     run();
-    backend.synchronize();
-  });
-}
+    backend_.synchronize();
+    return median_seconds(kRepeats, [&] {
+      run();
+      backend_.synchronize();
+    });
+  }
+
+private:
+  const Backend& backend_;
+  std::function<void()> together_;
+  bool idle_;
+};
 
 /// bytes / seconds in GB/s (0 when nothing was timed).
 double gbps(double bytes, double seconds) {
@@ -55,20 +68,20 @@ namespace {
 /// The GEMMs of `layer`'s step, as GcnConv runs them: milliseconds (median of a few). `n_owned`:
 /// rows of the layer's output.
 double layer_gemm_ms(const Backend& be, const BackendPtr& backend, const LayerShape& layer,
-                     std::int64_t n_owned, const std::function<void()>& together) {
+                     std::int64_t n_owned, const KernelTimer& time) {
   // Transform-first multiplies the input's rows (x·W, dW = xᵀ·d(xW), dx = d(xW)·Wᵀ); aggregate-
   // first the owned rows of Â·x ((Â·x)·W, dW = (Â·x)ᵀ·dy, d(Â·x) = dy·Wᵀ).
   const std::int64_t m = layer.transform_first ? layer.input_rows : n_owned;
   Dense x = Dense::zeros(backend, m, layer.in), w = Dense::zeros(backend, layer.in, layer.out);
   Dense y = Dense::zeros(backend, m, layer.out);
-  double seconds = timed(be, together, [&] {
+  double seconds = time([&] {
     ops::gemm(be, Transpose::No, Transpose::No, 1.0f, x.cview(), w.cview(), 0.0f, y.view());
   });
-  seconds += timed(be, together, [&] {
+  seconds += time([&] {
     ops::gemm(be, Transpose::Yes, Transpose::No, 1.0f, x.cview(), y.cview(), 0.0f, w.view());
   });
   if (layer.input_gradient) {
-    seconds += timed(be, together, [&] {
+    seconds += time([&] {
       ops::gemm(be, Transpose::No, Transpose::Yes, 1.0f, y.cview(), w.cview(), 0.0f, x.view());
     });
   }
@@ -81,51 +94,39 @@ RankRates measure_rank_rates(const BackendPtr& backend, const Csr& s,
                              std::span<const LayerShape> layers,
                              const std::function<void()>& together) {
   RankRates rates;
+  if (layers.empty()) return rates;
   const std::int64_t rows = s.rows();
+  const Backend& be = *backend;
+  const KernelTimer time(be, together, rows == 0); // (a rank without rows meets the others)
   std::vector<std::int64_t> widths;
-  for (const LayerShape& layer : layers)
+  for (const LayerShape& layer : layers) {
     widths.push_back(layer.exchanged_width());
+    rates.gemms.push_back({layer, layer_gemm_ms(be, backend, layer, rows, time)});
+  }
+  const std::int64_t w = std::max<std::int64_t>(*std::max_element(widths.begin(), widths.end()), 1);
+  Dense x = Dense::zeros(backend, s.cols(), w), y = Dense::zeros(backend, rows, w);
+  Dense weight = Dense::zeros(backend, w, w);
   std::vector<std::int64_t> sorted(widths.begin(), widths.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-  if (rows == 0 || layers.empty()) { // nothing to time; meet the other ranks' timings anyway
-    if (together) {
-      std::size_t timings = sorted.size() + 4; // SpMM per width; GEMM, packing, bf16, int8
-      for (const LayerShape& layer : layers)
-        timings += layer.input_gradient ? 3 : 2;
-      for (std::size_t i = 0; i < timings; ++i)
-        together();
-    }
-    return rates;
-  }
-  for (const LayerShape& layer : layers)
-    rates.gemms.push_back({layer, layer_gemm_ms(*backend, backend, layer, rows, together)});
-  const std::int64_t w = std::max<std::int64_t>(*std::max_element(widths.begin(), widths.end()), 1);
-  const Backend& be = *backend;
-  Dense x = Dense::zeros(backend, s.cols(), w), y = Dense::zeros(backend, rows, w);
-  Dense weight = Dense::zeros(backend, w, w);
   for (const std::int64_t width : sorted) {
-    if (width < 1) {
-      if (together) together();
-      continue;
-    }
+    if (width < 1) continue;
     const ConstDenseView<float> in(x.data(), s.cols(), width);
     const DenseView<float> out(y.data(), rows, width);
-    const double seconds = timed(be, together, [&] { ops::spmm(be, s.view(), in, out); });
+    const double seconds = time([&] { ops::spmm(be, s.view(), in, out); });
     rates.spmm_gbps.emplace_back(width, gbps(spmm_model_bytes(rows, s.nnz(), width), seconds));
   }
   const ConstDenseView<float> x_rows = x.cview().slice_rows(0, rows);
-  const double gemm_s = timed(be, together, [&] {
+  const double gemm_s = time([&] {
     ops::gemm(be, Transpose::No, Transpose::No, 1.0f, x_rows, weight.cview(), 0.0f, y.view());
   });
-  rates.gemm_gflops = 2.0 * static_cast<double>(rows) * static_cast<double>(w * w) / gemm_s / 1e9;
+  rates.gemm_gflops = gbps(2.0 * static_cast<double>(rows) * static_cast<double>(w * w), gemm_s);
 
   std::vector<LocalId> ids(static_cast<std::size_t>(rows));
   std::iota(ids.begin(), ids.end(), LocalId{0});
   Buffer<LocalId> on_backend(backend, rows);
   backend->copy_from_host(on_backend.data(), ids.data(), ids.size() * sizeof(LocalId));
-  const double copy_s =
-      timed(be, together, [&] { ops::gather_rows(be, x_rows, on_backend.span(), y.view()); });
+  const double copy_s = time([&] { ops::gather_rows(be, x_rows, on_backend.span(), y.view()); });
   const double row_bytes = static_cast<double>(w) * sizeof(float);
   rates.copy_gbps = gbps(2.0 * static_cast<double>(rows) * row_bytes, copy_s);
 
@@ -142,8 +143,7 @@ RankRates measure_rank_rates(const BackendPtr& backend, const Csr& s,
   for (const comm::HaloPrecision p : {comm::HaloPrecision::Bf16, comm::HaloPrecision::Int8}) {
     std::vector<std::byte> code(static_cast<std::size_t>(sample) *
                                 comm::encoded_row_bytes(p, w, sizeof(float)));
-    if (together) together();
-    const double seconds = median_seconds(kRepeats, [&] {
+    const double seconds = time([&] {
       comm::encode_rows(p, values, std::span<std::byte>(code), key, 0);
       comm::decode_rows(p, std::span<const std::byte>(code),
                         DenseView<float>(decoded.data(), sample, w));
@@ -151,12 +151,12 @@ RankRates measure_rank_rates(const BackendPtr& backend, const Csr& s,
     rates.encode_gbps[static_cast<int>(p)] = gbps(static_cast<double>(sample) * row_bytes, seconds);
   }
   if (backend->kind() != DeviceKind::Cpu) { // device rows staged through the host: a copy there
-    const double seconds = timed(be, {}, [&] { // (device ranks only: not together)
-      backend->copy_to_host(decoded.data(), x.data(), decoded.size() * sizeof(float));
-    });
+    const KernelTimer alone(be, {}, rows == 0); // device ranks only: not together
+    const double seconds = alone(
+        [&] { backend->copy_to_host(decoded.data(), x.data(), decoded.size() * sizeof(float)); });
     rates.encode_gbps[0] = gbps(static_cast<double>(sample) * row_bytes, seconds);
   }
-  return rates;
+  return rows > 0 ? rates : RankRates{};
 }
 
 CostModel::CostModel(RankRates rates, std::vector<comm::LinkEstimate> links,

@@ -337,6 +337,24 @@ void scatter_add(comm::LayerExchange<double>& exchange, DenseT<double>& dx) {
 const auto kNan = [](GlobalId, std::int64_t) { return std::nan(""); };
 const auto kZero = [](GlobalId, std::int64_t) { return 0.0; };
 
+/// One training step's gather and scatter-add through two exchanges side by side: the owned
+/// rows and the ghost rows' shares given by `rows(id, col)`; what each delivered.
+struct SideBySide {
+  DenseT<double> gathered[2]; // ghost rows filled (NaN before)
+  DenseT<double> added[2];    // owned rows with the peers' shares added (0 before)
+};
+template <typename Rows>
+SideBySide side_by_side(const partition::LocalGraph& tile, comm::LayerExchange<double>& first,
+                        comm::LayerExchange<double>& second, Rows rows) {
+  SideBySide e{{rows_of(tile, rows, kNan), rows_of(tile, rows, kNan)},
+               {rows_of(tile, kZero, rows), rows_of(tile, kZero, rows)}};
+  gather(first, e.gathered[0], comm::Pass::Training);
+  gather(second, e.gathered[1], comm::Pass::Training);
+  scatter_add(first, e.added[0]);
+  scatter_add(second, e.added[1]);
+  return e;
+}
+
 TEST(LayerExchange, StaleGatherDeliversTheEpochBeforesRowsAndEvaluationThisEpochs) {
   const partition::LocalGraph tile = random_tile(2000, 13);
   const auto plan = plan_of(tile);
@@ -420,16 +438,11 @@ TEST(LayerExchange, SkipAtThresholdZeroIsExactAndMovesOnlyTheRowsThatChanged) {
     const auto rows = [epoch](GlobalId id, std::int64_t c) {
       return value_of(id, id % 2 == 1 ? epoch : 0, c);
     };
-    DenseT<double> a = rows_of(tile, rows, kNan), b = rows_of(tile, rows, kNan);
-    gather(*exact, a, comm::Pass::Training);
-    gather(*skip, b, comm::Pass::Training);
-    DenseT<double> da = rows_of(tile, kZero, rows), db = rows_of(tile, kZero, rows);
-    scatter_add(*exact, da);
-    scatter_add(*skip, db);
+    const SideBySide e = side_by_side(tile, *exact, *skip, rows);
 
     SCOPED_TRACE("epoch " + std::to_string(epoch));
-    EXPECT_EQ(wrong_ghost_rows(tile, b, rows), 0);
-    EXPECT_EQ(owned_rows(tile, db), owned_rows(tile, da));
+    EXPECT_EQ(wrong_ghost_rows(tile, e.gathered[1], rows), 0);
+    EXPECT_EQ(owned_rows(tile, e.added[1]), owned_rows(tile, e.added[0]));
   }
 
   // Bytes: every row in the first epoch, about half in the three others (and the bitmaps).
@@ -456,22 +469,17 @@ TEST(LayerExchange, SkipWithBf16RowsAtThresholdZeroDeliversWhatExactBf16Does) {
     const auto rows = [epoch](GlobalId id, std::int64_t c) {
       return value_of(id, id % 3 == 0 ? epoch : 0, c);
     };
-    DenseT<double> a = rows_of(tile, rows, kNan), b = rows_of(tile, rows, kNan);
-    gather(*exact, a, comm::Pass::Training);
-    gather(*skip, b, comm::Pass::Training);
-    DenseT<double> da = rows_of(tile, kZero, rows), db = rows_of(tile, kZero, rows);
-    scatter_add(*exact, da);
-    scatter_add(*skip, db);
+    const SideBySide e = side_by_side(tile, *exact, *skip, rows);
 
     SCOPED_TRACE("epoch " + std::to_string(epoch));
     const auto all_rows = [](const DenseT<double>& x) {
       return std::vector<double>(x.data(), x.data() + x.rows() * x.cols());
     };
-    EXPECT_EQ(all_rows(a), all_rows(b));
+    EXPECT_EQ(all_rows(e.gathered[0]), all_rows(e.gathered[1]));
     if (tile.n_ghost() > 0) {
-      EXPECT_GT(wrong_ghost_rows(tile, b, rows), 0); // rounded to bf16
+      EXPECT_GT(wrong_ghost_rows(tile, e.gathered[1], rows), 0); // rounded to bf16
     }
-    EXPECT_EQ(owned_rows(tile, db), owned_rows(tile, da));
+    EXPECT_EQ(owned_rows(tile, e.added[1]), owned_rows(tile, e.added[0]));
   }
 }
 

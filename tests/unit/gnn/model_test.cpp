@@ -97,6 +97,37 @@ TEST(BuildGcn, AScheduleOrderPerLayerOverridesTheConfiguredOne) {
   EXPECT_THAT(model.modules()[3]->name(), HasSubstr("16 -> 3, transform-first"));
 }
 
+TEST(MeasureRankRates, ARankWithoutRowsMeetsEveryTimingOfARankWithRows) {
+  // `together` is a barrier in a job: a rank whose tile has no rows must call it exactly as
+  // often as the others, or the job hangs.
+  const BackendPtr cpu = make_cpu_backend(1);
+  const Csr a = three_node_gcn_matrix(cpu);
+  graph::EdgeList none;
+  const Csr empty = graph::gcn_normalize(graph::build_symmetric_csr(cpu, none));
+  gnn::LayerShape first, second;
+  first.in = 8;
+  first.out = 16;
+  first.transform_first = false;
+  first.input_gradient = false;
+  first.input_rows = 3;
+  second.in = 16;
+  second.out = 3;
+  second.input_rows = 3;
+  const gnn::LayerShape layers[] = {first, second};
+  int with_rows = 0, without = 0;
+
+  const gnn::RankRates rates = gnn::measure_rank_rates(cpu, a, layers, [&] { ++with_rows; });
+  const gnn::RankRates idle = gnn::measure_rank_rates(cpu, empty, layers, [&] { ++without; });
+
+  EXPECT_GT(with_rows, 0);
+  EXPECT_EQ(without, with_rows);
+  EXPECT_EQ(rates.spmm_gbps.size(), 2u); // widths 8 (aggregate-first) and 3 (transform-first)
+  EXPECT_EQ(rates.gemms.size(), 2u);
+  EXPECT_GT(rates.gemm_gflops, 0.0);
+  EXPECT_TRUE(idle.spmm_gbps.empty());
+  EXPECT_TRUE(idle.gemms.empty());
+}
+
 TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
   const BackendPtr cpu = make_cpu_backend();
   const Csr a = three_node_gcn_matrix(cpu);
