@@ -65,6 +65,10 @@ void validate(const Csr& a, const Options& options) {
     throw InvalidArgument(
         fmt::format("feature width must be non-negative, got {}", options.feature_width));
   }
+  if (!std::isfinite(options.row_cost) || options.row_cost < 0.0 || options.row_cost > 1e9) {
+    throw InvalidArgument(
+        fmt::format("row cost must be a number in [0, 1e9], got {}", options.row_cost));
+  }
 }
 
 /// Each part's target share of the total vertex weight, summing to 1.
@@ -91,6 +95,16 @@ std::vector<std::int64_t> vertex_weights(const Csr& a, const Options& options) {
   const std::int64_t n = a.rows();
   std::vector<std::int64_t> weights(static_cast<std::size_t>(n), 1);
   if (options.vertex_weight == VertexWeight::Uniform) return weights;
+  if (options.vertex_weight == VertexWeight::Cost) {
+    // The aggregation reads the row's neighbours and itself (Â has the self-loop).
+#pragma omp parallel for schedule(static)
+    for (std::int64_t v = 0; v < n; ++v) {
+      weights[v] = std::max<std::int64_t>(
+          1,
+          std::llround(static_cast<double>(degree_without_self_loop(a, v) + 1) + options.row_cost));
+    }
+    return weights;
+  }
   const std::int64_t extra =
       options.vertex_weight == VertexWeight::Degree ? 1 : options.feature_width;
 #pragma omp parallel for schedule(static)
@@ -303,7 +317,11 @@ constexpr std::pair<std::string_view, Method> kMethods[] = {
 constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
     {"uniform", VertexWeight::Uniform},
     {"degree", VertexWeight::Degree},
-    {"compute", VertexWeight::Compute}};
+    {"compute", VertexWeight::Compute},
+    {"cost", VertexWeight::Cost}};
+
+constexpr std::pair<std::string_view, Balance> kBalances[] = {
+    {"none", Balance::None}, {"given", Balance::Given}, {"measured", Balance::Measured}};
 
 constexpr std::pair<std::string_view, Objective> kObjectives[] = {
     {"cut", Objective::EdgeCut},
@@ -348,6 +366,14 @@ std::string to_string(Objective objective) {
   return choice_name(objective, kObjectives, "partition objective");
 }
 
+std::string to_string(Balance balance) {
+  return choice_name(balance, kBalances, "balance");
+}
+
+Balance parse_balance(const std::string& text) {
+  return parse_choice(text, kBalances, "balance");
+}
+
 Method parse_method(const std::string& text) {
   return parse_choice(text, kMethods, "partition method");
 }
@@ -360,11 +386,11 @@ Objective parse_objective(const std::string& text) {
   return parse_choice(text, kObjectives, "partition objective");
 }
 
-std::vector<double> parse_part_weights(const std::string& text) {
+std::vector<double> parse_part_weights(const std::string& text, const std::string& what) {
   const auto fail = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("bad part weights '{}': {}; expected comma-separated "
-                                       "positive numbers such as 2,1,1,1",
-                                       text, why));
+    return InvalidArgument(fmt::format("{} '{}': {}; expected comma-separated positive numbers "
+                                       "such as 2,1,1,1",
+                                       what, text, why));
   };
   if (text.empty()) throw fail("empty");
   std::vector<double> weights;

@@ -187,6 +187,9 @@ ordered_json manifest_to_json(const Manifest& m) {
           {"vertex_weight", m.vertex_weight},
           {"objective", m.objective},
           {"part_weights", m.part_weights},
+          {"balance", m.balance},
+          {"rank_speeds", m.rank_speeds},
+          {"row_cost", m.row_cost},
           {"reorder", m.reorder},
           {"seed", m.seed},
           {"num_parts", m.num_parts},
@@ -268,6 +271,9 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   manifest.vertex_weight = to_string(options.vertex_weight);
   manifest.objective = to_string(options.objective);
   manifest.part_weights = options.part_weights;
+  manifest.balance = to_string(options.balance);
+  if (options.balance != Balance::None) manifest.rank_speeds = options.part_weights;
+  if (options.vertex_weight == VertexWeight::Cost) manifest.row_cost = options.row_cost;
   manifest.reorder = reorder == Reorder::Rcm ? "rcm" : "none";
   manifest.seed = options.seed;
   manifest.num_parts = partition.num_parts;
@@ -317,6 +323,10 @@ Manifest read_manifest(const std::string& dir) {
     j.at("vertex_weight").get_to(m.vertex_weight);
     j.at("objective").get_to(m.objective);
     j.at("part_weights").get_to(m.part_weights);
+    // Optional: stores written before speed-aware balancing were cut for equal ranks.
+    m.balance = j.value("balance", std::string("none"));
+    m.rank_speeds = j.value("rank_speeds", std::vector<double>{});
+    m.row_cost = j.value("row_cost", 0.0);
     j.at("reorder").get_to(m.reorder);
     j.at("seed").get_to(m.seed);
     j.at("num_parts").get_to(m.num_parts);
@@ -336,6 +346,13 @@ Manifest read_manifest(const std::string& dir) {
                    std::to_string(m.part_nodes.size()) + " part sizes, " +
                    std::to_string(m.part_checksums.size()) + " part checksums and " +
                    std::to_string(m.part_json_checksums.size()) + " part.json checksums");
+  }
+  if (m.balance != "none" && m.balance != "given" && m.balance != "measured") {
+    fail(path, "balance '" + m.balance + "': expects none, given or measured");
+  }
+  if (!m.rank_speeds.empty() && static_cast<int>(m.rank_speeds.size()) != m.num_parts) {
+    fail(path, "num_parts " + std::to_string(m.num_parts) + " but " +
+                   std::to_string(m.rank_speeds.size()) + " rank speeds");
   }
   return m;
 }

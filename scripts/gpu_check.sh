@@ -6,7 +6,10 @@
 #   edges, 100 features, hidden 256, 3 layers; target < 100 ms on an H200),
 #   CPU-vs-GPU loss agreement over 20 epochs (target within 1e-4 relative), and the same GPU
 #   run under a device budget of 3/4 of its footprint (chunks moving every epoch; losses within
-#   1e-5 of the run without a budget; epoch time, bytes moved, stall).
+#   1e-5 of the run without a budget; epoch time, bytes moved, stall), and — where mpirun is
+#   found (the lent machine has no OpenMPI today: see ../shared/GPU.md) — a 2-rank job with
+#   one CUDA and one CPU rank (--device auto on one GPU) against one process (losses within
+#   1e-4; its epoch time).
 # Exits non-zero when a CUDA test fails or the losses disagree. Full logs go to $OUT (the
 # device tool's output folder) or ./gpu-check-out.
 #
@@ -113,6 +116,20 @@ log "the same GPU run under a 160 MiB device budget (of a ~212 MiB footprint; 2 
 train_report agree-budget --device cuda --dataset "${agree}" --hidden 64 --epochs 20 \
   --device-memory 160MiB --chunk-size 2MiB || failed=1
 
+if command -v mpirun >/dev/null; then
+  log "one CUDA rank and one CPU rank (--device auto on one GPU), against one process"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  mixed_log="${out}/agree-mixed.log"
+  if ! mpirun -np 2 --oversubscribe --bind-to none "${train}" --device auto --dataset "${agree}" \
+    --hidden 64 --epochs 20 --report "${out}/agree-mixed.json" >"${mixed_log}" 2>&1; then
+    echo "the mixed job failed:" >&2
+    tail -n 20 "${mixed_log}" >&2
+    failed=1
+  fi
+else
+  echo "mixed CPU/GPU job skipped: no mpirun on this machine" | tee "${out}/agree-mixed.log"
+fi
+
 "${python}" - "${out}" "${failed}" <<'PY' || failed=1
 import json, os, sys
 out, failed = sys.argv[1], int(sys.argv[2])
@@ -153,6 +170,15 @@ if gpu and budget:
     status = status if worst <= 1e-5 else 1
 else:
     status = 1
+mixed = report("agree-mixed")
+if cpu and mixed:
+    worst = max(abs(m["loss"] - c["loss"]) / abs(c["loss"]) for c, m in zip(cpu["epochs"], mixed["epochs"]))
+    print(f"{'1 CUDA + 1 CPU rank vs one CPU process':<44} max relative loss difference {worst:.2e} "
+          f"({'within' if worst <= 1e-4 else 'OUTSIDE'} 1e-4); epoch "
+          f"{mixed['timing']['epoch_ms_median']:.1f} ms ({mixed['distributed']['communicator']})")
+    status = status if worst <= 1e-4 else 1
+else:
+    print(f"{'1 CUDA + 1 CPU rank vs one CPU process':<44} skipped (no mpirun) or failed")
 print("SpMM / copy: see the table above (bench.txt)")
 sys.exit(status)
 PY

@@ -23,6 +23,9 @@ struct Flags {
   std::string vertex_weights = "uniform";
   std::string objective = "cut";
   std::string part_weights;
+  std::string balance = "none";
+  std::string rank_speeds;
+  double row_cost = 0.0;
   std::uint64_t seed = 0;
   std::string reorder = "none";
   bool compare = false;
@@ -41,7 +44,8 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--method", f.method, "metis, metis-recursive, block or random")
       ->capture_default_str();
   app.add_option("--vertex-weights", f.vertex_weights,
-                 "uniform, degree (degree + 1) or compute (degree + feature width)")
+                 "uniform, degree (degree + 1), compute (degree + feature width) or cost "
+                 "(degree + 1 + --row-cost)")
       ->capture_default_str();
   app.add_option("--objective", f.objective,
                  "what METIS k-way minimizes: cut (edges between parts) or volume (rows a halo "
@@ -49,6 +53,18 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--part-weights", f.part_weights,
                  "target share of each part, e.g. 2,1,1,1 (default: equal)");
+  app.add_option("--row-cost", f.row_cost,
+                 "with --vertex-weights cost: what a row costs beyond its nonzeros, in nonzeros "
+                 "(tessera-train --balance prints the cost model's)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--balance", f.balance,
+                 "none, or given: part p's share follows the speed of the rank that will load "
+                 "it (--rank-speeds), recorded in the store (measured speeds come from a "
+                 "tessera-train --balance measured run, which prints them)")
+      ->capture_default_str();
+  app.add_option("--rank-speeds", f.rank_speeds,
+                 "with --balance given: each rank's speed, e.g. 1,1,0.5,0.25 (one per part)");
   app.add_option("--seed", f.seed, "seed of METIS and the random baseline")->capture_default_str();
   app.add_option("--reorder", f.reorder, "reordering of each tile's owned rows in the store")
       ->capture_default_str()
@@ -69,6 +85,33 @@ tp::Options make_options(const Flags& f) {
   options.vertex_weight = tp::parse_vertex_weight(f.vertex_weights);
   options.objective = tp::parse_objective(f.objective);
   if (!f.part_weights.empty()) options.part_weights = tp::parse_part_weights(f.part_weights);
+  options.row_cost = f.row_cost;
+  options.balance = tp::parse_balance(f.balance);
+  if (options.balance == tp::Balance::Measured) {
+    throw tessera::InvalidArgument(
+        "--balance measured: tessera-partition runs on one machine and cannot measure the ranks "
+        "that will load the store; run tessera-train --balance measured (it prints the speeds "
+        "it measured) and cut for them with --balance given --rank-speeds S0,S1,...");
+  }
+  if (options.balance == tp::Balance::Given) {
+    if (f.rank_speeds.empty()) {
+      throw tessera::InvalidArgument("--balance given needs --rank-speeds (one speed per part)");
+    }
+    if (!f.part_weights.empty()) {
+      throw tessera::InvalidArgument("--part-weights and --balance given both set the parts' "
+                                     "shares: give one");
+    }
+    options.part_weights = tp::parse_part_weights(f.rank_speeds, "--rank-speeds");
+    if (options.part_weights.size() != static_cast<std::size_t>(f.parts)) {
+      throw tessera::InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s) for {} "
+                                                 "parts (--parts): expects one per part",
+                                                 f.rank_speeds, options.part_weights.size(),
+                                                 f.parts));
+    }
+  } else if (!f.rank_speeds.empty()) {
+    throw tessera::InvalidArgument("--rank-speeds sets the parts' shares only with --balance "
+                                   "given");
+  }
   options.seed = f.seed;
   return options;
 }

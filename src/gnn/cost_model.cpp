@@ -262,6 +262,24 @@ LayerPrediction CostModel::predict(const LayerShape& layer, const comm::Exchange
   return p;
 }
 
+PartCost predict_part_cost(const RankRates& rates, std::span<const LayerShape> layers,
+                           std::int64_t rows, std::int64_t nnz) {
+  const auto step_ms = [&](std::int64_t nonzeros) {
+    const CostModel model(rates, {}, nullptr, rows, rows, rows, nonzeros);
+    double ms = 0.0;
+    for (const LayerShape& layer : layers)
+      ms += model.predict(layer, comm::ExchangeOptions{}).compute_ms;
+    return ms;
+  };
+  PartCost cost;
+  if (rows <= 0 || nnz <= 0) return cost;
+  const double at_nnz = step_ms(nnz), at_twice = step_ms(2 * nnz);
+  cost.per_nonzero_ms = std::max(0.0, (at_twice - at_nnz) / static_cast<double>(nnz));
+  cost.per_row_ms = std::max(0.0, (at_nnz - cost.per_nonzero_ms * static_cast<double>(nnz)) /
+                                      static_cast<double>(rows));
+  return cost;
+}
+
 comm::ExchangeOptions CostModel::choose(const LayerShape& layer,
                                         std::span<const comm::ExchangeOptions> candidates,
                                         double step_compute_ms) const {

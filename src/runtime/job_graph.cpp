@@ -57,14 +57,85 @@ std::string to_text(const std::vector<std::byte>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-/// Rank 0 loads the whole graph and, for several ranks, partitions it and sends every other rank
-/// its tile; the others receive theirs. Only rank 0 ever holds the whole graph. A dataset rank 0
-/// cannot load, train on or cut fails on every rank.
+/// The options rank 0 cuts the graph with for the job's ranks: the job's, balanced for
+/// `targets` when set.
+partition::Options cut_options(const TrainJob& job, int ranks, std::int64_t feature_width,
+                               const BalanceTargets* targets) {
+  partition::Options options = job.partition;
+  options.num_parts = ranks;
+  options.feature_width = feature_width;
+  if (targets != nullptr) {
+    options.part_weights = targets->speeds;
+    options.vertex_weight = partition::VertexWeight::Cost;
+    options.row_cost = targets->row_cost;
+    options.balance = job.balance;
+  }
+  return options;
+}
+
+/// Rank 0 sends every other rank its tile of `parts` and returns its own; `bytes` receives what
+/// it sent.
+partition::LocalGraph hand_out_tiles(comm::Communicator& comm, const datasets::Dataset& data,
+                                     const partition::Partition& parts, std::int64_t& bytes) {
+  bytes = 0;
+  for (int q = 1; q < comm.size(); ++q) {
+    std::vector<std::byte> tile =
+        partition::tile_to_bytes(partition::build_local_graph(data, parts, q));
+    bytes += static_cast<std::int64_t>(tile.size());
+    comm.send(std::move(tile), q, comm::tags::kTiles);
+  }
+  return partition::build_local_graph(data, parts, 0);
+}
+
+/// Every rank measures its speed for the model's widths (which the data rank 0 holds sets) and
+/// the ranks agree on what to balance the parts for. Collective.
+BalanceTargets balance_targets(const TrainJob& job, comm::Communicator& comm,
+                               const datasets::Dataset& data, const Balancing& balancing,
+                               const Log& say) {
+  std::vector<std::int64_t> widths{0, 0}; // rank 0's feature width and class count
+  if (comm.rank() == 0) widths = {data.features.cols(), data.num_classes};
+  comm.allreduce_sum(std::span<std::int64_t>(widths));
+  const std::vector<std::int64_t> sizes = job.shape.resolve(widths[0], widths[1]);
+  const Stopwatch clock;
+  BalanceTargets targets = measure_balance_targets(comm, balancing.backend, sizes, job.model.order,
+                                                   job.rank_speeds, balancing.slowdown);
+  const std::string speeds = speeds_text(targets.speeds);
+  say(job.balance == partition::Balance::Given
+          ? fmt::format("balance given: rank speeds {}; a row costs {:.1f} nonzeros (cost model, "
+                        "measured in {:.2f} s)",
+                        speeds, targets.row_cost, clock.seconds())
+          : fmt::format("balance measured: rank speeds {} (cost model on a probe graph, {:.2f} s; "
+                        "--balance given --rank-speeds {} skips measuring); a row costs {:.1f} "
+                        "nonzeros",
+                        speeds, clock.seconds(), speeds, targets.row_cost));
+  return targets;
+}
+
+/// Rank 0 cuts `data` for the job's ranks (balanced for `targets` when set) and says how well.
+partition::Partition cut(const TrainJob& job, int ranks, const datasets::Dataset& data,
+                         const BalanceTargets* targets, const Log& say) {
+  const partition::Options options = cut_options(job, ranks, data.features.cols(), targets);
+  const Stopwatch clock;
+  partition::Partition parts = partition::partition_graph(data.adjacency, options);
+  const partition::Quality quality = partition::measure(data.adjacency, parts);
+  say(fmt::format(
+      "partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows per "
+      "exchange ({:.3f} of a 1D broadcast)",
+      data.name, ranks, partition::to_string(options.method), clock.seconds(), quality.total_volume,
+      quality.broadcast_volume == 0 ? 0.0
+                                    : static_cast<double>(quality.total_volume) /
+                                          static_cast<double>(quality.broadcast_volume)));
+  return parts;
+}
+
+/// Rank 0 loads the whole graph and, for several ranks, partitions it (balanced for the ranks'
+/// speeds with job.balance) and sends every other rank its tile; the others receive theirs.
+/// Only rank 0 ever holds the whole graph, and keeps it when balancing.keep_graph. A dataset
+/// rank 0 cannot load, train on or cut fails on every rank.
 partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& comm,
                                      const BackendPtr& host, std::string& dataset_name,
-                                     const Log& say) {
+                                     const Log& say, Balancing& balancing) {
   datasets::Dataset data;
-  partition::Partition parts;
   std::exception_ptr failure;
   if (comm.rank() == 0) {
     try {
@@ -76,22 +147,6 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
         say("no published split: using a random 60/20/20 split");
       }
       say(describe(data, clock.seconds()));
-      if (comm.size() > 1) {
-        partition::Options options = job.partition;
-        options.num_parts = comm.size();
-        options.feature_width = data.features.cols();
-        const Stopwatch cut;
-        parts = partition::partition_graph(data.adjacency, options);
-        const partition::Quality quality = partition::measure(data.adjacency, parts);
-        say(fmt::format("partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows "
-                        "per exchange ({:.3f} of a 1D broadcast)",
-                        data.name, comm.size(), partition::to_string(options.method), cut.seconds(),
-                        quality.total_volume,
-                        quality.broadcast_volume == 0
-                            ? 0.0
-                            : static_cast<double>(quality.total_volume) /
-                                  static_cast<double>(quality.broadcast_volume)));
-      }
     } catch (const std::exception&) {
       failure = std::current_exception();
     }
@@ -100,14 +155,29 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
   std::vector<std::byte> name = to_bytes(data.name);
   comm.broadcast(name, 0);
   dataset_name = to_text(name);
+  if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
+
+  if (job.balance != partition::Balance::None) {
+    balancing.targets = balance_targets(job, comm, data, balancing, say);
+  }
+  partition::Partition parts;
+  if (comm.rank() == 0) {
+    try {
+      parts = cut(job, comm.size(), data, balancing.targets ? &*balancing.targets : nullptr, say);
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+  }
+  share_failure(comm, 0, failure, "could not partition the dataset");
   if (comm.rank() != 0)
     return partition::tile_from_bytes(host, comm.receive(0, comm::tags::kTiles));
-  if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
-  for (int q = 1; q < comm.size(); ++q) {
-    comm.send(partition::tile_to_bytes(partition::build_local_graph(data, parts, q)), q,
-              comm::tags::kTiles);
+  std::int64_t bytes = 0;
+  partition::LocalGraph tile = hand_out_tiles(comm, data, parts, bytes);
+  if (balancing.keep_graph) {
+    balancing.whole = std::move(data);
+    balancing.parts = std::move(parts);
   }
-  return partition::build_local_graph(data, parts, 0);
+  return tile;
 }
 
 /// Where a rank's tile came from, for messages, and the dataset checksum it was cut from (0 for
@@ -171,6 +241,12 @@ partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communica
                   "part in {:.2f} s",
                   job.partition_dir, manifest.dataset, manifest.num_nodes, manifest.num_parts,
                   manifest.method, clock.seconds()));
+  if (manifest.balance != "none") {
+    say(fmt::format("partition store {} was cut for rank speeds {} (balance {}); this job's ranks "
+                    "may run at other speeds: the parts' sizes change how fast it trains, not "
+                    "what it computes",
+                    job.partition_dir, speeds_text(manifest.rank_speeds), manifest.balance));
+  }
   return tile;
 }
 
@@ -364,15 +440,36 @@ void share_first_failure(comm::Communicator& comm, const std::exception_ptr& fai
   share_failure(comm, root, root == comm.rank() ? failure : nullptr, what_it_did);
 }
 
+namespace {
+
+/// The rest of a rank's graph once its tile is checked: normalized features, interior rows
+/// first, the halo plan and the layer-0 input. Collective (the plan and the ghost rows).
+void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
+                  const BackendPtr& host, JobGraph& g) {
+  check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
+                  g.tile.num_classes);
+  if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
+  const Stopwatch clock;
+  g.n_interior = partition::order_interior_first(g.tile);
+  g.plan = std::make_shared<const comm::HaloPlan>(
+      comm::HaloPlan::build(*comm, g.tile.owned_ids, g.tile.ghost_ids, g.tile.ghost_owner));
+  g.features =
+      input_features(g.tile, comm, g.plan, host, job.cache_input_features, g.feature_fetch);
+  g.tile.features = {};
+  g.setup_s = clock.seconds();
+}
+
+} // namespace
+
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
-                       const BackendPtr& host, const Log& say) {
+                       const BackendPtr& host, const Log& say, Balancing& balancing) {
   JobGraph g;
-  Stopwatch clock;
+  const Stopwatch clock;
   TileSource source;
   std::exception_ptr failure;
   partition::Manifest manifest;
   if (job.partition_dir.empty()) {
-    g.tile = tile_in_memory(job, *comm, host, g.dataset, say);
+    g.tile = tile_in_memory(job, *comm, host, g.dataset, say, balancing);
     source.file = "the tile rank 0 cut from dataset '" + g.dataset + "'";
   } else {
     // A part that fails to load is reported by every rank (check_job_facts), not by one while
@@ -389,19 +486,53 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   if (!job.partition_dir.empty() && !job.dataset.empty()) {
     check_store_matches_dataset(job, *comm, manifest, host);
   }
-  check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
-                  g.tile.num_classes);
-  if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
   g.load_s = clock.seconds();
+  prepare_tile(job, comm, host, g);
+  return g;
+}
 
-  clock.restart();
-  g.n_interior = partition::order_interior_first(g.tile);
-  g.plan = std::make_shared<const comm::HaloPlan>(
-      comm::HaloPlan::build(*comm, g.tile.owned_ids, g.tile.ghost_ids, g.tile.ghost_owner));
-  g.features =
-      input_features(g.tile, comm, g.plan, host, job.cache_input_features, g.feature_fetch);
-  g.tile.features = {};
-  g.setup_s = clock.seconds();
+JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
+                         const BackendPtr& host, Balancing& balancing,
+                         const std::vector<double>& shares, RebalanceStep& step) {
+  JobGraph g;
+  const Stopwatch clock;
+  std::exception_ptr failure;
+  partition::Partition parts;
+  std::vector<std::int64_t> moved{0, 0}; // rows whose owner changed, tile bytes sent
+  if (comm->rank() == 0) {
+    try {
+      if (!balancing.whole || !balancing.targets) {
+        throw Error("recut_job_graph: rank 0 did not keep the graph to cut again");
+      }
+      BalanceTargets targets = *balancing.targets;
+      targets.speeds = shares;
+      parts = cut(job, comm->size(), *balancing.whole, &targets, [](const std::string&) {});
+      for (std::size_t v = 0; v < parts.owner.size(); ++v)
+        moved[0] += parts.owner[v] != balancing.parts.owner[v];
+    } catch (const std::exception&) {
+      failure = std::current_exception();
+    }
+  }
+  share_failure(*comm, 0, failure, "could not cut the graph again");
+  if (comm->rank() == 0) {
+    g.tile = hand_out_tiles(*comm, *balancing.whole, parts, moved[1]);
+    g.dataset = balancing.whole->name;
+    balancing.parts = std::move(parts);
+  } else {
+    g.tile = partition::tile_from_bytes(host, comm->receive(0, comm::tags::kTiles));
+  }
+  comm->allreduce_sum(std::span<std::int64_t>(moved)); // rank 0's counts, to every rank
+  std::vector<std::byte> name = to_bytes(g.dataset);
+  comm->broadcast(name, 0);
+  g.dataset = to_text(name);
+  step.rows_moved = moved[0];
+  step.bytes_moved = moved[1];
+  if (balancing.targets) balancing.targets->speeds = shares;
+  TileSource source;
+  source.file = "the tile rank 0 cut again from dataset '" + g.dataset + "'";
+  check_job_facts(*comm, &g.tile, source, nullptr);
+  g.load_s = clock.seconds();
+  prepare_tile(job, comm, host, g);
   return g;
 }
 

@@ -4,13 +4,16 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
+#include "tessera/datasets/dataset.hpp"
 #include "tessera/graph/features.hpp"
 #include "tessera/partition/local_graph.hpp"
+#include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace tessera::runtime {
@@ -32,6 +35,20 @@ struct JobGraph {
   comm::HaloStats feature_fetch; ///< what fetching the ghost input rows moved
   double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out
   double setup_s = 0.0;          ///< interior ordering, halo plan, ghost input rows
+};
+
+/// Speed-aware balancing of an in-memory cut (job.balance): where the ranks' speeds are
+/// measured, what the parts were cut for and, on rank 0 of a job that may re-cut them
+/// (rebalancing), the whole graph and its current cut.
+struct Balancing {
+  BackendPtr backend;    ///< this rank's compute backend: where its speed is measured
+  double slowdown = 1.0; ///< this rank's simulated slowdown (--simulate-rank-speed)
+  /// Set by get_job_graph when the parts were balanced (job.balance given or measured, more
+  /// than one rank, in memory).
+  std::optional<BalanceTargets> targets;
+  bool keep_graph = false;                ///< rank 0 keeps `whole` and `parts` to re-cut
+  std::optional<datasets::Dataset> whole; ///< rank 0 only
+  partition::Partition parts;             ///< rank 0 only: the current cut
 };
 
 /// Makes `root`'s failure (null: none) every rank's: `root` rethrows its exception, the others
@@ -57,7 +74,17 @@ void share_first_failure(comm::Communicator& comm, const std::exception_ptr& fai
 /// unless it was cut from that data (dataset checksum). Collective over `comm`. Throws
 /// InvalidArgument when the data cannot be trained on (no features or labels, one node, one
 /// class), naming the dataset and what it holds.
+/// With job.balance (in memory, several ranks), the parts' shares follow the ranks' speeds —
+/// given, or measured by every rank on a probe (measure_balance_targets) once rank 0 has loaded
+/// the data — and vertices weigh their cost-model cost; recorded in `balancing`.
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
-                       const BackendPtr& host, const Log& say);
+                       const BackendPtr& host, const Log& say, Balancing& balancing);
+
+/// Cuts rank 0's kept graph again for part weights `shares` (balancing.keep_graph; they become
+/// balancing.targets->speeds), sends every rank its new
+/// tile and prepares it as get_job_graph does; fills `step`'s rows and bytes moved. Collective.
+JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
+                         const BackendPtr& host, Balancing& balancing,
+                         const std::vector<double>& shares, RebalanceStep& step);
 
 } // namespace tessera::runtime

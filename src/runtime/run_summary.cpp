@@ -112,6 +112,19 @@ void report_config(RunReport& r, const RunSummary& s) {
   for (std::size_t i = 0; i < s.layer_exchange.size(); ++i)
     r.set(fmt::format("distributed.layer_exchange.conv{}", i), s.layer_exchange[i]);
   r.set("distributed.cache_input_features", s.cache_input_features);
+  r.set("distributed.balance", s.balance);
+  r.set("distributed.rank_speeds", s.rank_speeds);
+  r.set("distributed.row_cost", s.row_cost);
+  for (std::size_t i = 0; i < s.rebalances.size(); ++i) {
+    const RebalanceStep& step = s.rebalances[i];
+    r.append("rebalances", {{"epoch", step.epoch},
+                            {"imbalance_before", step.imbalance_before},
+                            {"imbalance_after", step.imbalance_after},
+                            {"rows_moved", static_cast<double>(step.rows_moved)},
+                            {"bytes_moved", static_cast<double>(step.bytes_moved)},
+                            {"seconds", step.seconds}});
+    r.set(fmt::format("distributed.rebalance_shares.move{}", i + 1), step.shares);
+  }
 }
 
 void report_figures(RunReport& r, const RunSummary& s) {
@@ -123,6 +136,7 @@ void report_figures(RunReport& r, const RunSummary& s) {
     r.set(key + ".min", v.min);
   }
   r.set("timing.epoch_ms_median", s.result.median_step_ms);
+  r.set("timing.balanced_epoch_ms", s.balanced_epoch_ms);
   const gnn::PhaseTimes& phases = s.result.phases;
   r.set("timing.phases_s.forward", phases.forward);
   r.set("timing.phases_s.loss", phases.loss);

@@ -8,10 +8,12 @@
 #include "tessera/core/timer.hpp"
 #include "tessera/gnn/cost_model.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/offload_options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fmt/core.h>
@@ -232,11 +234,12 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
     say(describe_memory(*m.memory));
   }
   m.model_backend = m.memory ? m.memory->allocator(TensorKind::Activation) : backend;
-  // GPU ranks exchange halos and sum gradients through NCCL when every rank has a GPU; with
-  // any CPU rank in the job, everything goes through MPI and host memory.
+  // GPU ranks exchange halos with each other through NCCL (two or more of them) and with CPU
+  // ranks through MPI, staged through host memory; gradients are summed through NCCL when
+  // every rank has a GPU, else through MPI (staged on the GPU ranks).
   std::vector<std::int64_t> gpu_ranks{backend->kind() == DeviceKind::Cuda ? 1 : 0};
   comm->allreduce_sum(std::span<std::int64_t>(gpu_ranks));
-  const bool nccl = gpu_ranks[0] == comm->size() && comm->size() > 1 && comm::nccl_compiled();
+  const bool nccl = gpu_ranks[0] >= 2 && comm::nccl_compiled();
   m.device_comm = nccl ? comm::make_nccl_communicator(comm, backend) : comm;
   if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
     m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
@@ -258,8 +261,15 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
     }
   }
   if (comm->size() > 1) {
-    say(fmt::format("{} of {} ranks on GPUs; halos and gradients through {}", gpu_ranks[0],
-                    comm->size(), m.device_comm->describe()));
+    const std::int64_t gpus = gpu_ranks[0];
+    std::string how = "halos and gradients through " + m.device_comm->describe();
+    if (gpus > 0 && gpus < comm->size()) {
+      how = nccl ? "halos between GPU ranks through NCCL, with CPU ranks through MPI staged in "
+                   "host memory; gradient sums through MPI (staged)"
+                 : "halos and gradients through " + comm->describe() +
+                       ", the GPU rank's staged in host memory";
+    }
+    say(fmt::format("{} of {} ranks on GPUs; {}", gpus, comm->size(), how));
   }
 
   partition::LocalGraph& tile = g.tile;
@@ -308,11 +318,12 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   return m;
 }
 
-/// Median over the training steps after the first (which allocates) of one per-epoch figure.
+/// Median over the training steps after the first (which allocates: epoch 1, or the first after
+/// a resume or a rebalance) of one per-epoch figure.
 template <typename F> double step_median(const gnn::TrainResult& result, F figure) {
   std::vector<double> values;
-  for (const gnn::EpochStats& s : result.history) {
-    if (s.epoch > 1 || result.history.size() == 1) values.push_back(figure(s));
+  for (std::size_t i = 0; i < result.history.size(); ++i) {
+    if (i > 0 || result.history.size() == 1) values.push_back(figure(result.history[i]));
   }
   return median(std::move(values));
 }
@@ -379,9 +390,12 @@ double broadcast_1d_bytes(const std::vector<std::int64_t>& sizes, int ranks, std
   return bytes;
 }
 
-/// Step 4: what the job did, gathered from every rank. Collective.
+/// Step 4: what the job did, gathered from every rank: `result` over the whole run, `last` of
+/// the final tiling (the per-rank figures; the same as `result` without a rebalance).
+/// Collective.
 RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const BackendPtr& backend,
-                     const JobGraph& g, const JobModel& m, gnn::TrainResult result) {
+                     const JobGraph& g, const JobModel& m, gnn::TrainResult result,
+                     const gnn::TrainResult& last) {
   RunSummary s;
   s.dataset_spec = job.dataset;
   s.model_name = job.model_name;
@@ -411,14 +425,17 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   s.communicator = m.device_comm->describe();
   s.partition = comm.size() == 1 ? "none (one rank)"
                 : job.partition_dir.empty()
-                    ? partition::to_string(job.partition.method) + " (in memory)"
+                    ? partition::to_string(job.partition.method) + " (in memory" +
+                          (job.balance == partition::Balance::None
+                               ? ")"
+                               : ", balance " + partition::to_string(job.balance) + ")")
                     : job.partition_dir;
   s.halo_exchange = comm.size() == 1                 ? "none (one rank)"
                     : job.schedule == Schedule::Auto ? "auto (per layer: layer_exchange)"
                                                      : comm::describe(job.exchange);
   s.cache_input_features = job.cache_input_features;
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
-  s.per_rank = gather_rank_figures(comm, figures_of(g, m, result, layers));
+  s.per_rank = gather_rank_figures(comm, figures_of(g, m, last, layers));
   for (int i = 0; i < layers && comm.size() > 1; ++i) {
     s.layer_exchange.push_back(
         m.graph->halo_of(i) != nullptr ? comm::describe(m.graph->exchange_options(i)) : "no halo");
@@ -469,6 +486,95 @@ bool same_folder(const std::string& a, const std::string& b) {
   return !error && canonical_a == canonical_b;
 }
 
+/// This rank's simulated slowdown: 1 / its --simulate-rank-speed factor, 1 without one.
+double slowdown_of(const TrainJob& job, int rank) {
+  double slowdown = 1.0;
+  for (const auto& [r, factor] : job.simulated_speeds) {
+    if (r == rank) slowdown = 1.0 / factor;
+  }
+  return slowdown;
+}
+
+/// Refuses balancing settings that cannot work for this job, naming the flag and the value.
+void check_balancing(const TrainJob& job, int ranks) {
+  const std::string speeds = speeds_text(job.rank_speeds);
+  if (job.balance == partition::Balance::Given &&
+      static_cast<int>(job.rank_speeds.size()) != ranks) {
+    throw InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s), but the job has {} "
+                                      "rank(s): expects one per rank",
+                                      speeds, job.rank_speeds.size(), ranks));
+  }
+  if (job.balance != partition::Balance::Given && !job.rank_speeds.empty()) {
+    throw InvalidArgument("--rank-speeds sets the parts' shares only with --balance given");
+  }
+  for (const double speed : job.rank_speeds) {
+    if (!std::isfinite(speed) || speed <= 0) {
+      throw InvalidArgument(
+          fmt::format("--rank-speeds '{}': speed {} is not a positive number", speeds, speed));
+    }
+  }
+  if (job.balance != partition::Balance::None && !job.partition_dir.empty()) {
+    throw InvalidArgument("--balance " + partition::to_string(job.balance) +
+                          " balances the in-memory cut; partition store '" + job.partition_dir +
+                          "' was cut already (cut it for the ranks' speeds with tessera-partition "
+                          "--balance given --rank-speeds ...)");
+  }
+  if (job.rebalance_threshold != 0 && !(job.rebalance_threshold > 1)) {
+    throw InvalidArgument(fmt::format("--rebalance-threshold {}: expects a ratio > 1 (max / mean "
+                                      "of the ranks' compute), or 0 for never",
+                                      job.rebalance_threshold));
+  }
+  if (job.rebalance_max_moves < 0) {
+    throw InvalidArgument(
+        fmt::format("rebalance_max_moves must be >= 0, got {}", job.rebalance_max_moves));
+  }
+  for (const auto& [rank, factor] : job.simulated_speeds) {
+    if (rank < 0 || rank >= ranks) {
+      throw InvalidArgument(fmt::format("--simulate-rank-speed {}:{} names rank {}, but the job "
+                                        "has {} rank(s): expects a rank in [0, {}]",
+                                        rank, factor, rank, ranks, ranks - 1));
+    }
+    if (!std::isfinite(factor) || factor <= 0 || factor > 1) {
+      throw InvalidArgument(fmt::format("--simulate-rank-speed {}:{}: expects a factor in (0, 1] "
+                                        "(the rank runs at that fraction of its measured speed)",
+                                        rank, factor));
+    }
+  }
+}
+
+/// Every rank's work on its tile, what the rebalancer divides by measured time: nonzeros of
+/// its rows of Â (self-loops included) + row_cost per owned row. Collective (an allgather).
+std::vector<double> rank_work(comm::Communicator& comm, const JobGraph& g, const JobModel& m,
+                              double row_cost) {
+  std::vector<double> work(static_cast<std::size_t>(comm.size()), 0.0);
+  const auto rows = static_cast<double>(g.tile.n_owned());
+  work[static_cast<std::size_t>(comm.rank())] =
+      static_cast<double>(m.adjacency_nnz) + rows * (1.0 + row_cost);
+  comm.allreduce_sum(std::span<double>(work));
+  return work;
+}
+
+/// Appends a run continued on another tiling (`next`) to the run so far (`run`): the epochs, the
+/// phase times and the metrics at its end (`next` resumed from `run`'s state, so its best
+/// validation already covers the earlier epochs).
+void join(gnn::TrainResult& run, const gnn::TrainResult& next) {
+  std::vector<gnn::EpochStats> history = std::move(run.history);
+  const gnn::PhaseTimes phases = run.phases;
+  run = next;
+  run.paused.reset();
+  history.insert(history.end(), next.history.begin(), next.history.end());
+  run.history = std::move(history);
+  run.phases.forward += phases.forward;
+  run.phases.loss += phases.loss;
+  run.phases.backward += phases.backward;
+  run.phases.optimizer += phases.optimizer;
+  run.phases.evaluate += phases.evaluate;
+  std::vector<double> steps;
+  for (const gnn::EpochStats& e : run.history)
+    steps.push_back(e.step_ms);
+  run.median_step_ms = median(std::move(steps));
+}
+
 } // namespace
 
 RunSummary run_train_job(const TrainJob& job, const std::function<void(const std::string&)>& log,
@@ -478,6 +584,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   const Log say = [&](const std::string& line) {
     if (log && comm->rank() == 0) log(line);
   };
+  check_balancing(job, comm->size());
   if (job.checkpoint_every < 0) {
     throw InvalidArgument("checkpoint_every must be >= 0 (0: after the last epoch only), got " +
                           std::to_string(job.checkpoint_every));
@@ -513,15 +620,18 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     say("warning: " + warning);
   }
 
-  JobGraph graph = get_job_graph(job, comm, host, say);
-  JobModel model = build_job_model(job, comm, backend, graph, say);
-  gnn::Distribution distribution;
-  distribution.comm = model.device_comm.get();
-  distribution.rows = RowIds{model.row_ids.data(), 0};
-  distribution.halo_totals = [&model] { return model.graph->halo_totals(); };
-  const partition::LocalGraph& tile = graph.tile;
-  const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
-  const CheckpointRun run = checkpoint_run(job, *comm, graph, model);
+  Balancing balancing;
+  balancing.backend = backend;
+  balancing.slowdown = slowdown_of(job, comm->rank());
+  const bool rebalancing =
+      job.balance != partition::Balance::None && job.rebalance_threshold > 0 && comm->size() > 1;
+  balancing.keep_graph = rebalancing;
+  JobGraph graph = get_job_graph(job, comm, host, say, balancing);
+  const std::vector<double> first_speeds =
+      balancing.targets ? balancing.targets->speeds : std::vector<double>{};
+  std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order
+  model.emplace(build_job_model(job, comm, backend, graph, say));
+  const CheckpointRun run = checkpoint_run(job, *comm, graph, *model);
   gnn::TrainControl control;
   if (resume) {
     for (const std::string& note : check_resumable(job.resume_dir, resume->run, run))
@@ -537,10 +647,75 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     };
   }
   control.stop_requested = job.stop_requested;
-  gnn::TrainResult result =
-      gnn::train_node_classifier(model.model_backend, model.model, input_of(model.input(graph)),
-                                 labels, job.train, on_epoch, &distribution, control);
-  return summarize(job, *comm, backend, graph, model, std::move(result));
+
+  // Rebalancing: every epoch the ranks share their compute; the rebalancer says when to re-cut.
+  std::optional<Rebalancer> rebalancer;
+  std::vector<double> next_shares;
+  const double row_cost = balancing.targets ? balancing.targets->row_cost : 0.0;
+  if (rebalancing) {
+    rebalancer.emplace(job.rebalance_threshold, job.rebalance_max_moves);
+    rebalancer->start(rank_work(*comm, graph, *model, row_cost));
+    control.pause_after = [&](const gnn::EpochStats& stats) {
+      if (rebalancer->settled()) return false; // the same on every rank: no more gathers
+      std::vector<double> compute(static_cast<std::size_t>(comm->size()), 0.0);
+      compute[static_cast<std::size_t>(comm->rank())] =
+          std::max(0.0, stats.step_ms - stats.comm_ms - stats.wait_ms);
+      comm->allreduce_sum(std::span<double>(compute)); // an allgather
+      std::optional<std::vector<double>> shares = rebalancer->after_epoch(compute);
+      if (shares) next_shares = std::move(*shares);
+      return shares.has_value();
+    };
+  }
+
+  gnn::TrainResult result, last; // the whole run, and the run on the current tiling
+  std::vector<RebalanceStep> steps;
+  gnn::TrainState paused;
+  for (;;) {
+    gnn::Distribution distribution;
+    distribution.comm = model->device_comm.get();
+    distribution.rows = RowIds{model->row_ids.data(), 0};
+    distribution.halo_totals = [&model] { return model->graph->halo_totals(); };
+    distribution.slowdown = balancing.slowdown;
+    const partition::LocalGraph& tile = graph.tile;
+    const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
+    last = gnn::train_node_classifier(model->model_backend, model->model,
+                                      input_of(model->input(graph)), labels, job.train, on_epoch,
+                                      &distribution, control);
+    join(result, last);
+    if (!last.paused) break;
+
+    // Re-cut for the fitted speeds at this epoch boundary and continue from the state: the
+    // weights and Adam's moments are replicated, and dropout follows global ids.
+    RebalanceStep step;
+    step.epoch = last.paused->epoch;
+    step.imbalance_before = rebalancer->last_imbalance();
+    step.shares = next_shares;
+    const Stopwatch clock;
+    model.reset();
+    graph = recut_job_graph(job, comm, host, balancing, next_shares, step);
+    model.emplace(build_job_model(job, comm, backend, graph, [](const std::string&) {}));
+    step.seconds = clock.seconds();
+    say(fmt::format("rebalanced after epoch {}: compute imbalance {:.2f} (max / mean over the "
+                    "ranks) > {:.2f}; part shares now {}; moved {} rows ({:.1f} MiB) in {:.2f} s",
+                    step.epoch, step.imbalance_before, job.rebalance_threshold,
+                    speeds_text(step.shares), step.rows_moved,
+                    static_cast<double>(step.bytes_moved) / (1 << 20), step.seconds));
+    steps.push_back(std::move(step));
+    rebalancer->start(rank_work(*comm, graph, *model, row_cost));
+    paused = std::move(*last.paused);
+    control.resume = &paused;
+  }
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::vector<double>& after = rebalancer->imbalance_after();
+    if (i < after.size()) steps[i].imbalance_after = after[i];
+  }
+  RunSummary summary = summarize(job, *comm, backend, graph, *model, std::move(result), last);
+  summary.balance = partition::to_string(job.balance);
+  summary.rank_speeds = first_speeds;
+  summary.row_cost = row_cost;
+  summary.rebalances = std::move(steps);
+  if (!summary.rebalances.empty()) summary.balanced_epoch_ms = summary.per_rank.front().epoch_ms;
+  return summary;
 }
 
 } // namespace tessera::runtime

@@ -18,6 +18,8 @@
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
+#include <utility>
+#include <vector>
 
 namespace tessera::runtime {
 
@@ -46,6 +48,10 @@ struct Options {
   std::string report;
   std::string partition_dir;
   std::string partition_method = "metis";
+  std::string balance = "none";
+  std::string rank_speeds;
+  double rebalance_threshold = 1.1;
+  std::vector<std::string> simulate_rank_speed;
   bool no_feature_cache = false;
   std::string simulate_link;
   std::string halo_precision = "fp32";
@@ -180,6 +186,21 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "in-memory partitioning: metis, metis-recursive, block or random")
       ->capture_default_str()
       ->check(CLI::IsMember({"metis", "metis-recursive", "block", "random"}));
+  app.add_option("--balance", o.balance,
+                 "in-memory partitioning for ranks of different speeds: none (equal parts), "
+                 "given (part r's share follows --rank-speeds) or measured (the speeds each "
+                 "rank's cost model measures at start); balanced jobs also rebalance while "
+                 "training (--rebalance-threshold)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "given", "measured"}));
+  app.add_option("--rank-speeds", o.rank_speeds,
+                 "with --balance given: each rank's relative speed, e.g. 1,1,0.5,0.25");
+  app.add_option("--rebalance-threshold", o.rebalance_threshold,
+                 "with --balance: re-cut the graph at an epoch boundary when max / mean of the "
+                 "ranks' measured compute per epoch exceeds this, for speeds fitted to the "
+                 "measured times (at most 3 times; exact: the losses do not change); 0: never")
+      ->capture_default_str()
+      ->check(range_of(0, false, 1e9, "0 (never) or a ratio > 1"));
   app.add_flag("--no-feature-cache", o.no_feature_cache,
                "fetch ghost input features every epoch instead of once (to measure the cache)");
   app.add_option(
@@ -237,6 +258,11 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
                  "measuring communication on ranks that share memory")
       ->group("Testing");
+  app.add_option("--simulate-rank-speed", o.simulate_rank_speed,
+                 "simulation: R:FACTOR makes rank R's training compute take 1/FACTOR as long as "
+                 "it measured (FACTOR in (0, 1]; repeat the flag for several ranks): a slower "
+                 "device on a machine of equal cores")
+      ->group("Testing");
   app.add_option("--inject-failure", o.inject_failure,
                  "testing: RANK:EPOCH makes that rank throw after that epoch")
       ->group("Testing");
@@ -249,6 +275,24 @@ Options defaults_of(const TrainProgram& program) {
   o.order = to_string(program.model.order);
   o.decay_all_layers = !program.model.decay_first_layer_only;
   return o;
+}
+
+/// --simulate-rank-speed R:FACTOR → {R, FACTOR}; the ranges are checked with the job's ranks.
+std::pair<int, double> parse_rank_speed(const std::string& text) {
+  const auto colon = text.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    std::size_t rank_end = 0, factor_end = 0;
+    const int rank = std::stoi(text.substr(0, colon), &rank_end);
+    const double factor = std::stod(text.substr(colon + 1), &factor_end);
+    if (rank_end != colon || factor_end != text.size() - colon - 1) {
+      throw std::invalid_argument("trailing text");
+    }
+    return {rank, factor};
+  } catch (const std::exception&) {
+    throw InvalidArgument("--simulate-rank-speed '" + text +
+                          "': expects RANK:FACTOR, e.g. 1:0.25 (rank 1 at a quarter speed)");
+  }
 }
 
 TrainJob make_job(const Options& o, const TrainProgram& program) {
@@ -278,6 +322,12 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition_dir = o.partition_dir;
   job.partition.method = partition::parse_method(o.partition_method);
   job.partition.seed = o.seed;
+  job.balance = partition::parse_balance(o.balance);
+  if (!o.rank_speeds.empty())
+    job.rank_speeds = partition::parse_part_weights(o.rank_speeds, "--rank-speeds");
+  job.rebalance_threshold = o.rebalance_threshold;
+  for (const std::string& text : o.simulate_rank_speed)
+    job.simulated_speeds.push_back(parse_rank_speed(text));
   job.cache_input_features = !o.no_feature_cache;
   if (!o.simulate_link.empty()) job.simulated_link = comm::parse_link_model(o.simulate_link);
   job.exchange.precision = comm::parse_halo_precision(o.halo_precision);
@@ -325,6 +375,16 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
                               "own split and partitioning): drop one of them");
       }
     }
+  }
+  if (!o.partition_dir.empty() && o.balance != "none") {
+    throw InvalidArgument("--balance " + o.balance +
+                          " balances the in-memory cut; --partition-dir's store was cut already "
+                          "(cut one for the ranks' speeds with tessera-partition --balance given "
+                          "--rank-speeds ...): drop one of them");
+  }
+  if (app.count("--rebalance-threshold") > 0 && o.balance == "none") {
+    throw InvalidArgument("--rebalance-threshold rebalances a balanced cut: it needs --balance "
+                          "given or measured");
   }
   if (app.count("--checkpoint-every") > 0 && o.checkpoint_dir.empty()) {
     throw InvalidArgument("--checkpoint-every needs --checkpoint-dir (where to write them)");
@@ -458,6 +518,13 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
       print_result(result, options.epochs);
       fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
                  static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
+      if (!summary.rebalances.empty()) {
+        const RebalanceStep& step = summary.rebalances.back();
+        fmt::print("{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "
+                   "imbalance {:.2f} before it, {:.2f} after\n",
+                   summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms,
+                   step.imbalance_before, step.imbalance_after);
+      }
       if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
       if (summary.offloaded && summary.ranks == 1) {
         fmt::print("offload: {}\n", describe_offload(summary.offload_total));

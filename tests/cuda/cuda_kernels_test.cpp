@@ -295,11 +295,12 @@ TEST(CudaBackendWithoutGpu, AskingForADeviceThatIsNotThereIsRefused) {
 namespace tessera::testing {
 namespace {
 
-TEST(NcclCommunicator, NeedsACudaBackendOrSaysItIsNotCompiled) {
+TEST(NcclCommunicator, ACpuRankKeepsTheHostCommunicatorOrItSaysNcclIsNotCompiled) {
   const auto host = comm::make_self_communicator();
 
   if (comm::nccl_compiled()) {
-    EXPECT_THROW(comm::make_nccl_communicator(host, make_cpu_backend()), InvalidArgument);
+    EXPECT_EQ(comm::make_nccl_communicator(host, make_cpu_backend()), host);
+    EXPECT_THROW(comm::make_nccl_communicator(host, nullptr), InvalidArgument);
   } else {
     EXPECT_THROW(comm::make_nccl_communicator(host, make_cpu_backend()), NotCompiled);
   }

@@ -40,6 +40,7 @@
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/partition.hpp"
 #include "tessera/partition/store.hpp"
+#include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/mlp_job.hpp"
 #include "tessera/runtime/offload_options.hpp"

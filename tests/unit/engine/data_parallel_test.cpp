@@ -8,6 +8,7 @@
 #include "unit/engine/arena_backend.hpp"
 
 #include <array>
+#include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <memory>
@@ -243,6 +244,42 @@ TEST(Sequential, BackwardWithoutParameterGradientsHandsNothingOver) {
   model.backward(dy.cview(), GradientMode::Ignore, [&](Parameter<float>&) { ++calls; });
 
   EXPECT_EQ(calls, 0);
+}
+
+TEST(Sequential, ASimulatedSlowdownReadsItsClockPerModuleAndChangesNoResult) {
+  // The clock of blocked time is read before and after every training forward and backward
+  // call (what is subtracted from the time slept); the outputs and gradients stay as they were.
+  const BackendPtr cpu = make_cpu_backend(1);
+  const auto build = [&] {
+    auto model = std::make_unique<Sequential<float>>();
+    model->add(std::make_unique<Linear<float>>(cpu, 3, 4, true, 1, 0));
+    model->add(std::make_unique<Relu<float>>(cpu));
+    return model;
+  };
+  auto plain = build(), slowed = build();
+  int reads = 0;
+  slowed->simulate_slowdown(1.5, [&reads] {
+    ++reads;
+    return 0.0;
+  });
+  DenseT<float> x = DenseT<float>::zeros(cpu, 5, 3), dy = DenseT<float>::zeros(cpu, 5, 4);
+  x.fill(0.5f);
+  dy.fill(1.0f);
+  const Step training{0, 1, true, {}};
+
+  const ConstDenseView<float> want = plain->forward(training, x.cview());
+  const ConstDenseView<float> got = slowed->forward(training, x.cview());
+  EXPECT_EQ(std::vector<float>(got.data, got.data + got.size()),
+            std::vector<float>(want.data, want.data + want.size()));
+  plain->backward(dy.cview());
+  slowed->backward(dy.cview());
+
+  EXPECT_EQ(reads, 2 * 2 * 2); // 2 modules × forward and backward × before and after
+  EXPECT_EQ(slowed->parameters()[0]->grad(0, 0), plain->parameters()[0]->grad(0, 0));
+  slowed->forward(Step{0, 1, false, {}}, x.cview()); // evaluation is not slowed
+  EXPECT_EQ(reads, 8);
+  EXPECT_THROW(slowed->simulate_slowdown(0.5, {}), InvalidArgument);
+  EXPECT_THROW(slowed->simulate_slowdown(std::nan(""), {}), InvalidArgument);
 }
 
 } // namespace

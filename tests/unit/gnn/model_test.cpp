@@ -128,6 +128,30 @@ TEST(MeasureRankRates, ARankWithoutRowsMeetsEveryTimingOfARankWithRows) {
   EXPECT_TRUE(idle.gemms.empty());
 }
 
+TEST(PredictPartCost, SplitsAStepIntoWhatNonzerosAndRowsCost) {
+  // Fixed rates: SpMM at 10 GB/s, GEMMs at 50 GFLOP/s, copies at 20 GB/s.
+  gnn::RankRates rates;
+  rates.spmm_gbps = {{16, 10.0}};
+  rates.gemm_gflops = 50.0;
+  rates.copy_gbps = 20.0;
+  gnn::LayerShape layer;
+  layer.in = 64;
+  layer.out = 16;
+  layer.input_rows = 1000;
+  const gnn::LayerShape layers[] = {layer};
+
+  const gnn::PartCost cost = gnn::predict_part_cost(rates, layers, 1000, 8000);
+  const gnn::CostModel model(rates, {}, nullptr, 1000, 1000, 1000, 8000);
+
+  // SpMM forward and backward read a 16-wide row (64 bytes) and an index and value (8) per
+  // nonzero at 10 GB/s.
+  EXPECT_NEAR(cost.per_nonzero_ms, 2 * (8.0 + 64.0) / 10e9 * 1e3, 1e-12);
+  EXPECT_GT(cost.per_row_ms, 0.0);
+  EXPECT_NEAR(cost.ms(8000, 1000), model.predict(layer, comm::ExchangeOptions{}).compute_ms, 1e-9);
+  EXPECT_NEAR(cost.row_cost(), cost.per_row_ms / cost.per_nonzero_ms, 1e-12);
+  EXPECT_EQ(gnn::predict_part_cost(rates, layers, 0, 0).per_nonzero_ms, 0.0);
+}
+
 TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
   const BackendPtr cpu = make_cpu_backend();
   const Csr a = three_node_gcn_matrix(cpu);

@@ -225,6 +225,40 @@ TEST(PartitionGraph, BlockWithDegreeWeightsBalancesNonzeros) {
   EXPECT_LT(degree.edge_balance, uniform.edge_balance);
 }
 
+TEST(PartitionGraph, CostWeightsGiveEachPartItsShareOfNonzerosPlusRowCosts) {
+  // Parts for ranks of speeds 1 and 0.25: each part's cost (its rows' degree + 1 + row cost)
+  // follows its speed, whatever the degrees.
+  graph::EdgeList list;
+  list.num_nodes = 2000;
+  for (std::int64_t v = 1; v < 2000; ++v) {
+    for (std::int64_t k = 0; k < v / 100 + 1; ++k)
+      list.add(v, (v * 7 + k * 13) % v);
+  }
+  const Csr a = graph::build_symmetric_csr(make_cpu_backend(), list);
+  for (const Method method : {Method::Block, Method::MetisKway}) {
+    Options options = options_for(method, 2, {1.0, 0.25});
+    options.vertex_weight = VertexWeight::Cost;
+    options.row_cost = 6.0;
+    options.balance = Balance::Given;
+
+    const Partition partition = partition_graph(a, options);
+
+    double cost[2] = {0.0, 0.0};
+    for (std::int64_t v = 0; v < a.rows(); ++v) {
+      std::int64_t degree = 0;
+      for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k)
+        degree += a.col()[k] != v;
+      cost[partition.owner[v]] += static_cast<double>(degree) + 1.0 + options.row_cost;
+    }
+    SCOPED_TRACE(to_string(method));
+    EXPECT_NEAR(cost[1] / (cost[0] + cost[1]), 0.2, 0.01);
+  }
+  Options negative = options_for(Method::Block, 2);
+  negative.vertex_weight = VertexWeight::Cost;
+  negative.row_cost = -1.0;
+  EXPECT_THROW(partition_graph(a, negative), InvalidArgument);
+}
+
 // ---- metrics ----------------------------------------------------------------------------------
 
 TEST(Measure, EqualsBruteForceRecount) {
@@ -448,8 +482,12 @@ TEST(ParseOptions, NamesRoundTrip) {
   EXPECT_EQ(parse_vertex_weight("uniform"), VertexWeight::Uniform);
   EXPECT_EQ(parse_vertex_weight("degree"), VertexWeight::Degree);
   EXPECT_EQ(parse_vertex_weight("compute"), VertexWeight::Compute);
-  for (const VertexWeight weight : {VertexWeight::Uniform, VertexWeight::Degree, VertexWeight::Compute})
+  EXPECT_EQ(parse_vertex_weight("cost"), VertexWeight::Cost);
+  for (const VertexWeight weight :
+       {VertexWeight::Uniform, VertexWeight::Degree, VertexWeight::Compute, VertexWeight::Cost})
     EXPECT_EQ(parse_vertex_weight(to_string(weight)), weight);
+  for (const Balance balance : {Balance::None, Balance::Given, Balance::Measured})
+    EXPECT_EQ(parse_balance(to_string(balance)), balance);
   EXPECT_EQ(parse_objective("cut"), Objective::EdgeCut);
   EXPECT_EQ(parse_objective("volume"), Objective::Volume);
   EXPECT_EQ(to_string(Objective::Volume), "volume");
@@ -473,6 +511,9 @@ TEST(ParseOptions, BadTextThrowsInvalidArgumentListingValidValues) {
   for (const std::string bad : {"", "2,,1", "2,1,", "a,b", "1;2", "2,0", "1,-1", "1,nan", "1 ,2"}) {
     EXPECT_THROW(parse_part_weights(bad), InvalidArgument) << "'" << bad << "'";
   }
+  EXPECT_THAT([] { parse_part_weights("1,0", "--rank-speeds"); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("--rank-speeds '1,0'")));
+  EXPECT_THROW(parse_balance("fast"), InvalidArgument);
 }
 
 } // namespace

@@ -214,6 +214,29 @@ TEST(PartitionStore, ManifestRecordsTheRunAndTheQuality) {
   EXPECT_EQ(m.quality.broadcast_volume, q.broadcast_volume);
 }
 
+TEST(PartitionStore, ManifestRecordsTheRankSpeedsItWasCutFor) {
+  const StoreFixture equal;
+  TempDir temp;
+  const std::string dir = temp.file("store");
+  Options options = block_options();
+  options.balance = Balance::Given;
+  options.part_weights = {1.0, 0.5, 0.25};
+  options.vertex_weight = VertexWeight::Cost;
+  options.row_cost = 12.5;
+  write_store(dir, ring_dataset(false), kPartition, options, Reorder::None, some_quality());
+
+  const Manifest for_speeds = read_manifest(dir);
+
+  EXPECT_EQ(read_manifest(equal.dir).balance, "none");
+  EXPECT_TRUE(read_manifest(equal.dir).rank_speeds.empty());
+  EXPECT_EQ(for_speeds.balance, "given");
+  EXPECT_EQ(for_speeds.rank_speeds, (std::vector<double>{1.0, 0.5, 0.25}));
+  EXPECT_EQ(for_speeds.vertex_weight, "cost");
+  EXPECT_EQ(for_speeds.row_cost, 12.5);
+  EXPECT_EQ(read_manifest(equal.dir).row_cost, 0.0);
+  expect_same_tile(load_part(dir, 1), load_part(equal.dir, 1)); // a performance choice only
+}
+
 TEST(PartitionStore, DatasetChecksumFollowsTheData) {
   const StoreFixture dense(false);
   const StoreFixture sparse(true);

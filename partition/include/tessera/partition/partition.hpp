@@ -20,9 +20,17 @@ enum class Method {
 
 /// What each vertex weighs when parts are balanced (METIS vwgt; the block method's ranges).
 enum class VertexWeight {
-  Uniform,  ///< every vertex 1
-  Degree,   ///< degree (without self-loop) + 1
-  Compute   ///< degree + feature width (at least 1): the per-vertex cost of one GCN layer
+  Uniform, ///< every vertex 1
+  Degree,  ///< degree (without self-loop) + 1
+  Compute, ///< degree + feature width (at least 1): the per-vertex cost of one GCN layer
+  Cost     ///< degree + 1 + Options::row_cost, rounded: the cost model's time of the vertex's row
+};
+
+/// What the target part weights stand for (recorded in a store's manifest).
+enum class Balance {
+  None,    ///< equal shares, or part_weights as given
+  Given,   ///< part_weights are the speeds of the ranks, given by the user
+  Measured ///< part_weights are the speeds of the ranks, measured by the job (tessera-train)
 };
 
 /// What METIS k-way minimizes. Recursive bisection always minimizes the edge cut.
@@ -39,6 +47,12 @@ struct Options {
   VertexWeight vertex_weight = VertexWeight::Uniform;  ///< ignored by Method::Random
   /// Feature width used by VertexWeight::Compute (>= 0).
   std::int64_t feature_width = 0;
+  /// VertexWeight::Cost: what one row costs beyond its nonzeros, in units of one nonzero's
+  /// aggregation (>= 0; the cost model's GEMM and elementwise time per row over its SpMM time
+  /// per nonzero).
+  double row_cost = 0.0;
+  /// What part_weights stand for; recorded, not used to cut.
+  Balance balance = Balance::None;
   /// Target share of each part (METIS tpwgts), positive, normalized to sum 1; empty means equal
   /// shares. Otherwise one per part.
   std::vector<double> part_weights;
@@ -102,10 +116,14 @@ Components connected_components(const Csr& a);
 std::string to_string(Method method);
 std::string to_string(VertexWeight weight);
 std::string to_string(Objective objective);
+std::string to_string(Balance balance);
 Method parse_method(const std::string& text);  ///< metis, metis-recursive, block, random
-VertexWeight parse_vertex_weight(const std::string& text);  ///< uniform, degree, compute
+VertexWeight parse_vertex_weight(const std::string& text);   ///< uniform, degree, compute, cost
 Objective parse_objective(const std::string& text);          ///< cut, volume
-/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text or a non-positive item.
-std::vector<double> parse_part_weights(const std::string& text);
+Balance parse_balance(const std::string& text);              ///< none, given, measured
+/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text or a non-positive item,
+/// naming `what` (the flag: "--part-weights", "--rank-speeds") and the text.
+std::vector<double> parse_part_weights(const std::string& text,
+                                       const std::string& what = "--part-weights");
 
 }  // namespace tessera::partition

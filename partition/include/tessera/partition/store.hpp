@@ -25,6 +25,11 @@ struct Manifest {
   std::string vertex_weight;                ///< uniform, degree, compute
   std::string objective;                    ///< cut or volume (METIS k-way)
   std::vector<double> part_weights;         ///< as given (empty: equal shares)
+  /// none, given or measured: whether part_weights are the speeds of the ranks it was cut for
+  /// (stores written before these keys read as none). A performance choice: any store trains.
+  std::string balance = "none";
+  std::vector<double> rank_speeds; ///< [P] the speeds it was cut for (empty: none)
+  double row_cost = 0.0; ///< VertexWeight::Cost's row cost (0 for the other vertex weights)
   std::string reorder;                      ///< none or rcm
   std::uint64_t seed = 0;                   ///< the partitioner's seed
   int num_parts = 0;                        ///< P, the rank count that can load it

@@ -132,11 +132,16 @@ std::shared_ptr<Communicator> make_self_communicator();
 /// Whether this build has NCCL (it comes with the CUDA backend when NCCL is found).
 bool nccl_compiled() noexcept;
 
-/// A communicator for ranks that all train on GPUs: exchanges of device memory and float sums
-/// of device memory run through NCCL on `gpu`'s stream (stream-ordered: wait() returns at once
-/// and later kernels on that stream see the data); host memory and the other collectives go
-/// through `host`. Collective over host's ranks (the NCCL id is broadcast over it). Throws
-/// NotCompiled without NCCL, InvalidArgument when `gpu` is not a CUDA backend.
+/// A communicator for a job whose ranks train on GPUs (`gpu` a CUDA backend) or CPUs (any other
+/// backend). On a GPU rank: device-memory exchanges with other GPU ranks run through NCCL (one
+/// communicator over the GPU ranks) on `gpu`'s stream (stream-ordered: wait() returns at once
+/// and later kernels on that stream see the data); device messages to CPU ranks are staged
+/// through host memory and go through `host` (copied out at start, in at wait()); float sums of
+/// device memory run through NCCL when every rank has a GPU, else staged through `host`; host
+/// memory and the other collectives go through `host`. A CPU rank (and every rank of a job
+/// without a GPU) gets `host` itself. Collective over host's ranks (which ranks have GPUs is
+/// gathered, and the NCCL id is broadcast from the first GPU rank). Throws NotCompiled without
+/// NCCL, InvalidArgument for a null `gpu`.
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> host,
                                                      BackendPtr gpu);
 

@@ -56,6 +56,13 @@ public:
   /// (host time: on a device, the time to queue its work and wait for what it waits for).
   const std::vector<double>& module_seconds() const { return module_seconds_; }
 
+  /// Simulates a device `slowdown` times slower (>= 1; 1: off): after each module's training
+  /// forward and backward, sleeps (slowdown - 1) times its compute — its time less what
+  /// `blocked_seconds` (a running total: halo waits and message posting) grew by during it —
+  /// so the messages a later module sends leave about when they would on the slower device.
+  /// Throws InvalidArgument for a slowdown below 1 or not finite.
+  void simulate_slowdown(double slowdown, std::function<double()> blocked_seconds);
+
 private:
   /// Acquires module i's working set into `pins` for a forward or backward call on `input`;
   /// returns true when the module acquires its own memory (only its parameters are acquired).
@@ -71,6 +78,8 @@ private:
   std::vector<Context<T>> contexts_;
   std::vector<bool> needs_input_grad_;
   std::vector<double> module_seconds_;
+  double slowdown_ = 1.0;
+  std::function<double()> blocked_seconds_;
 };
 
 } // namespace tessera

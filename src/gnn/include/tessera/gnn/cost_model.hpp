@@ -69,6 +69,26 @@ struct LayerPrediction {
   double total_ms() const noexcept { return compute_ms + wait_ms; }
 };
 
+/// A part's predicted compute per training step on one rank, split by what drives it:
+/// time ≈ per_nonzero_ms · nonzeros of its aggregation matrix + per_row_ms · its owned rows
+/// (SpMMs scale with the nonzeros; GEMMs, bias and the row terms of the SpMMs with the rows).
+/// Halo exchanges are not in it: what balancing equalizes is the compute.
+struct PartCost {
+  double per_nonzero_ms = 0.0, per_row_ms = 0.0;
+  /// What a row costs beyond its nonzeros, in nonzeros (0 when nothing was measured).
+  double row_cost() const noexcept { return per_nonzero_ms > 0 ? per_row_ms / per_nonzero_ms : 0; }
+  /// The predicted milliseconds of a part of `nnz` nonzeros and `rows` rows.
+  double ms(double nnz, double rows) const noexcept {
+    return per_nonzero_ms * nnz + per_row_ms * rows;
+  }
+};
+
+/// The PartCost of `layers` (their input_rows: the part's rows, no halo) from `rates` measured on
+/// a matrix of `rows` rows and `nnz` nonzeros: the cost model's compute prediction at that size
+/// and at twice the nonzeros, solved for the two terms.
+PartCost predict_part_cost(const RankRates& rates, std::span<const LayerShape> layers,
+                           std::int64_t rows, std::int64_t nnz);
+
 /// Predicts layer times on one rank from its rates, its links to its halo peers, and its tile.
 class CostModel {
 public:

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -66,19 +67,6 @@ struct PhaseTimes {
   double forward = 0.0, loss = 0.0, backward = 0.0, optimizer = 0.0, evaluate = 0.0;
 };
 
-/// A whole run: every epoch and the metrics that matter at its end.
-struct TrainResult {
-  std::vector<EpochStats> history; ///< one entry per epoch, in order
-  int best_epoch = 0;              ///< epoch of the highest validation accuracy (earliest on ties)
-  SplitMetrics best_val;           ///< validation metrics at best_epoch
-  SplitMetrics test_at_best_val;   ///< test metrics at best_epoch (what papers report)
-  SplitMetrics final_test;         ///< test metrics after the last epoch
-  PhaseTimes phases;
-  double median_step_ms = 0.0; ///< median of EpochStats::step_ms
-  /// Rows of each split over all ranks (a split without rows has no metrics to report).
-  std::int64_t train_rows = 0, val_rows = 0, test_rows = 0;
-};
-
 /// One parameter of a model as a checkpoint holds it, in host memory: its values and Adam's
 /// moments, each [rows * cols].
 struct ParameterState {
@@ -98,6 +86,21 @@ struct TrainState {
   SplitMetrics best_val, test_at_best_val, final_test;
 };
 
+/// A whole run: every epoch and the metrics that matter at its end.
+struct TrainResult {
+  std::vector<EpochStats> history; ///< one entry per epoch, in order
+  int best_epoch = 0;              ///< epoch of the highest validation accuracy (earliest on ties)
+  SplitMetrics best_val;           ///< validation metrics at best_epoch
+  SplitMetrics test_at_best_val;   ///< test metrics at best_epoch (what papers report)
+  SplitMetrics final_test;         ///< test metrics after the last epoch
+  PhaseTimes phases;
+  double median_step_ms = 0.0; ///< median of EpochStats::step_ms
+  /// Rows of each split over all ranks (a split without rows has no metrics to report).
+  std::int64_t train_rows = 0, val_rows = 0, test_rows = 0;
+  /// Set when TrainControl::pause_after ended the run early: the state to resume from.
+  std::optional<TrainState> paused;
+};
+
 /// How a run may be continued, saved and stopped (all optional).
 struct TrainControl {
   /// Continue after resume->epoch with its weights, Adam state and best validation (a state of
@@ -110,6 +113,10 @@ struct TrainControl {
   /// Polled after every epoch: a nonzero value (a signal number) asks to stop. When any rank
   /// asks, every rank finishes the epoch, checkpoints and throws TrainingStopped.
   std::function<int()> stop_requested;
+  /// Called after every epoch but the last, after the checkpoint (collective: on every rank
+  /// with that rank's stats, and it must answer the same everywhere): true ends training there,
+  /// and TrainResult::paused holds the state to resume from (on another tiling, say).
+  std::function<bool(const EpochStats&)> pause_after;
 };
 
 /// Thrown by every rank of a run at the same epoch when training cannot or should not go on:
@@ -136,6 +143,10 @@ struct Distribution {
   RowIds rows;
   /// What the model's halo exchanges have done so far on this rank, summed over layers.
   std::function<comm::HaloStats()> halo_totals;
+  /// A simulated slower device (--simulate-rank-speed): this rank's training compute takes this
+  /// many times as long as measured (>= 1; Sequential::simulate_slowdown sleeps the difference
+  /// after each module, halo waits and posting not counted).
+  double slowdown = 1.0;
 };
 
 /// Trains `model` on `features` for config.epochs full-batch steps on `backend`, where the model

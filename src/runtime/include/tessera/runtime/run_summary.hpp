@@ -38,6 +38,20 @@ struct RankFigures {
   std::vector<double> layer_predicted_ms, layer_measured_ms;
 };
 
+/// One re-cut of the graph while training (TrainJob::rebalance_threshold).
+struct RebalanceStep {
+  int epoch = 0;                 ///< after this epoch
+  double imbalance_before = 0.0; ///< max / mean of the ranks' compute per epoch that triggered it
+  /// The same, measured over the epochs after the move; 0 when training ended first.
+  double imbalance_after = 0.0;
+  /// [ranks] the part weights the new cut follows (relative, the largest 1): the shares that
+  /// equalize the ranks' times as fitted to the measured epochs
+  std::vector<double> shares;
+  std::int64_t rows_moved = 0;  ///< rows whose owner changed
+  std::int64_t bytes_moved = 0; ///< tile bytes rank 0 sent to the other ranks
+  double seconds = 0.0;         ///< cutting, sending, rebuilding halo plans and the model
+};
+
 /// What a job did, the same on every rank.
 struct RunSummary {
   // ---- what ran ----
@@ -78,6 +92,14 @@ struct RunSummary {
   std::optional<double> broadcast_1d_bytes_per_epoch;
   std::int64_t cache_hit_rows = 0;      ///< ghost input rows served from the cache, all ranks
   std::int64_t feature_fetch_bytes = 0; ///< what fetching them once moved, all ranks
+
+  // ---- balancing ----
+  std::string balance = "none";    ///< none, given or measured (a store's: as it was cut)
+  std::vector<double> rank_speeds; ///< [ranks] what the first cut followed (empty: equal)
+  double row_cost = 0.0;           ///< a row's cost in nonzeros, what vertices weighed
+  std::vector<RebalanceStep> rebalances;
+  /// Median training step after the last rebalance (its first epoch excluded); 0 without one.
+  double balanced_epoch_ms = 0.0;
 
   // ---- memory budgets ----
   bool offloaded = false;     ///< whether each rank's tensors lived in a ChunkManager

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessera::runtime {
 
@@ -48,6 +50,20 @@ struct TrainJob {
   /// (not at all for one rank) and sends every rank its tile.
   std::string partition_dir;
   partition::Options partition;
+  /// Speed-aware balancing of the in-memory cut (several ranks, no partition_dir): what the
+  /// parts' shares follow — equal (None), the speeds in rank_speeds (Given), or the speeds the
+  /// ranks measure at start with the cost model (Measured); balanced, a vertex weighs its
+  /// cost-model cost (degree + 1 + the row cost). Balanced jobs also rebalance: see below.
+  partition::Balance balance = partition::Balance::None;
+  std::vector<double> rank_speeds; ///< Given: one positive speed per rank
+  /// Balanced jobs re-cut the graph at an epoch boundary when max / mean of the ranks' measured
+  /// compute per epoch exceeds this, refitting the speeds from the measured times (> 1; 0:
+  /// never), at most rebalance_max_moves times. The computed function does not change.
+  double rebalance_threshold = 1.1;
+  int rebalance_max_moves = 3;
+  /// Simulated slower devices (--simulate-rank-speed R:FACTOR): rank R's training compute takes
+  /// 1 / FACTOR as long as measured, FACTOR in (0, 1]; also what its measured speed sees.
+  std::vector<std::pair<int, double>> simulated_speeds;
   /// Memory budgets (--device-memory, --host-memory, --offload-dir, ...): with a budget or a
   /// tier, each rank's features, matrices, activations, weights, gradients and Adam state live
   /// in a ChunkManager of its own and move in chunks; default: none, everything stays put.
