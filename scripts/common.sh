@@ -227,6 +227,38 @@ tessera_tcmalloc_path() {
   echo "${lib}"
 }
 
+# The folder a benchmark keeps its graphs, stores, reports and logs in: WORK when set (created,
+# kept and reused), else a temporary one removed at exit unless KEEP=1. Sets the global `work`.
+# shellcheck disable=SC2034  # work is read by the calling script
+tessera_bench_work_dir() {
+  work="${WORK:-}"
+  if [[ -n "${work}" ]]; then
+    mkdir -p "${work}"
+    KEEP=1
+  else
+    work="$(mktemp -d)"
+  fi
+  if [[ "${KEEP:-0}" == 1 ]]; then
+    trap 'echo "reports and logs kept in ${work}"' EXIT
+  else
+    trap 'rm -rf "${work}"' EXIT
+  fi
+}
+
+# tessera_bench_train NAME RANKS FLAGS...: one tessera-train run (the global `train`) on RANKS
+# ranks, one OpenMP thread each; the report in ${work}/NAME.json, the output in
+# ${work}/NAME.log (its end printed, and the script ended, if the run fails).
+tessera_bench_train() {
+  local name="$1" ranks="$2"
+  shift 2
+  if ! OMP_NUM_THREADS=1 mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
+    "${train}" --threads 1 --report "${work}/${name}.json" "$@" >"${work}/${name}.log" 2>&1; then
+    echo "${name}: tessera-train failed; the end of its output:" >&2
+    tail -n 20 "${work}/${name}.log" >&2
+    exit 1
+  fi
+}
+
 tessera_json_get() {
   "${TESSERA_PYTHON}" -c '
 import json, sys

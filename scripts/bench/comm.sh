@@ -52,18 +52,7 @@ for program in "${train}" "${apps}/tessera-convert/tessera-convert" \
   [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
 done
 
-work="${WORK:-}"
-if [[ -n "${work}" ]]; then
-  mkdir -p "${work}"
-  KEEP=1
-else
-  work="$(mktemp -d)"
-fi
-if [[ "${KEEP:-0}" == 1 ]]; then
-  trap 'echo "reports and logs kept in ${work}"' EXIT
-else
-  trap 'rm -rf "${work}"' EXIT
-fi
+tessera_bench_work_dir
 
 # The modes, by name: the flags that choose each.
 declare -A mode_flags=(
@@ -83,19 +72,6 @@ if [[ -n "${MODES:-}" ]]; then
 fi
 read -r -a rank_counts <<<"${RANKS:-2 4}"
 
-# train NAME RANKS FLAGS...: one run on RANKS ranks, one OpenMP thread each; the report in
-# ${work}/NAME.json, the output in ${work}/NAME.log (its end printed if the run fails).
-train() {
-  local name="$1" ranks="$2"
-  shift 2
-  if ! OMP_NUM_THREADS=1 mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
-    "${train}" --threads 1 --report "${work}/${name}.json" "$@" >"${work}/${name}.log" 2>&1; then
-    echo "${name}: tessera-train failed; the end of its output:" >&2
-    tail -n 20 "${work}/${name}.log" >&2
-    exit 1
-  fi
-}
-
 section_links() {
   local nodes=1000000
   ((quick)) && nodes=100000
@@ -114,12 +90,12 @@ section_links() {
     local common=(--partition-dir "${work}/store-${parts}" --hidden 128 --num-layers 3 --epochs "${epochs}"
       --eval-every "${epochs}" --log-every "${epochs}")
     tessera_log "P=${parts}: shared memory, exact"
-    train "links-p${parts}-shm-exact" "${parts}" "${common[@]}"
+    tessera_bench_train "links-p${parts}-shm-exact" "${parts}" "${common[@]}"
     for link in 100 10 1; do
       for mode in "${link_modes[@]}"; do
         tessera_log "P=${parts}: ${link} Gb/s, ${mode}"
         # shellcheck disable=SC2086  # the mode's flags split into words
-        train "links-p${parts}-${link}-${mode}" "${parts}" "${common[@]}" \
+        tessera_bench_train "links-p${parts}-${link}-${mode}" "${parts}" "${common[@]}" \
           --simulate-link "${link}:5" ${mode_flags[${mode}]}
       done
     done
@@ -207,7 +183,7 @@ section_accuracy() {
       tessera_log "${dataset}, 4 ranks, ${mode}: ${seeds} seeds"
       for ((seed = 0; seed < seeds; ++seed)); do
         # shellcheck disable=SC2086  # the mode's flags split into words
-        train "acc-${dataset}-${mode}-${seed}" 4 "${flags[@]}" --seed "${seed}" \
+        tessera_bench_train "acc-${dataset}-${mode}-${seed}" 4 "${flags[@]}" --seed "${seed}" \
           --log-every 1000 ${mode_flags[${mode}]}
       done
     done

@@ -41,31 +41,7 @@ for program in "${train}" "${apps}/tessera-convert/tessera-convert"; do
   [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
 done
 
-work="${WORK:-}"
-if [[ -n "${work}" ]]; then
-  mkdir -p "${work}"
-  KEEP=1
-else
-  work="$(mktemp -d)"
-fi
-if [[ "${KEEP:-0}" == 1 ]]; then
-  trap 'echo "reports and logs kept in ${work}"' EXIT
-else
-  trap 'rm -rf "${work}"' EXIT
-fi
-
-# train NAME RANKS FLAGS...: one run on RANKS ranks, one OpenMP thread each; the report in
-# ${work}/NAME.json, the output in ${work}/NAME.log (its end printed if the run fails).
-train() {
-  local name="$1" ranks="$2"
-  shift 2
-  if ! OMP_NUM_THREADS=1 mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
-    "${train}" --threads 1 --report "${work}/${name}.json" "$@" >"${work}/${name}.log" 2>&1; then
-    echo "${name}: tessera-train failed; the end of its output:" >&2
-    tail -n 20 "${work}/${name}.log" >&2
-    exit 1
-  fi
-}
+tessera_bench_work_dir
 
 # "1,1,1,F": every rank at full speed but the last.
 speeds_of() {
@@ -87,16 +63,17 @@ section_balance() {
   local ranks factor slow
   for ranks in "${rank_counts[@]}"; do
     tessera_log "P=${ranks}: every rank at full speed"
-    train "p${ranks}-uniform" "${ranks}" "${common[@]}"
+    tessera_bench_train "p${ranks}-uniform" "${ranks}" "${common[@]}"
     for factor in "${factors[@]}"; do
       slow=(--simulate-rank-speed "$((ranks - 1)):${factor}")
       tessera_log "P=${ranks}, rank $((ranks - 1)) at ${factor}: equal parts"
-      train "p${ranks}-${factor}-none" "${ranks}" "${common[@]}" "${slow[@]}"
+      tessera_bench_train "p${ranks}-${factor}-none" "${ranks}" "${common[@]}" "${slow[@]}"
       tessera_log "P=${ranks}, rank $((ranks - 1)) at ${factor}: --balance given"
-      train "p${ranks}-${factor}-given" "${ranks}" "${common[@]}" "${slow[@]}" --balance given \
-        --rank-speeds "$(speeds_of "${ranks}" "${factor}")"
+      tessera_bench_train "p${ranks}-${factor}-given" "${ranks}" "${common[@]}" "${slow[@]}" \
+        --balance given --rank-speeds "$(speeds_of "${ranks}" "${factor}")"
       tessera_log "P=${ranks}, rank $((ranks - 1)) at ${factor}: --balance measured"
-      train "p${ranks}-${factor}-measured" "${ranks}" "${common[@]}" "${slow[@]}" --balance measured
+      tessera_bench_train "p${ranks}-${factor}-measured" "${ranks}" "${common[@]}" "${slow[@]}" \
+        --balance measured
     done
   done
   "${TESSERA_PYTHON}" - "${work}" "${spec}" "${epochs}" "${RANKS:-2 4}" "${factors[@]}" <<'PY'
@@ -105,6 +82,9 @@ work, spec, epochs = sys.argv[1], sys.argv[2], sys.argv[3]
 rank_counts, factors = [int(p) for p in sys.argv[4].split()], [float(f) for f in sys.argv[5:]]
 def report(name):
     return json.load(open(f"{work}/{name}.json"))
+def move_text(m):
+    after = f"{m['imbalance_after']:.2f}" if m["imbalance_after"] > 0 else "(not measured)"
+    return f"{m['epoch']:.0f}: {m['imbalance_before']:.2f} → {after}, {m['rows_moved']:.0f}"
 def epoch_ms(r):
     balanced = r["timing"].get("balanced_epoch_ms", 0.0)
     return balanced if balanced > 0 else r["timing"]["epoch_ms_median"]
@@ -124,9 +104,7 @@ for ranks in rank_counts:
             r = report(f"p{ranks}-{factor:g}-{balance}")
             e = epoch_ms(r)
             speeds = ",".join(f"{s:.2f}" for s in r["distributed"].get("rank_speeds", []))
-            moves = "; ".join(
-                f"{m['epoch']:.0f}: {m['imbalance_before']:.2f} → {m['imbalance_after']:.2f}, "
-                f"{m['rows_moved']:.0f}" for m in r.get("rebalances", []))
+            moves = "; ".join(move_text(m) for m in r.get("rebalances", []))
             print(f"| {ranks} | {factor:g} | {balance} | {speeds} | {e:.0f} | {e / ideal:.2f} | "
                   f"{moves} | {100 * r['metrics']['test_accuracy']:.2f} % |")
         print(f"| {ranks} | {factor:g} | ideal | | {ideal:.0f} | 1.00 | | |")

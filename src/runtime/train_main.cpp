@@ -520,10 +520,12 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
                  static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
       if (!summary.rebalances.empty()) {
         const RebalanceStep& step = summary.rebalances.back();
-        fmt::print("{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "
-                   "imbalance {:.2f} before it, {:.2f} after\n",
-                   summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms,
-                   step.imbalance_before, step.imbalance_after);
+        fmt::print(
+            "{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "
+            "imbalance {:.2f} before it, {}\n",
+            summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms, step.imbalance_before,
+            step.imbalance_after > 0 ? fmt::format("{:.2f} after", step.imbalance_after)
+                                     : std::string("not measured after (training ended first)"));
       }
       if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
       if (summary.offloaded && summary.ranks == 1) {

@@ -1,6 +1,7 @@
 // Heterogeneous ranks: parts sized by the ranks' speeds, and re-cut while training, compute what
 // one process computes (losses within 1e-5 across every move) at every rank count.
 #include "mpi/mpi_test_main.hpp"
+#include "mpi/same_training.hpp"
 
 #include <cmath>
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 namespace tessera {
 namespace {
 
+using testing::expect_same_training;
 using ::testing::HasSubstr;
 using testing::world;
 
@@ -23,21 +25,6 @@ runtime::TrainJob community_job() {
   job.train.epochs = 20;
   job.train.seed = 11;
   return job;
-}
-
-void expect_same_losses(const gnn::TrainResult& one, const gnn::TrainResult& many) {
-  ASSERT_EQ(one.history.size(), many.history.size());
-  for (std::size_t e = 0; e < one.history.size(); ++e) {
-    const gnn::EpochStats& a = one.history[e];
-    const gnn::EpochStats& b = many.history[e];
-    SCOPED_TRACE("epoch " + std::to_string(a.epoch));
-    EXPECT_EQ(b.epoch, a.epoch);
-    EXPECT_NEAR(b.train_loss, a.train_loss, 1e-5 * std::abs(a.train_loss));
-    EXPECT_NEAR(b.val.loss, a.val.loss, 1e-5 * std::abs(a.val.loss));
-    EXPECT_DOUBLE_EQ(b.val.accuracy, a.val.accuracy);
-  }
-  EXPECT_EQ(many.best_epoch, one.best_epoch);
-  EXPECT_DOUBLE_EQ(many.test_at_best_val.accuracy, one.test_at_best_val.accuracy);
 }
 
 TEST(Balancing, RunsReCutWhileTrainingMatchOneProcessEveryEpoch) {
@@ -54,7 +41,8 @@ TEST(Balancing, RunsReCutWhileTrainingMatchOneProcessEveryEpoch) {
   if (ranks > 1) job.simulated_speeds = {{ranks - 1, 0.5}};
   const runtime::RunSummary many = runtime::run_train_job(job);
 
-  expect_same_losses(one, many.result);
+  expect_same_training(one, many.result);
+  EXPECT_EQ(many.result.best_epoch, one.best_epoch);
   if (ranks == 1) {
     EXPECT_TRUE(many.rebalances.empty());
     return;

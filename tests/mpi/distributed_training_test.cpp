@@ -2,6 +2,7 @@
 // the same per-epoch loss (relative 1e-5) and accuracies with dropout on — on Cora and on a
 // generated graph, with the tile from rank 0 or from a partition store; and the refusals.
 #include "mpi/mpi_test_main.hpp"
+#include "mpi/same_training.hpp"
 #include "test_data.hpp"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 namespace tessera {
 namespace {
 
+using testing::expect_same_training;
 using ::testing::HasSubstr;
 using testing::world;
 
@@ -53,20 +55,6 @@ gnn::TrainResult serial(runtime::TrainJob job) {
 gnn::TrainResult distributed(runtime::TrainJob job) {
   job.comm = world();
   return runtime::run_train_job(job).result;
-}
-
-void expect_same_training(const gnn::TrainResult& one, const gnn::TrainResult& many) {
-  ASSERT_EQ(one.history.size(), many.history.size());
-  for (std::size_t e = 0; e < one.history.size(); ++e) {
-    const gnn::EpochStats& a = one.history[e];
-    const gnn::EpochStats& b = many.history[e];
-    SCOPED_TRACE("epoch " + std::to_string(a.epoch));
-    EXPECT_NEAR(b.train_loss, a.train_loss, 1e-5 * std::abs(a.train_loss));
-    EXPECT_NEAR(b.val.loss, a.val.loss, 1e-5 * std::abs(a.val.loss));
-    EXPECT_DOUBLE_EQ(b.train.accuracy, a.train.accuracy);
-    EXPECT_DOUBLE_EQ(b.val.accuracy, a.val.accuracy);
-    EXPECT_DOUBLE_EQ(b.test.accuracy, a.test.accuracy);
-  }
 }
 
 TEST(DistributedTraining, CoraMatchesOneProcessEveryEpochWithDropout) {

@@ -206,15 +206,20 @@ TEST(PartitionGraph, BlockAndRandomHonourPartWeights) {
   }
 }
 
-TEST(PartitionGraph, BlockWithDegreeWeightsBalancesNonzeros) {
-  // Degrees grow with the id, so equal-size ranges would be badly unbalanced in nonzeros.
+/// 2000 vertices whose degrees grow with the id: equal-size ranges are badly unbalanced in
+/// nonzeros.
+Csr degree_ramp_graph() {
   graph::EdgeList list;
   list.num_nodes = 2000;
   for (std::int64_t v = 1; v < 2000; ++v) {
     for (std::int64_t k = 0; k < v / 100 + 1; ++k)
       list.add(v, (v * 7 + k * 13) % v);
   }
-  const Csr a = graph::build_symmetric_csr(make_cpu_backend(), list);
+  return graph::build_symmetric_csr(make_cpu_backend(), list);
+}
+
+TEST(PartitionGraph, BlockWithDegreeWeightsBalancesNonzeros) {
+  const Csr a = degree_ramp_graph();
   Options by_degree = options_for(Method::Block, 4);
   by_degree.vertex_weight = VertexWeight::Degree;
 
@@ -228,13 +233,7 @@ TEST(PartitionGraph, BlockWithDegreeWeightsBalancesNonzeros) {
 TEST(PartitionGraph, CostWeightsGiveEachPartItsShareOfNonzerosPlusRowCosts) {
   // Parts for ranks of speeds 1 and 0.25: each part's cost (its rows' degree + 1 + row cost)
   // follows its speed, whatever the degrees.
-  graph::EdgeList list;
-  list.num_nodes = 2000;
-  for (std::int64_t v = 1; v < 2000; ++v) {
-    for (std::int64_t k = 0; k < v / 100 + 1; ++k)
-      list.add(v, (v * 7 + k * 13) % v);
-  }
-  const Csr a = graph::build_symmetric_csr(make_cpu_backend(), list);
+  const Csr a = degree_ramp_graph();
   for (const Method method : {Method::Block, Method::MetisKway}) {
     Options options = options_for(method, 2, {1.0, 0.25});
     options.vertex_weight = VertexWeight::Cost;
