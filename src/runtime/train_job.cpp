@@ -498,6 +498,9 @@ double slowdown_of(const TrainJob& job, int rank) {
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
 void check_balancing(const TrainJob& job, int ranks) {
   const std::string speeds = speeds_text(job.rank_speeds);
+  if (job.balance == partition::Balance::Given && job.rank_speeds.empty()) {
+    throw InvalidArgument("--balance given needs --rank-speeds (one speed per rank)");
+  }
   if (job.balance == partition::Balance::Given &&
       static_cast<int>(job.rank_speeds.size()) != ranks) {
     throw InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s), but the job has {} "
