@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cmath>
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <functional>
 #include <limits>
 #include <metis.h>
@@ -95,21 +96,16 @@ std::vector<std::int64_t> vertex_weights(const Csr& a, const Options& options) {
   const std::int64_t n = a.rows();
   std::vector<std::int64_t> weights(static_cast<std::size_t>(n), 1);
   if (options.vertex_weight == VertexWeight::Uniform) return weights;
-  if (options.vertex_weight == VertexWeight::Cost) {
-    // The aggregation reads the row's neighbours and itself (Â has the self-loop).
-#pragma omp parallel for schedule(static)
-    for (std::int64_t v = 0; v < n; ++v) {
-      weights[v] = std::max<std::int64_t>(
-          1,
-          std::llround(static_cast<double>(degree_without_self_loop(a, v) + 1) + options.row_cost));
-    }
-    return weights;
-  }
-  const std::int64_t extra =
-      options.vertex_weight == VertexWeight::Degree ? 1 : options.feature_width;
+  // Beyond the degree: the row itself (degree; cost, as Â has the self-loop and a row costs
+  // row_cost more), or the feature width (compute).
+  const double extra = options.vertex_weight == VertexWeight::Degree ? 1.0
+                       : options.vertex_weight == VertexWeight::Cost
+                           ? 1.0 + options.row_cost
+                           : static_cast<double>(options.feature_width);
 #pragma omp parallel for schedule(static)
   for (std::int64_t v = 0; v < n; ++v) {
-    weights[v] = std::max<std::int64_t>(1, degree_without_self_loop(a, v) + extra);
+    weights[v] = std::max<std::int64_t>(
+        1, std::llround(static_cast<double>(degree_without_self_loop(a, v)) + extra));
   }
   return weights;
 }
@@ -384,6 +380,26 @@ VertexWeight parse_vertex_weight(const std::string& text) {
 
 Objective parse_objective(const std::string& text) {
   return parse_choice(text, kObjectives, "partition objective");
+}
+
+void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts) {
+  const std::string text = fmt::format("{:g}", fmt::join(speeds, ","));
+  if (balance != Balance::Given) {
+    if (speeds.empty()) return;
+    throw InvalidArgument("--rank-speeds sets the parts' shares only with --balance given");
+  }
+  if (speeds.empty()) throw InvalidArgument("--balance given needs --rank-speeds (one per rank)");
+  if (speeds.size() != static_cast<std::size_t>(parts)) {
+    throw InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s) for {} part(s): "
+                                      "expects one per rank",
+                                      text, speeds.size(), parts));
+  }
+  for (const double speed : speeds) {
+    if (!std::isfinite(speed) || speed <= 0) {
+      throw InvalidArgument(
+          fmt::format("--rank-speeds '{}': speed {} is not a positive number", text, speed));
+    }
+  }
 }
 
 std::vector<double> parse_part_weights(const std::string& text, const std::string& what) {

@@ -347,8 +347,10 @@ Manifest read_manifest(const std::string& dir) {
                    std::to_string(m.part_checksums.size()) + " part checksums and " +
                    std::to_string(m.part_json_checksums.size()) + " part.json checksums");
   }
-  if (m.balance != "none" && m.balance != "given" && m.balance != "measured") {
-    fail(path, "balance '" + m.balance + "': expects none, given or measured");
+  try {
+    parse_balance(m.balance);
+  } catch (const InvalidArgument& e) {
+    fail(path, e.what());
   }
   if (!m.rank_speeds.empty() && static_cast<int>(m.rank_speeds.size()) != m.num_parts) {
     fail(path, "num_parts " + std::to_string(m.num_parts) + " but " +

@@ -93,24 +93,15 @@ tp::Options make_options(const Flags& f) {
         "that will load the store; run tessera-train --balance measured (it prints the speeds "
         "it measured) and cut for them with --balance given --rank-speeds S0,S1,...");
   }
+  std::vector<double> speeds;
+  if (!f.rank_speeds.empty()) speeds = tp::parse_part_weights(f.rank_speeds, "--rank-speeds");
+  tp::check_rank_speeds(options.balance, speeds, f.parts);
   if (options.balance == tp::Balance::Given) {
-    if (f.rank_speeds.empty()) {
-      throw tessera::InvalidArgument("--balance given needs --rank-speeds (one speed per part)");
-    }
     if (!f.part_weights.empty()) {
       throw tessera::InvalidArgument("--part-weights and --balance given both set the parts' "
                                      "shares: give one");
     }
-    options.part_weights = tp::parse_part_weights(f.rank_speeds, "--rank-speeds");
-    if (options.part_weights.size() != static_cast<std::size_t>(f.parts)) {
-      throw tessera::InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s) for {} "
-                                                 "parts (--parts): expects one per part",
-                                                 f.rank_speeds, options.part_weights.size(),
-                                                 f.parts));
-    }
-  } else if (!f.rank_speeds.empty()) {
-    throw tessera::InvalidArgument("--rank-speeds sets the parts' shares only with --balance "
-                                   "given");
+    options.part_weights = std::move(speeds);
   }
   options.seed = f.seed;
   return options;

@@ -75,27 +75,16 @@ BalanceTargets measure_balance_targets(comm::Communicator& comm, const BackendPt
   comm.allreduce_sum(std::span<double>(all));
 
   BalanceTargets targets;
-  int measured = 0;
+  targets.speeds = given;
   for (int r = 0; r < ranks; ++r) {
-    const double per_nonzero = all[2 * r], per_row = all[2 * r + 1];
-    targets.per_nonzero_ms.push_back(per_nonzero);
-    if (per_nonzero > 0) {
-      targets.row_cost += per_row / per_nonzero;
-      ++measured;
+    const gnn::PartCost rank_cost{all[2 * r], all[2 * r + 1]};
+    if (rank_cost.per_nonzero_ms <= 0) { // a timer that saw no time: no speed to take
+      throw Error(fmt::format("rank {} measured no time on the balancing probe; give the speeds "
+                              "with --balance given --rank-speeds",
+                              r));
     }
-  }
-  if (measured > 0) targets.row_cost /= measured;
-  if (!given.empty()) {
-    targets.speeds = given;
-  } else {
-    for (const double ms : targets.per_nonzero_ms)
-      targets.speeds.push_back(ms > 0 ? 1.0 / ms : 0.0);
-    // A rank that measured nothing is taken as fast as the slowest that did.
-    double slowest = 0.0;
-    for (const double s : targets.speeds)
-      slowest = slowest == 0.0 || (s > 0 && s < slowest) ? s : slowest;
-    for (double& s : targets.speeds)
-      s = s > 0 ? s : (slowest > 0 ? slowest : 1.0);
+    targets.row_cost += rank_cost.row_cost() / ranks;
+    if (given.empty()) targets.speeds.push_back(1.0 / rank_cost.per_nonzero_ms);
   }
   const double fastest = *std::max_element(targets.speeds.begin(), targets.speeds.end());
   for (double& s : targets.speeds)

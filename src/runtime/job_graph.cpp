@@ -527,7 +527,6 @@ JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Commun
   g.dataset = to_text(name);
   step.rows_moved = moved[0];
   step.bytes_moved = moved[1];
-  if (balancing.targets) balancing.targets->speeds = shares;
   TileSource source;
   source.file = "the tile rank 0 cut again from dataset '" + g.dataset + "'";
   check_job_facts(*comm, &g.tile, source, nullptr);

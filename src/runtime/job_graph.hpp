@@ -80,8 +80,8 @@ void share_first_failure(comm::Communicator& comm, const std::exception_ptr& fai
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                        const BackendPtr& host, const Log& say, Balancing& balancing);
 
-/// Cuts rank 0's kept graph again for part weights `shares` (balancing.keep_graph; they become
-/// balancing.targets->speeds), sends every rank its new
+/// Cuts rank 0's kept graph again for part weights `shares` (balancing.keep_graph; the targets
+/// keep the first cut's speeds), sends every rank its new
 /// tile and prepares it as get_job_graph does; fills `step`'s rows and bytes moved. Collective.
 JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                          const BackendPtr& host, Balancing& balancing,

@@ -497,25 +497,7 @@ double slowdown_of(const TrainJob& job, int rank) {
 
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
 void check_balancing(const TrainJob& job, int ranks) {
-  const std::string speeds = speeds_text(job.rank_speeds);
-  if (job.balance == partition::Balance::Given && job.rank_speeds.empty()) {
-    throw InvalidArgument("--balance given needs --rank-speeds (one speed per rank)");
-  }
-  if (job.balance == partition::Balance::Given &&
-      static_cast<int>(job.rank_speeds.size()) != ranks) {
-    throw InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s), but the job has {} "
-                                      "rank(s): expects one per rank",
-                                      speeds, job.rank_speeds.size(), ranks));
-  }
-  if (job.balance != partition::Balance::Given && !job.rank_speeds.empty()) {
-    throw InvalidArgument("--rank-speeds sets the parts' shares only with --balance given");
-  }
-  for (const double speed : job.rank_speeds) {
-    if (!std::isfinite(speed) || speed <= 0) {
-      throw InvalidArgument(
-          fmt::format("--rank-speeds '{}': speed {} is not a positive number", speeds, speed));
-    }
-  }
+  partition::check_rank_speeds(job.balance, job.rank_speeds, ranks);
   if (job.balance != partition::Balance::None && !job.partition_dir.empty()) {
     throw InvalidArgument("--balance " + partition::to_string(job.balance) +
                           " balances the in-memory cut; partition store '" + job.partition_dir +
@@ -630,8 +612,6 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
       job.balance != partition::Balance::None && job.rebalance_threshold > 0 && comm->size() > 1;
   balancing.keep_graph = rebalancing;
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
-  const std::vector<double> first_speeds =
-      balancing.targets ? balancing.targets->speeds : std::vector<double>{};
   std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order
   model.emplace(build_job_model(job, comm, backend, graph, say));
   const CheckpointRun run = checkpoint_run(job, *comm, graph, *model);
@@ -708,13 +688,11 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     paused = std::move(*last.paused);
     control.resume = &paused;
   }
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const std::vector<double>& after = rebalancer->imbalance_after();
-    if (i < after.size()) steps[i].imbalance_after = after[i];
-  }
+  for (std::size_t i = 0; i < steps.size(); ++i) // one measurement (or 0) per move
+    steps[i].imbalance_after = rebalancer->imbalance_after()[i];
   RunSummary summary = summarize(job, *comm, backend, graph, *model, std::move(result), last);
   summary.balance = partition::to_string(job.balance);
-  summary.rank_speeds = first_speeds;
+  if (balancing.targets) summary.rank_speeds = balancing.targets->speeds; // the first cut's
   summary.row_cost = row_cost;
   summary.rebalances = std::move(steps);
   if (!summary.rebalances.empty()) summary.balanced_epoch_ms = summary.per_rank.front().epoch_ms;

@@ -10,6 +10,7 @@
 #include "tessera/runtime/train_job.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -277,22 +278,31 @@ Options defaults_of(const TrainProgram& program) {
   return o;
 }
 
-/// --simulate-rank-speed R:FACTOR → {R, FACTOR}; the ranges are checked with the job's ranks.
-std::pair<int, double> parse_rank_speed(const std::string& text) {
+/// "R:X" (a rank and a number, the whole text) → {R, X}; anything else throws InvalidArgument
+/// with `what_is_expected` (the flag, the text and the form it takes). Ranges are checked with
+/// the job's ranks.
+std::pair<int, double> parse_rank_and_number(const std::string& text,
+                                             const std::string& what_is_expected) {
   const auto colon = text.find(':');
   try {
     if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    std::size_t rank_end = 0, factor_end = 0;
+    std::size_t rank_end = 0, number_end = 0;
     const int rank = std::stoi(text.substr(0, colon), &rank_end);
-    const double factor = std::stod(text.substr(colon + 1), &factor_end);
-    if (rank_end != colon || factor_end != text.size() - colon - 1) {
+    const double number = std::stod(text.substr(colon + 1), &number_end);
+    if (rank_end != colon || number_end != text.size() - colon - 1) {
       throw std::invalid_argument("trailing text");
     }
-    return {rank, factor};
+    return {rank, number};
   } catch (const std::exception&) {
-    throw InvalidArgument("--simulate-rank-speed '" + text +
-                          "': expects RANK:FACTOR, e.g. 1:0.25 (rank 1 at a quarter speed)");
+    throw InvalidArgument(what_is_expected);
   }
+}
+
+/// --simulate-rank-speed R:FACTOR → {R, FACTOR}.
+std::pair<int, double> parse_rank_speed(const std::string& text) {
+  return parse_rank_and_number(text, "--simulate-rank-speed '" + text +
+                                         "': expects RANK:FACTOR, e.g. 1:0.25 (rank 1 at a "
+                                         "quarter speed)");
 }
 
 TrainJob make_job(const Options& o, const TrainProgram& program) {
@@ -376,12 +386,6 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
       }
     }
   }
-  if (!o.partition_dir.empty() && o.balance != "none") {
-    throw InvalidArgument("--balance " + o.balance +
-                          " balances the in-memory cut; --partition-dir's store was cut already "
-                          "(cut one for the ranks' speeds with tessera-partition --balance given "
-                          "--rank-speeds ...): drop one of them");
-  }
   if (app.count("--rebalance-threshold") > 0 && o.balance == "none") {
     throw InvalidArgument("--rebalance-threshold rebalances a balanced cut: it needs --balance "
                           "given or measured");
@@ -425,13 +429,10 @@ private:
 /// --inject-failure RANK:EPOCH → {rank, epoch}; {-1, -1} when not given.
 std::pair<int, int> parse_failure(const std::string& text) {
   if (text.empty()) return {-1, -1};
-  const auto colon = text.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    return {std::stoi(text.substr(0, colon)), std::stoi(text.substr(colon + 1))};
-  } catch (const std::exception&) {
-    throw InvalidArgument("--inject-failure expects RANK:EPOCH, got '" + text + "'");
-  }
+  const std::string expected = "--inject-failure expects RANK:EPOCH, got '" + text + "'";
+  const auto [rank, epoch] = parse_rank_and_number(text, expected);
+  if (epoch != std::floor(epoch) || std::abs(epoch) > 1e9) throw InvalidArgument(expected);
+  return {rank, static_cast<int>(epoch)};
 }
 
 /// Refuses an --inject-failure that could never fire.

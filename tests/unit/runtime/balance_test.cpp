@@ -187,8 +187,6 @@ TEST(BalanceTargets, OneRankMeasuresItsCostPerNonzeroAndPerRow) {
 
   EXPECT_EQ(measured.speeds, std::vector<double>{1.0});
   EXPECT_EQ(given.speeds, std::vector<double>{1.0}); // scaled: the fastest is 1
-  ASSERT_EQ(measured.per_nonzero_ms.size(), 1u);
-  EXPECT_GT(measured.per_nonzero_ms[0], 0.0);
   EXPECT_GT(measured.row_cost, 0.0);
   EXPECT_THROW(
       measure_balance_targets(*self, make_cpu_backend(1), sizes, GcnOrder::Auto, {1.0, 1.0}, 1.0),

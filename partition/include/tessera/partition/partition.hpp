@@ -2,11 +2,12 @@
 // baselines, with vertex weights and target part weights; and how good a cut is.
 #pragma once
 
+#include "tessera/core/tensor.hpp"
+
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
-
-#include "tessera/core/tensor.hpp"
 
 namespace tessera::partition {
 
@@ -121,6 +122,10 @@ Method parse_method(const std::string& text);  ///< metis, metis-recursive, bloc
 VertexWeight parse_vertex_weight(const std::string& text);   ///< uniform, degree, compute, cost
 Objective parse_objective(const std::string& text);          ///< cut, volume
 Balance parse_balance(const std::string& text);              ///< none, given, measured
+/// Refuses rank speeds (--rank-speeds) that cannot cut `parts` parts under `balance`: Given needs
+/// one positive, finite speed per part (one per rank), the other balances none. Throws
+/// InvalidArgument naming --rank-speeds and the speeds.
+void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts);
 /// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text or a non-positive item,
 /// naming `what` (the flag: "--part-weights", "--rank-speeds") and the text.
 std::vector<double> parse_part_weights(const std::string& text,

@@ -77,10 +77,6 @@ struct PartCost {
   double per_nonzero_ms = 0.0, per_row_ms = 0.0;
   /// What a row costs beyond its nonzeros, in nonzeros (0 when nothing was measured).
   double row_cost() const noexcept { return per_nonzero_ms > 0 ? per_row_ms / per_nonzero_ms : 0; }
-  /// The predicted milliseconds of a part of `nnz` nonzeros and `rows` rows.
-  double ms(double nnz, double rows) const noexcept {
-    return per_nonzero_ms * nnz + per_row_ms * rows;
-  }
 };
 
 /// The PartCost of `layers` (their input_rows: the part's rows, no halo) from `rates` measured on

@@ -21,9 +21,6 @@ namespace tessera::runtime {
 struct BalanceTargets {
   std::vector<double> speeds; ///< [ranks] relative speeds, the fastest 1
   double row_cost = 0.0;      ///< what a row costs beyond its nonzeros, in nonzeros
-  /// [ranks] each rank's predicted per-nonzero milliseconds on the probe (its simulated
-  /// slowdown included), what measured speeds are the inverse of.
-  std::vector<double> per_nonzero_ms;
 };
 
 /// Every rank predicts, with the cost model, the compute of a training step of a GCN of widths
@@ -31,7 +28,8 @@ struct BalanceTargets {
 /// random graph, the same on every rank: every rank measures the same work), all ranks timing
 /// together, each time scaled by the rank's `slowdown`. The speeds are `given` (one per rank,
 /// scaled so the fastest is 1) or, when empty, the inverse of each rank's per-nonzero time; the
-/// row cost is the mean of the ranks'. Collective over `comm`.
+/// row cost is the mean of the ranks'. Collective over `comm`. Throws Error when a rank's
+/// kernels took no measurable time (no speed to take from it).
 BalanceTargets measure_balance_targets(comm::Communicator& comm, const BackendPtr& backend,
                                        std::span<const std::int64_t> sizes, GcnOrder order,
                                        const std::vector<double>& given, double slowdown);
