@@ -21,6 +21,17 @@ message(STATUS "OpenBLAS: ${OpenBLAS_LIBRARIES}")
 
 # METIS (partitioning): Debian ships no CMake config, hence cmake/FindMETIS.cmake.
 find_package(METIS REQUIRED)
+# PT-Scotch's ParMETIS API, 64-bit (distributed partitioning): no CMake config either.
+find_package(PTScotch REQUIRED)
+# Zoltan (Trilinos) PHG: hypergraph partitioning. Debian's config names the library
+# "trilinos_zoltan" without an imported target.
+find_package(Zoltan CONFIG REQUIRED)
+if(NOT TARGET Zoltan::zoltan)
+  add_library(Zoltan::zoltan INTERFACE IMPORTED)
+  set_target_properties(Zoltan::zoltan PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "${Zoltan_INCLUDE_DIRS}"
+    INTERFACE_LINK_LIBRARIES "${Zoltan_LIBRARIES};MPI::MPI_CXX")
+endif()
 # Boost.Graph (header-only parts): connected components and Cuthill-McKee reordering.
 find_package(Boost 1.74 REQUIRED)
 if(NOT TARGET Boost::graph)

@@ -40,10 +40,14 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/TesseraConfigVersion.cmak
 install(FILES ${PROJECT_BINARY_DIR}/TesseraConfig.cmake
               ${PROJECT_BINARY_DIR}/TesseraConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindMETIS.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/FindPTScotch.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake
   DESTINATION ${tessera_cmake_dir})
 
-set(TESSERA_PC_PRIVATE_LIBS "-lopenblas -lmetis -lfmt -lz")
+string(JOIN " " _tessera_ptscotch_archives ${PTScotch_ptscotchparmetisv3_LIBRARY}
+  ${PTScotch_ptscotch_LIBRARY} ${PTScotch_scotch_LIBRARY} ${PTScotch_ptscotcherr_LIBRARY})
+set(TESSERA_PC_PRIVATE_LIBS "-lopenblas -lmetis -ltrilinos_zoltan ${_tessera_ptscotch_archives} \
+-Wl,--exclude-libs,ALL -lbz2 -llzma -lfmt -lz")
 if(TESSERA_CUDA)
   string(APPEND TESSERA_PC_PRIVATE_LIBS " -L${CUDAToolkit_LIBRARY_DIR} -lcudart -ldl")
 endif()

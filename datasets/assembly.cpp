@@ -127,6 +127,12 @@ void check_classes(std::span<const std::int32_t> labels, std::int64_t num_classe
                       std::to_string(kClassSlack) + " = " +
                       std::to_string(max_class_count(labelled)));
   }
+  check_labels(labels, num_classes, labels_file, count_source, place);
+}
+
+void check_labels(std::span<const std::int32_t> labels, std::int64_t num_classes,
+                  const std::string& labels_file, const std::string& count_source,
+                  const RowPlace& place) {
   for (std::size_t i = 0; i < labels.size(); ++i) {
     if (labels[i] < -1 || labels[i] >= num_classes) {
       throw FormatError(labels_file + ": label " + std::to_string(labels[i]) + " at " +
@@ -141,14 +147,17 @@ std::int64_t max_node_count(std::int64_t mentioned) noexcept {
   return 2 * mentioned + 1024;
 }
 
+void check_finite(const Csr& adjacency, const graph::Features& features, const Sources& sources,
+                  std::int64_t first_row) {
+  if (features.dense) io::require_finite(*features.dense, sources.features, "feature", first_row);
+  if (features.sparse) {
+    io::require_finite(*features.sparse, sources.features, "feature", first_row);
+  }
+  io::require_finite(adjacency, sources.edges, "edge value", first_row);
+}
+
 void check_loaded(const Dataset& dataset, const Sources& sources) {
-  if (dataset.features.dense) {
-    io::require_finite(*dataset.features.dense, sources.features, "feature");
-  }
-  if (dataset.features.sparse) {
-    io::require_finite(*dataset.features.sparse, sources.features, "feature");
-  }
-  io::require_finite(dataset.adjacency, sources.edges, "edge value");
+  check_finite(dataset.adjacency, dataset.features, sources, 0);
   if (dataset.has_labels()) {
     check_classes(dataset.labels, dataset.num_classes, sources.labels,
                   sources.class_count.empty() ? "the class count of " + sources.labels

@@ -5,6 +5,7 @@
 #include "tessera/core/rng.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
+#include "tessera/graph/features.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -73,6 +74,12 @@ void check_classes(std::span<const std::int32_t> labels, std::int64_t num_classe
                    const std::string& labels_file, const std::string& count_source,
                    const RowPlace& place = {});
 
+/// The part of check_classes that holds for any rows of a dataset: every label lies in
+/// [-1, num_classes). Throws FormatError naming `labels_file`, the label and its place.
+void check_labels(std::span<const std::int32_t> labels, std::int64_t num_classes,
+                  const std::string& labels_file, const std::string& count_source,
+                  const RowPlace& place = {});
+
 /// The most nodes a graph may have when its records mention `mentioned` distinct node ids: ids
 /// number the rows, so every id up to the largest gets a row; allowing at most this many keeps
 /// memory proportional to the data rather than to the largest number in it (2 x mentioned +
@@ -92,6 +99,11 @@ struct Sources {
 /// features and adjacency values finite (row and column named), labels in [-1, num_classes) and
 /// num_classes within max_class_count. Throws FormatError.
 void check_loaded(const Dataset& dataset, const Sources& sources);
+
+/// The part of check_loaded that holds for rows [first_row, ...) of a dataset: features and
+/// adjacency values finite. Messages number the rows from `first_row`. Throws FormatError.
+void check_finite(const Csr& adjacency, const graph::Features& features, const Sources& sources,
+                  std::int64_t first_row);
 
 /// Throws InvalidArgument "split index 3 (--split) is out of range: 'SOURCE' stores 1 split
 /// (accepted: 0)" for `split_index` (LoadOptions::split_index, the --split flag).

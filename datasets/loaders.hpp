@@ -3,9 +3,12 @@
 
 #include "tessera/core/device.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/datasets/row_block.hpp"
 #include "tessera/graph/graph.hpp"
+#include "tessera/io/graph_files.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace tessera::datasets::detail {
@@ -56,6 +59,19 @@ bool is_native_dataset(const std::string& path);
 
 /// Reads a native dataset folder (see datasets/native.cpp for the layout).
 Dataset load_native(const BackendPtr& backend, const std::string& dir);
+
+/// The rows of a native dataset folder that `choose` picks from its node count, each file read
+/// only where they lie; checks what load_native checks that the rows hold (load_dataset_rows).
+RowBlock load_native_rows(const std::string& dir,
+                          const std::function<RowRange(std::int64_t num_nodes)>& choose);
+
+/// The number of splits a native dataset folder stores: 1, or 0 when its train_idx.bin is empty.
+std::int64_t native_split_count(const std::string& dir);
+
+/// The block of rows `rows` of a dataset from `files`, which hold those rows (and the split ids
+/// inside them): row pointers and columns widened to 64 bits, the rest moved.
+RowBlock make_row_block(std::string name, std::int64_t num_nodes, std::int32_t num_classes,
+                        RowRange rows, io::GraphFiles&& files);
 
 /// R-MAT graph from "scale=..,edge-factor=..,features=..,classes=.." (empty = defaults).
 Dataset generate_rmat(const BackendPtr& backend, const std::string& params, std::uint64_t seed);

@@ -93,12 +93,11 @@ graph::EdgeList read_edges_csv(const std::string& path, std::int64_t num_nodes) 
   while (in.next(line)) {
     if (io::is_blank(line)) continue;
     io::split_on(line, ',', fields);
-    std::int64_t ignored = 0;
-    if (first && !io::try_parse_int(fields[0], ignored)) { // the "id_1,id_2" header
-      first = false;
-      continue;
-    }
+    // The "id_1,id_2" header: a first field that is no number at all (one beyond 64 bits, or a
+    // negative one, is a record, and refused below).
+    const bool header = first && fields[0].find_first_of("-0123456789") != 0;
     first = false;
+    if (header) continue;
     if (fields.size() != 2) in.fail("expected 'id_1,id_2', found " + io::quote(line));
     std::int64_t ends[2] = {0, 0};
     for (int k = 0; k < 2; ++k) {

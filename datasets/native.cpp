@@ -7,7 +7,8 @@
 //   adj_row_ptr.bin, adj_col.bin, adj_val.bin       symmetric adjacency [N, N]
 //   features.bin | feat_row_ptr.bin, feat_col.bin, feat_val.bin   (absent without features)
 //   labels.bin, train_idx.bin, val_idx.bin, test_idx.bin
-// Each .bin file is a 64-byte header plus payload (src/io/array_file.cpp).
+// Each .bin file is a 64-byte header plus payload (src/io/array_file.cpp). load_dataset_rows
+// reads only a block of rows of each (the split files, ascending ids, by binary search).
 #include "assembly.hpp"
 #include "loaders.hpp"
 #include "tessera/core/error.hpp"
@@ -71,14 +72,20 @@ void save_native(const Dataset& dataset, const std::string& dir, bool replace) {
   io::write_text_file(description_path(dir), io::json_text(description));
 }
 
-namespace detail {
+namespace {
 
-Dataset load_native(const BackendPtr& backend, const std::string& dir) {
-  detail::require_host(backend);
-  const std::string path = description_path(dir);
-  if (!fs::exists(path)) throw_not_native(dir);
-  Dataset ds;
+/// What dataset.json records.
+struct Description {
+  std::string name;
+  std::int64_t num_nodes = 0;
+  std::int32_t num_classes = 0;
   io::GraphFilesShape shape;
+};
+
+Description read_description(const std::string& dir) {
+  const std::string path = description_path(dir);
+  if (!fs::exists(path)) detail::throw_not_native(dir);
+  Description d;
   int version = 0;
   try {
     const nlohmann::json description = nlohmann::json::parse(io::read_text_file(path));
@@ -87,31 +94,67 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir) {
       throw FormatError(path + ": native dataset format version " + std::to_string(version) +
                         ", this build reads version " + std::to_string(kNativeFormatVersion));
     }
-    description.at("name").get_to(ds.name);
-    description.at("num_nodes").get_to(ds.num_nodes);
+    description.at("name").get_to(d.name);
+    description.at("num_nodes").get_to(d.num_nodes);
     std::int64_t num_classes = 0; // 64 bits: get_to an int32 would wrap a huge count silently
     description.at("num_classes").get_to(num_classes);
-    shape = io::read_shape(description, ds.num_nodes, ds.num_nodes, path);
-    check_node_count(ds.num_nodes, path);
+    d.shape = io::read_shape(description, d.num_nodes, d.num_nodes, path);
+    detail::check_node_count(d.num_nodes, path);
     // A first bound before anything is read; check_loaded applies the one of the labelled rows.
-    if (num_classes < 0 || num_classes > max_class_count(ds.num_nodes)) {
+    if (num_classes < 0 || num_classes > detail::max_class_count(d.num_nodes)) {
       throw FormatError(path + ": num_classes is " + std::to_string(num_classes) + " for " +
-                        std::to_string(ds.num_nodes) + " nodes; expected 0 to nodes + " +
-                        std::to_string(kClassSlack));
+                        std::to_string(d.num_nodes) + " nodes; expected 0 to nodes + " +
+                        std::to_string(detail::kClassSlack));
     }
-    ds.num_classes = static_cast<std::int32_t>(num_classes);
+    d.num_classes = static_cast<std::int32_t>(num_classes);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
-  std::vector<std::uint32_t> crcs;
-  io::move_graph_files(io::read_graph_files(dir, shape, crcs), ds);
+  return d;
+}
+
+/// The files a native dataset's arrays come from, for check_loaded's messages.
+detail::Sources sources_of(const std::string& dir, const Description& d) {
   const auto file = [&](const char* name) { return (fs::path(dir) / name).string(); };
-  check_loaded(ds,
-               {.features = file(shape.feature_kind == "dense" ? "features.bin" : "feat_val.bin"),
-                .edges = file("adj_val.bin"),
-                .labels = file("labels.bin"),
-                .class_count = path + ": num_classes"});
+  return {.features = file(d.shape.feature_kind == "dense" ? "features.bin" : "feat_val.bin"),
+          .edges = file("adj_val.bin"),
+          .labels = file("labels.bin"),
+          .class_count = description_path(dir) + ": num_classes"};
+}
+
+} // namespace
+
+namespace detail {
+
+Dataset load_native(const BackendPtr& backend, const std::string& dir) {
+  require_host(backend);
+  const Description d = read_description(dir);
+  Dataset ds;
+  ds.name = d.name;
+  ds.num_nodes = d.num_nodes;
+  ds.num_classes = d.num_classes;
+  std::vector<std::uint32_t> crcs;
+  io::move_graph_files(io::read_graph_files(dir, d.shape, crcs), ds);
+  check_loaded(ds, sources_of(dir, d));
   return ds;
+}
+
+std::int64_t native_split_count(const std::string& dir) {
+  const io::ArrayReader<std::int32_t> train((fs::path(dir) / "train_idx.bin").string(), false);
+  return train.rows() > 0 ? 1 : 0;
+}
+
+RowBlock load_native_rows(const std::string& dir,
+                          const std::function<RowRange(std::int64_t num_nodes)>& choose) {
+  const Description d = read_description(dir);
+  const RowRange rows = choose(d.num_nodes);
+  io::GraphFiles files = io::read_graph_file_rows(dir, d.shape, rows.first, rows.last);
+  const Sources sources = sources_of(dir, d);
+  // The class count was bounded by the node count; its bound by the labelled rows needs them all.
+  check_finite(files.adjacency, files.features, sources, rows.first);
+  check_labels(files.labels, d.num_classes, sources.labels, sources.class_count,
+               [&](std::int64_t i) { return "row " + std::to_string(rows.first + i); });
+  return make_row_block(d.name, d.num_nodes, d.num_classes, rows, std::move(files));
 }
 
 } // namespace detail

@@ -1,13 +1,14 @@
 // Cutting one rank's tile out of the whole dataset: owned rows, ghost rows, local CSR, features.
 #include "tessera/partition/local_graph.hpp"
 
+#include "owned_rows.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/cuthill_mckee_ordering.hpp>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 #include <utility>
 
@@ -22,23 +23,20 @@ std::int64_t global_degree(const Csr& a, GlobalId v) {
   return degree;
 }
 
-/// Reverse Cuthill-McKee order of the owned rows on the owned-owned subgraph (Boost.Graph: per
-/// component a BFS from a pseudo-peripheral vertex, neighbours by increasing degree, reversed).
-/// `owned` is in ascending global id; returns the new order as positions into `owned`.
-std::vector<LocalId> rcm_order(const Csr& a, const std::vector<std::int32_t>& owner, int part,
-                               const std::vector<GlobalId>& owned,
-                               const std::unordered_map<GlobalId, LocalId>& position) {
+/// Reverse Cuthill-McKee order of the tile's owned rows on its owned-owned subgraph (Boost.Graph:
+/// per component a BFS from a pseudo-peripheral vertex, neighbours by increasing degree,
+/// reversed), as old_of_new.
+std::vector<LocalId> rcm_order(const LocalGraph& tile) {
   using Graph =
       boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS,
                             boost::property<boost::vertex_color_t, boost::default_color_type>>;
-  const auto n = static_cast<LocalId>(owned.size());
+  const Csr& a = tile.adjacency;
+  const std::int64_t n = tile.n_owned();
   Graph g(static_cast<std::size_t>(n));
-  for (LocalId i = 0; i < n; ++i) {
-    const GlobalId v = owned[i];
-    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
-      const GlobalId u = a.col()[k];
-      // Each undirected edge once: from its lower position.
-      if (u != v && owner[u] == part && position.at(u) > i) boost::add_edge(i, position.at(u), g);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (Offset k = a.row_ptr()[i]; k < a.row_ptr()[i + 1]; ++k) {
+      // Each undirected owned-owned edge once, from its lower row.
+      if (a.col()[k] > i && a.col()[k] < n) boost::add_edge(i, a.col()[k], g);
     }
   }
   std::vector<Graph::vertex_descriptor> order(static_cast<std::size_t>(n));
@@ -65,19 +63,129 @@ Csr gather_csr_rows(const Csr& m, const std::vector<GlobalId>& rows) {
   return out;
 }
 
-/// Local ids of the split's members owned by `part`, ascending.
-std::vector<std::int32_t> local_split(const std::vector<std::int32_t>& split,
-                                      const std::vector<std::int32_t>& owner, int part,
-                                      const std::unordered_map<GlobalId, LocalId>& local) {
-  std::vector<std::int32_t> out;
-  for (const std::int32_t v : split) {
-    if (owner[v] == part) out.push_back(local.at(v));
+/// The rows of `dataset` that `part` owns under `owner`, in ascending global id.
+detail::OwnedRows gather_owned_rows(const datasets::Dataset& dataset,
+                                    const std::vector<std::int32_t>& owner, int part) {
+  const Csr& a = dataset.adjacency;
+  detail::OwnedRows rows;
+  for (GlobalId v = 0; v < dataset.num_nodes; ++v) {
+    if (owner[v] != part) continue;
+    rows.ids.push_back(v);
+    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
+      rows.col.push_back(a.col()[k]);
+      rows.val.push_back(a.val()[k]);
+    }
+    rows.row_ptr.push_back(static_cast<Offset>(rows.col.size()));
+    rows.degree.push_back(global_degree(a, v));
+    if (dataset.has_labels()) rows.labels.push_back(dataset.labels[v]);
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  if (dataset.features.dense) {
+    const Dense& x = *dataset.features.dense;
+    Dense out(x.backend(), static_cast<std::int64_t>(rows.ids.size()), x.cols());
+    for (std::size_t i = 0; i < rows.ids.size(); ++i) {
+      std::copy_n(x.data() + rows.ids[i] * x.cols(), x.cols(), out.data() + i * x.cols());
+    }
+    rows.features.dense = std::move(out);
+  } else if (dataset.features.sparse) {
+    rows.features.sparse = gather_csr_rows(*dataset.features.sparse, rows.ids);
+  }
+  rows.split.assign(rows.ids.size(), 0);
+  for (const auto& [split, bit] :
+       {std::pair{&dataset.train_idx, detail::kTrain}, std::pair{&dataset.val_idx, detail::kVal},
+        std::pair{&dataset.test_idx, detail::kTest}}) {
+    for (const std::int32_t v : *split) {
+      if (owner[v] != part) continue;
+      const auto at = std::lower_bound(rows.ids.begin(), rows.ids.end(), GlobalId{v});
+      rows.split[static_cast<std::size_t>(at - rows.ids.begin())] |= bit;
+    }
+  }
+  return rows;
 }
 
+void permute_owned(LocalGraph& tile, const std::vector<LocalId>& old_of_new);
+
 } // namespace
+
+namespace detail {
+
+LocalGraph assemble_tile(const BackendPtr& backend, OwnedRows&& rows, int part, int num_parts,
+                         std::int64_t num_global_nodes, std::int32_t num_classes,
+                         const GhostLookup& lookup, Reorder reorder) {
+  LocalGraph tile;
+  tile.part = part;
+  tile.num_parts = num_parts;
+  tile.num_global_nodes = num_global_nodes;
+  tile.num_classes = num_classes;
+  tile.owned_ids = std::move(rows.ids);
+  const auto is_owned = [&](GlobalId u) {
+    return std::binary_search(tile.owned_ids.begin(), tile.owned_ids.end(), u);
+  };
+
+  // Ghosts: distinct remote neighbours, grouped by owner, ascending global id within a group.
+  std::vector<GlobalId> remote;
+  for (const GlobalId u : rows.col) {
+    if (!is_owned(u)) remote.push_back(u);
+  }
+  std::sort(remote.begin(), remote.end());
+  remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
+  const std::int64_t n_local = tile.n_owned() + static_cast<std::int64_t>(remote.size());
+  if (n_local > std::numeric_limits<LocalId>::max()) {
+    throw InvalidArgument("build_local_graph: part " + std::to_string(part) + " has " +
+                          std::to_string(n_local) + " local vertices, more than int32 holds");
+  }
+  std::vector<std::int32_t> remote_owner;
+  std::vector<std::int64_t> remote_degree;
+  lookup(remote, remote_owner, remote_degree);
+  std::vector<std::size_t> by_owner(remote.size());
+  std::iota(by_owner.begin(), by_owner.end(), std::size_t{0});
+  std::stable_sort(by_owner.begin(), by_owner.end(),
+                   [&](std::size_t x, std::size_t y) { return remote_owner[x] < remote_owner[y]; });
+
+  std::unordered_map<GlobalId, LocalId> local;
+  local.reserve(static_cast<std::size_t>(n_local) * 2);
+  for (std::size_t i = 0; i < tile.owned_ids.size(); ++i) {
+    local.emplace(tile.owned_ids[i], static_cast<LocalId>(i));
+  }
+  tile.degree = std::move(rows.degree);
+  for (const std::size_t g : by_owner) {
+    local.emplace(remote[g], static_cast<LocalId>(tile.n_owned() + tile.n_ghost()));
+    tile.ghost_ids.push_back(remote[g]);
+    tile.ghost_owner.push_back(remote_owner[g]);
+    tile.degree.push_back(remote_degree[g]);
+  }
+
+  // Local CSR [n_owned, n_owned + n_ghost]: the owned rows remapped, columns re-sorted.
+  tile.adjacency = Csr(backend, tile.n_owned(), n_local, rows.row_ptr.back());
+  std::vector<std::pair<LocalId, float>> row;
+  for (std::int64_t i = 0; i < tile.n_owned(); ++i) {
+    row.clear();
+    for (Offset k = rows.row_ptr[i]; k < rows.row_ptr[i + 1]; ++k) {
+      row.emplace_back(local.at(rows.col[k]), rows.val[k]);
+    }
+    std::sort(row.begin(), row.end(),
+              [](const auto& x, const auto& y) { return x.first < y.first; });
+    Offset at = rows.row_ptr[i];
+    for (const auto& [c, value] : row) {
+      tile.adjacency.col()[at] = c;
+      tile.adjacency.val()[at] = value;
+      ++at;
+    }
+    tile.adjacency.row_ptr()[i + 1] = at;
+  }
+
+  tile.features = std::move(rows.features);
+  tile.labels = std::move(rows.labels);
+  for (std::size_t i = 0; i < rows.split.size(); ++i) {
+    const auto r = static_cast<std::int32_t>(i);
+    if (rows.split[i] & kTrain) tile.train_idx.push_back(r);
+    if (rows.split[i] & kVal) tile.val_idx.push_back(r);
+    if (rows.split[i] & kTest) tile.test_idx.push_back(r);
+  }
+  if (reorder == Reorder::Rcm) permute_owned(tile, rcm_order(tile));
+  return tile;
+}
+
+} // namespace detail
 
 LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& partition, int part,
                              Reorder reorder) {
@@ -93,108 +201,23 @@ LocalGraph build_local_graph(const datasets::Dataset& dataset, const Partition& 
     throw InvalidArgument("build_local_graph: part " + std::to_string(part) + " is outside [0, " +
                           std::to_string(partition.num_parts) + ")");
   }
-
-  LocalGraph tile;
-  tile.part = part;
-  tile.num_parts = partition.num_parts;
-  tile.num_global_nodes = dataset.num_nodes;
-
-  // The one pass over the owner vector.
   for (GlobalId v = 0; v < dataset.num_nodes; ++v) {
     if (owner[v] < 0 || owner[v] >= partition.num_parts) {
       throw InvalidArgument("build_local_graph: vertex " + std::to_string(v) + " has owner " +
                             std::to_string(owner[v]) + ", outside [0, " +
                             std::to_string(partition.num_parts) + ")");
     }
-    if (owner[v] == part) tile.owned_ids.push_back(v);
   }
-
-  std::unordered_map<GlobalId, LocalId> local;
-  local.reserve(tile.owned_ids.size() * 2);
-  for (std::size_t i = 0; i < tile.owned_ids.size(); ++i) {
-    local.emplace(tile.owned_ids[i], static_cast<LocalId>(i));
-  }
-  if (reorder == Reorder::Rcm) {
-    const std::vector<LocalId> order = rcm_order(a, owner, part, tile.owned_ids, local);
-    std::vector<GlobalId> reordered(order.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      reordered[i] = tile.owned_ids[order[i]];
-      local[reordered[i]] = static_cast<LocalId>(i);
+  const auto lookup = [&](std::span<const GlobalId> ids, std::vector<std::int32_t>& ghost_owner,
+                          std::vector<std::int64_t>& degree) {
+    for (const GlobalId u : ids) {
+      ghost_owner.push_back(owner[u]);
+      degree.push_back(global_degree(a, u));
     }
-    tile.owned_ids = std::move(reordered);
-  }
-
-  // Ghosts: distinct remote neighbours, grouped by owner, ascending global id within a group.
-  std::vector<std::pair<std::int32_t, GlobalId>> ghosts;
-  for (const GlobalId v : tile.owned_ids) {
-    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
-      const GlobalId u = a.col()[k];
-      if (owner[u] != part) ghosts.emplace_back(owner[u], u);
-    }
-  }
-  std::sort(ghosts.begin(), ghosts.end());
-  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
-  const std::int64_t n_local = tile.n_owned() + static_cast<std::int64_t>(ghosts.size());
-  if (n_local > std::numeric_limits<LocalId>::max()) {
-    throw InvalidArgument("build_local_graph: part " + std::to_string(part) + " has " +
-                          std::to_string(n_local) + " local vertices, more than int32 holds");
-  }
-  for (const auto& [ghost_owner, id] : ghosts) {
-    local.emplace(id, static_cast<LocalId>(tile.n_owned() + tile.n_ghost()));
-    tile.ghost_ids.push_back(id);
-    tile.ghost_owner.push_back(ghost_owner);
-  }
-
-  tile.degree.reserve(static_cast<std::size_t>(n_local));
-  for (const GlobalId v : tile.owned_ids)
-    tile.degree.push_back(global_degree(a, v));
-  for (const GlobalId v : tile.ghost_ids)
-    tile.degree.push_back(global_degree(a, v));
-
-  // Local CSR [n_owned, n_owned + n_ghost]: the owned rows remapped, columns re-sorted.
-  Offset nnz = 0;
-  for (const GlobalId v : tile.owned_ids)
-    nnz += a.row_ptr()[v + 1] - a.row_ptr()[v];
-  tile.adjacency = Csr(a.backend(), tile.n_owned(), n_local, nnz);
-  std::vector<std::pair<LocalId, float>> row;
-  Offset at = 0;
-  for (std::int64_t i = 0; i < tile.n_owned(); ++i) {
-    const GlobalId v = tile.owned_ids[i];
-    row.clear();
-    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
-      row.emplace_back(local.at(a.col()[k]), a.val()[k]);
-    }
-    std::sort(row.begin(), row.end(),
-              [](const auto& x, const auto& y) { return x.first < y.first; });
-    for (const auto& [c, value] : row) {
-      tile.adjacency.col()[at] = c;
-      tile.adjacency.val()[at] = value;
-      ++at;
-    }
-    tile.adjacency.row_ptr()[i + 1] = at;
-  }
-
-  if (dataset.features.dense) {
-    const Dense& x = *dataset.features.dense;
-    Dense out(x.backend(), tile.n_owned(), x.cols());
-    for (std::int64_t i = 0; i < tile.n_owned(); ++i) {
-      std::copy_n(x.data() + tile.owned_ids[i] * x.cols(), x.cols(), out.data() + i * x.cols());
-    }
-    tile.features.dense = std::move(out);
-  } else if (dataset.features.sparse) {
-    tile.features.sparse = gather_csr_rows(*dataset.features.sparse, tile.owned_ids);
-  }
-
-  if (dataset.has_labels()) {
-    tile.labels.reserve(tile.owned_ids.size());
-    for (const GlobalId v : tile.owned_ids)
-      tile.labels.push_back(dataset.labels[v]);
-  }
-  tile.num_classes = dataset.num_classes;
-  tile.train_idx = local_split(dataset.train_idx, owner, part, local);
-  tile.val_idx = local_split(dataset.val_idx, owner, part, local);
-  tile.test_idx = local_split(dataset.test_idx, owner, part, local);
-  return tile;
+  };
+  return detail::assemble_tile(a.backend(), gather_owned_rows(dataset, owner, part), part,
+                               partition.num_parts, dataset.num_nodes, dataset.num_classes, lookup,
+                               reorder);
 }
 
 LocalGraph whole_graph_tile(datasets::Dataset&& dataset) {
@@ -289,8 +312,17 @@ std::int64_t order_interior_first(LocalGraph& tile) {
   if (boundary.empty() || boundary.front() == n_interior) return n_interior;
   std::vector<LocalId> old_of_new = std::move(interior);
   old_of_new.insert(old_of_new.end(), boundary.begin(), boundary.end());
-  const std::vector<LocalId> new_of_old = inverse(old_of_new);
+  permute_owned(tile, old_of_new);
+  return n_interior;
+}
 
+namespace {
+
+/// Renumbers the owned rows of `tile`: new row i is old row old_of_new[i]. Everything indexed by
+/// owned row follows; ghosts keep their places.
+void permute_owned(LocalGraph& tile, const std::vector<LocalId>& old_of_new) {
+  const std::int64_t n_owned = tile.n_owned();
+  const std::vector<LocalId> new_of_old = inverse(old_of_new);
   const auto permute = [&](auto& values) {
     auto copy = values;
     for (std::size_t i = 0; i < old_of_new.size(); ++i) values[i] = copy[old_of_new[i]];
@@ -311,7 +343,8 @@ std::int64_t order_interior_first(LocalGraph& tile) {
   renumber_split(tile.train_idx, new_of_old);
   renumber_split(tile.val_idx, new_of_old);
   renumber_split(tile.test_idx, new_of_old);
-  return n_interior;
 }
+
+} // namespace
 
 }  // namespace tessera::partition

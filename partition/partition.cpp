@@ -1,8 +1,11 @@
-// Cutting a graph into parts: METIS k-way and recursive bisection, the block and random
-// baselines, and the text forms of the partitioning options.
+// Cutting a graph into parts: METIS k-way and recursive bisection, Zoltan's hypergraph
+// partitioner, the block and random baselines, and the text forms of the partitioning options.
 #include "tessera/partition/partition.hpp"
 
+#include "hypergraph.hpp"
+#include "methods.hpp"
 #include "metis_limits.hpp"
+#include "mpi_scope.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 
@@ -19,6 +22,14 @@
 
 namespace tessera::partition {
 
+namespace {
+
+/// Sub-stream of RngPurpose::Split for the random baseline. Stream 0 is the permutation of
+/// datasets::make_random_split; sharing it would correlate owners with the train/val/test split.
+constexpr std::uint32_t kRandomPartitionStream = 1;
+
+} // namespace
+
 namespace detail {
 
 void check_metis_limits(std::int64_t nodes, std::int64_t nnz) {
@@ -32,21 +43,10 @@ void check_metis_limits(std::int64_t nodes, std::int64_t nnz) {
   }
 }
 
-} // namespace detail
-
-namespace {
-
-/// Sub-stream of RngPurpose::Split for the random baseline. Stream 0 is the permutation of
-/// datasets::make_random_split; sharing it would correlate owners with the train/val/test split.
-constexpr std::uint32_t kRandomPartitionStream = 1;
-
-void validate(const Csr& a, const Options& options) {
-  if (a.rows() != a.cols()) {
-    throw InvalidArgument("partition_graph needs a square adjacency, got " + a.shape());
-  }
-  if (options.num_parts < 1 || options.num_parts > a.rows()) {
+void validate_options(std::int64_t nodes, const Options& options) {
+  if (options.num_parts < 1 || options.num_parts > nodes) {
     throw InvalidArgument(fmt::format("part count must be in [1, {}] (the node count), got {}",
-                                      a.rows(), options.num_parts));
+                                      nodes, options.num_parts));
   }
   if (!options.part_weights.empty() &&
       options.part_weights.size() != static_cast<std::size_t>(options.num_parts)) {
@@ -83,6 +83,76 @@ std::vector<double> target_shares(const Options& options) {
   return shares;
 }
 
+std::vector<double> block_targets(const Options& options, double total) {
+  const auto shares = target_shares(options);
+  std::vector<double> targets;
+  double cumulative = 0.0;
+  for (int p = 1; p < options.num_parts; ++p) {
+    cumulative += shares[p - 1];
+    targets.push_back(cumulative * total);
+  }
+  return targets;
+}
+
+std::vector<std::int64_t> block_begins(std::span<const std::int64_t> below, std::int64_t nodes,
+                                       int parts) {
+  std::vector<std::int64_t> begin(static_cast<std::size_t>(parts) + 1, 0); // [P + 1]
+  begin[parts] = nodes;
+  for (int p = 1; p < parts; ++p)
+    begin[p] = std::clamp(below[p - 1], begin[p - 1] + 1, nodes - (parts - p));
+  return begin;
+}
+
+std::int64_t vertex_weight(std::int64_t degree, const Options& options) {
+  if (options.vertex_weight == VertexWeight::Uniform) return 1;
+  // Beyond the degree: the row itself (degree; cost, as Â has the self-loop and a row costs
+  // row_cost more), or the feature width (compute).
+  const double extra = options.vertex_weight == VertexWeight::Degree ? 1.0
+                       : options.vertex_weight == VertexWeight::Cost
+                           ? 1.0 + options.row_cost
+                           : static_cast<double>(options.feature_width);
+  return std::max<std::int64_t>(1, std::llround(static_cast<double>(degree) + extra));
+}
+
+/// Each vertex to a part drawn from the counter-based generator: uniform_index for equal shares,
+/// otherwise the part whose cumulative share interval holds a uniform draw.
+std::vector<std::int32_t> random_owner(std::int64_t first, std::int64_t last,
+                                       const Options& options) {
+  const int parts = options.num_parts;
+  const auto key = RngKey::make(options.seed, RngPurpose::Split, kRandomPartitionStream);
+  const auto shares = target_shares(options);
+  const bool equal =
+      std::adjacent_find(shares.begin(), shares.end(), std::not_equal_to<>()) == shares.end();
+  std::vector<double> upper(shares.size()); // [P] cumulative share, last one exactly 1
+  std::partial_sum(shares.begin(), shares.end(), upper.begin());
+  upper.back() = 1.0;
+
+  std::vector<std::int32_t> owner(static_cast<std::size_t>(last - first));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = first; v < last; ++v) {
+    if (equal) {
+      owner[v - first] =
+          static_cast<std::int32_t>(uniform_index(key, v, 0, static_cast<std::uint32_t>(parts)));
+    } else {
+      const double u = uniform(key, v, 0);
+      owner[v - first] = static_cast<std::int32_t>(
+          std::upper_bound(upper.begin(), upper.end() - 1, u) - upper.begin());
+    }
+  }
+  return owner;
+}
+
+} // namespace detail
+
+namespace {
+
+void validate(const Csr& a, const Options& options) {
+  if (a.rows() != a.cols()) {
+    throw InvalidArgument("partition_graph needs a square adjacency, got " + a.shape());
+  }
+  detail::validate_options(a.rows(), options);
+}
+
 /// Neighbours of v other than v itself.
 std::int64_t degree_without_self_loop(const Csr& a, std::int64_t v) {
   std::int64_t degree = 0;
@@ -91,22 +161,14 @@ std::int64_t degree_without_self_loop(const Csr& a, std::int64_t v) {
   return degree;
 }
 
-/// [n] weight of each vertex, at least 1 so that isolated vertices still count.
+/// [n] weight of each vertex (detail::vertex_weight).
 std::vector<std::int64_t> vertex_weights(const Csr& a, const Options& options) {
   const std::int64_t n = a.rows();
   std::vector<std::int64_t> weights(static_cast<std::size_t>(n), 1);
   if (options.vertex_weight == VertexWeight::Uniform) return weights;
-  // Beyond the degree: the row itself (degree; cost, as Â has the self-loop and a row costs
-  // row_cost more), or the feature width (compute).
-  const double extra = options.vertex_weight == VertexWeight::Degree ? 1.0
-                       : options.vertex_weight == VertexWeight::Cost
-                           ? 1.0 + options.row_cost
-                           : static_cast<double>(options.feature_width);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t v = 0; v < n; ++v) {
-    weights[v] = std::max<std::int64_t>(
-        1, std::llround(static_cast<double>(degree_without_self_loop(a, v)) + extra));
-  }
+  for (std::int64_t v = 0; v < n; ++v)
+    weights[v] = detail::vertex_weight(degree_without_self_loop(a, v), options);
   return weights;
 }
 
@@ -194,7 +256,7 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
     }
     vwgt.assign(weights.begin(), weights.end());
   }
-  const auto shares = target_shares(options);
+  const auto shares = detail::target_shares(options);
   std::vector<real_t> tpwgts(shares.begin(), shares.end());
 
   idx_t metis_options[METIS_NOPTIONS];
@@ -221,64 +283,48 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
   return {part.begin(), part.end()};
 }
 
+/// PT-Scotch's ParMETIS_V3_PartKway on the whole graph in this one process (MPI_COMM_SELF).
+std::vector<std::int32_t> parmetis_owner(const Csr& a, const Options& options) {
+  detail::ensure_mpi();
+  detail::ParmetisGraph g;
+  g.vtxdist = {0, a.rows()};
+  for (std::int64_t v = 0; v < a.rows(); ++v) {
+    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
+      if (a.col()[k] != v) g.adjncy.push_back(a.col()[k]);
+    }
+    g.xadj.push_back(static_cast<std::int64_t>(g.adjncy.size()));
+  }
+  if (options.vertex_weight != VertexWeight::Uniform) g.vwgt = vertex_weights(a, options);
+  std::vector<std::int32_t> owner;
+  const int status = detail::parmetis_part(g, options, MPI_COMM_SELF, owner);
+  if (status != METIS_OK) {
+    throw PartitionerError(fmt::format("ParMETIS_V3_PartKway (PT-Scotch, nodes={}, parts={}) "
+                                       "failed with {} (PT-Scotch printed the reason above)",
+                                       a.rows(), options.num_parts, status));
+  }
+  return owner;
+}
+
 // ---- baselines ------------------------------------------------------------------------------
 
 /// Contiguous id ranges: vertex v goes to the part whose share of the cumulative weight holds the
 /// midpoint of v's weight; ranges are then nudged so each holds at least one vertex.
 std::vector<std::int32_t> block_owner(const Csr& a, const Options& options) {
   const std::int64_t n = a.rows();
-  const int parts = options.num_parts;
   const auto weights = vertex_weights(a, options);
-  std::vector<std::int64_t> prefix(static_cast<std::size_t>(n) + 1, 0); // [n + 1]
-  std::partial_sum(weights.begin(), weights.end(), prefix.begin() + 1);
-  const auto total = static_cast<double>(prefix.back());
-  const auto shares = target_shares(options);
-
-  std::vector<std::int64_t> begin(static_cast<std::size_t>(parts) + 1, 0); // [P + 1]
-  begin[parts] = n;
-  double cumulative = 0.0;
-  std::int64_t v = 0;
-  for (int p = 1; p < parts; ++p) {
-    cumulative += shares[p - 1];
-    const double target = cumulative * total;
-    while (v < n && 0.5 * static_cast<double>(prefix[v] + prefix[v + 1]) < target)
-      ++v;
-    begin[p] = v;
+  std::vector<double> midpoint(weights.size());
+  std::int64_t prefix = 0;
+  for (std::size_t v = 0; v < weights.size(); ++v) {
+    midpoint[v] = 0.5 * static_cast<double>(prefix + prefix + weights[v]);
+    prefix += weights[v];
   }
-  for (int p = 1; p < parts; ++p)
-    begin[p] = std::clamp(begin[p], begin[p - 1] + 1, n - (parts - p));
-
+  std::vector<std::int64_t> below;
+  for (const double target : detail::block_targets(options, static_cast<double>(prefix)))
+    below.push_back(std::lower_bound(midpoint.begin(), midpoint.end(), target) - midpoint.begin());
+  const auto begin = detail::block_begins(below, n, options.num_parts);
   std::vector<std::int32_t> owner(static_cast<std::size_t>(n));
-  for (int p = 0; p < parts; ++p)
+  for (int p = 0; p < options.num_parts; ++p)
     std::fill(owner.begin() + begin[p], owner.begin() + begin[p + 1], p);
-  return owner;
-}
-
-/// Each vertex to a part drawn from the counter-based generator: uniform_index for equal shares,
-/// otherwise the part whose cumulative share interval holds a uniform draw.
-std::vector<std::int32_t> random_owner(const Csr& a, const Options& options) {
-  const std::int64_t n = a.rows();
-  const int parts = options.num_parts;
-  const auto key = RngKey::make(options.seed, RngPurpose::Split, kRandomPartitionStream);
-  const auto shares = target_shares(options);
-  const bool equal =
-      std::adjacent_find(shares.begin(), shares.end(), std::not_equal_to<>()) == shares.end();
-  std::vector<double> upper(shares.size()); // [P] cumulative share, last one exactly 1
-  std::partial_sum(shares.begin(), shares.end(), upper.begin());
-  upper.back() = 1.0;
-
-  std::vector<std::int32_t> owner(static_cast<std::size_t>(n));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t v = 0; v < n; ++v) {
-    if (equal) {
-      owner[v] =
-          static_cast<std::int32_t>(uniform_index(key, v, 0, static_cast<std::uint32_t>(parts)));
-    } else {
-      const double u = uniform(key, v, 0);
-      owner[v] = static_cast<std::int32_t>(std::upper_bound(upper.begin(), upper.end() - 1, u) -
-                                           upper.begin());
-    }
-  }
   return owner;
 }
 
@@ -305,10 +351,9 @@ std::string choice_name(Enum value, const std::pair<std::string_view, Enum> (&ch
 }
 
 constexpr std::pair<std::string_view, Method> kMethods[] = {
-    {"metis", Method::MetisKway},
-    {"metis-recursive", Method::MetisRecursive},
-    {"block", Method::Block},
-    {"random", Method::Random}};
+    {"metis", Method::MetisKway},       {"metis-recursive", Method::MetisRecursive},
+    {"block", Method::Block},           {"random", Method::Random},
+    {"hypergraph", Method::Hypergraph}, {"parmetis", Method::ParMetis}};
 
 constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
     {"uniform", VertexWeight::Uniform},
@@ -325,9 +370,9 @@ constexpr std::pair<std::string_view, Objective> kObjectives[] = {
 
 } // namespace
 
-/// Parts METIS leaves empty (possible on tiny or disconnected graphs) and, for the random method,
-/// parts no draw landed in each receive one vertex from the then-largest part, so every part owns
-/// at least one vertex; block ranges are non-empty by construction.
+/// Parts METIS or Zoltan leave empty (possible on tiny or disconnected graphs) and, for the random
+/// method, parts no draw landed in each receive one vertex from the then-largest part, so every
+/// part owns at least one vertex; block ranges are non-empty by construction.
 Partition partition_graph(const Csr& a, const Options& options) {
   validate(a, options);
   Partition result;
@@ -345,7 +390,13 @@ Partition partition_graph(const Csr& a, const Options& options) {
     result.owner = block_owner(a, options);
     break;
   case Method::Random:
-    result.owner = random_owner(a, options);
+    result.owner = detail::random_owner(0, a.rows(), options);
+    break;
+  case Method::ParMetis:
+    result.owner = parmetis_owner(a, options);
+    break;
+  case Method::Hypergraph:
+    result.owner = detail::hypergraph_owner(a, options, vertex_weights(a, options));
     break;
   }
   fill_empty_parts(result.owner, options.num_parts);

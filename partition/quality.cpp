@@ -1,5 +1,6 @@
 // How good a partition is (edge cut, halo volumes, balance) and the connected components of a
 // graph, both in time linear in the nonzeros.
+#include "quality_counts.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/partition/partition.hpp"
 
@@ -95,23 +96,36 @@ Quality measure(const Csr& a, const Partition& partition) {
     total.add(mine);
   }
 
+  return detail::summarize_quality(parts, n, total.cut_entries, std::move(total.nodes),
+                                   std::move(total.nonzeros), std::move(total.send),
+                                   std::move(total.recv));
+}
+
+namespace detail {
+
+Quality summarize_quality(int parts, std::int64_t nodes, std::int64_t cut_entries,
+                          std::vector<std::int64_t> part_nodes,
+                          std::vector<std::int64_t> part_nonzeros, std::vector<std::int64_t> send,
+                          std::vector<std::int64_t> recv) {
   Quality quality;
-  quality.edge_cut = total.cut_entries;
-  quality.send = std::move(total.send);
-  quality.recv = std::move(total.recv);
+  quality.edge_cut = cut_entries;
+  quality.send = std::move(send);
+  quality.recv = std::move(recv);
   quality.total_volume = std::accumulate(quality.send.begin(), quality.send.end(), std::int64_t{0});
   quality.max_send = *std::max_element(quality.send.begin(), quality.send.end());
   quality.max_recv = *std::max_element(quality.recv.begin(), quality.recv.end());
   quality.mean_send = static_cast<double>(quality.total_volume) / parts;
   quality.mean_recv = quality.mean_send;
-  quality.vertex_balance = max_over_mean(total.nodes);
-  quality.edge_balance = max_over_mean(total.nonzeros);
-  quality.part_nodes = std::move(total.nodes);
+  quality.vertex_balance = max_over_mean(part_nodes);
+  quality.edge_balance = max_over_mean(part_nonzeros);
+  quality.part_nodes = std::move(part_nodes);
   // In a symmetric adjacency, part q reads remote vertex v exactly when v is sent to q.
   quality.ghosts = quality.recv;
-  quality.broadcast_volume = static_cast<std::int64_t>(parts - 1) * n;
+  quality.broadcast_volume = static_cast<std::int64_t>(parts - 1) * nodes;
   return quality;
 }
+
+} // namespace detail
 
 Components connected_components(const Csr& a) {
   if (a.rows() != a.cols()) {

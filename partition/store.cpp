@@ -43,14 +43,20 @@
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
 #include "tessera/io/text_input.hpp"
+#include "tessera/partition/distributed.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fmt/core.h>
+#include <fmt/format.h>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <numeric>
+#include <optional>
 #include <utility>
+#include <zlib.h>
 
 namespace tessera::partition {
 namespace {
@@ -230,6 +236,31 @@ void check_manifest_seal(ordered_json j, const std::string& path) {
   }
 }
 
+/// The manifest's record of how the store was cut; the rest is the caller's.
+Manifest manifest_of(const Options& options, Reorder reorder, const Quality& quality) {
+  Manifest manifest;
+  manifest.method = to_string(options.method);
+  manifest.vertex_weight = to_string(options.vertex_weight);
+  manifest.objective = to_string(options.objective);
+  manifest.part_weights = options.part_weights;
+  manifest.balance = to_string(options.balance);
+  if (options.balance != Balance::None) manifest.rank_speeds = options.part_weights;
+  if (options.vertex_weight == VertexWeight::Cost) manifest.row_cost = options.row_cost;
+  manifest.reorder = reorder == Reorder::Rcm ? "rcm" : "none";
+  manifest.seed = options.seed;
+  manifest.quality = quality;
+  return manifest;
+}
+
+/// Removes the part folders from `parts` on: those of a previous store with more parts.
+void remove_parts_from(const std::string& dir, int parts) {
+  std::error_code ec;
+  for (int p = parts; fs::exists(part_folder(dir, p)); ++p) {
+    fs::remove_all(part_folder(dir, p), ec);
+    if (ec) throw IoError("cannot remove '" + part_folder(dir, p) + "': " + ec.message());
+  }
+}
+
 } // namespace
 
 std::string dataset_checksum(const datasets::Dataset& dataset) {
@@ -240,6 +271,79 @@ std::string dataset_checksum(const datasets::Dataset& dataset) {
     crc = crc_of_csr(crc, *dataset.features.sparse);
   }
   crc = crc_of(crc, dataset.labels.data(), static_cast<std::int64_t>(dataset.labels.size()));
+  return io::crc_hex(crc);
+}
+
+namespace {
+
+/// CRC-32 and length of one rank's piece of an array.
+struct Piece {
+  std::uint32_t crc = 0;
+  std::int64_t bytes = 0;
+};
+
+template <typename T> Piece piece_of(const std::vector<T>& values) {
+  return {crc_of(0, values.data(), static_cast<std::int64_t>(values.size())),
+          static_cast<std::int64_t>(values.size() * sizeof(T))};
+}
+
+/// A CSR's row pointers for rows whose nonzeros start at `offset` of the whole matrix; the last
+/// rank adds the whole matrix's end.
+std::vector<Offset> global_row_ptr(const Offset* row_ptr, std::int64_t rows, Offset offset,
+                                   bool last) {
+  std::vector<Offset> out(static_cast<std::size_t>(rows + (last ? 1 : 0)));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = offset + row_ptr[i];
+  return out;
+}
+
+/// The first nonzero of this rank's rows in the whole matrix. Collective.
+Offset nonzeros_before(Offset mine, comm::Communicator& comm) {
+  const std::vector<std::int64_t> all =
+      comm.alltoall(std::vector<std::int64_t>(static_cast<std::size_t>(comm.size()), mine));
+  return std::accumulate(all.begin(), all.begin() + comm.rank(), Offset{0});
+}
+
+} // namespace
+
+std::string dataset_checksum(const datasets::RowBlock& block, comm::Communicator& comm) {
+  const bool last = comm.rank() == comm.size() - 1;
+  const auto n = block.rows.size();
+  std::vector<Piece> pieces;
+  pieces.push_back(piece_of(
+      global_row_ptr(block.row_ptr.data(), n, nonzeros_before(block.row_ptr.back(), comm), last)));
+  // The whole adjacency's columns are LocalIds; a graph beyond them has no whole load to match.
+  if (block.num_nodes <= std::numeric_limits<LocalId>::max()) {
+    pieces.push_back(piece_of(std::vector<LocalId>(block.col.begin(), block.col.end())));
+  } else {
+    pieces.push_back(piece_of(block.col));
+  }
+  pieces.push_back(piece_of(std::vector<float>(block.col.size(), 1.0f)));
+  if (block.features.dense) {
+    const Dense& x = *block.features.dense;
+    pieces.push_back(
+        {crc_of(0, x.data(), x.size()), x.size() * static_cast<std::int64_t>(sizeof(float))});
+  } else if (block.features.sparse) {
+    const Csr& x = *block.features.sparse;
+    pieces.push_back(
+        piece_of(global_row_ptr(x.row_ptr(), n, nonzeros_before(x.row_ptr()[n], comm), last)));
+    pieces.push_back(
+        {crc_of(0, x.col(), x.nnz()), x.nnz() * static_cast<std::int64_t>(sizeof(LocalId))});
+    pieces.push_back(
+        {crc_of(0, x.val(), x.nnz()), x.nnz() * static_cast<std::int64_t>(sizeof(float))});
+  }
+  pieces.push_back(piece_of(block.labels));
+  // Each array's pieces, in rank order, joined onto the CRC of everything before it.
+  std::uint32_t crc = 0;
+  for (const Piece& piece : pieces) {
+    const auto ranks = static_cast<std::size_t>(comm.size());
+    const auto crcs = comm.alltoall(std::vector<std::int64_t>(ranks, piece.crc));
+    const auto bytes = comm.alltoall(std::vector<std::int64_t>(ranks, piece.bytes));
+    for (std::size_t r = 0; r < ranks; ++r) {
+      crc = static_cast<std::uint32_t>(
+          crc32_combine(crc, static_cast<uLong>(crcs[r]), static_cast<z_off_t>(bytes[r])));
+    }
+  }
   return io::crc_hex(crc);
 }
 
@@ -264,21 +368,11 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   // An existing store stops looking complete before any of its parts changes.
   io::remove_file(manifest_path(dir));
 
-  Manifest manifest;
+  Manifest manifest = manifest_of(options, reorder, quality);
   manifest.dataset = dataset.name;
   manifest.dataset_checksum = dataset_checksum(dataset);
-  manifest.method = to_string(options.method);
-  manifest.vertex_weight = to_string(options.vertex_weight);
-  manifest.objective = to_string(options.objective);
-  manifest.part_weights = options.part_weights;
-  manifest.balance = to_string(options.balance);
-  if (options.balance != Balance::None) manifest.rank_speeds = options.part_weights;
-  if (options.vertex_weight == VertexWeight::Cost) manifest.row_cost = options.row_cost;
-  manifest.reorder = reorder == Reorder::Rcm ? "rcm" : "none";
-  manifest.seed = options.seed;
   manifest.num_parts = partition.num_parts;
   manifest.num_nodes = dataset.num_nodes;
-  manifest.quality = quality;
   for (int p = 0; p < partition.num_parts; ++p) {
     const LocalGraph tile = build_local_graph(dataset, partition, p, reorder);
     manifest.part_nodes.push_back(tile.n_owned());
@@ -286,13 +380,119 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
     manifest.part_checksums.push_back(sums.arrays);
     manifest.part_json_checksums.push_back(sums.json);
   }
-  // Folders of a previous store with more parts.
-  std::error_code ec;
-  for (int p = partition.num_parts; fs::exists(part_folder(dir, p)); ++p) {
-    fs::remove_all(part_folder(dir, p), ec);
-    if (ec) throw IoError("cannot remove '" + part_folder(dir, p) + "': " + ec.message());
-  }
+  remove_parts_from(dir, partition.num_parts);
   write_manifest(dir, manifest);
+}
+
+namespace {
+
+/// One rank's account of its part, for rank 0's manifest.
+ordered_json part_report(const LocalGraph& tile, const std::string& dataset,
+                         const std::string& checksum, const PartChecksums& sums,
+                         const std::string& problem) {
+  return {{"problem", problem},
+          {"part", tile.part},
+          {"num_parts", tile.num_parts},
+          {"num_nodes", tile.num_global_nodes},
+          {"dataset", dataset},
+          {"dataset_checksum", checksum},
+          {"n_owned", tile.n_owned()},
+          {"arrays", sums.arrays},
+          {"json", sums.json}};
+}
+
+/// What is wrong with rank `rank`'s report next to rank 0's ("" when nothing).
+std::string disagreement(const ordered_json& report, const ordered_json& first, int rank,
+                         int ranks) {
+  if (!report.at("problem").get<std::string>().empty()) return report.at("problem");
+  if (report.at("part") != rank || report.at("num_parts") != ranks) {
+    return fmt::format("holds part {} of {}, not part {} of {}", report.at("part").dump(),
+                       report.at("num_parts").dump(), rank, ranks);
+  }
+  for (const char* key : {"num_nodes", "dataset", "dataset_checksum"}) {
+    if (report.at(key) != first.at(key)) {
+      return fmt::format("its {} is {}, rank 0's is {}", key, report.at(key).dump(),
+                         first.at(key).dump());
+    }
+  }
+  return "";
+}
+
+/// Rank 0's text on every rank. Collective.
+std::string from_rank_0(const std::string& text, comm::Communicator& comm) {
+  std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()),
+                               reinterpret_cast<const std::byte*>(text.data()) + text.size());
+  comm.broadcast(bytes, 0);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+} // namespace
+
+void write_store_from_tiles(const std::string& dir, const LocalGraph& tile,
+                            const std::string& dataset_name, const std::string& checksum,
+                            const Options& options, Reorder reorder, const Quality& quality,
+                            comm::Communicator& comm, bool replace) {
+  constexpr int kReportTag = 7111;
+  const int me = comm.rank();
+  const int ranks = comm.size();
+  // Rank 0 holds the folder for the whole write, and the old manifest goes before any part.
+  std::optional<io::OutputFolder> out;
+  std::string problem;
+  if (me == 0) {
+    try {
+      out.emplace(dir, kStoreKind, replace);
+      io::remove_file(manifest_path(dir));
+    } catch (const Error& e) {
+      problem = e.what();
+    }
+  }
+  problem = from_rank_0(problem, comm);
+  if (!problem.empty()) throw IoError("rank 0: " + problem);
+
+  PartChecksums sums;
+  try {
+    sums = write_tile(part_folder(dir, me), tile);
+  } catch (const Error& e) {
+    problem = e.what();
+  }
+  const ordered_json mine = part_report(tile, dataset_name, checksum, sums, problem);
+  if (me != 0) {
+    const std::string text = mine.dump();
+    comm.send(std::as_bytes(std::span(text.data(), text.size())), 0, kReportTag);
+  } else {
+    Manifest manifest = manifest_of(options, reorder, quality);
+    manifest.dataset = dataset_name;
+    manifest.dataset_checksum = checksum;
+    manifest.num_parts = ranks;
+    manifest.num_nodes = tile.num_global_nodes;
+    std::vector<std::string> problems;
+    for (int r = 0; r < ranks; ++r) {
+      ordered_json report = mine;
+      if (r != 0) {
+        const std::vector<std::byte> bytes = comm.receive(r, kReportTag);
+        report = ordered_json::parse(
+            std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+      }
+      const std::string wrong = disagreement(report, mine, r, ranks);
+      if (!wrong.empty()) problems.push_back(fmt::format("rank {}: {}", r, wrong));
+      manifest.part_nodes.push_back(report.at("n_owned"));
+      manifest.part_checksums.push_back(report.at("arrays"));
+      manifest.part_json_checksums.push_back(report.at("json"));
+    }
+    problem = fmt::format("{}", fmt::join(problems, "; "));
+    if (problem.empty()) {
+      try {
+        remove_parts_from(dir, ranks);
+        write_manifest(dir, manifest);
+      } catch (const Error& e) {
+        problem = fmt::format("rank 0: {}", e.what());
+      }
+    }
+  }
+  problem = from_rank_0(problem, comm);
+  if (!problem.empty()) {
+    throw IoError(fmt::format("partition store '{}' not written (no manifest): {}", dir, problem));
+  }
 }
 
 void write_manifest(const std::string& dir, const Manifest& manifest) {

@@ -1,4 +1,5 @@
-// tessera-convert: load a dataset (name, FORMAT:PATH or generator spec) and write it as .npz.
+// tessera-convert: load a dataset (name, FORMAT:PATH or generator spec) and write it as a native
+// folder or an .npz.
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +20,7 @@ struct Options {
   int split_index = 0;
   std::string out;
   bool force = false;
+  bool add_split = false;
 };
 
 void add_flags(CLI::App& app, Options& o) {
@@ -40,6 +42,10 @@ void add_flags(CLI::App& app, Options& o) {
          "native dataset with --force")
       ->required();
   app.add_flag("--force", o.force, "replace the native dataset already in --out");
+  app.add_flag("--add-split", o.add_split,
+               "store the default random 60/20/20 split (seed --seed) when the data has none: the "
+               "split tessera-train --seed draws in memory, which --partition-method parmetis "
+               "(every rank reading only its rows) cannot draw");
 }
 
 std::string describe_features(const tessera::graph::Features& features) {
@@ -61,12 +67,15 @@ int main(int argc, char** argv) {
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();
     const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed};
-    const auto dataset = tessera::datasets::load_dataset(backend, o.dataset, load);
+    auto dataset = tessera::datasets::load_dataset(backend, o.dataset, load);
+    const bool split_added =
+        o.add_split && tessera::datasets::use_default_split_when_missing(dataset, o.seed);
     fmt::print("{}: {} nodes, {} undirected edges, features {}, {} classes, split {}/{}/{} "
                "(loaded in {:.2f} s)\n",
                dataset.name, dataset.num_nodes, dataset.adjacency.nnz() / 2,
                describe_features(dataset.features), dataset.num_classes, dataset.train_idx.size(),
                dataset.val_idx.size(), dataset.test_idx.size(), load_time.seconds());
+    if (split_added) fmt::print("added the default random split with seed {}\n", o.seed);
 
     const tessera::Stopwatch save_time;
     if (o.out.ends_with(".npz")) {

@@ -1,11 +1,16 @@
-// tessera-partition: load a dataset, cut it into P parts (METIS or a baseline), print the
-// partition's quality (optionally for every method side by side) and write a partition store.
+// tessera-partition: load a dataset, cut it into P parts (METIS, ParMETIS, Zoltan or a baseline),
+// print the partition's quality (optionally for every method side by side) and write a partition
+// store. Under mpirun with --method parmetis every rank reads only its share of the rows, the
+// ranks cut the graph together and each writes its own part of the store.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <fmt/core.h>
+#include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <tessera/tessera.hpp>
 #include <utility>
@@ -41,7 +46,10 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--data-dir", f.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
   app.add_option("--parts", f.parts, "number of parts P")->required()->check(CLI::PositiveNumber);
-  app.add_option("--method", f.method, "metis, metis-recursive, block or random")
+  app.add_option("--method", f.method,
+                 "metis, metis-recursive, block, random, hypergraph (Zoltan PHG: minimizes the "
+                 "rows a halo exchange moves) or parmetis (PT-Scotch; under mpirun -np P with "
+                 "--parts P, every rank reads only its rows and writes its own part of --out)")
       ->capture_default_str();
   app.add_option("--vertex-weights", f.vertex_weights,
                  "uniform, degree (degree + 1), compute (degree + feature width) or cost "
@@ -65,7 +73,8 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--rank-speeds", f.rank_speeds,
                  "with --balance given: each rank's speed, e.g. 1,1,0.5,0.25 (one per part)");
-  app.add_option("--seed", f.seed, "seed of METIS and the random baseline")->capture_default_str();
+  app.add_option("--seed", f.seed, "seed of METIS, Zoltan, the random baseline and the split")
+      ->capture_default_str();
   app.add_option("--reorder", f.reorder, "reordering of each tile's owned rows in the store")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "rcm"}));
@@ -172,8 +181,9 @@ int run(const Flags& f) {
 
   std::vector<Row> rows{partition_and_measure(dataset.adjacency, options)};
   if (f.compare) {
-    for (const tp::Method other : {tp::Method::MetisKway, tp::Method::MetisRecursive,
-                                   tp::Method::Block, tp::Method::Random}) {
+    for (const tp::Method other :
+         {tp::Method::MetisKway, tp::Method::MetisRecursive, tp::Method::Block, tp::Method::Random,
+          tp::Method::Hypergraph, tp::Method::ParMetis}) {
       if (other == options.method) continue;
       tp::Options other_options = options;
       other_options.method = other;
@@ -196,17 +206,100 @@ int run(const Flags& f) {
   return 0;
 }
 
+/// --method parmetis under mpirun: every rank reads its share of the rows, the ranks cut them
+/// together, each assembles its tile and writes its part of --out. Collective; a failure on one
+/// rank throws on every rank.
+int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communicator& comm) {
+  const bool root = comm.rank() == 0;
+  if (f.parts != comm.size()) {
+    throw tessera::InvalidArgument(fmt::format("--parts {} under mpirun -np {}: the distributed "
+                                               "path cuts one part per rank",
+                                               f.parts, comm.size()));
+  }
+  if (f.compare) {
+    throw tessera::InvalidArgument("--compare runs every method in one process: run it without "
+                                   "mpirun");
+  }
+  std::exception_ptr failure;
+  tessera::datasets::RowBlock block;
+  const tessera::Stopwatch load_time;
+  try {
+    if (root && !f.out.empty()) tp::check_store_folder(f.out, f.force);
+    block = tessera::datasets::load_dataset_share(
+        tessera::make_cpu_backend(), f.dataset, {f.data_dir, 0, f.seed}, comm.rank(), comm.size());
+  } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  tessera::comm::share_first_failure(comm, failure, "could not read its rows");
+  std::vector<std::int64_t> totals{block.row_ptr.back(),
+                                   static_cast<std::int64_t>(block.train_idx.size())};
+  comm.allreduce_sum(std::span<std::int64_t>(totals));
+  if (!f.out.empty() && totals[1] == 0) {
+    throw tessera::InvalidArgument(fmt::format(
+        "dataset '{}' has no split: a store needs one, and the default random split needs every "
+        "labelled node in one place; save the data with its split (tessera-convert --add-split) "
+        "or partition it without mpirun",
+        block.name));
+  }
+  if (root) {
+    fmt::print("{}: {} nodes, {} undirected edges; each of {} ranks read its {} rows ({:.2f} "
+               "s)\n",
+               block.name, block.num_nodes, totals[0] / 2, comm.size(), block.rows.size(),
+               load_time.seconds());
+  }
+  options.feature_width = block.features.cols();
+  const std::string name = block.name;
+  const std::string checksum = tp::dataset_checksum(block, comm);
+  const tessera::Stopwatch cut_time;
+  const std::vector<std::int32_t> owner = tp::partition_rows(block, options, comm);
+  const double cut_ms = 1e3 * cut_time.seconds();
+  const auto reorder = f.reorder == "rcm" ? tp::Reorder::Rcm : tp::Reorder::None;
+  const tessera::Stopwatch build_time;
+  const tp::LocalGraph tile =
+      tp::build_tile_from_rows(tessera::make_cpu_backend(), std::move(block), owner, comm, reorder);
+  const tp::Quality quality = tp::measure_tiles(tile, comm);
+  if (root) {
+    fmt::print("P = {}, vertex weights {}, 1D broadcast volume (P - 1) * n = {}; tiles built in "
+               "{:.2f} s\n",
+               f.parts, f.vertex_weights, quality.broadcast_volume, build_time.seconds());
+    print_table({Row{options.method, cut_ms, {}, quality}});
+  }
+  if (!f.out.empty()) {
+    const tessera::Stopwatch write_time;
+    tp::write_store_from_tiles(f.out, tile, name, checksum, options, reorder, quality, comm,
+                               f.force);
+    if (root) {
+      fmt::print("wrote {} ({} parts, each by its rank, {}) in {:.2f} s\n", f.out, f.parts,
+                 f.method, write_time.seconds());
+    }
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Partition a graph with METIS or a baseline and report the partition's quality"};
+  CLI::App app{"Partition a graph with METIS, ParMETIS, Zoltan or a baseline and report the "
+               "partition's quality"};
   Flags flags;
   add_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
 
+  // PT-Scotch needs MPI; under mpirun with several ranks the cut is distributed.
+  std::optional<tessera::comm::MpiEnvironment> mpi;
+  std::shared_ptr<tessera::comm::Communicator> comm;
   try {
+    if (flags.method == "parmetis") {
+      mpi.emplace(&argc, &argv);
+      comm = tessera::comm::make_mpi_communicator();
+    }
+    if (comm && comm->size() > 1) return run_distributed(flags, make_options(flags), *comm);
     return run(flags);
   } catch (const std::exception& e) {
+    if (comm && comm->size() > 1) {
+      fmt::print(stderr, "[rank {}] error: {}\n", comm->rank(), e.what());
+      comm->abort(1);
+    }
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
   }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Partition quality and cost: METIS k-way, METIS recursive bisection and the block and random
-# baselines side by side (tessera-partition --compare) on soc-Slashdot0902 (when the shared data
-# holds it) and a generated RMAT graph, for P = 2, 4, 8 and 16. Each run prints its table (time,
-# edge cut, total / max halo volume, balance, ghosts, volume against a 1D broadcast) and its peak
-# memory; a summary of METIS against random ends the output.
+# Partition quality and cost: METIS k-way, METIS recursive bisection, Zoltan's hypergraph
+# partitioner and the block and random baselines side by side (tessera-partition --compare) on
+# soc-Slashdot0902 (when the shared data holds it) and a generated RMAT graph, for P = 2, 4, 8 and
+# 16. Each run prints its table (time, edge cut, total / max halo volume, balance, ghosts, volume
+# against a 1D broadcast) and its peak memory; a summary of METIS and the hypergraph method
+# against random ends the output.
 #
 # Usage: scripts/bench/partition.sh [--scale S] [--no-build]
 #   --scale S   RMAT scale: 2^S vertices, edge factor 16 (default 20; 16 for a quick look)
@@ -43,8 +44,8 @@ fi
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 summary="${work}/summary"
-printf '%-52s %3s %12s %12s %12s %8s %10s\n' dataset P "metis ms" "metis vol" "random vol" \
-  ratio "peak MiB" >"${summary}"
+printf '%-52s %3s %12s %12s %12s %12s %8s %8s %10s\n' dataset P "metis ms" "metis vol" "hg ms" \
+  "hg vol" "metis/rnd" "hg/rnd" "peak MiB" >"${summary}"
 
 for dataset in "${datasets[@]}"; do
   for parts in 2 4 8 16; do
@@ -64,14 +65,17 @@ for dataset in "${datasets[@]}"; do
     fi
     awk -v dataset="${dataset}" -v parts="${parts}" -v peak="${peak}" '
       $1 == "metis" { ms = $2; metis = $4 }
+      $1 == "hypergraph" { hg_ms = $2; hg = $4 }
       $1 == "random" { random = $4 }
       END {
-        ratio = random > 0 ? metis / random : 0
-        printf "%-52s %3d %12.1f %12d %12d %8.3f %10s\n", dataset, parts, ms, metis, random, ratio, peak
+        metis_ratio = random > 0 ? metis / random : 0
+        hg_ratio = random > 0 ? hg / random : 0
+        printf "%-52s %3d %12.1f %12d %12.1f %12d %8.3f %8.3f %10s\n", dataset, parts, ms, metis,
+          hg_ms, hg, metis_ratio, hg_ratio, peak
       }' "${output}" >>"${summary}"
   done
 done
 
 echo
-echo "METIS k-way against random (total halo volume per layer; ratio = metis / random):"
+echo "METIS k-way and the hypergraph method (hg) against random (total halo volume per layer):"
 cat "${summary}"

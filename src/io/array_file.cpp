@@ -16,6 +16,12 @@
 //
 // A file is written whole under a temporary name and renamed onto its own (files.hpp), so a
 // reader never sees a half-written file under its final name.
+//
+// Row i of an [R, C] array starts at byte 64 + i * C * element size, so ArrayReader reads any rows
+// without the others. The one CRC covers the whole payload, so only a whole read checks it. A CRC
+// per fixed-size block (a table after the payload) would let range reads check their blocks too;
+// it would take a format version 2 and is not done: range readers check the values they read (ids
+// in range, finite floats), and load_dataset of the same files still checks every CRC.
 #include "tessera/io/array_file.hpp"
 
 #include "tessera/core/error.hpp"
@@ -23,9 +29,12 @@
 
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 namespace tessera::io {
@@ -93,6 +102,21 @@ std::string dimension_text(std::int64_t n) {
   throw FormatError("array file '" + path + "': " + problem);
 }
 
+/// Reads up to `bytes` bytes at `offset`, retrying short reads; returns fewer only at the end of
+/// the file. Throws IoError naming `path`.
+std::size_t read_at(int fd, void* data, std::size_t bytes, off_t offset, const std::string& path) {
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::pread(fd, static_cast<char*>(data) + done, bytes - done,
+                                offset + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
+    if (got == 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  return done;
+}
+
 } // namespace
 
 std::uint32_t crc32_update(std::uint32_t crc, const void* data, std::size_t bytes) noexcept {
@@ -136,18 +160,48 @@ std::uint32_t write_array(const std::string& path, std::span<const T> data, std:
 template <typename T>
 StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t expected_rows,
                           std::int64_t expected_cols) {
-  const auto fail = [&path](const std::string& problem) { fail_file(path, problem); };
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
-  }
-  struct Closer {
-    std::FILE* f;
-    ~Closer() { std::fclose(f); }
-  } closer{file};
+  const ArrayReader<T> reader(path, two_dim, expected_rows, expected_cols);
+  return {reader.rows(), reader.cols(), reader.crc(), reader.read_rows(0, reader.rows())};
+}
 
+void check_row_range(const std::string& source, std::int64_t first, std::int64_t last,
+                     std::int64_t rows) {
+  if (0 <= first && first <= last && last <= rows) return;
+  throw InvalidArgument(source + ": rows [" + std::to_string(first) + ", " + std::to_string(last) +
+                        ") " +
+                        (first > last ? std::string("are not a range (first > last)")
+                                      : "are outside its rows [0, " + std::to_string(rows) + ")"));
+}
+
+template <typename T>
+ArrayReader<T>::ArrayReader(std::string path, bool two_dim, std::int64_t expected_rows,
+                            std::int64_t expected_cols)
+    : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw IoError("cannot read array file '" + path_ + "': " + std::strerror(errno));
+  try {
+    check_header(two_dim, expected_rows, expected_cols);
+  } catch (...) {
+    ::close(fd_);
+    throw;
+  }
+}
+
+template <typename T> ArrayReader<T>::~ArrayReader() {
+  ::close(fd_);
+}
+
+template <typename T>
+void ArrayReader<T>::check_header(bool two_dim, std::int64_t expected_rows,
+                                  std::int64_t expected_cols) {
+  const auto fail = [this](const std::string& problem) { fail_file(path_, problem); };
+  struct stat info {};
+  if (::fstat(fd_, &info) != 0) {
+    throw IoError("cannot read array file '" + path_ + "': " + std::strerror(errno));
+  }
+  if (!S_ISREG(info.st_mode)) fail("not a regular file");
   unsigned char head[kArrayHeaderBytes];
-  if (std::fread(head, 1, sizeof head, file) != sizeof head) {
+  if (read_at(fd_, head, sizeof head, 0, path_) != sizeof head) {
     fail("truncated header (a header is " + std::to_string(kArrayHeaderBytes) + " bytes)");
   }
   if (std::memcmp(head, kMagic, 4) != 0) fail("bad magic (expected \"TSRA\")");
@@ -169,7 +223,6 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
   const std::uint64_t rows = get64(head + 16);
   const std::uint64_t cols = get64(head + 24);
   const std::uint64_t payload_bytes = get64(head + 32);
-  const std::uint32_t crc = get32(head + 40);
   constexpr auto kLimit = static_cast<std::uint64_t>(INT64_MAX) / 16;
   if (rows > kLimit || cols > kLimit || (cols != 0 && rows > kLimit / cols) ||
       (!two_dim && cols != 1)) {
@@ -189,41 +242,59 @@ StoredArray<T> read_array(const std::string& path, bool two_dim, std::int64_t ex
          shape_text(two_dim, std::to_string(rows), std::to_string(cols)) + " needs " +
          std::to_string(count * sizeof(T)));
   }
-
   // The size comes from the data: a header may claim any shape, the file holds what it holds.
-  struct stat info {};
-  if (::fstat(::fileno(file), &info) != 0) {
-    throw IoError("cannot read array file '" + path + "': " + std::strerror(errno));
-  }
   const auto present = static_cast<std::uint64_t>(std::max<std::int64_t>(
       0, static_cast<std::int64_t>(info.st_size) - static_cast<std::int64_t>(kArrayHeaderBytes)));
-  if (!S_ISREG(info.st_mode)) fail("not a regular file");
   if (present < payload_bytes) {
     fail("truncated: the file holds " + std::to_string(present) +
          " payload bytes, the header says " + std::to_string(payload_bytes));
   }
+  rows_ = static_cast<std::int64_t>(rows);
+  cols_ = two_dim ? static_cast<std::int64_t>(cols) : -1;
+  crc_ = get32(head + 40);
+}
 
-  StoredArray<T> array;
-  array.rows = static_cast<std::int64_t>(rows);
-  array.cols = two_dim ? static_cast<std::int64_t>(cols) : -1;
-  array.crc = crc;
-  array.data.resize(static_cast<std::size_t>(count));
-  const std::size_t got = std::fread(array.data.data(), 1, payload_bytes, file);
-  if (got != payload_bytes) {
-    fail("truncated: " + std::to_string(got) + " of " + std::to_string(payload_bytes) +
-         " payload bytes present");
+template <typename T>
+void ArrayReader<T>::read_rows(std::int64_t first, std::int64_t last, std::span<T> out) const {
+  check_row_range("array file '" + path_ + "'", first, last, rows_);
+  const std::int64_t width = cols_ < 0 ? 1 : cols_;
+  const auto count = static_cast<std::size_t>((last - first) * width);
+  if (out.size() != count) {
+    throw InvalidArgument("array file '" + path_ + "': rows [" + std::to_string(first) + ", " +
+                          std::to_string(last) + ") hold " + std::to_string(count) +
+                          " elements, the buffer " + std::to_string(out.size()));
   }
-  const std::uint32_t actual = crc32_update(0, array.data.data(), payload_bytes);
-  if (actual != crc) {
-    fail("CRC-32 mismatch: header says " + crc_hex(crc) + ", payload has " + crc_hex(actual));
+  const std::size_t bytes = out.size_bytes();
+  const auto offset = static_cast<off_t>(kArrayHeaderBytes) +
+                      static_cast<off_t>(first * width) * static_cast<off_t>(sizeof(T));
+  const std::size_t got = read_at(fd_, out.data(), bytes, offset, path_);
+  if (got != bytes) {
+    fail_file(path_, "truncated: " + std::to_string(got) + " of the " + std::to_string(bytes) +
+                         " payload bytes of rows [" + std::to_string(first) + ", " +
+                         std::to_string(last) + ") present");
   }
-  return array;
+  if (first != 0 || last != rows_) return;
+  const std::uint32_t actual = crc32_update(0, out.data(), bytes);
+  if (actual != crc_) {
+    fail_file(path_,
+              "CRC-32 mismatch: header says " + crc_hex(crc_) + ", payload has " + crc_hex(actual));
+  }
+}
+
+template <typename T>
+std::vector<T> ArrayReader<T>::read_rows(std::int64_t first, std::int64_t last) const {
+  // Sized only after the range is checked: a bad range must not allocate by it.
+  check_row_range("array file '" + path_ + "'", first, last, rows_);
+  std::vector<T> out(static_cast<std::size_t>((last - first) * (cols_ < 0 ? 1 : cols_)));
+  read_rows(first, last, out);
+  return out;
 }
 
 #define TESSERA_STORE_ARRAY(T)                                                                     \
   template std::uint32_t write_array<T>(const std::string&, std::span<const T>, std::int64_t,      \
                                         std::int64_t);                                             \
-  template StoredArray<T> read_array<T>(const std::string&, bool, std::int64_t, std::int64_t);
+  template StoredArray<T> read_array<T>(const std::string&, bool, std::int64_t, std::int64_t);     \
+  template class ArrayReader<T>;
 TESSERA_STORE_ARRAY(std::int32_t)
 TESSERA_STORE_ARRAY(std::int64_t)
 TESSERA_STORE_ARRAY(float)

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 namespace tessera::io {
 
@@ -23,63 +24,182 @@ template <typename T> std::span<const T> span_of(const T* data, std::int64_t cou
   throw FormatError("array file '" + path + "': " + problem);
 }
 
+std::string file_in(const std::string& folder, const std::string& name) {
+  return (fs::path(folder) / name).string();
+}
+
 void write_csr(const std::string& folder, const std::string& prefix, const Csr& m,
                std::vector<std::uint32_t>& crcs) {
-  const auto file = [&](const char* suffix) {
-    return (fs::path(folder) / (prefix + suffix)).string();
-  };
+  const auto file = [&](const char* suffix) { return file_in(folder, prefix + suffix); };
   crcs.push_back(
       write_array(file("_row_ptr.bin"), span_of(m.row_ptr(), m.rows() + 1), m.rows() + 1));
   crcs.push_back(write_array(file("_col.bin"), span_of(m.col(), m.nnz()), m.nnz()));
   crcs.push_back(write_array(file("_val.bin"), span_of(m.val(), m.nnz()), m.nnz()));
 }
 
-/// Reads prefix_row_ptr/col/val as a [rows, cols] CSR of nnz entries, checking its structure.
-Csr read_csr(const std::string& folder, const std::string& prefix, std::int64_t rows,
-             std::int64_t cols, std::int64_t nnz, std::vector<std::uint32_t>& crcs) {
-  const auto file = [&](const char* suffix) {
-    return (fs::path(folder) / (prefix + suffix)).string();
-  };
-  auto row_ptr = read_array<Offset>(file("_row_ptr.bin"), false, rows + 1);
-  auto col = read_array<LocalId>(file("_col.bin"), false, nnz);
-  auto val = read_array<float>(file("_val.bin"), false, nnz);
-  crcs.insert(crcs.end(), {row_ptr.crc, col.crc, val.crc});
-  const std::string path = file("_row_ptr.bin");
-  if (row_ptr.data.front() != 0 || row_ptr.data.back() != nnz) {
-    fail(path, "row pointers run from " + std::to_string(row_ptr.data.front()) + " to " +
-                   std::to_string(row_ptr.data.back()) + ", expected 0 to " + std::to_string(nnz));
+/// The three files of a [rows, cols] CSR of `nnz` entries, their headers checked.
+struct CsrFiles {
+  CsrFiles(const std::string& folder, const std::string& prefix, std::int64_t rows,
+           std::int64_t cols, std::int64_t nnz)
+      : row_ptr(file_in(folder, prefix + "_row_ptr.bin"), false, rows + 1),
+        col(file_in(folder, prefix + "_col.bin"), false, nnz),
+        val(file_in(folder, prefix + "_val.bin"), false, nnz), cols(cols) {}
+
+  void append_crcs(std::vector<std::uint32_t>& crcs) const {
+    crcs.insert(crcs.end(), {row_ptr.crc(), col.crc(), val.crc()});
   }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    if (row_ptr.data[r] > row_ptr.data[r + 1]) {
-      fail(path, "row pointers decrease at row " + std::to_string(r));
+
+  /// Rows [first, last) as a [last - first, cols] CSR whose row pointers start at 0, checking
+  /// what they hold: row pointers non-decreasing, 0 at row 0, nnz at the last row, column ids in
+  /// [0, cols). Reads only those rows' row pointers and entries.
+  Csr read_rows(std::int64_t first, std::int64_t last) const {
+    const std::int64_t rows = row_ptr.rows() - 1, nnz = col.rows();
+    check_row_range("CSR of '" + row_ptr.path() + "'", first, last, rows);
+    const std::vector<Offset> ptr = row_ptr.read_rows(first, last + 1);
+    const Offset begin = ptr.front(), end = ptr.back();
+    if ((first == 0 && begin != 0) || (last == rows && end != nnz) || begin < 0 || end > nnz) {
+      fail(row_ptr.path(), "row pointers of rows [" + std::to_string(first) + ", " +
+                               std::to_string(last) + "] run from " + std::to_string(begin) +
+                               " to " + std::to_string(end) + ", expected 0 at row 0, " +
+                               std::to_string(nnz) + " at row " + std::to_string(rows) +
+                               " and values in between");
+    }
+    for (std::size_t i = 1; i < ptr.size(); ++i) {
+      if (ptr[i - 1] > ptr[i]) {
+        fail(row_ptr.path(), "row pointers decrease at row " +
+                                 std::to_string(first + static_cast<std::int64_t>(i) - 1));
+      }
+    }
+    Csr out(make_cpu_backend(), last - first, cols, end - begin);
+    for (std::size_t i = 0; i < ptr.size(); ++i)
+      out.row_ptr()[i] = ptr[i] - begin;
+    const auto entries = static_cast<std::size_t>(end - begin);
+    col.read_rows(begin, end, {out.col(), entries});
+    for (std::size_t k = 0; k < entries; ++k) {
+      if (out.col()[k] < 0 || out.col()[k] >= cols) {
+        fail(col.path(), "column id " + std::to_string(out.col()[k]) + " at entry " +
+                             std::to_string(begin + static_cast<Offset>(k)) + " is outside [0, " +
+                             std::to_string(cols) + ")");
+      }
+    }
+    val.read_rows(begin, end, {out.val(), entries});
+    return out;
+  }
+
+  ArrayReader<Offset> row_ptr;
+  ArrayReader<LocalId> col;
+  ArrayReader<float> val;
+  std::int64_t cols;
+};
+
+/// The files of a graph file set, their headers checked against `shape`.
+struct GraphFileSet {
+  GraphFileSet(const std::string& folder, const GraphFilesShape& shape)
+      : adjacency(folder, "adj", shape.rows, shape.cols, shape.nnz),
+        labels(file_in(folder, "labels.bin"), false),
+        train(file_in(folder, "train_idx.bin"), false), val(file_in(folder, "val_idx.bin"), false),
+        test(file_in(folder, "test_idx.bin"), false) {
+    if (shape.feature_kind == "dense") {
+      dense_features.emplace(file_in(folder, "features.bin"), true, shape.rows,
+                             shape.feature_width);
+    } else if (shape.feature_kind == "sparse") {
+      sparse_features.emplace(folder, "feat", shape.rows, shape.feature_width, shape.feature_nnz);
+    } else if (shape.feature_kind != "none") {
+      fail(folder, "feature kind '" + shape.feature_kind + "', expected dense, sparse or none");
+    }
+    if (labels.rows() != 0 && labels.rows() != shape.rows) {
+      fail(labels.path(),
+           std::to_string(labels.rows()) + " labels for " + std::to_string(shape.rows) + " rows");
     }
   }
-  for (std::int64_t k = 0; k < nnz; ++k) {
-    if (col.data[k] < 0 || col.data[k] >= cols) {
-      fail(file("_col.bin"), "column id " + std::to_string(col.data[k]) + " at entry " +
-                                 std::to_string(k) + " is outside [0, " + std::to_string(cols) +
-                                 ")");
-    }
+
+  /// The CRCs of the headers in file order (write_graph_files').
+  void append_crcs(std::vector<std::uint32_t>& crcs) const {
+    adjacency.append_crcs(crcs);
+    if (dense_features) crcs.push_back(dense_features->crc());
+    if (sparse_features) sparse_features->append_crcs(crcs);
+    crcs.insert(crcs.end(), {labels.crc(), train.crc(), val.crc(), test.crc()});
   }
-  Csr out(make_cpu_backend(), rows, cols, nnz);
-  std::copy(row_ptr.data.begin(), row_ptr.data.end(), out.row_ptr());
-  std::copy(col.data.begin(), col.data.end(), out.col());
-  std::copy(val.data.begin(), val.data.end(), out.val());
-  return out;
+
+  /// Rows [first, last) of the features ([last - first, F]); none when the set has none.
+  graph::Features read_features(std::int64_t first, std::int64_t last) const {
+    graph::Features features;
+    if (dense_features) {
+      Dense x(make_cpu_backend(), last - first, dense_features->cols());
+      dense_features->read_rows(first, last, {x.data(), static_cast<std::size_t>(x.size())});
+      features.dense = std::move(x);
+    } else if (sparse_features) {
+      features.sparse = sparse_features->read_rows(first, last);
+    }
+    return features;
+  }
+
+  /// Rows [first, last) of the labels; none when the set has none.
+  std::vector<std::int32_t> read_labels(std::int64_t first, std::int64_t last) const {
+    return labels.rows() == 0 ? std::vector<std::int32_t>{} : labels.read_rows(first, last);
+  }
+
+  CsrFiles adjacency;
+  std::optional<ArrayReader<float>> dense_features;
+  std::optional<CsrFiles> sparse_features;
+  ArrayReader<std::int32_t> labels, train, val, test;
+};
+
+[[noreturn]] void fail_row_id(const std::string& path, std::int32_t id, std::int64_t position,
+                              std::int64_t rows) {
+  fail(path, "row id " + std::to_string(id) + " at position " + std::to_string(position) +
+                 " is outside the rows [0, " + std::to_string(rows) + ")");
 }
 
-/// Reads a split file and checks every id is a row in [0, rows).
-std::vector<std::int32_t> read_rows(const std::string& path, std::int64_t rows,
-                                    std::vector<std::uint32_t>& crcs) {
-  auto ids = read_array<std::int32_t>(path, false);
-  crcs.push_back(ids.crc);
-  for (std::size_t i = 0; i < ids.data.size(); ++i) {
-    if (ids.data[i] < 0 || ids.data[i] >= rows) {
-      fail(path, "row id " + std::to_string(ids.data[i]) + " at position " + std::to_string(i) +
-                     " is outside the rows [0, " + std::to_string(rows) + ")");
+/// Every id of a split file, each checked to be a row in [0, rows).
+std::vector<std::int32_t> read_ids(const ArrayReader<std::int32_t>& file, std::int64_t rows) {
+  std::vector<std::int32_t> ids = file.read_rows(0, file.rows());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= rows) {
+      fail_row_id(file.path(), ids[i], static_cast<std::int64_t>(i), rows);
     }
   }
-  return std::move(ids.data);
+  return ids;
+}
+
+/// The ids of an ascending split file that lie in [first, last), found by two binary searches of
+/// single-id reads and read as one range: memory O(those ids), not O(the file).
+std::vector<std::int32_t> read_ids_in(const ArrayReader<std::int32_t>& file, std::int64_t rows,
+                                      std::int64_t first, std::int64_t last) {
+  const auto id_at = [&file](std::int64_t position) {
+    std::int32_t id = 0;
+    file.read_rows(position, position + 1, {&id, 1});
+    return id;
+  };
+  const auto lower_bound = [&](std::int64_t value) {
+    std::int64_t low = 0, high = file.rows();
+    while (low < high) {
+      const std::int64_t mid = low + (high - low) / 2;
+      if (id_at(mid) < value) {
+        low = mid + 1;
+      } else {
+        high = mid;
+      }
+    }
+    return low;
+  };
+  // Whatever the file holds, a search ends with id[begin - 1] < first <= id[begin], and the next
+  // rank, whose rows start at `last`, searches the same bound: the ranks' windows abut. Each
+  // checks its window is ascending, and the ranks holding row 0 and the last row check the ids
+  // before and after all windows, so together they check the whole file is ascending and inside
+  // [0, rows).
+  const std::int64_t begin = lower_bound(first), end = lower_bound(last);
+  if (first == 0 && begin > 0) fail_row_id(file.path(), id_at(begin - 1), begin - 1, rows);
+  if (last == rows && end < file.rows()) fail_row_id(file.path(), id_at(end), end, rows);
+  std::vector<std::int32_t> ids = file.read_rows(begin, end);
+  for (std::size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i - 1] > ids[i]) {
+      fail(file.path(), "row ids are not ascending at position " +
+                            std::to_string(begin + static_cast<std::int64_t>(i)) + " (" +
+                            std::to_string(ids[i]) + " after " + std::to_string(ids[i - 1]) + ")");
+    }
+  }
+  return ids;
 }
 
 } // namespace
@@ -117,22 +237,24 @@ namespace {
 
 } // namespace
 
-void require_finite(const Csr& matrix, const std::string& path, std::string_view what) {
+void require_finite(const Csr& matrix, const std::string& path, std::string_view what,
+                    std::int64_t first_row) {
   const std::span<const float> values(matrix.val(), static_cast<std::size_t>(matrix.nnz()));
   const std::size_t k = first_non_finite(values);
   if (k == values.size()) return;
   const Offset* row_ptr = matrix.row_ptr();
   const auto row =
       std::upper_bound(row_ptr, row_ptr + matrix.rows() + 1, static_cast<Offset>(k)) - row_ptr - 1;
-  fail_not_finite(path, what, values[k], row, matrix.col()[k]);
+  fail_not_finite(path, what, values[k], first_row + row, matrix.col()[k]);
 }
 
-void require_finite(const Dense& matrix, const std::string& path, std::string_view what) {
+void require_finite(const Dense& matrix, const std::string& path, std::string_view what,
+                    std::int64_t first_row) {
   const std::span<const float> values(matrix.data(), static_cast<std::size_t>(matrix.size()));
   const std::size_t k = first_non_finite(values);
   if (k == values.size()) return;
   const auto cols = static_cast<std::size_t>(matrix.cols());
-  fail_not_finite(path, what, values[k], static_cast<std::int64_t>(k / cols),
+  fail_not_finite(path, what, values[k], first_row + static_cast<std::int64_t>(k / cols),
                   static_cast<std::int64_t>(k % cols));
 }
 
@@ -172,7 +294,7 @@ void write_graph_files(const std::string& folder, const Csr& adjacency,
                        std::span<const std::int32_t> train, std::span<const std::int32_t> val,
                        std::span<const std::int32_t> test, std::vector<std::uint32_t>& crcs) {
   create_folder(folder);
-  const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
+  const auto file = [&](const char* name) { return file_in(folder, name); };
   write_csr(folder, "adj", adjacency, crcs);
   if (features.dense) {
     const Dense& x = *features.dense;
@@ -192,31 +314,28 @@ void write_graph_files(const std::string& folder, const Csr& adjacency,
 
 GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& shape,
                             std::vector<std::uint32_t>& crcs) {
-  const auto file = [&](const char* name) { return (fs::path(folder) / name).string(); };
+  const GraphFileSet files(folder, shape);
+  files.append_crcs(crcs);
   GraphFiles g;
-  g.adjacency = read_csr(folder, "adj", shape.rows, shape.cols, shape.nnz, crcs);
-  if (shape.feature_kind == "dense") {
-    auto x = read_array<float>(file("features.bin"), true, shape.rows, shape.feature_width);
-    crcs.push_back(x.crc);
-    Dense dense(make_cpu_backend(), shape.rows, shape.feature_width);
-    std::copy(x.data.begin(), x.data.end(), dense.data());
-    g.features.dense = std::move(dense);
-  } else if (shape.feature_kind == "sparse") {
-    g.features.sparse =
-        read_csr(folder, "feat", shape.rows, shape.feature_width, shape.feature_nnz, crcs);
-  } else if (shape.feature_kind != "none") {
-    fail(folder, "feature kind '" + shape.feature_kind + "', expected dense, sparse or none");
-  }
-  auto labels = read_array<std::int32_t>(file("labels.bin"), false);
-  crcs.push_back(labels.crc);
-  if (!labels.data.empty() && static_cast<std::int64_t>(labels.data.size()) != shape.rows) {
-    fail(file("labels.bin"), std::to_string(labels.data.size()) + " labels for " +
-                                 std::to_string(shape.rows) + " rows");
-  }
-  g.labels = std::move(labels.data);
-  g.train_idx = read_rows(file("train_idx.bin"), shape.rows, crcs);
-  g.val_idx = read_rows(file("val_idx.bin"), shape.rows, crcs);
-  g.test_idx = read_rows(file("test_idx.bin"), shape.rows, crcs);
+  g.adjacency = files.adjacency.read_rows(0, shape.rows);
+  g.features = files.read_features(0, shape.rows);
+  g.labels = files.read_labels(0, shape.rows);
+  g.train_idx = read_ids(files.train, shape.rows);
+  g.val_idx = read_ids(files.val, shape.rows);
+  g.test_idx = read_ids(files.test, shape.rows);
+  return g;
+}
+
+GraphFiles read_graph_file_rows(const std::string& folder, const GraphFilesShape& shape,
+                                std::int64_t first, std::int64_t last) {
+  const GraphFileSet files(folder, shape);
+  GraphFiles g;
+  g.adjacency = files.adjacency.read_rows(first, last);
+  g.features = files.read_features(first, last);
+  g.labels = files.read_labels(first, last);
+  g.train_idx = read_ids_in(files.train, shape.rows, first, last);
+  g.val_idx = read_ids_in(files.val, shape.rows, first, last);
+  g.test_idx = read_ids_in(files.test, shape.rows, first, last);
   return g;
 }
 

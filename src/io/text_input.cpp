@@ -225,10 +225,12 @@ bool try_parse_int(std::string_view field, std::int64_t& value) noexcept {
 
 std::int64_t parse_int(const LineReader& in, std::string_view field, std::string_view what) {
   std::int64_t value = 0;
-  if (!try_parse_int(field, value)) {
-    in.fail("expected " + std::string(what) + ", found " + quote(field));
-  }
-  return value;
+  const char* end = field.data() + field.size();
+  const auto [ptr, ec] = std::from_chars(field.data(), end, value);
+  if (ec == std::errc{} && ptr == end && !field.empty()) return value;
+  const bool too_long = ec == std::errc::result_out_of_range && ptr == end;
+  in.fail("expected " + std::string(what) + ", found " + quote(field) +
+          (too_long ? ", which is beyond the 64-bit integer range" : ""));
 }
 
 double parse_double(const LineReader& in, std::string_view field, std::string_view what) {

@@ -5,7 +5,9 @@
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/datasets/row_block.hpp"
 #include "tessera/ops/ops.hpp"
+#include "tessera/partition/distributed.hpp"
 #include "tessera/partition/store.hpp"
 
 #include <exception>
@@ -87,14 +89,12 @@ partition::LocalGraph hand_out_tiles(comm::Communicator& comm, const datasets::D
   return partition::build_local_graph(data, parts, 0);
 }
 
-/// Every rank measures its speed for the model's widths (which the data rank 0 holds sets) and
-/// the ranks agree on what to balance the parts for. Collective.
+/// Every rank measures its speed for the model's widths (`widths`: the data's feature width and
+/// class count, the same on every rank) and the ranks agree on what to balance the parts for.
+/// Collective.
 BalanceTargets balance_targets(const TrainJob& job, comm::Communicator& comm,
-                               const datasets::Dataset& data, const Balancing& balancing,
+                               const std::vector<std::int64_t>& widths, const Balancing& balancing,
                                const Log& say) {
-  std::vector<std::int64_t> widths{0, 0}; // rank 0's feature width and class count
-  if (comm.rank() == 0) widths = {data.features.cols(), data.num_classes};
-  comm.allreduce_sum(std::span<std::int64_t>(widths));
   const std::vector<std::int64_t> sizes = job.shape.resolve(widths[0], widths[1]);
   const Stopwatch clock;
   BalanceTargets targets = measure_balance_targets(comm, balancing.backend, sizes, job.model.order,
@@ -111,20 +111,26 @@ BalanceTargets balance_targets(const TrainJob& job, comm::Communicator& comm,
   return targets;
 }
 
+/// "partitioned NAME into P tiles with METHOD in S s: halo volume ...".
+std::string cut_summary(const std::string& name, int ranks, const std::string& method,
+                        double seconds, const partition::Quality& quality) {
+  return fmt::format("partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows per "
+                     "exchange ({:.3f} of a 1D broadcast)",
+                     name, ranks, method, seconds, quality.total_volume,
+                     quality.broadcast_volume == 0
+                         ? 0.0
+                         : static_cast<double>(quality.total_volume) /
+                               static_cast<double>(quality.broadcast_volume));
+}
+
 /// Rank 0 cuts `data` for the job's ranks (balanced for `targets` when set) and says how well.
 partition::Partition cut(const TrainJob& job, int ranks, const datasets::Dataset& data,
                          const BalanceTargets* targets, const Log& say) {
   const partition::Options options = cut_options(job, ranks, data.features.cols(), targets);
   const Stopwatch clock;
   partition::Partition parts = partition::partition_graph(data.adjacency, options);
-  const partition::Quality quality = partition::measure(data.adjacency, parts);
-  say(fmt::format(
-      "partitioned {} into {} tiles with {} in {:.2f} s: halo volume {} rows per "
-      "exchange ({:.3f} of a 1D broadcast)",
-      data.name, ranks, partition::to_string(options.method), clock.seconds(), quality.total_volume,
-      quality.broadcast_volume == 0 ? 0.0
-                                    : static_cast<double>(quality.total_volume) /
-                                          static_cast<double>(quality.broadcast_volume)));
+  say(cut_summary(data.name, ranks, partition::to_string(options.method), clock.seconds(),
+                  partition::measure(data.adjacency, parts)));
   return parts;
 }
 
@@ -158,7 +164,10 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
 
   if (job.balance != partition::Balance::None) {
-    balancing.targets = balance_targets(job, comm, data, balancing, say);
+    std::vector<std::int64_t> widths{0, 0}; // rank 0's feature width and class count
+    if (comm.rank() == 0) widths = {data.features.cols(), data.num_classes};
+    comm.allreduce_sum(std::span<std::int64_t>(widths));
+    balancing.targets = balance_targets(job, comm, widths, balancing, say);
   }
   partition::Partition parts;
   if (comm.rank() == 0) {
@@ -177,6 +186,57 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
     balancing.whole = std::move(data);
     balancing.parts = std::move(parts);
   }
+  return tile;
+}
+
+/// Every rank reads only its share of the rows (datasets::load_dataset_share), the ranks cut the
+/// graph together (partition::partition_rows: ParMETIS from PT-Scotch) and each assembles its own
+/// tile from the rows the others send it: no rank ever holds the whole graph. The data must carry
+/// its split (drawing the default one needs every labelled node in one place). A rank that cannot
+/// read its rows fails every rank.
+partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& comm,
+                                     const BackendPtr& host, std::string& dataset_name,
+                                     const Log& say, Balancing& balancing) {
+  datasets::RowBlock block;
+  std::exception_ptr failure;
+  const Stopwatch clock;
+  try {
+    block = datasets::load_dataset_share(host, job.dataset, job.load, comm.rank(), comm.size());
+    check_trainable(block.name, block.num_nodes, block.features, !block.labels.empty(),
+                    block.num_classes);
+  } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  share_first_failure(comm, failure, "could not read its rows of the dataset");
+  dataset_name = block.name;
+  std::vector<std::int64_t> split{static_cast<std::int64_t>(block.train_idx.size()),
+                                  static_cast<std::int64_t>(block.val_idx.size()),
+                                  static_cast<std::int64_t>(block.test_idx.size()),
+                                  block.row_ptr.back()};
+  comm.allreduce_sum(std::span<std::int64_t>(split));
+  if (split[0] == 0) {
+    throw InvalidArgument(fmt::format(
+        "dataset '{}' has no split, and --partition-method parmetis reads the rows on every rank: "
+        "drawing the default random split needs every labelled node in one place; save the data "
+        "with its split (tessera-convert --add-split) or use another --partition-method",
+        block.name));
+  }
+  say(fmt::format("dataset {}: {} nodes, {} edges, {} features ({}), {} classes, split {}/{}/{}; "
+                  "each rank read its {} rows ({:.2f} s)",
+                  block.name, block.num_nodes, split[3] / 2, block.features.cols(),
+                  block.features.is_sparse() ? "sparse" : "dense", block.num_classes, split[0],
+                  split[1], split[2], block.rows.size(), clock.seconds()));
+  if (job.balance != partition::Balance::None) {
+    balancing.targets =
+        balance_targets(job, comm, {block.features.cols(), block.num_classes}, balancing, say);
+  }
+  const partition::Options options = cut_options(job, comm.size(), block.features.cols(),
+                                                 balancing.targets ? &*balancing.targets : nullptr);
+  const Stopwatch cut_clock;
+  const std::vector<std::int32_t> owner = partition::partition_rows(block, options, comm);
+  partition::LocalGraph tile = partition::build_tile_from_rows(host, std::move(block), owner, comm);
+  say(cut_summary(dataset_name, comm.size(), "parmetis (every rank its rows)", cut_clock.seconds(),
+                  partition::measure_tiles(tile, comm)));
   return tile;
 }
 
@@ -395,51 +455,6 @@ graph::Features input_features(partition::LocalGraph& tile,
 
 } // namespace
 
-void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
-                   const std::string& what_root_did) {
-  std::string text = "-";
-  if (comm.rank() == root && failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const IoError& e) {
-      text = std::string("I") + e.what();
-    } catch (const FormatError& e) {
-      text = std::string("F") + e.what();
-    } catch (const InvalidArgument& e) {
-      text = std::string("A") + e.what();
-    } catch (const std::exception& e) {
-      text = std::string("E") + e.what();
-    }
-  }
-  std::vector<std::byte> bytes = to_bytes(text);
-  comm.broadcast(bytes, root);
-  text = to_text(bytes);
-  if (text == "-") return;
-  if (comm.rank() == root) std::rethrow_exception(failure);
-  const std::string message = fmt::format("rank {} {}: {}", root, what_root_did, text.substr(1));
-  switch (text.front()) {
-  case 'I':
-    throw IoError(message);
-  case 'F':
-    throw FormatError(message);
-  case 'A':
-    throw InvalidArgument(message);
-  default:
-    throw Error(message);
-  }
-}
-
-void share_first_failure(comm::Communicator& comm, const std::exception_ptr& failure,
-                         const std::string& what_it_did) {
-  std::vector<std::int64_t> failed(static_cast<std::size_t>(comm.size()), 0);
-  failed[static_cast<std::size_t>(comm.rank())] = failure ? 1 : 0;
-  comm.allreduce_sum(failed); // an allgather: each rank set only its own entry
-  const auto first = std::find(failed.begin(), failed.end(), 1);
-  if (first == failed.end()) return;
-  const int root = static_cast<int>(first - failed.begin());
-  share_failure(comm, root, root == comm.rank() ? failure : nullptr, what_it_did);
-}
-
 namespace {
 
 /// The rest of a rank's graph once its tile is checked: normalized features, interior rows
@@ -468,7 +483,10 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   TileSource source;
   std::exception_ptr failure;
   partition::Manifest manifest;
-  if (job.partition_dir.empty()) {
+  if (job.partition_dir.empty() && job.partition.method == partition::Method::ParMetis) {
+    g.tile = tile_from_rows(job, *comm, host, g.dataset, say, balancing);
+    source.file = "the tile rank " + std::to_string(comm->rank()) + " assembled";
+  } else if (job.partition_dir.empty()) {
     g.tile = tile_in_memory(job, *comm, host, g.dataset, say, balancing);
     source.file = "the tile rank 0 cut from dataset '" + g.dataset + "'";
   } else {

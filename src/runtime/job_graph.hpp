@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
+#include "tessera/comm/failure.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/datasets/dataset.hpp"
@@ -50,18 +51,6 @@ struct Balancing {
   std::optional<datasets::Dataset> whole; ///< rank 0 only
   partition::Partition parts;             ///< rank 0 only: the current cut
 };
-
-/// Makes `root`'s failure (null: none) every rank's: `root` rethrows its exception, the others
-/// throw one of the same type (IoError, FormatError, InvalidArgument; Error otherwise) saying
-/// "rank R WHAT_ROOT_DID: message". One broadcast; so one rank's bad input fails the whole job
-/// with its message instead of leaving the other ranks waiting. Collective over `comm`.
-void share_failure(comm::Communicator& comm, int root, const std::exception_ptr& failure,
-                   const std::string& what_root_did);
-
-/// share_failure from the lowest rank whose `failure` is set, when any is; returns when none
-/// failed. For steps any rank may fail alone. Collective over `comm`.
-void share_first_failure(comm::Communicator& comm, const std::exception_ptr& failure,
-                         const std::string& what_it_did);
 
 /// Gets this rank's graph for `job`: from its part of job.partition_dir, or from rank 0, which
 /// loads the dataset (adding the default split when it has none:

@@ -608,8 +608,14 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   Balancing balancing;
   balancing.backend = backend;
   balancing.slowdown = slowdown_of(job, comm->rank());
-  const bool rebalancing =
-      job.balance != partition::Balance::None && job.rebalance_threshold > 0 && comm->size() > 1;
+  // Re-cutting needs rank 0's whole graph, which the distributed path (parmetis) never has.
+  const bool distributed_cut = job.partition.method == partition::Method::ParMetis;
+  const bool rebalancing = job.balance != partition::Balance::None && job.rebalance_threshold > 0 &&
+                           comm->size() > 1 && !distributed_cut;
+  if (job.balance != partition::Balance::None && job.rebalance_threshold > 0 && distributed_cut) {
+    say("note: no rebalancing with --partition-method parmetis (a re-cut needs the whole graph "
+        "on rank 0); the first cut follows the ranks' speeds");
+  }
   balancing.keep_graph = rebalancing;
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
   std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order

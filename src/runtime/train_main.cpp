@@ -184,9 +184,13 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "partition store (tessera-partition --out) with one part per rank; each rank "
                  "loads only its part (default: rank 0 partitions the graph in memory)");
   app.add_option("--partition-method", o.partition_method,
-                 "in-memory partitioning: metis, metis-recursive, block or random")
+                 "how the graph is cut: metis, metis-recursive, hypergraph (Zoltan), block or "
+                 "random by rank 0 holding the whole graph, or parmetis: every rank reads only "
+                 "its share of the rows and the ranks cut them together (PT-Scotch), so no rank "
+                 "holds the whole graph (needs data with a split, e.g. a native dataset)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"metis", "metis-recursive", "block", "random"}));
+      ->check(
+          CLI::IsMember({"metis", "metis-recursive", "hypergraph", "block", "random", "parmetis"}));
   app.add_option("--balance", o.balance,
                  "in-memory partitioning for ranks of different speeds: none (equal parts), "
                  "given (part r's share follows --rank-speeds) or measured (the speeds each "

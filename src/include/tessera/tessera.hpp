@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
+#include "tessera/comm/failure.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/comm/layer_exchange.hpp"
@@ -16,6 +17,7 @@
 #include "tessera/core/timer.hpp"
 #include "tessera/core/types.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/datasets/row_block.hpp"
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/layers.hpp"
@@ -37,6 +39,7 @@
 #include "tessera/graph/graph.hpp"
 #include "tessera/ops/backends.hpp"
 #include "tessera/ops/ops.hpp"
+#include "tessera/partition/distributed.hpp"
 #include "tessera/partition/local_graph.hpp"
 #include "tessera/partition/partition.hpp"
 #include "tessera/partition/store.hpp"

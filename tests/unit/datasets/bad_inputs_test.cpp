@@ -341,6 +341,78 @@ TEST(DatasetsBadInputs, NativeHugeNumClassesIsRefusedNamingDatasetJson) {
                                                HasSubstr("1000000"))));
 }
 
+// ---- ids beyond 64 bits, negative ones, and huge ones that fit: refused naming file and line --
+
+/// A text file of one format that must be refused with a message holding `where` and `what`.
+struct BadText {
+  std::string format, name, content, where, what;
+};
+
+const std::string kBeyond64Bits = "99999999999999999999999";
+const std::string kMtxBanner = "%%MatrixMarket matrix coordinate pattern general\n";
+
+void expect_refused(const std::vector<BadText>& cases) {
+  const TempDir dir;
+  for (const BadText& c : cases) {
+    const std::string path = dir.write(c.name, c.content);
+
+    EXPECT_THAT([&] { load(c.format + ":" + path); },
+                ThrowsMessage<FormatError>(AllOf(HasSubstr(c.where), HasSubstr(c.what))))
+        << c.name;
+  }
+}
+
+TEST(DatasetsBadInputs, IdBeyond64BitsIsRefusedNamingFileAndLine) {
+  const std::string& huge = kBeyond64Bits;
+  const std::string beyond = "beyond the 64-bit integer range";
+
+  expect_refused(
+      {{"snap", "a.txt", "0 1\n0 " + huge + "\n", "a.txt:2:", beyond},
+       {"metis", "a.graph", "2 1\n2\n" + huge + "\n", "a.graph:3:", beyond},
+       {"metis", "b.graph", huge + " 1\n2\n1\n", "b.graph:1:", beyond},
+       {"mtx", "a.mtx", kMtxBanner + "3 3 1\n1 " + huge + "\n", "a.mtx:3:", beyond},
+       {"mtx", "b.mtx", kMtxBanner + huge + " " + huge + " 1\n1 2\n", "b.mtx:2:", beyond}});
+}
+
+TEST(DatasetsBadInputs, NegativeIdIsRefusedNamingFileAndLine) {
+  expect_refused(
+      {{"snap", "a.txt", "-1 0\n", "a.txt:1:", "node id -1 is outside"},
+       {"metis", "a.graph", "2 1\n-1\n1\n", "a.graph:2:", "neighbour -1 of vertex 1 is outside"},
+       {"mtx", "a.mtx", kMtxBanner + "3 3 1\n-1 2\n", "a.mtx:3:", "index -1 is outside [1, 3]"}});
+}
+
+// Ids are row numbers: one that fits 64 bits but not a CSR is refused before anything is sized.
+TEST(DatasetsBadInputs, HugeIdThatFits64BitsIsRefusedBeforeAllocating) {
+  const std::string big = "9000000000000000000";
+
+  expect_refused(
+      {{"snap", "a.txt", "0 " + big + "\n", "a.txt:1:", "node id " + big + " is outside"},
+       {"metis", "a.graph", "2 1\n" + big + "\n1\n", "a.graph:2:", "neighbour " + big},
+       {"metis", "b.graph", big + " 1\n2\n1\n", "b.graph", "exceed the 2^31 - 1"},
+       {"mtx", "a.mtx", kMtxBanner + "3 3 1\n1 " + big + "\n", "a.mtx:3:", "index " + big},
+       {"mtx", "b.mtx", kMtxBanner + big + " " + big + " 1\n1 2\n", "b.mtx",
+        "exceed the 2^31 - 1"}});
+}
+
+TEST(DatasetsBadInputs, MusaeIdBeyond64BitsIsRefusedNamingFileAndLine) {
+  const TempDir dir;
+  const std::string& huge = kBeyond64Bits;
+  // No header: the first record must not be taken for one and dropped.
+  const std::string edges = dir.write("toy_edges.csv", huge + ",1\n0,1\n");
+  dir.write("toy_target.csv", "id,name,type\n0,a,x\n1,b,y\n");
+  dir.write("toy.json", R"({"0": [0], "1": [1]})");
+  dir.write("bad_target.csv", "id,name,type\n0,a,x\n" + huge + ",b,y\n");
+  const std::string other_edges = dir.write("bad_edges.csv", "id_1,id_2\n0,1\n");
+  dir.write("bad.json", R"({"0": [0]})");
+
+  EXPECT_THAT([&] { load("musae:" + edges); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("toy_edges.csv:1:"), HasSubstr(huge),
+                                               HasSubstr("beyond the 64-bit integer range"))));
+  EXPECT_THAT([&] { load("musae:" + other_edges); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("bad_target.csv:3:"),
+                                               HasSubstr("beyond the 64-bit integer range"))));
+}
+
 TEST(DatasetsBadInputs, NulByteInATextFileIsRefusedNamingLine) {
   const TempDir dir;
   const std::string path = dir.write("nul.txt", std::string("0 1\n1 \0 2\n", 10));

@@ -153,6 +153,35 @@ TEST(PredictPartCost, SplitsAStepIntoWhatNonzerosAndRowsCost) {
   EXPECT_EQ(gnn::predict_part_cost(rates, layers, 0, 0).per_nonzero_ms, 0.0);
 }
 
+TEST(PredictLayer, WaitsForWhatTheRowsWithoutGhostsDoNotHide) {
+  // SpMM at 10 GB/s; 600 of 1000 owned rows are interior, 200 ghost rows.
+  gnn::RankRates rates;
+  rates.spmm_gbps = {{16, 10.0}};
+  rates.gemm_gflops = 50.0;
+  rates.copy_gbps = 20.0;
+  gnn::LayerShape layer;
+  layer.in = 32;
+  layer.out = 16;
+  layer.has_halo = true;
+  layer.input_rows = 1000;
+  const gnn::PartCounts part{1000, 1200, 600, 8000, 150};
+  const comm::ExchangeOptions exact;
+
+  const gnn::LayerPrediction fast =
+      gnn::predict_layer(rates, part, layer, exact, [](std::int64_t) { return 0.0; });
+  const gnn::LayerPrediction slow =
+      gnn::predict_layer(rates, part, layer, exact, [](std::int64_t) { return 1.0; });
+
+  // Forward, the interior rows' SpMM hides the gather; backward, the owned rows' the scatter-add.
+  const double hidden = (0.6 * spmm_model_bytes(1000, 8000, 16) +
+                         spmm_model_bytes(1200, 8000, 16) * 1000.0 / 1200.0) /
+                        10e9;
+  EXPECT_EQ(fast.wait_ms, 0.0);
+  EXPECT_EQ(slow.compute_ms, fast.compute_ms);
+  EXPECT_NEAR(slow.transfer_ms, 2e3, 1e-9);
+  EXPECT_NEAR(slow.wait_ms, 1e3 * (2.0 - hidden), 1e-9);
+}
+
 TEST(BuildGcn, DecaysTheFirstLayerOnlyOrEveryLayerAsConfigured) {
   const BackendPtr cpu = make_cpu_backend();
   const Csr a = three_node_gcn_matrix(cpu);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -112,6 +113,78 @@ TEST_F(Io, HeaderClaimingMoreThanTheFileHoldsIsRefusedBeforeAllocating) {
                                                 "6710886400"))));
 }
 
+TEST_F(Io, RowReadsEqualTheSameRowsOfAWholeRead) {
+  std::vector<float> values(7 * 3);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(i) - 4.5f;
+  io::write_array<float>(path("x.bin"), values, 7, 3);
+  const io::ArrayReader<float> reader(path("x.bin"), true, 7, 3);
+
+  for (const auto& [first, last] : {std::pair{0, 0}, {0, 2}, {3, 3}, {4, 7}, {0, 7}, {7, 7}}) {
+    const std::vector<float> rows = reader.read_rows(first, last);
+
+    EXPECT_EQ(rows, std::vector<float>(values.begin() + first * 3, values.begin() + last * 3))
+        << "rows [" << first << ", " << last << ")";
+  }
+  EXPECT_EQ(reader.rows(), 7);
+  EXPECT_EQ(reader.cols(), 3);
+}
+
+TEST_F(Io, RowRangeOutsideTheRowsIsRefusedNamingFileRangeAndRowCount) {
+  io::write_array<std::int64_t>(path("ids.bin"), std::vector<std::int64_t>(10, 1), 10);
+  const io::ArrayReader<std::int64_t> reader(path("ids.bin"), false);
+
+  EXPECT_THAT([&] { reader.read_rows(8, 11); },
+              ::testing::ThrowsMessage<InvalidArgument>(::testing::AllOf(
+                  HasSubstr("ids.bin"), HasSubstr("rows [8, 11)"), HasSubstr("rows [0, 10)"))));
+  EXPECT_THAT([&] { reader.read_rows(-1, 2); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("rows [-1, 2)")));
+  EXPECT_THAT([&] { reader.read_rows(5, 4); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("are not a range")));
+}
+
+TEST_F(Io, RowReaderChecksTheHeaderAsReadArrayDoes) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(6, 1.0f), 2, 3);
+  fs::copy_file(path("x.bin"), path("short.bin"));
+  fs::resize_file(path("short.bin"), fs::file_size(path("x.bin")) - 4);
+
+  EXPECT_THAT([&] { io::ArrayReader<std::int32_t>(path("x.bin"), true); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("x.bin': dtype float32")));
+  EXPECT_THAT([&] { io::ArrayReader<float>(path("x.bin"), true, 3); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("shape [2, 3], expected [3, *]")));
+  EXPECT_THAT([&] { io::ArrayReader<float>(path("short.bin"), true); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("short.bin': truncated")));
+  EXPECT_THAT([&] { io::ArrayReader<float>(dir_.string(), true); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("not a regular file")));
+  EXPECT_THROW(io::ArrayReader<float>(path("missing.bin"), true), IoError);
+}
+
+// The CRC covers the whole payload: a read of some rows cannot check it, a read of all rows does.
+TEST_F(Io, OnlyAReadOfEveryRowChecksTheCrc) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(100, 1.0f), 100);
+  {
+    std::fstream f(path("x.bin"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(io::kArrayHeaderBytes + 90 * sizeof(float)));
+    f.put('\x7f');
+  }
+  const io::ArrayReader<float> reader(path("x.bin"), false);
+
+  EXPECT_EQ(reader.read_rows(0, 50), std::vector<float>(50, 1.0f));
+  EXPECT_THAT([&] { reader.read_rows(0, 100); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("CRC-32 mismatch")));
+}
+
+TEST_F(Io, FileCutShortAfterOpeningFailsTheReadNamingTheFile) {
+  io::write_array<float>(path("x.bin"), std::vector<float>(100, 1.0f), 100);
+  const io::ArrayReader<float> reader(path("x.bin"), false);
+  fs::resize_file(path("x.bin"), io::kArrayHeaderBytes + 60 * sizeof(float));
+
+  EXPECT_EQ(reader.read_rows(10, 60).size(), 50u);
+  EXPECT_THAT([&] { reader.read_rows(50, 70); },
+              ::testing::ThrowsMessage<FormatError>(
+                  ::testing::AllOf(HasSubstr("x.bin"), HasSubstr("truncated: 40 of the 80"))));
+}
+
 TEST_F(Io, LinesOfPlainAndGzipTextReadTheSame) {
   std::ofstream(path("plain.txt")) << "1 2\n\n3 4\r\n";
   gzFile gz = gzopen(path("packed.txt.gz").c_str(), "wb");
@@ -139,6 +212,20 @@ TEST_F(Io, ParseErrorsPointAtFileAndLine) {
   EXPECT_THAT([&] { io::parse_int(in, fields[1], "a node id"); },
               ::testing::ThrowsMessage<FormatError>(
                   HasSubstr("edges.txt:2: expected a node id, found 'x'")));
+}
+
+TEST_F(Io, IntegerBeyond64BitsIsRefusedSayingSo) {
+  std::ofstream(path("edges.txt")) << "1 99999999999999999999999\n";
+  io::LineReader in(path("edges.txt"));
+  std::string_view line;
+  in.next(line);
+
+  EXPECT_THAT([&] { io::parse_int(in, line.substr(2), "a node id"); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr(
+                  "edges.txt:1: expected a node id, found '99999999999999999999999', which is "
+                  "beyond the 64-bit integer range")));
+  EXPECT_EQ(io::parse_int(in, "-9223372036854775808", "a node id"),
+            std::numeric_limits<std::int64_t>::min());
 }
 
 } // namespace

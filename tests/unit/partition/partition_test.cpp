@@ -25,7 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 
 const Method kAllMethods[] = {Method::MetisKway, Method::MetisRecursive, Method::Block,
-                              Method::Random};
+                              Method::Random, Method::ParMetis};
 
 /// A symmetric random graph with `n` vertices and about `edges` undirected edges (some isolated
 /// vertices, no self-loops).
@@ -411,6 +411,21 @@ TEST(PartitionRealGraphs, MetisHonoursPartWeightsWithinFivePercentOn4elt) {
     EXPECT_NEAR(fraction_in_part(partition, 0), 0.4, 0.05 * 0.4);
     for (int p = 1; p < 4; ++p)
       EXPECT_NEAR(fraction_in_part(partition, p), 0.2, 0.05 * 0.2);
+  }
+}
+
+TEST(PartitionRealGraphs, ParmetisInOneProcessCutsCloseToMetisOn4elt) {
+  TESSERA_REQUIRE_DATA("metis_4elt/4elt.graph");
+  const auto dataset = load_shared("4elt");
+  for (const int parts : {4, 8}) {
+    const Quality metis =
+        measure(dataset.adjacency,
+                partition_graph(dataset.adjacency, options_for(Method::MetisKway, parts)));
+    const Quality parmetis =
+        measure(dataset.adjacency,
+                partition_graph(dataset.adjacency, options_for(Method::ParMetis, parts)));
+    EXPECT_LT(parmetis.total_volume, 1.5 * static_cast<double>(metis.total_volume)) << parts;
+    EXPECT_LE(parmetis.vertex_balance, 1.06) << parts;
   }
 }
 

@@ -1,5 +1,6 @@
-// Cutting a graph into P parts: METIS k-way or recursive bisection, or the block and random
-// baselines, with vertex weights and target part weights; and how good a cut is.
+// Cutting a graph into P parts: METIS k-way or recursive bisection, Zoltan's hypergraph
+// partitioner, or the block and random baselines, with vertex weights and target part weights;
+// and how good a cut is.
 #pragma once
 
 #include "tessera/core/tensor.hpp"
@@ -13,10 +14,16 @@ namespace tessera::partition {
 
 /// How partition_graph assigns vertices to parts.
 enum class Method {
-  MetisKway,       ///< METIS_PartGraphKway (default)
-  MetisRecursive,  ///< METIS_PartGraphRecursive
-  Block,           ///< contiguous id ranges of equal weight or part_weights (CAGNET's 1D layout)
-  Random           ///< each vertex to a random part, drawn by the target shares (seeded)
+  MetisKway,      ///< METIS_PartGraphKway (default)
+  MetisRecursive, ///< METIS_PartGraphRecursive
+  Block,          ///< contiguous id ranges of equal weight or part_weights (CAGNET's 1D layout)
+  Random,         ///< each vertex to a random part, drawn by the target shares (seeded)
+  /// Zoltan PHG on the hypergraph with one net per vertex (the vertex and its neighbours): its
+  /// connectivity − 1 cut is exactly Quality::total_volume, which PHG minimizes
+  Hypergraph,
+  /// ParMETIS's k-way (ParMETIS_V3_PartKway from PT-Scotch, 64-bit ids): run by all ranks
+  /// together on their own rows (partition_rows), or in one process by partition_graph
+  ParMetis
 };
 
 /// What each vertex weighs when parts are balanced (METIS vwgt; the block method's ranges).
@@ -69,13 +76,18 @@ struct Partition {
 
 /// Partitions the symmetric adjacency `a`: [n, n] in host memory (self-loops are ignored).
 /// Throws MetisError when the graph or its total vertex weight does not fit METIS's index type
-/// (checked before METIS is called) or METIS fails, InvalidArgument for a non-square `a` or bad
+/// (checked before METIS is called) or METIS fails, PartitionerError when the graph does not fit
+/// Zoltan's ids and counts (nodes + nonzeros at most 2^31 - 1, checked before Zoltan is called)
+/// or a Zoltan or PT-Scotch call fails, InvalidArgument for a non-square `a` or bad
 /// options (part count < 1 or > nodes, wrong part_weights length or a non-positive weight, a
 /// negative feature_width, the volume objective with a method other than METIS k-way).
 /// Deterministic: the same graph, options and seed give the same owners. Every part owns at least
-/// one vertex: a part METIS or the random draw leaves empty (possible on tiny or disconnected
-/// graphs) receives the highest-id vertex of the then-largest part; block ranges are non-empty by
-/// construction. The random method ignores vertex weights (each vertex is one draw).
+/// one vertex: a part METIS, Zoltan or the random draw leaves empty (possible on tiny or
+/// disconnected graphs) receives the highest-id vertex of the then-largest part; block ranges are
+/// non-empty by construction. The random method ignores vertex weights (each vertex is one draw).
+/// The hypergraph and parmetis methods run Zoltan and PT-Scotch on MPI_COMM_SELF, initializing
+/// MPI (and finalizing it at exit) when the process has not; they balance each part within 5 % of
+/// its target weight.
 Partition partition_graph(const Csr& a, const Options& options);
 
 /// Quality of a partition. Volume counts (vertex, remote part) pairs: vertex v must be sent to
@@ -118,7 +130,8 @@ std::string to_string(Method method);
 std::string to_string(VertexWeight weight);
 std::string to_string(Objective objective);
 std::string to_string(Balance balance);
-Method parse_method(const std::string& text);  ///< metis, metis-recursive, block, random
+/// metis, metis-recursive, block, random, hypergraph, parmetis
+Method parse_method(const std::string& text);
 VertexWeight parse_vertex_weight(const std::string& text);   ///< uniform, degree, compute, cost
 Objective parse_objective(const std::string& text);          ///< cut, volume
 Balance parse_balance(const std::string& text);              ///< none, given, measured

@@ -52,6 +52,9 @@ TESSERA_DEFINE_ERROR(NcclError);
 TESSERA_DEFINE_ERROR(MpiError);
 /// METIS returned an error or the graph does not fit its index type.
 TESSERA_DEFINE_ERROR(MetisError);
+/// Another partitioner failed: PT-Scotch (the ParMETIS API) or Zoltan; the message names the call
+/// and its error code.
+TESSERA_DEFINE_ERROR(PartitionerError);
 /// The feature asked for was not compiled into this build (for example CUDA in a CPU-only build).
 TESSERA_DEFINE_ERROR(NotCompiled);
 

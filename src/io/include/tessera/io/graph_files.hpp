@@ -24,9 +24,12 @@ std::size_t first_non_finite(std::span<const float> values) noexcept;
 
 /// Throws FormatError "`path`: <what> <value> at row r, column c is not finite (NaN and infinite
 /// values are refused)" for the first NaN or infinite value of `matrix`: inputs are checked at
-/// load so that a bad value never trains silently to a NaN loss.
-void require_finite(const Csr& matrix, const std::string& path, std::string_view what);
-void require_finite(const Dense& matrix, const std::string& path, std::string_view what);
+/// load so that a bad value never trains silently to a NaN loss. `first_row` is the number the
+/// message gives the matrix's row 0 (rows [first_row, ...) of a larger matrix).
+void require_finite(const Csr& matrix, const std::string& path, std::string_view what,
+                    std::int64_t first_row = 0);
+void require_finite(const Dense& matrix, const std::string& path, std::string_view what,
+                    std::int64_t first_row = 0);
 
 /// What a reader must know before reading a graph file set (kept in the folder's JSON).
 struct GraphFilesShape {
@@ -51,11 +54,13 @@ void add_shape(nlohmann::ordered_json& description, const GraphFilesShape& shape
 GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows, std::int64_t cols,
                            const std::string& path);
 
-/// A graph file set read back.
+/// A graph file set read back, or rows [first, last) of one (read_graph_file_rows).
 struct GraphFiles {
-  Csr adjacency;
-  graph::Features features;
-  std::vector<std::int32_t> labels, train_idx, val_idx, test_idx;
+  Csr adjacency;                    ///< [rows, cols], or [last - first, cols]
+  graph::Features features;         ///< [rows, F], or [last - first, F]; none without features
+  std::vector<std::int32_t> labels; ///< [rows], or [last - first]; empty without labels
+  /// Row ids of the split: all of them, or those in [first, last).
+  std::vector<std::int32_t> train_idx, val_idx, test_idx;
 };
 
 /// Writes, in this order: adj_row_ptr.bin, adj_col.bin, adj_val.bin; features.bin (dense) or
@@ -81,5 +86,18 @@ template <typename Target> void move_graph_files(GraphFiles&& files, Target& tar
 /// Appends the CRCs in file order. Throws IoError / FormatError naming the file.
 GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& shape,
                             std::vector<std::uint32_t>& crcs);
+
+/// Rows [first, last) of the file set written by write_graph_files, each file read only where
+/// those rows lie (memory O(last - first + their entries)): their adjacency and feature rows
+/// (row pointers from 0), their labels, and the ids of each split inside [first, last), found by
+/// binary search, so split files must be ascending (write_graph_files' callers write them so).
+/// Checks what read_graph_files checks that the rows hold: the headers against `shape`, row
+/// pointers non-decreasing (0 at row 0, nnz at the last), column ids in range, one label per row
+/// or none, split ids ascending (and inside [0, rows) at the ends of the file, for the rows at
+/// the ends of the graph). The CRCs are not checked (array_file.hpp) unless the rows are all
+/// rows. Throws InvalidArgument naming the file and the range when [first, last) is not inside
+/// [0, shape.rows], IoError / FormatError naming the file.
+GraphFiles read_graph_file_rows(const std::string& folder, const GraphFilesShape& shape,
+                                std::int64_t first, std::int64_t last);
 
 } // namespace tessera::io

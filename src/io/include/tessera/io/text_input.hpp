@@ -89,7 +89,7 @@ void split_on(std::string_view line, char delimiter, std::vector<std::string_vie
 bool is_blank(std::string_view line) noexcept;
 
 /// `field` parsed as a whole decimal integer, else FormatError "path:line: expected <what>,
-/// found '<field>'".
+/// found '<field>'" (adding that it is beyond the 64-bit range for a longer integer).
 std::int64_t parse_int(const LineReader& in, std::string_view field, std::string_view what);
 
 /// `field` parsed as a whole floating-point number, else FormatError like parse_int.

@@ -1,0 +1,471 @@
+// Partitioning where no rank holds the whole graph: PT-Scotch's ParMETIS API (64-bit ids) and the
+// baselines over row blocks, rows moved to their owners in one all-to-all, tiles assembled where
+// they are trained, and their quality measured from the tiles.
+#include "tessera/partition/distributed.hpp"
+
+#include "byte_stream.hpp"
+#include "methods.hpp"
+#include "mpi_scope.hpp"
+#include "owned_rows.hpp"
+#include "quality_counts.hpp"
+#include "tessera/core/error.hpp"
+
+#include <algorithm>
+#include <cstdio> // scotch.h names FILE
+#include <cstdlib>
+#include <fmt/core.h>
+#include <fmt/format.h>
+#include <numeric>
+#include <parmetis.h>
+#include <scotch-int64/scotch.h>
+#include <type_traits>
+#include <utility>
+
+namespace tessera::partition {
+
+namespace {
+
+static_assert(std::is_same_v<SCOTCH_Num, std::int64_t>,
+              "PT-Scotch's ParMETIS API must be the 64-bit build (parmetis-int64)");
+
+// Tags of the exchanges below, apart from the training's.
+constexpr int kRowsTag = 7101;
+constexpr int kAskTag = 7102;
+constexpr int kAnswerTag = 7103;
+/// ParMETIS's ubvec: the heaviest part may weigh 5 % above its target (ParMETIS's advice).
+constexpr float kImbalance = 1.05f;
+
+/// Every rank's `value`, in rank order. Collective.
+std::vector<std::int64_t> allgather(std::int64_t value, comm::Communicator& comm) {
+  const std::vector<std::int64_t> send(static_cast<std::size_t>(comm.size()), value);
+  return comm.alltoall(send);
+}
+
+/// Sends send[p] to every rank p and returns what each rank sent here, in rank order. Collective.
+std::vector<std::vector<std::byte>> exchange(std::vector<std::vector<std::byte>>&& send,
+                                             comm::Communicator& comm, int tag) {
+  const int ranks = comm.size();
+  const int me = comm.rank();
+  std::vector<std::int64_t> sizes(static_cast<std::size_t>(ranks));
+  for (int p = 0; p < ranks; ++p)
+    sizes[p] = static_cast<std::int64_t>(send[p].size());
+  const std::vector<std::int64_t> incoming = comm.alltoall(sizes);
+  std::vector<std::vector<std::byte>> received(static_cast<std::size_t>(ranks));
+  std::vector<comm::SendMessage> sends;
+  std::vector<comm::RecvMessage> recvs;
+  for (int p = 0; p < ranks; ++p) {
+    if (p == me) {
+      received[p] = std::move(send[p]);
+      continue;
+    }
+    received[p].resize(static_cast<std::size_t>(incoming[p]));
+    if (!send[p].empty()) sends.push_back({p, send[p]});
+    if (!received[p].empty()) recvs.push_back({p, received[p]});
+  }
+  comm.start_exchange(sends, recvs, tag)->wait();
+  return received;
+}
+
+/// The rank whose share (datasets::row_share) holds row v of n.
+int home_rank(GlobalId v, std::int64_t n, int ranks) {
+  const std::int64_t base = n / ranks;
+  const std::int64_t extra = n % ranks;
+  const std::int64_t big = extra * (base + 1); // rows of the ranks that hold one more
+  return static_cast<int>(v < big ? v / (base + 1) : extra + (v - big) / base);
+}
+
+std::int64_t row_degree(const datasets::RowBlock& block, std::int64_t i) {
+  std::int64_t degree = 0;
+  for (Offset k = block.row_ptr[i]; k < block.row_ptr[i + 1]; ++k)
+    degree += block.col[k] != block.rows.first + i;
+  return degree;
+}
+
+void check_block(const datasets::RowBlock& block, const Options& options,
+                 comm::Communicator& comm) {
+  if (options.num_parts != comm.size()) {
+    throw InvalidArgument(fmt::format("distributed partitioning cuts one part per rank: {} parts "
+                                      "asked of {} ranks",
+                                      options.num_parts, comm.size()));
+  }
+  const datasets::RowRange share = datasets::row_share(block.num_nodes, comm.rank(), comm.size());
+  if (block.rows.first != share.first || block.rows.last != share.last) {
+    throw InvalidArgument(fmt::format("rank {} holds rows [{}, {}), not its share [{}, {}) of {}",
+                                      comm.rank(), block.rows.first, block.rows.last, share.first,
+                                      share.last, block.num_nodes));
+  }
+}
+
+/// [n] weight of each row of the block (detail::vertex_weight).
+std::vector<std::int64_t> row_weights(const datasets::RowBlock& block, const Options& options) {
+  std::vector<std::int64_t> weights(static_cast<std::size_t>(block.rows.size()));
+  for (std::int64_t i = 0; i < block.rows.size(); ++i)
+    weights[i] = detail::vertex_weight(row_degree(block, i), options);
+  return weights;
+}
+
+std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const Options& options,
+                                         comm::Communicator& comm) {
+  detail::ensure_mpi();
+  if (detail::mpi_size(MPI_COMM_WORLD) != comm.size()) {
+    throw InvalidArgument(fmt::format("ParMETIS runs on MPI_COMM_WORLD ({} ranks), the job's "
+                                      "communicator has {}",
+                                      detail::mpi_size(MPI_COMM_WORLD), comm.size()));
+  }
+  detail::ParmetisGraph g;
+  g.vtxdist.push_back(0);
+  for (int r = 0; r < comm.size(); ++r)
+    g.vtxdist.push_back(datasets::row_share(block.num_nodes, r, comm.size()).last);
+  g.adjncy.reserve(block.col.size());
+  for (std::int64_t i = 0; i < block.rows.size(); ++i) {
+    for (Offset k = block.row_ptr[i]; k < block.row_ptr[i + 1]; ++k) {
+      if (block.col[k] != block.rows.first + i) g.adjncy.push_back(block.col[k]);
+    }
+    g.xadj.push_back(static_cast<std::int64_t>(g.adjncy.size()));
+  }
+  if (options.vertex_weight != VertexWeight::Uniform) g.vwgt = row_weights(block, options);
+  std::vector<std::int32_t> owner;
+  const int status = detail::parmetis_part(g, options, MPI_COMM_WORLD, owner);
+  const std::vector<std::int64_t> statuses = allgather(status, comm);
+  std::vector<std::string> failed;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (statuses[r] != METIS_OK) failed.push_back(fmt::format("{} on rank {}", statuses[r], r));
+  }
+  if (!failed.empty()) {
+    throw PartitionerError(fmt::format(
+        "ParMETIS_V3_PartKway (PT-Scotch, nodes={}, parts={}) failed: {} (METIS_ERROR is {}; "
+        "PT-Scotch printed the reason above)",
+        block.num_nodes, options.num_parts, fmt::join(failed, ", "),
+        static_cast<int>(METIS_ERROR)));
+  }
+  return owner;
+}
+
+/// The block method's ranges (detail::block_begins) from the ranks' rows: the cumulative weight
+/// at each row comes from every rank's weight total, and begins[p] counts the rows whose
+/// midpoint lies below part p's target, summed over the ranks.
+std::vector<std::int32_t> block_owner(const datasets::RowBlock& block, const Options& options,
+                                      comm::Communicator& comm) {
+  const auto weights = row_weights(block, options);
+  const std::int64_t mine = std::accumulate(weights.begin(), weights.end(), std::int64_t{0});
+  const std::vector<std::int64_t> totals = allgather(mine, comm);
+  const std::int64_t before =
+      std::accumulate(totals.begin(), totals.begin() + comm.rank(), std::int64_t{0});
+  const double total =
+      static_cast<double>(std::accumulate(totals.begin(), totals.end(), std::int64_t{0}));
+  std::vector<double> midpoint(weights.size());
+  std::int64_t prefix = before;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    midpoint[i] = 0.5 * static_cast<double>(prefix + prefix + weights[i]);
+    prefix += weights[i];
+  }
+  const std::vector<double> targets = detail::block_targets(options, total);
+  std::vector<std::int64_t> below(targets.size());
+  for (std::size_t p = 0; p < targets.size(); ++p) {
+    below[p] = std::lower_bound(midpoint.begin(), midpoint.end(), targets[p]) - midpoint.begin();
+  }
+  comm.allreduce_sum(below);
+  const std::vector<std::int64_t> begin =
+      detail::block_begins(below, block.num_nodes, options.num_parts);
+  std::vector<std::int32_t> owner(weights.size());
+  for (std::size_t i = 0; i < owner.size(); ++i) {
+    const GlobalId v = block.rows.first + static_cast<GlobalId>(i);
+    owner[i] = static_cast<std::int32_t>(std::upper_bound(begin.begin(), begin.end(), v) -
+                                         begin.begin() - 1);
+  }
+  return owner;
+}
+
+/// partition_graph's fill_empty_parts over the ranks: each empty part takes the highest-id row
+/// of the then-largest part, wherever it is.
+void fill_empty_parts(std::vector<std::int32_t>& owner, const datasets::RowBlock& block, int parts,
+                      comm::Communicator& comm) {
+  std::vector<std::int64_t> count(static_cast<std::size_t>(parts), 0);
+  for (const std::int32_t p : owner)
+    ++count[p];
+  comm.allreduce_sum(count);
+  for (int empty = 0; empty < parts; ++empty) {
+    if (count[empty] != 0) continue;
+    const auto largest =
+        static_cast<std::int32_t>(std::max_element(count.begin(), count.end()) - count.begin());
+    std::int64_t highest = -1;
+    for (std::int64_t i = static_cast<std::int64_t>(owner.size()) - 1; i >= 0; --i) {
+      if (owner[i] == largest) {
+        highest = block.rows.first + i;
+        break;
+      }
+    }
+    const std::vector<std::int64_t> all = allgather(highest, comm);
+    const std::int64_t v = *std::max_element(all.begin(), all.end());
+    if (v >= block.rows.first && v < block.rows.last) owner[v - block.rows.first] = empty;
+    --count[largest];
+    ++count[empty];
+  }
+}
+
+// ---- rows to their owners -------------------------------------------------------------------
+
+/// The rows `which` of `block` as bytes: ids, row lengths, neighbours, degrees, labels, split
+/// flags, features.
+std::vector<std::byte> rows_to_bytes(const datasets::RowBlock& block,
+                                     const std::vector<std::int64_t>& which,
+                                     const std::vector<std::uint8_t>& split) {
+  std::vector<GlobalId> ids, neighbours;
+  std::vector<std::int64_t> lengths, degree;
+  std::vector<std::int32_t> labels;
+  std::vector<std::uint8_t> flags;
+  std::vector<float> dense;
+  std::vector<std::int64_t> feature_lengths;
+  std::vector<std::int32_t> feature_col;
+  std::vector<float> feature_val;
+  for (const std::int64_t i : which) {
+    ids.push_back(block.rows.first + i);
+    lengths.push_back(block.row_ptr[i + 1] - block.row_ptr[i]);
+    neighbours.insert(neighbours.end(), block.col.begin() + block.row_ptr[i],
+                      block.col.begin() + block.row_ptr[i + 1]);
+    degree.push_back(row_degree(block, i));
+    if (!block.labels.empty()) labels.push_back(block.labels[i]);
+    flags.push_back(split[i]);
+    if (block.features.dense) {
+      const Dense& x = *block.features.dense;
+      dense.insert(dense.end(), x.data() + i * x.cols(), x.data() + (i + 1) * x.cols());
+    } else if (block.features.sparse) {
+      const Csr& x = *block.features.sparse;
+      feature_lengths.push_back(x.row_ptr()[i + 1] - x.row_ptr()[i]);
+      feature_col.insert(feature_col.end(), x.col() + x.row_ptr()[i], x.col() + x.row_ptr()[i + 1]);
+      feature_val.insert(feature_val.end(), x.val() + x.row_ptr()[i], x.val() + x.row_ptr()[i + 1]);
+    }
+  }
+  detail::Writer w;
+  w.vector(ids);
+  w.vector(lengths);
+  w.vector(neighbours);
+  w.vector(degree);
+  w.vector(labels);
+  w.vector(flags);
+  w.vector(dense);
+  w.vector(feature_lengths);
+  w.vector(feature_col);
+  w.vector(feature_val);
+  return w.take();
+}
+
+/// Appends vector `from` to `to`.
+template <typename T> void append(std::vector<T>& to, const std::vector<T>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+/// The rows every rank sent this one, in rank order: ascending global ids, since each rank sends
+/// its rows in order and ranks hold ascending ranges.
+detail::OwnedRows rows_from_bytes(const BackendPtr& backend,
+                                  const std::vector<std::vector<std::byte>>& received,
+                                  const datasets::RowBlock& block) {
+  detail::OwnedRows rows;
+  std::vector<float> dense, feature_val;
+  std::vector<std::int64_t> feature_lengths;
+  std::vector<std::int32_t> feature_col;
+  for (std::size_t p = 0; p < received.size(); ++p) {
+    detail::Reader r(backend, received[p], fmt::format("rows from rank {}", p));
+    append(rows.ids, r.vector<GlobalId>());
+    for (const std::int64_t length : r.vector<std::int64_t>())
+      rows.row_ptr.push_back(rows.row_ptr.back() + length);
+    append(rows.col, r.vector<GlobalId>());
+    append(rows.degree, r.vector<std::int64_t>());
+    append(rows.labels, r.vector<std::int32_t>());
+    append(rows.split, r.vector<std::uint8_t>());
+    append(dense, r.vector<float>());
+    append(feature_lengths, r.vector<std::int64_t>());
+    append(feature_col, r.vector<std::int32_t>());
+    append(feature_val, r.vector<float>());
+    r.expect_end();
+  }
+  rows.val.assign(rows.col.size(), 1.0f); // the adjacency's values are 1
+  const auto n = static_cast<std::int64_t>(rows.ids.size());
+  if (block.features.dense) {
+    Dense x(backend, n, block.features.dense->cols());
+    std::copy(dense.begin(), dense.end(), x.data());
+    rows.features.dense = std::move(x);
+  } else if (block.features.sparse) {
+    Csr x(backend, n, block.features.sparse->cols(), static_cast<std::int64_t>(feature_col.size()));
+    std::partial_sum(feature_lengths.begin(), feature_lengths.end(), x.row_ptr() + 1);
+    std::copy(feature_col.begin(), feature_col.end(), x.col());
+    std::copy(feature_val.begin(), feature_val.end(), x.val());
+    rows.features.sparse = std::move(x);
+  }
+  return rows;
+}
+
+/// SplitBit flags of the block's rows.
+std::vector<std::uint8_t> split_flags(const datasets::RowBlock& block) {
+  std::vector<std::uint8_t> flags(static_cast<std::size_t>(block.rows.size()), 0);
+  for (const auto& [split, bit] :
+       {std::pair{&block.train_idx, detail::kTrain}, std::pair{&block.val_idx, detail::kVal},
+        std::pair{&block.test_idx, detail::kTest}}) {
+    for (const GlobalId v : *split)
+      flags[v - block.rows.first] |= bit;
+  }
+  return flags;
+}
+
+/// Owners and degrees of `ids` (ascending), asked of the ranks that hold their rows. Collective.
+void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& block,
+                    std::span<const std::int32_t> owner, comm::Communicator& comm,
+                    std::vector<std::int32_t>& ghost_owner, std::vector<std::int64_t>& degree) {
+  const int ranks = comm.size();
+  std::vector<std::vector<GlobalId>> asked(static_cast<std::size_t>(ranks));
+  for (const GlobalId v : ids)
+    asked[home_rank(v, block.num_nodes, ranks)].push_back(v);
+  std::vector<std::vector<std::byte>> questions(static_cast<std::size_t>(ranks));
+  for (int p = 0; p < ranks; ++p) {
+    detail::Writer w;
+    w.vector(asked[p]);
+    questions[p] = w.take();
+  }
+  const auto received = exchange(std::move(questions), comm, kAskTag);
+  std::vector<std::vector<std::byte>> answers(static_cast<std::size_t>(ranks));
+  for (int p = 0; p < ranks; ++p) {
+    detail::Reader r(nullptr, received[p], fmt::format("ghost questions from rank {}", p));
+    std::vector<std::int32_t> owners;
+    std::vector<std::int64_t> degrees;
+    for (const GlobalId v : r.vector<GlobalId>()) {
+      if (v < block.rows.first || v >= block.rows.last) {
+        throw InvalidArgument(fmt::format("rank {} asked rank {} about row {}, outside its rows "
+                                          "[{}, {})",
+                                          p, comm.rank(), v, block.rows.first, block.rows.last));
+      }
+      owners.push_back(owner[v - block.rows.first]);
+      degrees.push_back(row_degree(block, v - block.rows.first));
+    }
+    r.expect_end();
+    detail::Writer w;
+    w.vector(owners);
+    w.vector(degrees);
+    answers[p] = w.take();
+  }
+  const auto replies = exchange(std::move(answers), comm, kAnswerTag);
+  // ids are ascending and home ranks ascend with them: the answers come back in order.
+  for (int p = 0; p < ranks; ++p) {
+    detail::Reader r(nullptr, replies[p], fmt::format("ghost answers from rank {}", p));
+    append(ghost_owner, r.vector<std::int32_t>());
+    append(degree, r.vector<std::int64_t>());
+    r.expect_end();
+  }
+}
+
+} // namespace
+
+namespace detail {
+
+int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
+                  std::vector<std::int32_t>& owner) {
+  const auto shares = target_shares(options);
+  std::vector<float> tpwgts(shares.begin(), shares.end());
+  float ubvec = kImbalance;
+  SCOTCH_Num wgtflag = graph.vwgt.empty() ? 0 : 2; // 2: vertex weights only
+  SCOTCH_Num numflag = 0, ncon = 1, nparts = options.num_parts, edgecut = 0;
+  SCOTCH_Num parmetis_options[3] = {0, 0, 0}; // defaults
+  const auto n = static_cast<std::size_t>(graph.xadj.size() - 1);
+  std::vector<SCOTCH_Num> part(std::max<std::size_t>(n, 1));
+  // The same graph and options give the same parts every call only with one thread per process
+  // (Scotch's threaded coarsening races) and the random state started over from the seed. The
+  // ParMETIS API takes no Scotch context, so the thread count goes through the environment,
+  // unless the user set it.
+  ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
+  SCOTCH_randomSeed(static_cast<SCOTCH_Num>(options.seed & 0x7FFFFFFF));
+  SCOTCH_randomReset();
+  const int status = SCOTCH_ParMETIS_V3_PartKway(
+      graph.vtxdist.data(), graph.xadj.data(), graph.adjncy.data(),
+      graph.vwgt.empty() ? nullptr : graph.vwgt.data(), /*adjwgt=*/nullptr, &wgtflag, &numflag,
+      &ncon, &nparts, tpwgts.data(), &ubvec, parmetis_options, &edgecut, part.data(), &comm);
+  owner.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (status == METIS_OK && (part[i] < 0 || part[i] >= nparts)) {
+      throw PartitionerError(fmt::format("ParMETIS_V3_PartKway (PT-Scotch) put vertex {} in part "
+                                         "{}, outside [0, {})",
+                                         graph.vtxdist[mpi_rank(comm)] + static_cast<SCOTCH_Num>(i),
+                                         part[i], nparts));
+    }
+    owner[i] = static_cast<std::int32_t>(part[i]);
+  }
+  return status;
+}
+
+} // namespace detail
+
+std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const Options& options,
+                                         comm::Communicator& comm) {
+  detail::validate_options(block.num_nodes, options);
+  check_block(block, options, comm);
+  if (options.num_parts == 1) return std::vector<std::int32_t>(block.row_ptr.size() - 1, 0);
+  std::vector<std::int32_t> owner;
+  switch (options.method) {
+  case Method::ParMetis:
+    owner = parmetis_owner(block, options, comm);
+    break;
+  case Method::Block:
+    owner = block_owner(block, options, comm);
+    break;
+  case Method::Random:
+    owner = detail::random_owner(block.rows.first, block.rows.last, options);
+    break;
+  default:
+    throw InvalidArgument(fmt::format("{} has no distributed form; use parmetis, block or random "
+                                      "(or partition on one rank)",
+                                      to_string(options.method)));
+  }
+  fill_empty_parts(owner, block, options.num_parts, comm);
+  return owner;
+}
+
+LocalGraph build_tile_from_rows(const BackendPtr& backend, datasets::RowBlock&& block,
+                                std::span<const std::int32_t> owner, comm::Communicator& comm,
+                                Reorder reorder) {
+  const int ranks = comm.size();
+  if (static_cast<std::int64_t>(owner.size()) != block.rows.size()) {
+    throw InvalidArgument(fmt::format("build_tile_from_rows: {} owners for {} rows", owner.size(),
+                                      block.rows.size()));
+  }
+  std::vector<std::vector<std::int64_t>> which(static_cast<std::size_t>(ranks));
+  for (std::int64_t i = 0; i < block.rows.size(); ++i) {
+    if (owner[i] < 0 || owner[i] >= ranks) {
+      throw InvalidArgument(fmt::format("build_tile_from_rows: row {} has owner {}, outside [0, "
+                                        "{})",
+                                        block.rows.first + i, owner[i], ranks));
+    }
+    which[owner[i]].push_back(i);
+  }
+  const std::vector<std::uint8_t> split = split_flags(block);
+  std::vector<std::vector<std::byte>> outgoing(static_cast<std::size_t>(ranks));
+  for (int p = 0; p < ranks; ++p)
+    outgoing[p] = rows_to_bytes(block, which[p], split);
+  detail::OwnedRows rows =
+      rows_from_bytes(backend, exchange(std::move(outgoing), comm, kRowsTag), block);
+  const auto lookup = [&](std::span<const GlobalId> ids, std::vector<std::int32_t>& ghost_owner,
+                          std::vector<std::int64_t>& degree) {
+    look_up_ghosts(ids, block, owner, comm, ghost_owner, degree);
+  };
+  return detail::assemble_tile(backend, std::move(rows), comm.rank(), ranks, block.num_nodes,
+                               block.num_classes, lookup, reorder);
+}
+
+Quality measure_tiles(const LocalGraph& tile, comm::Communicator& comm) {
+  const auto parts = static_cast<std::size_t>(comm.size());
+  const auto me = static_cast<std::size_t>(comm.rank());
+  std::vector<std::int64_t> nodes(parts, 0), nonzeros(parts, 0), send(parts, 0), recv(parts, 0);
+  nodes[me] = tile.n_owned();
+  nonzeros[me] = tile.adjacency.nnz();
+  recv[me] = tile.n_ghost();
+  for (const std::int32_t q : tile.ghost_owner)
+    ++send[q]; // q sends that ghost row here
+  std::vector<std::int64_t> cut{0};
+  const Csr& a = tile.adjacency;
+  for (Offset k = 0; k < a.nnz(); ++k)
+    cut[0] += a.col()[k] >= tile.n_owned();
+  for (auto* counts : {&nodes, &nonzeros, &send, &recv, &cut})
+    comm.allreduce_sum(*counts);
+  // Every cut edge is stored twice, once in each endpoint's part.
+  return detail::summarize_quality(comm.size(), tile.num_global_nodes, cut[0] / 2, std::move(nodes),
+                                   std::move(nonzeros), std::move(send), std::move(recv));
+}
+
+} // namespace tessera::partition

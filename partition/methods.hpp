@@ -1,0 +1,48 @@
+// The pieces of the partitioning methods that the whole-graph path (partition_graph) and the
+// distributed one (partition_rows) share, so both cut the same way.
+#pragma once
+
+#include "tessera/partition/partition.hpp"
+
+#include <cstdint>
+#include <mpi.h>
+#include <span>
+#include <vector>
+
+namespace tessera::partition::detail {
+
+/// The option checks of partition_graph for a graph of `nodes` vertices. Throws InvalidArgument.
+void validate_options(std::int64_t nodes, const Options& options);
+
+/// Each part's target share of the total vertex weight, summing to 1.
+std::vector<double> target_shares(const Options& options);
+
+/// What a vertex with `degree` neighbours (no self-loop) weighs under options.vertex_weight, at
+/// least 1 so that isolated vertices still count.
+std::int64_t vertex_weight(std::int64_t degree, const Options& options);
+
+/// The block method: the cumulative weight at which parts 1 .. P-1 begin, of `total`.
+std::vector<double> block_targets(const Options& options, double total);
+/// The block method's first vertex of each part ([P + 1], the last `nodes`) from `below`: [P - 1]
+/// the number of vertices whose weight midpoint lies below each target; nudged so that every
+/// part holds at least one vertex.
+std::vector<std::int64_t> block_begins(std::span<const std::int64_t> below, std::int64_t nodes,
+                                       int parts);
+
+/// The random method's owners of vertices [first, last).
+std::vector<std::int32_t> random_owner(std::int64_t first, std::int64_t last,
+                                       const Options& options);
+
+/// A graph's rows in ParMETIS's distributed form, 64-bit: rank r holds vertices
+/// [vtxdist[r], vtxdist[r + 1]), their neighbours (global ids, no self-loops) and weights.
+struct ParmetisGraph {
+  std::vector<std::int64_t> vtxdist, xadj{0}, adjncy, vwgt; ///< vwgt empty: uniform
+};
+
+/// Cuts `graph` with PT-Scotch's ParMETIS_V3_PartKway into options.num_parts parts of the target
+/// shares on `comm` (collective over it); returns the status (METIS_OK is 1) and fills `owner`
+/// with the part of each of this rank's vertices.
+int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
+                  std::vector<std::int32_t>& owner);
+
+} // namespace tessera::partition::detail

@@ -1,0 +1,300 @@
+// Partitioning where no rank holds the whole graph: each rank reads its share of a native
+// dataset's rows, the ranks cut it together, and each assembles its own tile — which must be the
+// tile build_local_graph cuts from the whole graph for the same partition, measure the same, and
+// make the same store; a store that one rank cannot write gets no manifest.
+#include "mpi/mpi_test_main.hpp"
+#include "mpi/same_training.hpp"
+#include "unit/datasets/dataset_test_util.hpp"
+
+#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <string>
+#include <tessera/tessera.hpp>
+#include <unistd.h>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using datasets::tests::expect_same_graph_fields;
+using ::testing::HasSubstr;
+using testing::world;
+namespace tp = partition;
+
+constexpr const char* kDense = "sbm:nodes=700,classes=4,avg-degree=6,p-in=0.8,features=8,noise=1";
+constexpr const char* kSparse = "rmat:scale=9,edge-factor=8,features=32,classes=5";
+
+/// A folder every rank sees (named after mpiexec's pid), removed by rank 0 at the end.
+class SharedFolder {
+public:
+  explicit SharedFolder(const std::string& name)
+      : path_((fs::temp_directory_path() /
+               ("tessera-mpi-dist-" + name + "-" + std::to_string(::getppid())))
+                  .string()) {
+    if (world()->rank() == 0) {
+      fs::remove_all(path_);
+      fs::create_directories(path_);
+    }
+    world()->barrier();
+  }
+  ~SharedFolder() {
+    world()->barrier();
+    if (world()->rank() == 0) fs::remove_all(path_);
+  }
+  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
+
+private:
+  std::string path_;
+};
+
+BackendPtr cpu() {
+  return make_cpu_backend(1);
+}
+
+/// `spec` loaded whole on every rank, and saved as a native dataset by rank 0 into `dir`.
+datasets::Dataset whole_and_native(const std::string& spec, const std::string& dir) {
+  datasets::Dataset data = datasets::load_dataset(cpu(), spec, {});
+  datasets::use_default_split_when_missing(data, 0);
+  if (world()->rank() == 0) datasets::save_native(data, dir);
+  world()->barrier();
+  return data;
+}
+
+datasets::RowBlock my_rows(const std::string& dir, std::int64_t nodes) {
+  return datasets::load_dataset_rows(cpu(), dir, {},
+                                     datasets::row_share(nodes, world()->rank(), world()->size()));
+}
+
+/// Every rank's owners of its rows, joined in rank order: the whole partition.
+tp::Partition gather(const std::vector<std::int32_t>& mine) {
+  tp::Partition whole;
+  whole.num_parts = world()->size();
+  for (int r = 0; r < world()->size(); ++r) {
+    std::vector<std::byte> bytes;
+    if (r == world()->rank()) {
+      const auto view = std::as_bytes(std::span(mine));
+      bytes.assign(view.begin(), view.end());
+    }
+    world()->broadcast(bytes, r);
+    const auto* owners = reinterpret_cast<const std::int32_t*>(bytes.data());
+    whole.owner.insert(whole.owner.end(), owners, owners + bytes.size() / sizeof(std::int32_t));
+  }
+  return whole;
+}
+
+void expect_same_tile(const tp::LocalGraph& a, const tp::LocalGraph& b) {
+  EXPECT_EQ(a.part, b.part);
+  EXPECT_EQ(a.num_parts, b.num_parts);
+  EXPECT_EQ(a.num_global_nodes, b.num_global_nodes);
+  EXPECT_EQ(a.owned_ids, b.owned_ids);
+  EXPECT_EQ(a.ghost_ids, b.ghost_ids);
+  EXPECT_EQ(a.ghost_owner, b.ghost_owner);
+  EXPECT_EQ(a.degree, b.degree);
+  expect_same_graph_fields(a, b);
+}
+
+void expect_same_quality(const tp::Quality& a, const tp::Quality& b) {
+  EXPECT_EQ(a.edge_cut, b.edge_cut);
+  EXPECT_EQ(a.total_volume, b.total_volume);
+  EXPECT_EQ(a.part_nodes, b.part_nodes);
+  EXPECT_EQ(a.send, b.send);
+  EXPECT_EQ(a.recv, b.recv);
+  EXPECT_DOUBLE_EQ(a.vertex_balance, b.vertex_balance);
+  EXPECT_DOUBLE_EQ(a.edge_balance, b.edge_balance);
+  EXPECT_EQ(a.broadcast_volume, b.broadcast_volume);
+}
+
+struct Case {
+  const char* spec;
+  tp::Method method;
+  tp::Reorder reorder;
+};
+
+class DistributedTiles : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DistributedTiles, EqualTheTilesCutFromTheWholeGraph) {
+  const Case c = GetParam();
+  const SharedFolder folder("tiles");
+  const datasets::Dataset whole = whole_and_native(c.spec, folder.file("data"));
+  datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  EXPECT_EQ(tp::dataset_checksum(block, *world()), tp::dataset_checksum(whole));
+
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = c.method;
+  options.vertex_weight = tp::VertexWeight::Degree;
+  const std::vector<std::int32_t> owner = tp::partition_rows(block, options, *world());
+  const tp::Partition partition = gather(owner);
+  if (c.method != tp::Method::ParMetis) {
+    EXPECT_EQ(partition.owner, tp::partition_graph(whole.adjacency, options).owner);
+  }
+  const tp::LocalGraph tile =
+      tp::build_tile_from_rows(cpu(), std::move(block), owner, *world(), c.reorder);
+  expect_same_tile(tile, tp::build_local_graph(whole, partition, world()->rank(), c.reorder));
+  expect_same_quality(tp::measure_tiles(tile, *world()), tp::measure(whole.adjacency, partition));
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, DistributedTiles,
+                         ::testing::Values(Case{kDense, tp::Method::ParMetis, tp::Reorder::None},
+                                           Case{kDense, tp::Method::Block, tp::Reorder::Rcm},
+                                           Case{kSparse, tp::Method::Random, tp::Reorder::None},
+                                           Case{kSparse, tp::Method::ParMetis, tp::Reorder::Rcm}));
+
+TEST(DistributedPartition, ParmetisCutsBalancedDeterministicPartsBetterThanRandom) {
+  const SharedFolder folder("parmetis");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = tp::Method::ParMetis;
+  const auto first = tp::partition_rows(block, options, *world());
+  EXPECT_EQ(tp::partition_rows(block, options, *world()), first);
+  const tp::Quality quality = tp::measure(whole.adjacency, gather(first));
+  EXPECT_LE(quality.vertex_balance, 1.06);
+  if (world()->size() > 1) {
+    options.method = tp::Method::Random;
+    const auto random = tp::partition_rows(block, options, *world());
+    EXPECT_LT(quality.total_volume, tp::measure(whole.adjacency, gather(random)).total_volume / 2);
+  }
+}
+
+TEST(DistributedPartition, RefusesAPartCountOtherThanTheRanksAndAForeignBlock) {
+  const SharedFolder folder("refuse");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size() + 1;
+  options.method = tp::Method::ParMetis;
+  EXPECT_THROW(
+      {
+        try {
+          tp::partition_rows(block, options, *world());
+        } catch (const InvalidArgument& e) {
+          EXPECT_THAT(e.what(), HasSubstr("one part per rank"));
+          throw;
+        }
+      },
+      InvalidArgument);
+  if (world()->size() > 1) {
+    options.num_parts = world()->size();
+    const datasets::RowBlock all =
+        datasets::load_dataset_rows(cpu(), folder.file("data"), {}, {0, whole.num_nodes});
+    EXPECT_THROW(tp::partition_rows(all, options, *world()), InvalidArgument);
+  }
+}
+
+TEST(DistributedStore, EqualsTheStoreWrittenFromTheWholeGraph) {
+  const SharedFolder folder("store");
+  const datasets::Dataset whole = whole_and_native(kSparse, folder.file("data"));
+  datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = tp::Method::ParMetis;
+  const std::string checksum = tp::dataset_checksum(block, *world());
+  const auto owner = tp::partition_rows(block, options, *world());
+  const tp::Partition partition = gather(owner);
+  const tp::LocalGraph tile = tp::build_tile_from_rows(cpu(), std::move(block), owner, *world());
+  const tp::Quality quality = tp::measure_tiles(tile, *world());
+  tp::write_store_from_tiles(folder.file("store"), tile, whole.name, checksum, options,
+                             tp::Reorder::None, quality, *world());
+  if (world()->rank() == 0) {
+    tp::write_store(folder.file("reference"), whole, partition, options, tp::Reorder::None,
+                    quality);
+  }
+  world()->barrier();
+  const tp::Manifest written = tp::read_manifest(folder.file("store"));
+  const tp::Manifest reference = tp::read_manifest(folder.file("reference"));
+  EXPECT_EQ(written.dataset_checksum, reference.dataset_checksum);
+  EXPECT_EQ(written.part_checksums, reference.part_checksums);
+  EXPECT_EQ(written.part_json_checksums, reference.part_json_checksums);
+  EXPECT_EQ(written.part_nodes, reference.part_nodes);
+  expect_same_tile(
+      tp::load_part(folder.file("store"), world()->rank(), world()->size(), whole.name), tile);
+}
+
+TEST(DistributedStore, ARankThatDisagreesLeavesNoManifest) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs two ranks";
+  const SharedFolder folder("disagree");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = tp::Method::Block;
+  const auto owner = tp::partition_rows(block, options, *world());
+  const tp::LocalGraph tile = tp::build_tile_from_rows(cpu(), std::move(block), owner, *world());
+  // The last rank was handed another dataset's name.
+  const bool odd = world()->rank() == world()->size() - 1;
+  const std::string name = odd ? "another" : whole.name;
+  const std::string store = folder.file("store");
+  try {
+    tp::write_store_from_tiles(store, tile, name, "00000000", options, tp::Reorder::None,
+                               tp::measure_tiles(tile, *world()), *world());
+    ADD_FAILURE() << "no error";
+  } catch (const IoError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no manifest"));
+    EXPECT_THAT(e.what(), HasSubstr("rank " + std::to_string(world()->size() - 1)));
+    EXPECT_THAT(e.what(), HasSubstr("\"another\""));
+  }
+  EXPECT_FALSE(fs::exists(fs::path(store) / "manifest.json"));
+  EXPECT_THROW(tp::load_part(store, world()->rank()), IoError);
+}
+
+runtime::TrainJob small_job(const std::string& dataset) {
+  runtime::TrainJob job;
+  job.dataset = dataset;
+  job.threads = 1;
+  job.shape.hidden = 8;
+  job.train.epochs = 3;
+  job.comm = world();
+  return job;
+}
+
+TEST(DistributedTraining, AParmetisJobTrainsAsTheStoreOfItsCutCutFromTheWholeGraph) {
+  const SharedFolder folder("train");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  runtime::TrainJob distributed = small_job(folder.file("data"));
+  distributed.partition.method = tp::Method::ParMetis;
+  const gnn::TrainResult trained = runtime::run_train_job(distributed).result;
+
+  // The same cut, each tile built from the whole graph by one process.
+  const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = tp::Method::ParMetis;
+  options.feature_width = whole.features.cols();
+  const tp::Partition partition = gather(tp::partition_rows(block, options, *world()));
+  if (world()->rank() == 0) {
+    tp::write_store(folder.file("store"), whole, partition, options, tp::Reorder::None,
+                    tp::measure(whole.adjacency, partition));
+  }
+  world()->barrier();
+  runtime::TrainJob reference = small_job("");
+  reference.partition_dir = folder.file("store");
+  testing::expect_same_training(runtime::run_train_job(reference).result, trained);
+}
+
+TEST(DistributedTraining, DataWithoutASplitIsRefusedOnEveryRank) {
+  const SharedFolder folder("nosplit");
+  if (world()->rank() == 0) {
+    datasets::Dataset data = datasets::load_dataset(cpu(), kDense, {});
+    data.train_idx.clear(); // the generator's split
+    data.val_idx.clear();
+    data.test_idx.clear();
+    datasets::save_native(data, folder.file("data"));
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job(folder.file("data"));
+  job.partition.method = tp::Method::ParMetis;
+  try {
+    runtime::run_train_job(job);
+    ADD_FAILURE() << "rank " << world()->rank() << ": no error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has no split"));
+    EXPECT_THAT(e.what(), HasSubstr("--add-split"));
+  }
+}
+
+} // namespace
+} // namespace tessera
