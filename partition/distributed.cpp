@@ -8,11 +8,13 @@
 #include "mpi_scope.hpp"
 #include "owned_rows.hpp"
 #include "quality_counts.hpp"
+#include "tessera/comm/failure.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
 #include <cstdio> // scotch.h names FILE
 #include <cstdlib>
+#include <exception>
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <numeric>
@@ -87,6 +89,27 @@ void check_block(const datasets::RowBlock& block, const Options& options,
     throw InvalidArgument(fmt::format("distributed partitioning cuts one part per rank: {} parts "
                                       "asked of {} ranks",
                                       options.num_parts, comm.size()));
+  }
+  const std::int64_t n = block.rows.size();
+  if (static_cast<std::int64_t>(block.row_ptr.size()) != n + 1 || block.row_ptr.front() != 0 ||
+      block.row_ptr.back() != static_cast<std::int64_t>(block.col.size())) {
+    throw InvalidArgument(fmt::format("rank {}: a block of {} rows needs {} row pointers from 0 "
+                                      "to its {} columns",
+                                      comm.rank(), n, n + 1, block.col.size()));
+  }
+  // PT-Scotch reads neighbour ids unchecked: one out of range crashes it.
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (block.row_ptr[i + 1] < block.row_ptr[i]) {
+      throw InvalidArgument(
+          fmt::format("rank {}: row {} ends before it starts", comm.rank(), block.rows.first + i));
+    }
+    for (Offset k = block.row_ptr[i]; k < block.row_ptr[i + 1]; ++k) {
+      if (block.col[k] < 0 || block.col[k] >= block.num_nodes) {
+        throw InvalidArgument(fmt::format("rank {}: row {} names neighbour {}, outside [0, {})",
+                                          comm.rank(), block.rows.first + i, block.col[k],
+                                          block.num_nodes));
+      }
+    }
   }
   const datasets::RowRange share = datasets::row_share(block.num_nodes, comm.rank(), comm.size());
   if (block.rows.first != share.first || block.rows.last != share.last) {
@@ -365,7 +388,9 @@ int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
   SCOTCH_Num numflag = 0, ncon = 1, nparts = options.num_parts, edgecut = 0;
   SCOTCH_Num parmetis_options[3] = {0, 0, 0}; // defaults
   const auto n = static_cast<std::size_t>(graph.xadj.size() - 1);
-  std::vector<SCOTCH_Num> part(std::max<std::size_t>(n, 1));
+  // -1: no part yet. PT-Scotch 7.0.3's ParMETIS API returns METIS_OK after some errors it prints
+  // (an invalid part count, say), leaving the parts unset: a vertex without a part is a failure.
+  std::vector<SCOTCH_Num> part(std::max<std::size_t>(n, 1), -1);
   // The same graph and options give the same parts every call only with one thread per process
   // (Scotch's threaded coarsening races) and the random state started over from the seed. The
   // ParMETIS API takes no Scotch context, so the thread count goes through the environment,
@@ -379,12 +404,7 @@ int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
       &ncon, &nparts, tpwgts.data(), &ubvec, parmetis_options, &edgecut, part.data(), &comm);
   owner.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
-    if (status == METIS_OK && (part[i] < 0 || part[i] >= nparts)) {
-      throw PartitionerError(fmt::format("ParMETIS_V3_PartKway (PT-Scotch) put vertex {} in part "
-                                         "{}, outside [0, {})",
-                                         graph.vtxdist[mpi_rank(comm)] + static_cast<SCOTCH_Num>(i),
-                                         part[i], nparts));
-    }
+    if (part[i] < 0 || part[i] >= nparts) return METIS_ERROR;
     owner[i] = static_cast<std::int32_t>(part[i]);
   }
   return status;
@@ -395,7 +415,13 @@ int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
 std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const Options& options,
                                          comm::Communicator& comm) {
   detail::validate_options(block.num_nodes, options);
-  check_block(block, options, comm);
+  std::exception_ptr failure;
+  try {
+    check_block(block, options, comm);
+  } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  comm::share_first_failure(comm, failure, "holds rows that cannot be cut");
   if (options.num_parts == 1) return std::vector<std::int32_t>(block.row_ptr.size() - 1, 0);
   std::vector<std::int32_t> owner;
   switch (options.method) {

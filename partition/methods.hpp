@@ -40,8 +40,9 @@ struct ParmetisGraph {
 };
 
 /// Cuts `graph` with PT-Scotch's ParMETIS_V3_PartKway into options.num_parts parts of the target
-/// shares on `comm` (collective over it); returns the status (METIS_OK is 1) and fills `owner`
-/// with the part of each of this rank's vertices.
+/// shares on `comm` (collective over it); returns the status (METIS_OK is 1; METIS_ERROR also when
+/// PT-Scotch left a vertex without a part in [0, P)) and fills `owner` with the part of each of
+/// this rank's vertices. Never throws: the ranks agree on failure afterwards.
 int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
                   std::vector<std::int32_t>& owner);
 

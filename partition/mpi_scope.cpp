@@ -30,12 +30,6 @@ void ensure_mpi() {
   std::atexit(finalize_at_exit);
 }
 
-int mpi_rank(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
 int mpi_size(MPI_Comm comm) {
   int size = 1;
   MPI_Comm_size(comm, &size);

@@ -11,8 +11,7 @@ namespace tessera::partition::detail {
 /// finalized or cannot be initialized.
 void ensure_mpi();
 
-/// The rank of this process in `comm` and the number of ranks.
-int mpi_rank(MPI_Comm comm);
+/// The number of ranks of `comm`.
 int mpi_size(MPI_Comm comm);
 
 } // namespace tessera::partition::detail

@@ -182,37 +182,39 @@ double CostModel::transfer_seconds(std::int64_t row_bytes) const {
   return slowest;
 }
 
-LayerPrediction CostModel::predict(const LayerShape& layer, const comm::ExchangeOptions& exchange,
-                                   double step_compute_ms) const {
+LayerPrediction predict_layer(const RankRates& rates, const PartCounts& part,
+                              const LayerShape& layer, const comm::ExchangeOptions& exchange,
+                              const WireSeconds& wire, double step_compute_ms) {
   const auto seconds = [](double amount, double per_second) {
     return per_second > 0 ? amount / per_second : 0.0;
   };
   const auto spmm = [&](std::int64_t rows, std::int64_t width) {
-    return seconds(spmm_model_bytes(rows, nnz_, width), rates_.spmm_gbps_at(width) * 1e9);
+    return seconds(spmm_model_bytes(rows, part.nnz, width), rates.spmm_gbps_at(width) * 1e9);
   };
-  const auto stream = [&](double bytes) { return seconds(bytes, rates_.copy_gbps * 1e9); };
+  const auto stream = [&](double bytes) { return seconds(bytes, rates.copy_gbps * 1e9); };
   // A GEMM with a narrow side is bound by its matrices' bytes, not its flops (a roofline).
   const auto gemm = [&](std::int64_t m, std::int64_t k, std::int64_t n) {
     const double dm = static_cast<double>(m), dk = static_cast<double>(k),
                  dn = static_cast<double>(n);
-    return std::max(seconds(2.0 * dm * dk * dn, rates_.gemm_gflops * 1e9),
+    return std::max(seconds(2.0 * dm * dk * dn, rates.gemm_gflops * 1e9),
                     stream((dm * dk + dk * dn + dm * dn) * sizeof(float)));
   };
   const std::int64_t in = layer.in, out = layer.out, n = layer.input_rows;
-  const double out_bytes = static_cast<double>(n_owned_ * out) * sizeof(float);
+  const std::int64_t n_owned = part.n_owned, n_local = part.n_local;
+  const double out_bytes = static_cast<double>(n_owned * out) * sizeof(float);
 
   // The products, forward then backward, and where each direction's messages may hide.
   double forward_spmm = 0.0, backward_spmm = 0.0, gemms = 0.0;
   if (layer.transform_first) {
-    forward_spmm = spmm(n_owned_, out);
-    backward_spmm = spmm(n_local_, out);
+    forward_spmm = spmm(n_owned, out);
+    backward_spmm = spmm(n_local, out);
     gemms = gemm(n, in, out) * (layer.input_gradient ? 3 : 2); // x·W, dW, dx
   } else {
-    forward_spmm = spmm(n_owned_, in);
-    backward_spmm = layer.input_gradient ? spmm(n_local_, in) : 0.0;
-    gemms = gemm(n_owned_, in, out) * (layer.input_gradient ? 3 : 2); // (Â·x)·W, dW, d(Â·x)
+    forward_spmm = spmm(n_owned, in);
+    backward_spmm = layer.input_gradient ? spmm(n_local, in) : 0.0;
+    gemms = gemm(n_owned, in, out) * (layer.input_gradient ? 3 : 2); // (Â·x)·W, dW, d(Â·x)
   }
-  for (const RankRates::LayerGemms& measured : rates_.gemms) { // measured beats modelled
+  for (const RankRates::LayerGemms& measured : rates.gemms) { // measured beats modelled
     const LayerShape& m = measured.shape;
     if (m.in == in && m.out == out && m.transform_first == layer.transform_first &&
         m.input_rows == n && m.input_gradient == layer.input_gradient) {
@@ -223,14 +225,14 @@ LayerPrediction CostModel::predict(const LayerShape& layer, const comm::Exchange
   double compute = forward_spmm + backward_spmm + gemms + stream(3 * out_bytes); // + bias
   double wait = 0.0, transfer = 0.0;
   const bool backward_exchange = layer.transform_first || layer.input_gradient;
-  if (layer.has_halo && plan_ != nullptr) {
+  if (layer.has_halo) {
     const std::int64_t w = layer.exchanged_width();
     const auto row_bytes =
         static_cast<std::int64_t>(comm::encoded_row_bytes(exchange.precision, w, sizeof(float)));
-    const double one_way = transfer_seconds(row_bytes);
+    const double one_way = wire(row_bytes);
     const double rows_bytes =
-        static_cast<double>((plan_->num_send_rows() + plan_->n_ghost()) * w) * sizeof(float);
-    const double encode = rates_.encode_gbps[static_cast<int>(exchange.precision)];
+        static_cast<double>((part.rows_sent + n_local - n_owned) * w) * sizeof(float);
+    const double encode = rates.encode_gbps[static_cast<int>(exchange.precision)];
     const int directions = backward_exchange ? 2 : 1;
     // Packing sent rows (or adding received shares), and encoding both ends' rows.
     compute += directions * (stream(rows_bytes) + seconds(rows_bytes, encode * 1e9));
@@ -241,17 +243,14 @@ LayerPrediction CostModel::predict(const LayerShape& layer, const comm::Exchange
     }
     transfer = directions * one_way;
     const double forward_hidden =
-        n_owned_ > 0 ? forward_spmm * static_cast<double>(n_interior_) / n_owned_ : 0.0;
+        n_owned > 0 ? forward_spmm * static_cast<double>(part.n_interior) / n_owned : 0.0;
     const double backward_hidden =
-        n_local_ > 0 ? backward_spmm * static_cast<double>(n_owned_) / n_local_ : 0.0;
+        n_local > 0 ? backward_spmm * static_cast<double>(n_owned) / n_local : 0.0;
     if (exchange.mode == comm::HaloMode::Stale) {
       wait = directions * std::max(0.0, one_way - step_compute_ms * 1e-3);
     } else {
-      double round_trip = 0.0; // skip: the bitmaps go first
-      if (exchange.mode == comm::HaloMode::Skip) {
-        for (const comm::LinkEstimate& link : links_)
-          round_trip = std::max(round_trip, link.latency_us * 1e-6);
-      }
+      // skip: the bitmaps go first, a round trip of no rows
+      const double round_trip = exchange.mode == comm::HaloMode::Skip ? wire(0) : 0.0;
       wait = round_trip + std::max(0.0, one_way - forward_hidden);
       if (backward_exchange) wait += round_trip + std::max(0.0, one_way - backward_hidden);
     }
@@ -260,6 +259,15 @@ LayerPrediction CostModel::predict(const LayerShape& layer, const comm::Exchange
   p.transfer_ms = 1e3 * transfer;
   p.wait_ms = 1e3 * wait;
   return p;
+}
+
+LayerPrediction CostModel::predict(const LayerShape& layer, const comm::ExchangeOptions& exchange,
+                                   double step_compute_ms) const {
+  const PartCounts part{n_owned_, n_local_, n_interior_, nnz_,
+                        plan_ != nullptr ? plan_->num_send_rows() : 0};
+  return predict_layer(
+      rates_, part, layer, exchange,
+      [this](std::int64_t row_bytes) { return transfer_seconds(row_bytes); }, step_compute_ms);
 }
 
 PartCost predict_part_cost(const RankRates& rates, std::span<const LayerShape> layers,

@@ -4,50 +4,28 @@
 // make the same store; a store that one rank cannot write gets no manifest.
 #include "mpi/mpi_test_main.hpp"
 #include "mpi/same_training.hpp"
-#include "unit/datasets/dataset_test_util.hpp"
+#include "mpi/shared_folder.hpp"
+#include "unit/partition/tile_test_util.hpp"
 
 #include <filesystem>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string>
 #include <tessera/tessera.hpp>
-#include <unistd.h>
 #include <vector>
 
 namespace tessera {
 namespace {
 
 namespace fs = std::filesystem;
-using datasets::tests::expect_same_graph_fields;
+using partition::tests::expect_same_tile;
 using ::testing::HasSubstr;
+using testing::SharedFolder;
 using testing::world;
 namespace tp = partition;
 
 constexpr const char* kDense = "sbm:nodes=700,classes=4,avg-degree=6,p-in=0.8,features=8,noise=1";
 constexpr const char* kSparse = "rmat:scale=9,edge-factor=8,features=32,classes=5";
-
-/// A folder every rank sees (named after mpiexec's pid), removed by rank 0 at the end.
-class SharedFolder {
-public:
-  explicit SharedFolder(const std::string& name)
-      : path_((fs::temp_directory_path() /
-               ("tessera-mpi-dist-" + name + "-" + std::to_string(::getppid())))
-                  .string()) {
-    if (world()->rank() == 0) {
-      fs::remove_all(path_);
-      fs::create_directories(path_);
-    }
-    world()->barrier();
-  }
-  ~SharedFolder() {
-    world()->barrier();
-    if (world()->rank() == 0) fs::remove_all(path_);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
-private:
-  std::string path_;
-};
 
 BackendPtr cpu() {
   return make_cpu_backend(1);
@@ -82,17 +60,6 @@ tp::Partition gather(const std::vector<std::int32_t>& mine) {
     whole.owner.insert(whole.owner.end(), owners, owners + bytes.size() / sizeof(std::int32_t));
   }
   return whole;
-}
-
-void expect_same_tile(const tp::LocalGraph& a, const tp::LocalGraph& b) {
-  EXPECT_EQ(a.part, b.part);
-  EXPECT_EQ(a.num_parts, b.num_parts);
-  EXPECT_EQ(a.num_global_nodes, b.num_global_nodes);
-  EXPECT_EQ(a.owned_ids, b.owned_ids);
-  EXPECT_EQ(a.ghost_ids, b.ghost_ids);
-  EXPECT_EQ(a.ghost_owner, b.ghost_owner);
-  EXPECT_EQ(a.degree, b.degree);
-  expect_same_graph_fields(a, b);
 }
 
 void expect_same_quality(const tp::Quality& a, const tp::Quality& b) {

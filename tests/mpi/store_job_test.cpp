@@ -3,6 +3,7 @@
 // truncated message); a store cut from another graph of the same name is refused; data that
 // cannot be trained on says what it holds, on every rank.
 #include "mpi/mpi_test_main.hpp"
+#include "mpi/shared_folder.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -10,7 +11,6 @@
 #include <gtest/gtest.h>
 #include <string>
 #include <tessera/tessera.hpp>
-#include <unistd.h>
 #include <vector>
 
 namespace tessera {
@@ -18,32 +18,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using testing::SharedFolder;
 using testing::world;
 
 constexpr const char* kGraph = "sbm:nodes=600,classes=4,avg-degree=6,p-in=0.8,features=8,noise=1";
-
-/// A folder every rank of the job sees (named after mpiexec's pid), removed by rank 0 at the end.
-class SharedFolder {
-public:
-  explicit SharedFolder(const std::string& name)
-      : path_((fs::temp_directory_path() /
-               ("tessera-mpi-" + name + "-" + std::to_string(::getppid())))
-                  .string()) {
-    if (world()->rank() == 0) {
-      fs::remove_all(path_);
-      fs::create_directories(path_);
-    }
-    world()->barrier();
-  }
-  ~SharedFolder() {
-    world()->barrier();
-    if (world()->rank() == 0) fs::remove_all(path_);
-  }
-  std::string file(const std::string& name) const { return (fs::path(path_) / name).string(); }
-
-private:
-  std::string path_;
-};
 
 datasets::Dataset graph(std::uint64_t seed) {
   return datasets::load_dataset(make_cpu_backend(1), kGraph, {"", 0, seed});

@@ -6,6 +6,7 @@
 #include "tessera/io/files.hpp"
 #include "tessera/partition/store.hpp"
 #include "unit/datasets/dataset_test_util.hpp"
+#include "unit/partition/tile_test_util.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -23,11 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 using datasets::Dataset;
 using datasets::tests::cpu;
-using datasets::tests::expect_same_graph_fields;
 using datasets::tests::read_bytes;
 using datasets::tests::TempDir;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using tests::expect_same_tile;
 
 /// A ring of 12 vertices with chords, labels v % 4, a split, and dense [12, 3] features or
 /// sparse [12, 6] ones (two nonzeros a row, one row empty).
@@ -117,17 +118,6 @@ struct StoreFixture {
   Dataset dataset;
   std::string dir;
 };
-
-void expect_same_tile(const LocalGraph& a, const LocalGraph& b) {
-  EXPECT_EQ(a.part, b.part);
-  EXPECT_EQ(a.num_parts, b.num_parts);
-  EXPECT_EQ(a.num_global_nodes, b.num_global_nodes);
-  EXPECT_EQ(a.owned_ids, b.owned_ids);
-  EXPECT_EQ(a.ghost_ids, b.ghost_ids);
-  EXPECT_EQ(a.ghost_owner, b.ghost_owner);
-  EXPECT_EQ(a.degree, b.degree);
-  expect_same_graph_fields(a, b);
-}
 
 /// Every file under `dir` by relative path, with its bytes.
 std::map<std::string, std::string> snapshot(const std::string& dir) {

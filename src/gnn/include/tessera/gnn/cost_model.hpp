@@ -69,6 +69,28 @@ struct LayerPrediction {
   double total_ms() const noexcept { return compute_ms + wait_ms; }
 };
 
+/// A rank's tile as the cost model counts it: what its aggregation matrix and halo plan hold.
+struct PartCounts {
+  std::int64_t n_owned = 0;    ///< rows it owns (the aggregation matrix's rows)
+  std::int64_t n_local = 0;    ///< owned + ghost rows (its columns); ghost rows are those received
+  std::int64_t n_interior = 0; ///< owned rows that read no ghost row
+  std::int64_t nnz = 0;        ///< nonzeros of the aggregation matrix
+  std::int64_t rows_sent = 0;  ///< rows one exchange sends, to all peers together
+};
+
+/// Seconds one exchange of `row_bytes`-byte rows spends on the wire (0 bytes: its latency alone).
+using WireSeconds = std::function<double(std::int64_t row_bytes)>;
+
+/// The time of `layer`'s training step on a tile of `part`'s counts at `rates`, with its halo
+/// exchanged under `exchange` over `wire`:
+/// exact: the messages of each direction travel while the rows that need none compute
+/// (forward: the interior rows' SpMM; backward: the owned rows'), the rest is waited for;
+/// stale: they travel while a whole step (`step_compute_ms`) computes; skip: as exact with every
+/// row re-sent (the rows that will drift are not known in advance) and a bitmap round trip.
+LayerPrediction predict_layer(const RankRates& rates, const PartCounts& part,
+                              const LayerShape& layer, const comm::ExchangeOptions& exchange,
+                              const WireSeconds& wire, double step_compute_ms = 0.0);
+
 /// A part's predicted compute per training step on one rank, split by what drives it:
 /// time ≈ per_nonzero_ms · nonzeros of its aggregation matrix + per_row_ms · its owned rows
 /// (SpMMs scale with the nonzeros; GEMMs, bias and the row terms of the SpMMs with the rows).
@@ -89,17 +111,14 @@ PartCost predict_part_cost(const RankRates& rates, std::span<const LayerShape> l
 class CostModel {
 public:
   /// links: one estimate per halo peer (comm::measure_links); plan: this rank's halo plan
-  /// (nullptr on one process); nnz: of the aggregation matrix; n_interior: owned rows that read
-  /// no ghost row.
+  /// (nullptr on one process, where n_local == n_owned); nnz: of the aggregation matrix;
+  /// n_interior: owned rows that read no ghost row.
   CostModel(RankRates rates, std::vector<comm::LinkEstimate> links,
             std::shared_ptr<const comm::HaloPlan> plan, std::int64_t n_owned, std::int64_t n_local,
             std::int64_t n_interior, std::int64_t nnz);
 
-  /// The time of `layer`'s training step with its halo exchanged under `exchange`:
-  /// exact: the messages of each direction travel while the rows that need none compute
-  /// (forward: the interior rows' SpMM; backward: the owned rows'), the rest is waited for;
-  /// stale: they travel while a whole step computes; skip: as exact with every row re-sent
-  /// (the rows that will drift are not known in advance) and a bitmap round trip.
+  /// The time of `layer`'s training step with its halo exchanged under `exchange`: predict_layer
+  /// on this rank's counts and links.
   LayerPrediction predict(const LayerShape& layer, const comm::ExchangeOptions& exchange,
                           double step_compute_ms = 0.0) const;
 
