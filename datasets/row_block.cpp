@@ -76,6 +76,17 @@ RowRange row_share(std::int64_t num_nodes, int rank, int ranks) {
   return {first, first + base + (rank < extra ? 1 : 0)};
 }
 
+int row_share_rank(std::int64_t row, std::int64_t num_nodes, int ranks) {
+  if (row < 0 || row >= num_nodes || ranks < 1) {
+    throw InvalidArgument("row_share_rank: row " + std::to_string(row) + " is not one of " +
+                          std::to_string(num_nodes) + " rows shared by " + std::to_string(ranks) +
+                          " ranks");
+  }
+  const std::int64_t base = num_nodes / ranks, extra = num_nodes % ranks;
+  const std::int64_t big = extra * (base + 1); // the rows of the ranks that hold one more
+  return static_cast<int>(row < big ? row / (base + 1) : extra + (row - big) / base);
+}
+
 namespace detail {
 
 RowBlock make_row_block(std::string name, std::int64_t num_nodes, std::int32_t num_classes,

@@ -4,6 +4,7 @@
 #include "tessera/partition/distributed.hpp"
 
 #include "byte_stream.hpp"
+#include "collectives.hpp"
 #include "methods.hpp"
 #include "mpi_scope.hpp"
 #include "owned_rows.hpp"
@@ -37,12 +38,6 @@ constexpr int kAnswerTag = 7103;
 /// ParMETIS's ubvec: the heaviest part may weigh 5 % above its target (ParMETIS's advice).
 constexpr float kImbalance = 1.05f;
 
-/// Every rank's `value`, in rank order. Collective.
-std::vector<std::int64_t> allgather(std::int64_t value, comm::Communicator& comm) {
-  const std::vector<std::int64_t> send(static_cast<std::size_t>(comm.size()), value);
-  return comm.alltoall(send);
-}
-
 /// Sends send[p] to every rank p and returns what each rank sent here, in rank order. Collective.
 std::vector<std::vector<std::byte>> exchange(std::vector<std::vector<std::byte>>&& send,
                                              comm::Communicator& comm, int tag) {
@@ -66,14 +61,6 @@ std::vector<std::vector<std::byte>> exchange(std::vector<std::vector<std::byte>>
   }
   comm.start_exchange(sends, recvs, tag)->wait();
   return received;
-}
-
-/// The rank whose share (datasets::row_share) holds row v of n.
-int home_rank(GlobalId v, std::int64_t n, int ranks) {
-  const std::int64_t base = n / ranks;
-  const std::int64_t extra = n % ranks;
-  const std::int64_t big = extra * (base + 1); // rows of the ranks that hold one more
-  return static_cast<int>(v < big ? v / (base + 1) : extra + (v - big) / base);
 }
 
 std::int64_t row_degree(const datasets::RowBlock& block, std::int64_t i) {
@@ -149,7 +136,7 @@ std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const 
   if (options.vertex_weight != VertexWeight::Uniform) g.vwgt = row_weights(block, options);
   std::vector<std::int32_t> owner;
   const int status = detail::parmetis_part(g, options, MPI_COMM_WORLD, owner);
-  const std::vector<std::int64_t> statuses = allgather(status, comm);
+  const std::vector<std::int64_t> statuses = detail::allgather(status, comm);
   std::vector<std::string> failed;
   for (int r = 0; r < comm.size(); ++r) {
     if (statuses[r] != METIS_OK) failed.push_back(fmt::format("{} on rank {}", statuses[r], r));
@@ -171,7 +158,7 @@ std::vector<std::int32_t> block_owner(const datasets::RowBlock& block, const Opt
                                       comm::Communicator& comm) {
   const auto weights = row_weights(block, options);
   const std::int64_t mine = std::accumulate(weights.begin(), weights.end(), std::int64_t{0});
-  const std::vector<std::int64_t> totals = allgather(mine, comm);
+  const std::vector<std::int64_t> totals = detail::allgather(mine, comm);
   const std::int64_t before =
       std::accumulate(totals.begin(), totals.begin() + comm.rank(), std::int64_t{0});
   const double total =
@@ -218,7 +205,7 @@ void fill_empty_parts(std::vector<std::int32_t>& owner, const datasets::RowBlock
         break;
       }
     }
-    const std::vector<std::int64_t> all = allgather(highest, comm);
+    const std::vector<std::int64_t> all = detail::allgather(highest, comm);
     const std::int64_t v = *std::max_element(all.begin(), all.end());
     if (v >= block.rows.first && v < block.rows.last) owner[v - block.rows.first] = empty;
     --count[largest];
@@ -337,7 +324,7 @@ void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& blo
   const int ranks = comm.size();
   std::vector<std::vector<GlobalId>> asked(static_cast<std::size_t>(ranks));
   for (const GlobalId v : ids)
-    asked[home_rank(v, block.num_nodes, ranks)].push_back(v);
+    asked[datasets::row_share_rank(v, block.num_nodes, ranks)].push_back(v);
   std::vector<std::vector<std::byte>> questions(static_cast<std::size_t>(ranks));
   for (int p = 0; p < ranks; ++p) {
     detail::Writer w;

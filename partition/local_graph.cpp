@@ -117,14 +117,16 @@ LocalGraph assemble_tile(const BackendPtr& backend, OwnedRows&& rows, int part, 
   tile.num_global_nodes = num_global_nodes;
   tile.num_classes = num_classes;
   tile.owned_ids = std::move(rows.ids);
-  const auto is_owned = [&](GlobalId u) {
-    return std::binary_search(tile.owned_ids.begin(), tile.owned_ids.end(), u);
-  };
+  std::unordered_map<GlobalId, LocalId> local;
+  local.reserve(tile.owned_ids.size() * 2);
+  for (std::size_t i = 0; i < tile.owned_ids.size(); ++i) {
+    local.emplace(tile.owned_ids[i], static_cast<LocalId>(i));
+  }
 
   // Ghosts: distinct remote neighbours, grouped by owner, ascending global id within a group.
   std::vector<GlobalId> remote;
   for (const GlobalId u : rows.col) {
-    if (!is_owned(u)) remote.push_back(u);
+    if (!local.contains(u)) remote.push_back(u);
   }
   std::sort(remote.begin(), remote.end());
   remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
@@ -141,11 +143,6 @@ LocalGraph assemble_tile(const BackendPtr& backend, OwnedRows&& rows, int part, 
   std::stable_sort(by_owner.begin(), by_owner.end(),
                    [&](std::size_t x, std::size_t y) { return remote_owner[x] < remote_owner[y]; });
 
-  std::unordered_map<GlobalId, LocalId> local;
-  local.reserve(static_cast<std::size_t>(n_local) * 2);
-  for (std::size_t i = 0; i < tile.owned_ids.size(); ++i) {
-    local.emplace(tile.owned_ids[i], static_cast<LocalId>(i));
-  }
   tile.degree = std::move(rows.degree);
   for (const std::size_t g : by_owner) {
     local.emplace(remote[g], static_cast<LocalId>(tile.n_owned() + tile.n_ghost()));

@@ -38,6 +38,7 @@
 // The folder is held as an io::OutputFolder for the whole write: a second writer fails.
 #include "tessera/partition/store.hpp"
 
+#include "collectives.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
@@ -299,8 +300,7 @@ std::vector<Offset> global_row_ptr(const Offset* row_ptr, std::int64_t rows, Off
 
 /// The first nonzero of this rank's rows in the whole matrix. Collective.
 Offset nonzeros_before(Offset mine, comm::Communicator& comm) {
-  const std::vector<std::int64_t> all =
-      comm.alltoall(std::vector<std::int64_t>(static_cast<std::size_t>(comm.size()), mine));
+  const std::vector<std::int64_t> all = detail::allgather(mine, comm);
   return std::accumulate(all.begin(), all.begin() + comm.rank(), Offset{0});
 }
 
@@ -337,8 +337,8 @@ std::string dataset_checksum(const datasets::RowBlock& block, comm::Communicator
   std::uint32_t crc = 0;
   for (const Piece& piece : pieces) {
     const auto ranks = static_cast<std::size_t>(comm.size());
-    const auto crcs = comm.alltoall(std::vector<std::int64_t>(ranks, piece.crc));
-    const auto bytes = comm.alltoall(std::vector<std::int64_t>(ranks, piece.bytes));
+    const auto crcs = detail::allgather(piece.crc, comm);
+    const auto bytes = detail::allgather(piece.bytes, comm);
     for (std::size_t r = 0; r < ranks; ++r) {
       crc = static_cast<std::uint32_t>(
           crc32_combine(crc, static_cast<uLong>(crcs[r]), static_cast<z_off_t>(bytes[r])));

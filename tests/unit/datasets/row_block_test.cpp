@@ -169,6 +169,21 @@ TEST(DatasetsRowShare, SharesCoverTheRowsInOrderAndDifferByAtMostOne) {
   }
 }
 
+TEST(DatasetsRowShare, TheRankOfARowIsTheOneWhoseShareHoldsIt) {
+  for (const std::int64_t n : {1, 7, 10, 1000}) {
+    for (int ranks = 1; ranks <= 7; ++ranks) {
+      for (int rank = 0; rank < ranks; ++rank) {
+        const RowRange share = row_share(n, rank, ranks);
+        for (std::int64_t row = share.first; row < share.last; ++row)
+          EXPECT_EQ(row_share_rank(row, n, ranks), rank) << row << " of " << n << ", " << ranks;
+      }
+    }
+  }
+  EXPECT_THROW(row_share_rank(10, 10, 2), InvalidArgument);
+  EXPECT_THROW(row_share_rank(-1, 10, 2), InvalidArgument);
+  EXPECT_THROW(row_share_rank(0, 10, 0), InvalidArgument);
+}
+
 TEST(DatasetsRowShare, RankOutsideTheJobIsRefused) {
   EXPECT_THROW(row_share(10, 3, 3), InvalidArgument);
   EXPECT_THROW(row_share(10, -1, 2), InvalidArgument);

@@ -23,6 +23,10 @@ struct RowRange {
 /// order. Throws InvalidArgument unless num_nodes >= 0 and 0 <= rank < ranks.
 RowRange row_share(std::int64_t num_nodes, int rank, int ranks);
 
+/// The rank whose row_share(num_nodes, rank, ranks) holds `row`. Throws InvalidArgument unless
+/// 0 <= row < num_nodes and ranks >= 1.
+int row_share_rank(std::int64_t row, std::int64_t num_nodes, int ranks);
+
 /// The rows [rows.first, rows.last) of a dataset: what one rank of a distributed job holds.
 /// Edges weigh 1, as in a Dataset, so the adjacency has no values.
 struct RowBlock {
