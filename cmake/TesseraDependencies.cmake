@@ -21,7 +21,7 @@ message(STATUS "OpenBLAS: ${OpenBLAS_LIBRARIES}")
 
 # METIS (partitioning): Debian ships no CMake config, hence cmake/FindMETIS.cmake.
 find_package(METIS REQUIRED)
-# PT-Scotch's ParMETIS API, 64-bit (distributed partitioning): no CMake config either.
+# PT-Scotch, 64-bit (distributed partitioning): no CMake config either.
 find_package(PTScotch REQUIRED)
 # Zoltan (Trilinos) PHG: hypergraph partitioning. Debian's config names the library
 # "trilinos_zoltan" without an imported target.

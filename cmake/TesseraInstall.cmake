@@ -44,8 +44,8 @@ install(FILES ${PROJECT_BINARY_DIR}/TesseraConfig.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake
   DESTINATION ${tessera_cmake_dir})
 
-string(JOIN " " _tessera_ptscotch_archives ${PTScotch_ptscotchparmetisv3_LIBRARY}
-  ${PTScotch_ptscotch_LIBRARY} ${PTScotch_scotch_LIBRARY} ${PTScotch_ptscotcherr_LIBRARY})
+string(JOIN " " _tessera_ptscotch_archives ${PTScotch_ptscotch_LIBRARY} ${PTScotch_scotch_LIBRARY}
+  ${PTScotch_ptscotcherr_LIBRARY})
 set(TESSERA_PC_PRIVATE_LIBS "-lopenblas -lmetis -ltrilinos_zoltan ${_tessera_ptscotch_archives} \
 -Wl,--exclude-libs,ALL -lbz2 -llzma -lfmt -lz")
 if(TESSERA_CUDA)

@@ -30,6 +30,13 @@ public:
   template <typename T> void vector(const std::vector<T>& v) {
     array(v.data(), static_cast<std::int64_t>(v.size()));
   }
+  /// Values without a count: an array written in pieces after its count (value(count)).
+  template <typename T> void items(const T* data, std::int64_t count) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    raw(data, static_cast<std::size_t>(count) * sizeof(T));
+  }
+  /// Room for `bytes` more, so that a string of known size is allocated once.
+  void reserve(std::size_t bytes) { bytes_.reserve(bytes_.size() + bytes); }
   void csr(const Csr& m) {
     value(m.rows());
     value(m.cols());
@@ -68,12 +75,26 @@ public:
     raw(out, static_cast<std::size_t>(count) * sizeof(T));
   }
   template <typename T> std::vector<T> vector() {
+    std::vector<T> v;
+    append_to(v);
+    return v;
+  }
+  /// Reads a counted array onto the end of `to` (no copy in between).
+  template <typename T> void append_to(std::vector<T>& to) {
     const auto count = value<std::int64_t>();
     if (count < 0 || static_cast<std::size_t>(count) * sizeof(T) > bytes_.size() - at_)
       fail(fmt::format("an array of {} entries", count));
-    std::vector<T> v(static_cast<std::size_t>(count));
-    raw(v.data(), v.size() * sizeof(T));
-    return v;
+    const std::size_t at = to.size();
+    to.resize(at + static_cast<std::size_t>(count));
+    raw(to.data() + at, static_cast<std::size_t>(count) * sizeof(T));
+  }
+  /// Skips a counted array; returns its count.
+  template <typename T> std::int64_t skip() {
+    const auto count = value<std::int64_t>();
+    if (count < 0 || static_cast<std::size_t>(count) * sizeof(T) > bytes_.size() - at_)
+      fail(fmt::format("an array of {} entries", count));
+    at_ += static_cast<std::size_t>(count) * sizeof(T);
+    return count;
   }
   Csr csr() {
     const auto rows = value<std::int64_t>();

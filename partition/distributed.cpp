@@ -1,10 +1,11 @@
-// Partitioning where no rank holds the whole graph: PT-Scotch's ParMETIS API (64-bit ids) and the
-// baselines over row blocks, rows moved to their owners in one all-to-all, tiles assembled where
-// they are trained, and their quality measured from the tiles.
+// Partitioning where no rank holds the whole graph: PT-Scotch's distributed k-way (64-bit ids) and
+// the baselines over row blocks, rows moved to their owners in one all-to-all, tiles assembled
+// where they are trained, and their quality measured from the tiles.
 #include "tessera/partition/distributed.hpp"
 
 #include "byte_stream.hpp"
 #include "collectives.hpp"
+#include "hypergraph.hpp"
 #include "methods.hpp"
 #include "mpi_scope.hpp"
 #include "owned_rows.hpp"
@@ -13,14 +14,16 @@
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio> // scotch.h names FILE
 #include <cstdlib>
 #include <exception>
 #include <fmt/core.h>
 #include <fmt/format.h>
 #include <numeric>
-#include <parmetis.h>
-#include <scotch-int64/scotch.h>
+#include <optional>
+#include <scotch-int64/ptscotch.h>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -29,13 +32,13 @@ namespace tessera::partition {
 namespace {
 
 static_assert(std::is_same_v<SCOTCH_Num, std::int64_t>,
-              "PT-Scotch's ParMETIS API must be the 64-bit build (parmetis-int64)");
+              "PT-Scotch must be the 64-bit build (scotch-int64)");
 
 // Tags of the exchanges below, apart from the training's.
 constexpr int kRowsTag = 7101;
 constexpr int kAskTag = 7102;
 constexpr int kAnswerTag = 7103;
-/// ParMETIS's ubvec: the heaviest part may weigh 5 % above its target (ParMETIS's advice).
+/// The heaviest part may weigh 5 % above its target (ParMETIS's advice; METIS cuts to 3 %).
 constexpr float kImbalance = 1.05f;
 
 /// Sends send[p] to every rank p and returns what each rank sent here, in rank order. Collective.
@@ -114,15 +117,21 @@ std::vector<std::int64_t> row_weights(const datasets::RowBlock& block, const Opt
   return weights;
 }
 
-std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const Options& options,
-                                         comm::Communicator& comm) {
+/// Initializes MPI if nothing has; throws InvalidArgument unless `comm` spans MPI_COMM_WORLD, on
+/// which `library` runs.
+void require_world(comm::Communicator& comm, const char* library) {
   detail::ensure_mpi();
   if (detail::mpi_size(MPI_COMM_WORLD) != comm.size()) {
-    throw InvalidArgument(fmt::format("ParMETIS runs on MPI_COMM_WORLD ({} ranks), the job's "
+    throw InvalidArgument(fmt::format("{} runs on MPI_COMM_WORLD ({} ranks), the job's "
                                       "communicator has {}",
-                                      detail::mpi_size(MPI_COMM_WORLD), comm.size()));
+                                      library, detail::mpi_size(MPI_COMM_WORLD), comm.size()));
   }
-  detail::ParmetisGraph g;
+}
+
+std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const Options& options,
+                                         comm::Communicator& comm) {
+  require_world(comm, "PT-Scotch");
+  detail::DistGraph g;
   g.vtxdist.push_back(0);
   for (int r = 0; r < comm.size(); ++r)
     g.vtxdist.push_back(datasets::row_share(block.num_nodes, r, comm.size()).last);
@@ -135,19 +144,39 @@ std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const 
   }
   if (options.vertex_weight != VertexWeight::Uniform) g.vwgt = row_weights(block, options);
   std::vector<std::int32_t> owner;
-  const int status = detail::parmetis_part(g, options, MPI_COMM_WORLD, owner);
-  const std::vector<std::int64_t> statuses = detail::allgather(status, comm);
+  const auto status = detail::scotch_part(g, options, MPI_COMM_WORLD, owner);
+  const std::vector<std::int64_t> statuses =
+      detail::allgather(static_cast<std::int64_t>(status), comm);
   std::vector<std::string> failed;
   for (int r = 0; r < comm.size(); ++r) {
-    if (statuses[r] != METIS_OK) failed.push_back(fmt::format("{} on rank {}", statuses[r], r));
+    const auto failure = static_cast<detail::ScotchStatus>(statuses[r]);
+    if (failure != detail::ScotchStatus::Ok)
+      failed.push_back(fmt::format("{} on rank {}", detail::scotch_call(failure), r));
   }
   if (!failed.empty()) {
-    throw PartitionerError(fmt::format(
-        "ParMETIS_V3_PartKway (PT-Scotch, nodes={}, parts={}) failed: {} (METIS_ERROR is {}; "
-        "PT-Scotch printed the reason above)",
-        block.num_nodes, options.num_parts, fmt::join(failed, ", "),
-        static_cast<int>(METIS_ERROR)));
+    throw PartitionerError(fmt::format("PT-Scotch (nodes={}, parts={}) failed: {} (Scotch printed "
+                                       "the reason above)",
+                                       block.num_nodes, options.num_parts,
+                                       fmt::join(failed, ", ")));
   }
+  return owner;
+}
+
+/// Zoltan PHG over the ranks' rows; a failure on any rank fails every rank naming it.
+std::vector<std::int32_t> hypergraph_owner(const datasets::RowBlock& block, const Options& options,
+                                           comm::Communicator& comm) {
+  require_world(comm, "Zoltan");
+  std::vector<std::int64_t> nonzeros{block.row_ptr.back()};
+  comm.allreduce_sum(nonzeros);
+  std::vector<std::int32_t> owner;
+  std::exception_ptr failure;
+  try {
+    owner = detail::hypergraph_owner_rows(block, options, row_weights(block, options),
+                                          MPI_COMM_WORLD, nonzeros[0]);
+  } catch (const std::exception&) {
+    failure = std::current_exception();
+  }
+  comm::share_first_failure(comm, failure, "could not cut its rows with Zoltan PHG");
   return owner;
 }
 
@@ -216,93 +245,139 @@ void fill_empty_parts(std::vector<std::int32_t>& owner, const datasets::RowBlock
 // ---- rows to their owners -------------------------------------------------------------------
 
 /// The rows `which` of `block` as bytes: ids, row lengths, neighbours, degrees, labels, split
-/// flags, features.
+/// flags, features. Written straight into one buffer of the exact size: the block's share of a
+/// large graph is copied once.
 std::vector<std::byte> rows_to_bytes(const datasets::RowBlock& block,
                                      const std::vector<std::int64_t>& which,
                                      const std::vector<std::uint8_t>& split) {
-  std::vector<GlobalId> ids, neighbours;
-  std::vector<std::int64_t> lengths, degree;
-  std::vector<std::int32_t> labels;
-  std::vector<std::uint8_t> flags;
-  std::vector<float> dense;
-  std::vector<std::int64_t> feature_lengths;
-  std::vector<std::int32_t> feature_col;
-  std::vector<float> feature_val;
+  const auto rows = static_cast<std::int64_t>(which.size());
+  const Dense* dense = block.features.dense ? &*block.features.dense : nullptr;
+  const Csr* sparse = block.features.sparse ? &*block.features.sparse : nullptr;
+  std::int64_t nonzeros = 0, feature_nonzeros = 0;
   for (const std::int64_t i : which) {
-    ids.push_back(block.rows.first + i);
-    lengths.push_back(block.row_ptr[i + 1] - block.row_ptr[i]);
-    neighbours.insert(neighbours.end(), block.col.begin() + block.row_ptr[i],
-                      block.col.begin() + block.row_ptr[i + 1]);
-    degree.push_back(row_degree(block, i));
-    if (!block.labels.empty()) labels.push_back(block.labels[i]);
-    flags.push_back(split[i]);
-    if (block.features.dense) {
-      const Dense& x = *block.features.dense;
-      dense.insert(dense.end(), x.data() + i * x.cols(), x.data() + (i + 1) * x.cols());
-    } else if (block.features.sparse) {
-      const Csr& x = *block.features.sparse;
-      feature_lengths.push_back(x.row_ptr()[i + 1] - x.row_ptr()[i]);
-      feature_col.insert(feature_col.end(), x.col() + x.row_ptr()[i], x.col() + x.row_ptr()[i + 1]);
-      feature_val.insert(feature_val.end(), x.val() + x.row_ptr()[i], x.val() + x.row_ptr()[i + 1]);
+    nonzeros += block.row_ptr[i + 1] - block.row_ptr[i];
+    if (sparse) feature_nonzeros += sparse->row_ptr()[i + 1] - sparse->row_ptr()[i];
+  }
+  const std::int64_t labels = block.labels.empty() ? 0 : rows;
+  const std::int64_t dense_values = dense ? rows * dense->cols() : 0;
+  const std::int64_t sparse_rows = sparse ? rows : 0;
+  detail::Writer w;
+  w.reserve(static_cast<std::size_t>(10 * 8 + rows * (3 * 8 + 1) + nonzeros * 8 + labels * 4 +
+                                     dense_values * 4 + sparse_rows * 8 + feature_nonzeros * 8));
+  w.value(rows); // ids
+  for (const std::int64_t i : which)
+    w.value<GlobalId>(block.rows.first + i);
+  w.value(rows); // row lengths
+  for (const std::int64_t i : which)
+    w.value<std::int64_t>(block.row_ptr[i + 1] - block.row_ptr[i]);
+  w.value(nonzeros); // neighbours
+  for (const std::int64_t i : which)
+    w.items(block.col.data() + block.row_ptr[i], block.row_ptr[i + 1] - block.row_ptr[i]);
+  w.value(rows); // degrees
+  for (const std::int64_t i : which)
+    w.value(row_degree(block, i));
+  w.value(labels);
+  for (std::int64_t j = 0; j < labels; ++j)
+    w.value(block.labels[which[j]]);
+  w.value(rows); // split flags
+  for (const std::int64_t i : which)
+    w.value(split[i]);
+  w.value(dense_values);
+  if (dense) {
+    for (const std::int64_t i : which)
+      w.items(dense->data() + i * dense->cols(), dense->cols());
+  }
+  w.value(sparse_rows); // sparse features: row lengths, columns, values
+  for (std::int64_t j = 0; j < sparse_rows; ++j)
+    w.value<std::int64_t>(sparse->row_ptr()[which[j] + 1] - sparse->row_ptr()[which[j]]);
+  for (const bool values : {false, true}) {
+    w.value(feature_nonzeros);
+    for (std::int64_t j = 0; j < sparse_rows; ++j) {
+      const Offset begin = sparse->row_ptr()[which[j]];
+      const Offset length = sparse->row_ptr()[which[j] + 1] - begin;
+      if (values) {
+        w.items(sparse->val() + begin, length);
+      } else {
+        w.items(sparse->col() + begin, length);
+      }
     }
   }
-  detail::Writer w;
-  w.vector(ids);
-  w.vector(lengths);
-  w.vector(neighbours);
-  w.vector(degree);
-  w.vector(labels);
-  w.vector(flags);
-  w.vector(dense);
-  w.vector(feature_lengths);
-  w.vector(feature_col);
-  w.vector(feature_val);
   return w.take();
 }
 
-/// Appends vector `from` to `to`.
-template <typename T> void append(std::vector<T>& to, const std::vector<T>& from) {
-  to.insert(to.end(), from.begin(), from.end());
-}
-
 /// The rows every rank sent this one, in rank order: ascending global ids, since each rank sends
-/// its rows in order and ranks hold ascending ranges.
+/// its rows in order and ranks hold ascending ranges. Each part is freed once read, and the rows
+/// are read into buffers sized beforehand: this rank holds its rows about twice at most.
 detail::OwnedRows rows_from_bytes(const BackendPtr& backend,
-                                  const std::vector<std::vector<std::byte>>& received,
+                                  std::vector<std::vector<std::byte>>&& received,
                                   const datasets::RowBlock& block) {
-  detail::OwnedRows rows;
-  std::vector<float> dense, feature_val;
-  std::vector<std::int64_t> feature_lengths;
-  std::vector<std::int32_t> feature_col;
+  // Sizes first: rows and neighbours of every part (the first and third arrays).
+  std::int64_t n = 0, nonzeros = 0;
   for (std::size_t p = 0; p < received.size(); ++p) {
     detail::Reader r(backend, received[p], fmt::format("rows from rank {}", p));
-    append(rows.ids, r.vector<GlobalId>());
+    n += r.skip<GlobalId>();
+    r.skip<std::int64_t>();
+    nonzeros += r.skip<GlobalId>();
+  }
+  detail::OwnedRows rows;
+  rows.ids.reserve(static_cast<std::size_t>(n));
+  rows.row_ptr.reserve(static_cast<std::size_t>(n) + 1);
+  rows.col.reserve(static_cast<std::size_t>(nonzeros));
+  rows.degree.reserve(static_cast<std::size_t>(n));
+  rows.split.reserve(static_cast<std::size_t>(n));
+  const Dense* dense = block.features.dense ? &*block.features.dense : nullptr;
+  std::optional<Dense> x;
+  if (dense) x.emplace(backend, n, dense->cols());
+  std::vector<float> feature_val;
+  std::vector<std::int64_t> feature_lengths;
+  std::vector<std::int32_t> feature_col;
+  std::int64_t row = 0;
+  for (std::size_t p = 0; p < received.size(); ++p) {
+    detail::Reader r(backend, received[p], fmt::format("rows from rank {}", p));
+    r.append_to(rows.ids);
     for (const std::int64_t length : r.vector<std::int64_t>())
       rows.row_ptr.push_back(rows.row_ptr.back() + length);
-    append(rows.col, r.vector<GlobalId>());
-    append(rows.degree, r.vector<std::int64_t>());
-    append(rows.labels, r.vector<std::int32_t>());
-    append(rows.split, r.vector<std::uint8_t>());
-    append(dense, r.vector<float>());
-    append(feature_lengths, r.vector<std::int64_t>());
-    append(feature_col, r.vector<std::int32_t>());
-    append(feature_val, r.vector<float>());
+    r.append_to(rows.col);
+    r.append_to(rows.degree);
+    r.append_to(rows.labels);
+    r.append_to(rows.split);
+    const auto part_rows = static_cast<std::int64_t>(rows.ids.size()) - row;
+    if (x) {
+      r.array(x->data() + row * x->cols(), part_rows * x->cols());
+    } else {
+      r.skip<float>(); // no dense features: an empty array
+    }
+    r.append_to(feature_lengths);
+    r.append_to(feature_col);
+    r.append_to(feature_val);
     r.expect_end();
+    row += part_rows;
+    std::vector<std::byte>().swap(received[p]);
   }
   rows.val.assign(rows.col.size(), 1.0f); // the adjacency's values are 1
-  const auto n = static_cast<std::int64_t>(rows.ids.size());
-  if (block.features.dense) {
-    Dense x(backend, n, block.features.dense->cols());
-    std::copy(dense.begin(), dense.end(), x.data());
-    rows.features.dense = std::move(x);
+  if (x) {
+    rows.features.dense = std::move(*x);
   } else if (block.features.sparse) {
-    Csr x(backend, n, block.features.sparse->cols(), static_cast<std::int64_t>(feature_col.size()));
-    std::partial_sum(feature_lengths.begin(), feature_lengths.end(), x.row_ptr() + 1);
-    std::copy(feature_col.begin(), feature_col.end(), x.col());
-    std::copy(feature_val.begin(), feature_val.end(), x.val());
-    rows.features.sparse = std::move(x);
+    Csr features(backend, n, block.features.sparse->cols(),
+                 static_cast<std::int64_t>(feature_col.size()));
+    std::partial_sum(feature_lengths.begin(), feature_lengths.end(), features.row_ptr() + 1);
+    std::copy(feature_col.begin(), feature_col.end(), features.col());
+    std::copy(feature_val.begin(), feature_val.end(), features.val());
+    rows.features.sparse = std::move(features);
   }
   return rows;
+}
+
+/// Frees the block's neighbours, labels and feature values once they are serialized, before the
+/// exchange doubles what this rank holds; keeps the row range and the feature layout.
+void release_payload(const BackendPtr& backend, datasets::RowBlock& block) {
+  std::vector<GlobalId>().swap(block.col);
+  std::vector<std::int32_t>().swap(block.labels);
+  if (block.features.dense) {
+    block.features.dense = Dense(backend, 0, block.features.dense->cols());
+  } else if (block.features.sparse) {
+    block.features.sparse = Csr(backend, 0, block.features.sparse->cols(), 0);
+  }
 }
 
 /// SplitBit flags of the block's rows.
@@ -317,10 +392,12 @@ std::vector<std::uint8_t> split_flags(const datasets::RowBlock& block) {
   return flags;
 }
 
-/// Owners and degrees of `ids` (ascending), asked of the ranks that hold their rows. Collective.
+/// Owners and degrees of `ids` (ascending), asked of the ranks that hold their rows; `owner` and
+/// `degrees` are those of this rank's rows of `block`. Collective.
 void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& block,
-                    std::span<const std::int32_t> owner, comm::Communicator& comm,
-                    std::vector<std::int32_t>& ghost_owner, std::vector<std::int64_t>& degree) {
+                    std::span<const std::int32_t> owner, std::span<const std::int64_t> degrees,
+                    comm::Communicator& comm, std::vector<std::int32_t>& ghost_owner,
+                    std::vector<std::int64_t>& degree) {
   const int ranks = comm.size();
   std::vector<std::vector<GlobalId>> asked(static_cast<std::size_t>(ranks));
   for (const GlobalId v : ids)
@@ -336,7 +413,7 @@ void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& blo
   for (int p = 0; p < ranks; ++p) {
     detail::Reader r(nullptr, received[p], fmt::format("ghost questions from rank {}", p));
     std::vector<std::int32_t> owners;
-    std::vector<std::int64_t> degrees;
+    std::vector<std::int64_t> answer_degrees;
     for (const GlobalId v : r.vector<GlobalId>()) {
       if (v < block.rows.first || v >= block.rows.last) {
         throw InvalidArgument(fmt::format("rank {} asked rank {} about row {}, outside its rows "
@@ -344,20 +421,20 @@ void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& blo
                                           p, comm.rank(), v, block.rows.first, block.rows.last));
       }
       owners.push_back(owner[v - block.rows.first]);
-      degrees.push_back(row_degree(block, v - block.rows.first));
+      answer_degrees.push_back(degrees[v - block.rows.first]);
     }
     r.expect_end();
     detail::Writer w;
     w.vector(owners);
-    w.vector(degrees);
+    w.vector(answer_degrees);
     answers[p] = w.take();
   }
   const auto replies = exchange(std::move(answers), comm, kAnswerTag);
   // ids are ascending and home ranks ascend with them: the answers come back in order.
   for (int p = 0; p < ranks; ++p) {
     detail::Reader r(nullptr, replies[p], fmt::format("ghost answers from rank {}", p));
-    append(ghost_owner, r.vector<std::int32_t>());
-    append(degree, r.vector<std::int64_t>());
+    r.append_to(ghost_owner);
+    r.append_to(degree);
     r.expect_end();
   }
 }
@@ -366,35 +443,81 @@ void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& blo
 
 namespace detail {
 
-int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
-                  std::vector<std::int32_t>& owner) {
-  const auto shares = target_shares(options);
-  std::vector<float> tpwgts(shares.begin(), shares.end());
-  float ubvec = kImbalance;
-  SCOTCH_Num wgtflag = graph.vwgt.empty() ? 0 : 2; // 2: vertex weights only
-  SCOTCH_Num numflag = 0, ncon = 1, nparts = options.num_parts, edgecut = 0;
-  SCOTCH_Num parmetis_options[3] = {0, 0, 0}; // defaults
-  const auto n = static_cast<std::size_t>(graph.xadj.size() - 1);
-  // -1: no part yet. PT-Scotch 7.0.3's ParMETIS API returns METIS_OK after some errors it prints
-  // (an invalid part count, say), leaving the parts unset: a vertex without a part is a failure.
-  std::vector<SCOTCH_Num> part(std::max<std::size_t>(n, 1), -1);
+const char* scotch_call(ScotchStatus status) {
+  switch (status) {
+  case ScotchStatus::Ok:
+    return "";
+  case ScotchStatus::GraphBuild:
+    return "SCOTCH_dgraphBuild";
+  case ScotchStatus::Strategy:
+    return "SCOTCH_stratDgraphMapBuild";
+  case ScotchStatus::Architecture:
+    return "SCOTCH_archCmpltw";
+  case ScotchStatus::Map:
+    return "SCOTCH_dgraphMap";
+  case ScotchStatus::PartUnset:
+    return "SCOTCH_dgraphMap (a vertex left without a part)";
+  }
+  return "SCOTCH";
+}
+
+ScotchStatus scotch_part(DistGraph& graph, const Options& options, MPI_Comm comm,
+                         std::vector<std::int32_t>& owner) {
+  const auto n = static_cast<SCOTCH_Num>(graph.xadj.size() - 1);
+  const auto edges = static_cast<SCOTCH_Num>(graph.adjncy.size());
+  const SCOTCH_Num parts = options.num_parts;
+  // Part weights: the target shares as small integers. Large ones (shares * 10^6 as they are)
+  // make Scotch's mapping onto the weighted architecture twice as slow.
+  std::vector<SCOTCH_Num> weights;
+  SCOTCH_Num divisor = 0;
+  for (const double share : target_shares(options)) {
+    weights.push_back(std::max<SCOTCH_Num>(1, std::llround(share * 1e6)));
+    divisor = std::gcd(divisor, weights.back());
+  }
+  for (SCOTCH_Num& w : weights)
+    w /= divisor;
+  int processes = 1;
+  MPI_Comm_size(comm, &processes);
   // The same graph and options give the same parts every call only with one thread per process
   // (Scotch's threaded coarsening races) and the random state started over from the seed. The
-  // ParMETIS API takes no Scotch context, so the thread count goes through the environment,
-  // unless the user set it.
+  // thread count is read from the environment, unless the user set it.
   ::setenv("SCOTCH_PTHREAD_NUMBER", "1", /*overwrite=*/0);
   SCOTCH_randomSeed(static_cast<SCOTCH_Num>(options.seed & 0x7FFFFFFF));
   SCOTCH_randomReset();
-  const int status = SCOTCH_ParMETIS_V3_PartKway(
-      graph.vtxdist.data(), graph.xadj.data(), graph.adjncy.data(),
-      graph.vwgt.empty() ? nullptr : graph.vwgt.data(), /*adjwgt=*/nullptr, &wgtflag, &numflag,
-      &ncon, &nparts, tpwgts.data(), &ubvec, parmetis_options, &edgecut, part.data(), &comm);
-  owner.resize(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (part[i] < 0 || part[i] >= nparts) return METIS_ERROR;
+  // -1: no part yet; a vertex Scotch leaves without one is a failure, whatever it returned.
+  std::vector<SCOTCH_Num> part(static_cast<std::size_t>(std::max<SCOTCH_Num>(n, 1)), -1);
+  ScotchStatus status = ScotchStatus::GraphBuild;
+  SCOTCH_Dgraph dgraph;
+  if (SCOTCH_dgraphInit(&dgraph, comm) != 0) return status;
+  SCOTCH_Strat strategy;
+  SCOTCH_stratInit(&strategy);
+  SCOTCH_Arch arch;
+  SCOTCH_archInit(&arch);
+  if (SCOTCH_dgraphBuild(&dgraph, /*baseval=*/0, n, n, graph.xadj.data(), /*vendloctab=*/nullptr,
+                         graph.vwgt.empty() ? nullptr : graph.vwgt.data(), /*vlblloctab=*/nullptr,
+                         edges, edges, graph.adjncy.data(), /*edgegsttab=*/nullptr,
+                         /*edloloctab=*/nullptr) != 0) {
+    status = ScotchStatus::GraphBuild;
+  } else if (SCOTCH_stratDgraphMapBuild(&strategy, SCOTCH_STRATSPEED, processes, parts,
+                                        kImbalance - 1.0) != 0) {
+    status = ScotchStatus::Strategy;
+  } else if (SCOTCH_archCmpltw(&arch, parts, weights.data()) != 0) {
+    status = ScotchStatus::Architecture;
+  } else if (SCOTCH_dgraphMap(&dgraph, &arch, &strategy, part.data()) != 0) {
+    status = ScotchStatus::Map;
+  } else {
+    status = ScotchStatus::Ok;
+  }
+  SCOTCH_archExit(&arch);
+  SCOTCH_stratExit(&strategy);
+  SCOTCH_dgraphExit(&dgraph);
+  if (status != ScotchStatus::Ok) return status;
+  owner.resize(static_cast<std::size_t>(n));
+  for (SCOTCH_Num i = 0; i < n; ++i) {
+    if (part[i] < 0 || part[i] >= parts) return ScotchStatus::PartUnset;
     owner[i] = static_cast<std::int32_t>(part[i]);
   }
-  return status;
+  return ScotchStatus::Ok;
 }
 
 } // namespace detail
@@ -421,9 +544,12 @@ std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const 
   case Method::Random:
     owner = detail::random_owner(block.rows.first, block.rows.last, options);
     break;
+  case Method::Hypergraph:
+    owner = hypergraph_owner(block, options, comm);
+    break;
   default:
-    throw InvalidArgument(fmt::format("{} has no distributed form; use parmetis, block or random "
-                                      "(or partition on one rank)",
+    throw InvalidArgument(fmt::format("{} has no distributed form; use parmetis, hypergraph, "
+                                      "block or random (or partition on one rank)",
                                       to_string(options.method)));
   }
   fill_empty_parts(owner, block, options.num_parts, comm);
@@ -447,15 +573,21 @@ LocalGraph build_tile_from_rows(const BackendPtr& backend, datasets::RowBlock&& 
     }
     which[owner[i]].push_back(i);
   }
-  const std::vector<std::uint8_t> split = split_flags(block);
+  std::vector<std::int64_t> degrees(static_cast<std::size_t>(block.rows.size()));
+  for (std::int64_t i = 0; i < block.rows.size(); ++i)
+    degrees[i] = row_degree(block, i);
   std::vector<std::vector<std::byte>> outgoing(static_cast<std::size_t>(ranks));
-  for (int p = 0; p < ranks; ++p)
-    outgoing[p] = rows_to_bytes(block, which[p], split);
+  {
+    const std::vector<std::uint8_t> split = split_flags(block);
+    for (int p = 0; p < ranks; ++p)
+      outgoing[p] = rows_to_bytes(block, which[p], split);
+  }
+  release_payload(backend, block);
   detail::OwnedRows rows =
       rows_from_bytes(backend, exchange(std::move(outgoing), comm, kRowsTag), block);
   const auto lookup = [&](std::span<const GlobalId> ids, std::vector<std::int32_t>& ghost_owner,
                           std::vector<std::int64_t>& degree) {
-    look_up_ghosts(ids, block, owner, comm, ghost_owner, degree);
+    look_up_ghosts(ids, block, owner, degrees, comm, ghost_owner, degree);
   };
   return detail::assemble_tile(backend, std::move(rows), comm.rank(), ranks, block.num_nodes,
                                block.num_classes, lookup, reorder);

@@ -1,5 +1,6 @@
-// Hypergraph partitioning with Zoltan's PHG on one process: one net per vertex holding the vertex
-// and its neighbours, so that the connectivity − 1 cut PHG minimizes is the halo volume.
+// Hypergraph partitioning with Zoltan's PHG, on one process or on every rank's rows: one net per
+// vertex holding the vertex and its neighbours, so that the connectivity − 1 cut PHG minimizes is
+// the halo volume.
 #include "hypergraph.hpp"
 
 #include "mpi_scope.hpp"
@@ -51,32 +52,44 @@ void check(int code, const std::string& call) {
   throw PartitionerError(fmt::format("{} failed with {} ({})", call, zoltan_code_name(code), code));
 }
 
-/// The hypergraph in Zoltan's compressed-net form, read by the query functions below.
+/// This process's part of the hypergraph in Zoltan's compressed-net form, read by the query
+/// functions below: the vertices [first, first + n) and their nets.
 struct Hypergraph {
-  std::vector<int> net_begin;          // [n] first pin of net v; net v is vertex v's row
+  ZOLTAN_ID_TYPE first = 0;            // global id of the first vertex here
+  std::vector<int> net_begin;          // [n] first pin of net v; net v is vertex first + v's row
   std::vector<ZOLTAN_ID_TYPE> pins;    // [n + nonzeros without self-loops]: v, then its neighbours
   std::vector<float> vertex_weights;   // [n]
   std::span<const std::int32_t> owner; // [n] the parts to evaluate; empty when partitioning
 };
 
-Hypergraph to_hypergraph(const Csr& a, std::span<const std::int64_t> vertex_weights) {
-  const std::int64_t n = a.rows();
-  check_zoltan_limits(n, n + a.nnz()); // self-loops included: a bound, before any int is filled
+/// The nets of rows [first, first + n): row_ptr [n + 1] into col, the neighbours' global ids.
+/// The caller checked the sizes against Zoltan's (check_zoltan_limits).
+template <typename Col>
+Hypergraph to_hypergraph(std::int64_t first, std::span<const Offset> row_ptr,
+                         std::span<const Col> col, std::span<const std::int64_t> vertex_weights) {
+  const auto n = static_cast<std::int64_t>(row_ptr.size()) - 1;
   Hypergraph hg;
+  hg.first = static_cast<ZOLTAN_ID_TYPE>(first);
   hg.net_begin.resize(static_cast<std::size_t>(n));
-  hg.pins.reserve(static_cast<std::size_t>(n + a.nnz()));
+  hg.pins.reserve(static_cast<std::size_t>(n + row_ptr[n] - row_ptr[0]));
   for (std::int64_t v = 0; v < n; ++v) {
     hg.net_begin[v] = static_cast<int>(hg.pins.size());
-    hg.pins.push_back(static_cast<ZOLTAN_ID_TYPE>(v));
-    for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
-      if (a.col()[k] != v) hg.pins.push_back(static_cast<ZOLTAN_ID_TYPE>(a.col()[k]));
+    hg.pins.push_back(static_cast<ZOLTAN_ID_TYPE>(first + v));
+    for (Offset k = row_ptr[v]; k < row_ptr[v + 1]; ++k) {
+      if (col[k] != first + v) hg.pins.push_back(static_cast<ZOLTAN_ID_TYPE>(col[k]));
     }
   }
   hg.vertex_weights.assign(vertex_weights.begin(), vertex_weights.end());
   return hg;
 }
 
-// ---- query functions (global id of vertex v: v; no local ids) ---------------------------------
+Hypergraph to_hypergraph(const Csr& a, std::span<const std::int64_t> vertex_weights) {
+  check_zoltan_limits(a.rows(), a.rows() + a.nnz()); // a bound: self-loops included
+  return to_hypergraph(0, std::span(a.row_ptr(), static_cast<std::size_t>(a.rows() + 1)),
+                       std::span(a.col(), static_cast<std::size_t>(a.nnz())), vertex_weights);
+}
+
+// ---- query functions (global id of vertex first + v; no local ids) ---------------------------
 
 int num_objects(void* data, int* ierr) {
   *ierr = ZOLTAN_OK;
@@ -88,7 +101,7 @@ void object_list(void* data, int /*num_gid_entries*/, int /*num_lid_entries*/,
                  float* weights, int* ierr) {
   const auto& hg = *static_cast<const Hypergraph*>(data);
   for (std::size_t v = 0; v < hg.vertex_weights.size(); ++v) {
-    global_ids[v] = static_cast<ZOLTAN_ID_TYPE>(v);
+    global_ids[v] = hg.first + static_cast<ZOLTAN_ID_TYPE>(v);
     weights[v] = hg.vertex_weights[v];
   }
   *ierr = ZOLTAN_OK;
@@ -107,7 +120,7 @@ void hypergraph_nets(void* data, int /*num_gid_entries*/, int num_nets, int num_
                      int* ierr) {
   const auto& hg = *static_cast<const Hypergraph*>(data);
   for (int v = 0; v < num_nets; ++v) {
-    net_ids[v] = static_cast<ZOLTAN_ID_TYPE>(v);
+    net_ids[v] = hg.first + static_cast<ZOLTAN_ID_TYPE>(v);
     net_begin[v] = hg.net_begin[v];
   }
   std::copy_n(hg.pins.begin(), num_pins, pins);
@@ -118,7 +131,7 @@ void object_parts(void* data, int /*num_gid_entries*/, int /*num_lid_entries*/, 
                   ZOLTAN_ID_PTR global_ids, ZOLTAN_ID_PTR /*local_ids*/, int* parts, int* ierr) {
   const auto& hg = *static_cast<const Hypergraph*>(data);
   for (int i = 0; i < num_obj; ++i)
-    parts[i] = hg.owner[global_ids[i]];
+    parts[i] = hg.owner[global_ids[i] - hg.first];
   *ierr = ZOLTAN_OK;
 }
 
@@ -161,12 +174,12 @@ void set_param(Zoltan_Struct* zz, const char* name, const std::string& value) {
         fmt::format("Zoltan_Set_Param({}, {})", name, value));
 }
 
-/// A one-process Zoltan structure set up for PHG into `parts` parts, whose query functions read
+/// A Zoltan structure on `comm` set up for PHG into `parts` parts, whose query functions read
 /// `hg` (which must outlive it).
-ZoltanPtr make_zoltan(Hypergraph& hg, int parts) {
+ZoltanPtr make_zoltan(Hypergraph& hg, int parts, MPI_Comm comm) {
   initialize_zoltan();
-  ZoltanPtr zz(Zoltan_Create(MPI_COMM_SELF));
-  if (!zz) throw PartitionerError("Zoltan_Create(MPI_COMM_SELF) returned no structure");
+  ZoltanPtr zz(Zoltan_Create(comm));
+  if (!zz) throw PartitionerError("Zoltan_Create returned no structure");
   Zoltan_Struct* z = zz.get();
   set_param(z, "DEBUG_LEVEL", "0");
   set_param(z, "LB_METHOD", "HYPERGRAPH");
@@ -187,10 +200,13 @@ ZoltanPtr make_zoltan(Hypergraph& hg, int parts) {
 
 } // namespace
 
-std::vector<std::int32_t> hypergraph_owner(const Csr& a, const Options& options,
-                                           std::span<const std::int64_t> vertex_weights) {
-  Hypergraph hg = to_hypergraph(a, vertex_weights);
-  const ZoltanPtr zz = make_zoltan(hg, options.num_parts);
+namespace {
+
+/// This process's owners of hg's vertices, cut by PHG on `comm` (collective over it) of `nodes`
+/// vertices and `pins` pins in all.
+std::vector<std::int32_t> phg_owner(Hypergraph& hg, const Options& options, MPI_Comm comm,
+                                    std::int64_t nodes, std::int64_t pins) {
+  const ZoltanPtr zz = make_zoltan(hg, options.num_parts, comm);
   Zoltan_Struct* z = zz.get();
   set_param(z, "RETURN_LISTS", "PARTS");
   set_param(z, "REMAP", "0");            // a renumbering of the parts would lose part_weights
@@ -218,23 +234,52 @@ std::vector<std::int32_t> hypergraph_owner(const Csr& a, const Options& options,
                             &lists.import_gids, &lists.import_lids, &lists.import_procs,
                             &lists.import_parts, &lists.num_export, &lists.export_gids,
                             &lists.export_lids, &lists.export_procs, &lists.export_parts),
-        fmt::format("Zoltan_LB_Partition(PHG, nodes={}, pins={}, parts={})", a.rows(),
-                    hg.pins.size(), options.num_parts));
-  if (lists.num_export != a.rows()) {
+        fmt::format("Zoltan_LB_Partition(PHG, nodes={}, pins={}, parts={})", nodes, pins,
+                    options.num_parts));
+  const auto n = static_cast<std::int64_t>(hg.net_begin.size());
+  if (lists.num_export != n) {
     throw PartitionerError(fmt::format("Zoltan_LB_Partition returned parts for {} of {} vertices",
-                                       lists.num_export, a.rows()));
+                                       lists.num_export, n));
   }
-  std::vector<std::int32_t> owner(static_cast<std::size_t>(a.rows()));
-  for (int i = 0; i < lists.num_export; ++i)
-    owner[lists.export_gids[i]] = lists.export_parts[i];
+  std::vector<std::int32_t> owner(static_cast<std::size_t>(n), -1);
+  for (int i = 0; i < lists.num_export; ++i) {
+    const std::int64_t v = static_cast<std::int64_t>(lists.export_gids[i]) - hg.first;
+    const int part = lists.export_parts[i];
+    if (v < 0 || v >= n || part < 0 || part >= options.num_parts) {
+      throw PartitionerError(fmt::format("Zoltan_LB_Partition returned part {} for vertex {}, "
+                                         "not one of this process's {} vertices in [0, {})",
+                                         part, lists.export_gids[i], n, options.num_parts));
+    }
+    owner[v] = part;
+  }
   return owner;
+}
+
+} // namespace
+
+std::vector<std::int32_t> hypergraph_owner(const Csr& a, const Options& options,
+                                           std::span<const std::int64_t> vertex_weights) {
+  Hypergraph hg = to_hypergraph(a, vertex_weights);
+  return phg_owner(hg, options, MPI_COMM_SELF, a.rows(), static_cast<std::int64_t>(hg.pins.size()));
+}
+
+std::vector<std::int32_t> hypergraph_owner_rows(const datasets::RowBlock& block,
+                                                const Options& options,
+                                                std::span<const std::int64_t> vertex_weights,
+                                                MPI_Comm comm, std::int64_t nonzeros) {
+  // Every rank decides from the same totals, before any collective call; its own counts are at
+  // most these.
+  check_zoltan_limits(block.num_nodes, block.num_nodes + nonzeros); // a bound: self-loops included
+  Hypergraph hg = to_hypergraph(block.rows.first, std::span<const Offset>(block.row_ptr),
+                                std::span<const std::int64_t>(block.col), vertex_weights);
+  return phg_owner(hg, options, comm, block.num_nodes, block.num_nodes + nonzeros);
 }
 
 double zoltan_connectivity_cut(const Csr& a, const Partition& partition) {
   const std::vector<std::int64_t> unit(static_cast<std::size_t>(a.rows()), 1);
   Hypergraph hg = to_hypergraph(a, unit);
   hg.owner = partition.owner;
-  const ZoltanPtr zz = make_zoltan(hg, partition.num_parts);
+  const ZoltanPtr zz = make_zoltan(hg, partition.num_parts, MPI_COMM_SELF);
   check(Zoltan_Set_Part_Multi_Fn(zz.get(), object_parts, &hg), "Zoltan_Set_Part_Multi_Fn");
   ZOLTAN_HG_EVAL eval{};
   check(Zoltan_LB_Eval_HG(zz.get(), /*print_stats=*/0, &eval), "Zoltan_LB_Eval_HG");

@@ -33,17 +33,30 @@ std::vector<std::int64_t> block_begins(std::span<const std::int64_t> below, std:
 std::vector<std::int32_t> random_owner(std::int64_t first, std::int64_t last,
                                        const Options& options);
 
-/// A graph's rows in ParMETIS's distributed form, 64-bit: rank r holds vertices
+/// A graph's rows in ParMETIS's (and PT-Scotch's) distributed form, 64-bit: rank r holds vertices
 /// [vtxdist[r], vtxdist[r + 1]), their neighbours (global ids, no self-loops) and weights.
-struct ParmetisGraph {
+struct DistGraph {
   std::vector<std::int64_t> vtxdist, xadj{0}, adjncy, vwgt; ///< vwgt empty: uniform
 };
 
-/// Cuts `graph` with PT-Scotch's ParMETIS_V3_PartKway into options.num_parts parts of the target
-/// shares on `comm` (collective over it); returns the status (METIS_OK is 1; METIS_ERROR also when
-/// PT-Scotch left a vertex without a part in [0, P)) and fills `owner` with the part of each of
-/// this rank's vertices. Never throws: the ranks agree on failure afterwards.
-int parmetis_part(ParmetisGraph& graph, const Options& options, MPI_Comm comm,
-                  std::vector<std::int32_t>& owner);
+/// What scotch_part returns: success, or the step that failed.
+enum class ScotchStatus {
+  Ok,
+  GraphBuild,   ///< SCOTCH_dgraphInit / SCOTCH_dgraphBuild refused the graph
+  Strategy,     ///< SCOTCH_stratDgraphMapBuild
+  Architecture, ///< SCOTCH_archCmpltw refused the part weights
+  Map,          ///< SCOTCH_dgraphMap failed
+  PartUnset,    ///< Scotch said yes but left a vertex without a part in [0, P)
+};
+
+/// The Scotch call a status names ("SCOTCH_dgraphMap", ...; "" for Ok).
+const char* scotch_call(ScotchStatus status);
+
+/// Cuts `graph` with PT-Scotch's k-way mapping (SCOTCH_dgraphMap onto a complete graph of
+/// options.num_parts parts weighted by the target shares; Scotch's speed strategy, 5 %
+/// imbalance) on `comm`, collective over it, and fills `owner` with the part of each of this
+/// rank's vertices. Never throws: the ranks agree on failure afterwards.
+ScotchStatus scotch_part(DistGraph& graph, const Options& options, MPI_Comm comm,
+                         std::vector<std::int32_t>& owner);
 
 } // namespace tessera::partition::detail

@@ -283,10 +283,10 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
   return {part.begin(), part.end()};
 }
 
-/// PT-Scotch's ParMETIS_V3_PartKway on the whole graph in this one process (MPI_COMM_SELF).
+/// PT-Scotch's k-way on the whole graph in this one process (MPI_COMM_SELF).
 std::vector<std::int32_t> parmetis_owner(const Csr& a, const Options& options) {
   detail::ensure_mpi();
-  detail::ParmetisGraph g;
+  detail::DistGraph g;
   g.vtxdist = {0, a.rows()};
   for (std::int64_t v = 0; v < a.rows(); ++v) {
     for (Offset k = a.row_ptr()[v]; k < a.row_ptr()[v + 1]; ++k) {
@@ -296,11 +296,11 @@ std::vector<std::int32_t> parmetis_owner(const Csr& a, const Options& options) {
   }
   if (options.vertex_weight != VertexWeight::Uniform) g.vwgt = vertex_weights(a, options);
   std::vector<std::int32_t> owner;
-  const int status = detail::parmetis_part(g, options, MPI_COMM_SELF, owner);
-  if (status != METIS_OK) {
-    throw PartitionerError(fmt::format("ParMETIS_V3_PartKway (PT-Scotch, nodes={}, parts={}) "
-                                       "failed with {} (PT-Scotch printed the reason above)",
-                                       a.rows(), options.num_parts, status));
+  const auto status = detail::scotch_part(g, options, MPI_COMM_SELF, owner);
+  if (status != detail::ScotchStatus::Ok) {
+    throw PartitionerError(fmt::format("PT-Scotch (nodes={}, parts={}) failed: {} (Scotch printed "
+                                       "the reason above)",
+                                       a.rows(), options.num_parts, detail::scotch_call(status)));
   }
   return owner;
 }

@@ -47,7 +47,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none
 TESSERA_DEPS=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev libmetis-dev libboost-graph-dev
-  libscotchparmetis-dev libtrilinos-zoltan-dev
+  libptscotch-dev libtrilinos-zoltan-dev
   libopenmpi-dev openmpi-bin zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

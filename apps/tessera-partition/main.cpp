@@ -1,7 +1,7 @@
 // tessera-partition: load a dataset, cut it into P parts (METIS, ParMETIS, Zoltan or a baseline),
 // print the partition's quality (optionally for every method side by side) and write a partition
-// store. Under mpirun with --method parmetis every rank reads only its share of the rows, the
-// ranks cut the graph together and each writes its own part of the store.
+// store. Under mpirun (--method parmetis, hypergraph, block or random) every rank reads only its
+// share of the rows, the ranks cut the graph together and each writes its own part of the store.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdint>
@@ -48,8 +48,9 @@ void add_flags(CLI::App& app, Flags& f) {
   app.add_option("--parts", f.parts, "number of parts P")->required()->check(CLI::PositiveNumber);
   app.add_option("--method", f.method,
                  "metis, metis-recursive, block, random, hypergraph (Zoltan PHG: minimizes the "
-                 "rows a halo exchange moves) or parmetis (PT-Scotch; under mpirun -np P with "
-                 "--parts P, every rank reads only its rows and writes its own part of --out)")
+                 "rows a halo exchange moves) or parmetis (PT-Scotch's distributed k-way). Under "
+                 "mpirun -np P with --parts P (all but metis) every rank reads only its "
+                 "rows and writes its own part of --out")
       ->capture_default_str();
   app.add_option("--vertex-weights", f.vertex_weights,
                  "uniform, degree (degree + 1), compute (degree + feature width) or cost "
@@ -207,9 +208,9 @@ int run(const Flags& f) {
   return 0;
 }
 
-/// --method parmetis under mpirun: every rank reads its share of the rows, the ranks cut them
-/// together, each assembles its tile and writes its part of --out. Collective; a failure on one
-/// rank throws on every rank.
+/// Under mpirun (parmetis, hypergraph, block, random): every rank reads its share of the rows, the
+/// ranks cut them together, each assembles its tile and writes its part of --out. Collective; a
+/// failure on one rank throws on every rank.
 int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communicator& comm) {
   const bool root = comm.rank() == 0;
   if (f.parts != comm.size()) {
@@ -290,11 +291,19 @@ int main(int argc, char** argv) {
   std::optional<tessera::comm::MpiEnvironment> mpi;
   std::shared_ptr<tessera::comm::Communicator> comm;
   try {
-    if (flags.method == "parmetis") {
+    if (flags.method == "parmetis" || tessera::comm::launched_by_mpi()) {
       mpi.emplace(&argc, &argv);
       comm = tessera::comm::make_mpi_communicator();
     }
-    if (comm && comm->size() > 1) return run_distributed(flags, make_options(flags), *comm);
+    if (comm && comm->size() > 1) {
+      if (flags.method == "metis" || flags.method == "metis-recursive") {
+        throw tessera::InvalidArgument(fmt::format(
+            "--method {} cuts the whole graph in one process: run it without mpirun, or cut "
+            "under mpirun with parmetis, hypergraph, block or random",
+            flags.method));
+      }
+      return run_distributed(flags, make_options(flags), *comm);
+    }
     return run(flags);
   } catch (const std::exception& e) {
     if (comm && comm->size() > 1) {

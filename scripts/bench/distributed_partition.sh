@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Memory of partitioning without a whole-graph process: a generated RMAT graph saved as a native
-# dataset (with its split), cut into P parts with ParMETIS (PT-Scotch) and written as a partition
-# store, once by one process holding the whole graph (tessera-partition --method parmetis) and
-# once by P ranks that each read only their share of the rows (mpirun -np P tessera-partition
-# --method parmetis: load, cut, all-to-all, tile building and the store write). Prints the peak
-# memory (RSS) of the one process and of the largest rank, for P = 1, 2 and 4, against the
-# one-process peak / P, and the wall time of each.
+# dataset (with its split), cut into P parts and written as a partition store, once by one process
+# holding the whole graph (tessera-partition --method M) and once by P ranks that each read only
+# their share of the rows (mpirun -np P tessera-partition --method M: load, cut, all-to-all, tile
+# building and the store write). Prints the peak memory (RSS) of the one process and of the
+# largest rank, for P = 1, 2 and 4, against the one-process peak / P, and the wall time of each.
 #
-# Usage: scripts/bench/distributed_partition.sh [--scale S] [--no-build]
+# Usage: scripts/bench/distributed_partition.sh [--method M] [--scale S] [--no-build]
+#   --method M  parmetis (PT-Scotch's k-way, default), block or random. PT-Scotch takes minutes
+#               on RMAT beyond scale 16 (its refinement is superlinear on power-law graphs):
+#               block measures the same loading, all-to-all, tiles and store at scale 22
 #   --scale S   RMAT scale: 2^S vertices, edge factor 16, 16 features (default 22; 16 for a
 #               quick look)
 #   --no-build  use the existing build instead of installing deps and building
@@ -17,7 +19,21 @@ set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-tessera_parse_bench_args "$0" 22 "$@"
+method=parmetis
+args=()
+while (($# > 0)); do
+  if [[ "$1" == --method ]]; then
+    (($# >= 2)) || tessera_die "--method needs a value"
+    [[ "$2" =~ ^(parmetis|block|random)$ ]] ||
+      tessera_die "--method must be parmetis, block or random, got '$2'"
+    method="$2"
+    shift 2
+  else
+    args+=("$1")
+    shift
+  fi
+done
+tessera_parse_bench_args "$0" 22 "${args[@]}"
 
 if ((build)); then
   tessera_install_deps
@@ -50,7 +66,7 @@ for parts in 1 2 4; do
   tessera_log "P = ${parts}: one process"
   start=${SECONDS}
   /usr/bin/time -f %M -o "${work}/one.kib" "${partitioner}" --dataset "${graph}" \
-    --parts "${parts}" --method parmetis --out "${work}/one-${parts}" --force
+    --parts "${parts}" --method "${method}" --out "${work}/one-${parts}" --force
   one_s=$((SECONDS - start))
   one="$(peak_mib "${work}/one.kib")"
 
@@ -59,7 +75,7 @@ for parts in 1 2 4; do
   start=${SECONDS}
   mpirun -np "${parts}" --oversubscribe --bind-to none -x OMP_NUM_THREADS \
     bash -c '/usr/bin/time -f %M -o "$0.${OMPI_COMM_WORLD_RANK}.kib" "$@"' "${work}/rank" \
-    "${partitioner}" --dataset "${graph}" --parts "${parts}" --method parmetis \
+    "${partitioner}" --dataset "${graph}" --parts "${parts}" --method "${method}" \
     --out "${work}/ranks-${parts}" --force
   ranks_s=$((SECONDS - start))
   ranks="$(peak_mib "${work}"/rank.*.kib)"
@@ -70,6 +86,6 @@ for parts in 1 2 4; do
 done
 
 echo
-echo "Peak memory of partitioning + tile building + store writing, rmat scale ${scale}"
+echo "Peak memory of partitioning (${method}) + tile building + store writing, rmat scale ${scale}"
 echo "(ratio = largest rank's peak / (one process's peak / P)):"
 cat "${work}/summary"

@@ -1,5 +1,5 @@
-// The distributed path's refusals on one process: rows PT-Scotch would crash on, and PT-Scotch
-// failing without saying so (its ParMETIS API returns METIS_OK after some errors it prints).
+// The distributed path's refusals on one process: rows PT-Scotch would crash on, and PT-Scotch's
+// failures named by the call that failed.
 #include "methods.hpp"
 #include "mpi_scope.hpp"
 #include "tessera/comm/communicator.hpp"
@@ -65,17 +65,34 @@ TEST(PartitionRows, RefusesAPartCountOtherThanTheRanks) {
   }
 }
 
-TEST(ParmetisPart, AVertexLeftWithoutAPartIsAFailureThoughPtScotchSaysOk) {
-  detail::ensure_mpi();
-  detail::ParmetisGraph graph;
+detail::DistGraph path_graph() {
+  detail::DistGraph graph;
   graph.vtxdist = {0, 4};
   graph.xadj = {0, 1, 3, 5, 6};
   graph.adjncy = {1, 0, 2, 1, 3, 2};
+  return graph;
+}
+
+TEST(ScotchPart, CutsAPathInTwoHalves) {
+  detail::ensure_mpi();
+  detail::DistGraph graph = path_graph();
   std::vector<std::int32_t> owner;
-  EXPECT_EQ(detail::parmetis_part(graph, parmetis(2), MPI_COMM_SELF, owner), 1); // METIS_OK
-  // Zero parts: PT-Scotch prints "archCmpltwArchBuild: invalid parameters", returns METIS_OK
-  // and leaves every part unset.
-  EXPECT_NE(detail::parmetis_part(graph, parmetis(0), MPI_COMM_SELF, owner), 1);
+  ASSERT_EQ(detail::scotch_part(graph, parmetis(2), MPI_COMM_SELF, owner),
+            detail::ScotchStatus::Ok);
+  ASSERT_EQ(owner.size(), 4u);
+  EXPECT_EQ(owner[0], owner[1]);
+  EXPECT_EQ(owner[2], owner[3]);
+  EXPECT_NE(owner[0], owner[2]);
+}
+
+TEST(ScotchPart, NamesTheCallThatFailed) {
+  detail::ensure_mpi();
+  std::vector<std::int32_t> owner;
+  // Zero parts: Scotch prints "archCmpltwArchBuild: invalid parameters" and refuses the target.
+  detail::DistGraph graph = path_graph();
+  const auto status = detail::scotch_part(graph, parmetis(0), MPI_COMM_SELF, owner);
+  EXPECT_EQ(status, detail::ScotchStatus::Architecture);
+  EXPECT_STREQ(detail::scotch_call(status), "SCOTCH_archCmpltw");
 }
 
 } // namespace

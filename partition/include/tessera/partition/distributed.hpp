@@ -1,8 +1,9 @@
 // Partitioning where no rank holds the whole graph: rank r of P holds the rows
 // datasets::row_share(N, r, P) of a dataset (datasets::load_dataset_rows), the ranks cut the graph
-// together (ParMETIS's k-way from PT-Scotch, or a baseline), every row travels to its owner in one
-// all-to-all, and each rank assembles its own tile: the same tile build_local_graph cuts from the
-// whole graph for the same partition. Nothing is gathered to one rank.
+// together (PT-Scotch's k-way, Zoltan's hypergraph partitioner, or a baseline), every row travels
+// to its owner in one all-to-all, and each rank assembles its own tile: the same tile
+// build_local_graph cuts from the whole graph for the same partition. Nothing is gathered to one
+// rank.
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
@@ -19,12 +20,13 @@
 namespace tessera::partition {
 
 /// Which part owns each row of `block`, this rank's share of the rows (row_share(N, rank, P)),
-/// for options.num_parts == comm.size(). Methods: ParMetis (PT-Scotch's ParMETIS_V3_PartKway with
-/// 64-bit ids, on MPI_COMM_WORLD, whose ranks must be comm's), Block and Random (the owners
-/// partition_graph gives on the whole graph). Every part owns at least one row, as with
-/// partition_graph. Collective. Throws InvalidArgument for options partition_graph refuses, a
-/// method without a distributed form, a part count other than the rank count or a block that is
-/// not this rank's share; PartitionerError when PT-Scotch fails (on any rank: every rank throws).
+/// for options.num_parts == comm.size(). Methods: ParMetis (PT-Scotch's distributed k-way with
+/// 64-bit ids), Hypergraph (Zoltan PHG over the ranks' rows, 32-bit ids) — both on
+/// MPI_COMM_WORLD, whose ranks must be comm's — and Block and Random (the owners partition_graph
+/// gives on the whole graph). Every part owns at least one row, as with partition_graph.
+/// Collective. Throws InvalidArgument for options partition_graph refuses, a method without a
+/// distributed form, a part count other than the rank count or a block that is not this rank's
+/// share; PartitionerError when PT-Scotch or Zoltan fails (on any rank: every rank throws).
 std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const Options& options,
                                          comm::Communicator& comm);
 

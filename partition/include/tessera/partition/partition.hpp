@@ -19,10 +19,12 @@ enum class Method {
   Block,          ///< contiguous id ranges of equal weight or part_weights (CAGNET's 1D layout)
   Random,         ///< each vertex to a random part, drawn by the target shares (seeded)
   /// Zoltan PHG on the hypergraph with one net per vertex (the vertex and its neighbours): its
-  /// connectivity − 1 cut is exactly Quality::total_volume, which PHG minimizes
+  /// connectivity − 1 cut is exactly Quality::total_volume, which PHG minimizes; in one process
+  /// (partition_graph) or by all ranks together on their own rows (partition_rows)
   Hypergraph,
-  /// ParMETIS's k-way (ParMETIS_V3_PartKway from PT-Scotch, 64-bit ids): run by all ranks
-  /// together on their own rows (partition_rows), or in one process by partition_graph
+  /// PT-Scotch's k-way (SCOTCH_dgraphMap, 64-bit ids; named for the ParMETIS role it fills): run
+  /// by all ranks together on their own rows (partition_rows), or in one process by
+  /// partition_graph
   ParMetis
 };
 
