@@ -23,7 +23,7 @@ using namespace detail;
 constexpr std::string_view kNames = "cora, cora-linqs, cora-gnnbench, minesweeper, facebook, "
                                     "email-eu-core, slashdot, 4elt";
 constexpr std::string_view kFormats =
-    "native, npz, planetoid, gnnbench, heterophilous, linqs, snap, metis, musae, mtx";
+    "native, npz, planetoid, gnnbench, heterophilous, linqs, snap, metis, musae, mtx, ogb";
 
 /// Throws IoError naming the missing file and the two ways to point at the data folder.
 void require_dataset_files(const std::string& name, const std::string& data_dir,
@@ -88,6 +88,14 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
     throw InvalidArgument("dataset spec '" + format + ":' needs a path after the colon");
   }
   if (format == "native") return load_native(backend, path);
+  if ((format == "npz" || format == "planetoid") &&
+      fs::path(path).filename().string().starts_with("ind.")) {
+    throw FormatError(path +
+                      ": raw Planetoid files (ind.NAME.x, .graph, ...) are Python pickles, "
+                      "which only Python can read; convert them once with `python3 "
+                      "scripts/convert_dataset.py planetoid " +
+                      path + " OUT.npz` (Tessera's source tree) and load npz:OUT.npz");
+  }
   if (format == "npz") return load_any_npz(backend, path, options.split_index);
   if (format == "planetoid" || format == "gnnbench") return load_csr_npz(backend, path);
   if (format == "heterophilous") return load_heterophilous_npz(backend, path, options.split_index);
@@ -96,6 +104,7 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
   if (format == "metis") return load_metis_graph(backend, path);
   if (format == "musae") return load_musae(backend, path);
   if (format == "mtx") return load_matrix_market(backend, path);
+  if (format == "ogb") return load_ogb(backend, path);
   throw InvalidArgument("unknown dataset format '" + format +
                         "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm, blobs");
 }

@@ -48,6 +48,14 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path);
 /// <prefix>.json[.gz] beside it give labels and sparse features.
 Dataset load_musae(const BackendPtr& backend, const std::string& edges_path);
 
+/// An OGB node-property dataset folder as the ogb package leaves it: DIR/raw/{num-node-list,
+/// node-label, node-feat, edge}.csv.gz (node-feat optional: identity features without it) and
+/// DIR/split/<scheme>/{train,valid,test}.csv.gz (the folder's one scheme). Counts come from the
+/// rows: num-node-list must agree with node-label's rows, node-feat must have one row per node.
+/// Labels: one class id per line, "nan" for none. Throws IoError / FormatError naming the file
+/// and line.
+Dataset load_ogb(const BackendPtr& backend, const std::string& dir);
+
 /// A Matrix Market coordinate matrix read as a graph (values ignored).
 Dataset load_matrix_market(const BackendPtr& backend, const std::string& path);
 

@@ -415,7 +415,7 @@ NpyInfo read_npy_header(Stream& stream, const NpzReader& reader, const std::stri
   return info;
 }
 
-/// Checks that `info` describes a numeric C-order array whose bytes fill the member exactly.
+/// Checks that `info` describes a numeric array whose bytes fill the member exactly.
 void check_readable(const NpyInfo& info, std::uint64_t member_bytes, const NpzReader& reader,
                     const std::string& key) {
   if (!info.dtype) {
@@ -425,10 +425,6 @@ void check_readable(const NpyInfo& info, std::uint64_t member_bytes, const NpzRe
     }
     reader.fail(key, "unsupported dtype '" + info.descr +
                          "' (supported: <i4 <i8 <f4 <f8 |i1 |u1 |b1, little-endian)");
-  }
-  if (info.fortran_order && info.shape.size() > 1) {
-    reader.fail(key, "stored in Fortran order (fortran_order: True); only C order is supported "
-                     "(save np.ascontiguousarray(a))");
   }
   const std::int64_t count = info.size();
   const auto item = item_size(*info.dtype);
@@ -457,6 +453,30 @@ void convert(const S* src, T* dst, std::size_t n, std::uint64_t first_index,
       }
     }
     dst[i] = static_cast<T>(src[i]);
+  }
+}
+
+/// Copies `stored`, an array of `shape` laid out in Fortran order (first index fastest), to `out`
+/// in C order (last index fastest), as numpy hands such an array to a C-order reader.
+template <typename T>
+void fortran_to_c_order(std::span<const T> stored, const std::vector<std::int64_t>& shape,
+                        std::span<T> out) {
+  const std::size_t rank = shape.size();
+  std::vector<std::int64_t> stride(rank), index(rank, 0);
+  std::int64_t step = 1;
+  for (std::size_t a = 0; a < rank; ++a) {
+    stride[a] = step;
+    step *= shape[a];
+  }
+  std::int64_t from = 0;
+  for (T& value : out) {
+    value = stored[static_cast<std::size_t>(from)];
+    for (std::size_t a = rank; a-- > 0;) {
+      from += stride[a];
+      if (++index[a] < shape[a]) break;
+      from -= stride[a] * shape[a];
+      index[a] = 0;
+    }
   }
 }
 
@@ -613,26 +633,9 @@ NpyInfo NpzReader::info(const std::string& key) const {
   return read_npy_header(stream, *this, key);
 }
 
-template <typename T> void NpzReader::read_into(const std::string& key, std::span<T> out) const {
-  const Member& m = member(key);
-  MemberStream stream(*this, m, key);
-  const NpyInfo info = read_npy_header(stream, *this, key);
-  check_readable(info, m.uncompressed_size, *this, key);
-  if (static_cast<std::int64_t>(out.size()) != info.size()) {
-    throw InvalidArgument("npz read of '" + key + "': output holds " + std::to_string(out.size()) +
-                          " elements, the array " + std::to_string(info.size()));
-  }
-  const DType dtype = *info.dtype;
-  if (is_floating(dtype) && !std::is_floating_point_v<T>) {
-    fail(key, std::string("expected an integer array, found dtype ") + info.descr);
-  }
-  const bool same =
-      dtype == dtype_of<T>() || (dtype == DType::Bool && dtype_of<T>() == DType::UInt8);
-  if (same) {
-    stream.read(out.data(), out.size_bytes());
-    stream.finish();
-    return;
-  }
+template <typename T>
+void NpzReader::read_converted(MemberStream& stream, DType dtype, std::span<T> out,
+                               const std::string& key) const {
   const std::size_t item = item_size(dtype);
   const std::size_t block_items = kIoChunk / 8;
   std::vector<unsigned char> raw(block_items * item);
@@ -665,7 +668,36 @@ template <typename T> void NpzReader::read_into(const std::string& key, std::spa
       break;
     }
   }
+}
+
+template <typename T> void NpzReader::read_into(const std::string& key, std::span<T> out) const {
+  const Member& m = member(key);
+  MemberStream stream(*this, m, key);
+  const NpyInfo info = read_npy_header(stream, *this, key);
+  check_readable(info, m.uncompressed_size, *this, key);
+  if (static_cast<std::int64_t>(out.size()) != info.size()) {
+    throw InvalidArgument("npz read of '" + key + "': output holds " + std::to_string(out.size()) +
+                          " elements, the array " + std::to_string(info.size()));
+  }
+  const DType dtype = *info.dtype;
+  if (is_floating(dtype) && !std::is_floating_point_v<T>) {
+    fail(key, std::string("expected an integer array, found dtype ") + info.descr);
+  }
+  // A Fortran-order array (numpy writes np.asfortranarray data, and some published files, so) is
+  // read as stored, then reordered: the caller always gets C order.
+  std::vector<T> stored;
+  const bool fortran = info.fortran_order && info.shape.size() > 1;
+  if (fortran) stored.resize(out.size());
+  const std::span<T> to = fortran ? std::span<T>(stored) : out;
+  const bool same =
+      dtype == dtype_of<T>() || (dtype == DType::Bool && dtype_of<T>() == DType::UInt8);
+  if (same) {
+    stream.read(to.data(), to.size_bytes());
+  } else {
+    read_converted(stream, dtype, to, key);
+  }
   stream.finish();
+  if (fortran) fortran_to_c_order<T>(stored, info.shape, out);
 }
 
 template <typename T> NpyArray<T> NpzReader::read(const std::string& key) const {

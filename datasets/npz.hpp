@@ -42,7 +42,8 @@ template <typename T> struct NpyArray {
 };
 
 /// Reads arrays from an .npz file: parses the zip central directory once, then reads members on
-/// demand. Members may be stored or deflated; zip64 archives are refused. Errors name the file
+/// demand. Members may be stored or deflated, arrays in C or Fortran order (always returned in C
+/// order, as numpy returns them); zip64 archives are refused. Errors name the file
 /// and the member: IoError when the file cannot be read, FormatError for a truncated archive, a
 /// bad .npy header, an unsupported dtype, or values that do not fit the requested type.
 class NpzReader {
@@ -77,6 +78,12 @@ private:
     std::uint64_t local_header_offset = 0;
   };
   class MemberStream;
+
+  /// Reads out.size() values of `dtype` from `stream`, converting each to T (failing on values T
+  /// cannot hold).
+  template <typename T>
+  void read_converted(MemberStream& stream, DType dtype, std::span<T> out,
+                      const std::string& key) const;
 
   void read_central_directory();
   const Member& member(const std::string& key) const;

@@ -180,6 +180,27 @@ std::optional<Csr> as_canonical_adjacency(const BackendPtr& backend,
   return a;
 }
 
+/// Throws FormatError for an npz without the keys of a loadable layout: for pickled Python objects
+/// (np.savez of scipy matrices, the adj_matrix / attr_matrix layout of many GNN repositories) it
+/// names the converter, which can unpickle them; otherwise it lists the keys found.
+[[noreturn]] void refuse_unknown_layout(const NpzReader& npz) {
+  std::string present;
+  for (const auto& key : npz.keys()) {
+    const NpyInfo info = npz.info(key);
+    if (info.descr.size() >= 2 && info.descr[1] == 'O') {
+      npz.fail(key, "holds pickled Python objects (dtype '" + info.descr +
+                        "'), which only Python can read; convert the file once with "
+                        "`python3 scripts/convert_dataset.py npz " +
+                        npz.path() + " OUT.npz` (Tessera's source tree) and load npz:OUT.npz");
+    }
+    present += (present.empty() ? "" : ", ") + key;
+  }
+  throw FormatError(npz.path() +
+                    ": not a dataset npz: expected Planetoid / gnn-benchmark keys (adj_indptr, "
+                    "adj_indices, ...) or heterophilous keys (edges, node_features, ...), found: " +
+                    present);
+}
+
 Dense read_dense(const BackendPtr& backend, const NpzReader& npz, const std::string& key,
                  std::int64_t num_nodes) {
   const NpyInfo info = npz.info(key);
@@ -194,6 +215,7 @@ Dense read_dense(const BackendPtr& backend, const NpzReader& npz, const std::str
 Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
   require_host(backend);
   const NpzReader npz(path);
+  if (!npz.contains("adj_indptr")) refuse_unknown_layout(npz);
   Dataset ds;
   ds.name = name_from_path(path);
 
@@ -336,21 +358,7 @@ bool is_heterophilous_npz(const std::string& path) {
 }
 
 Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index) {
-  bool heterophilous = false;
-  {
-    const NpzReader npz(path);
-    heterophilous = has_heterophilous_keys(npz);
-    if (!heterophilous && !npz.contains("adj_indptr")) {
-      std::string present;
-      for (const auto& k : npz.keys())
-        present += (present.empty() ? "" : ", ") + k;
-      throw FormatError(path +
-                        ": not a dataset npz: expected Planetoid / gnn-benchmark keys "
-                        "(adj_indptr, adj_indices, ...) or heterophilous keys (edges, "
-                        "node_features, ...), found: " +
-                        present);
-    }
-  }
+  const bool heterophilous = is_heterophilous_npz(path);
   return heterophilous ? load_heterophilous_npz(backend, path, split_index)
                        : load_csr_npz(backend, path);
 }

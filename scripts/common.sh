@@ -51,6 +51,8 @@ TESSERA_DEPS=(
   libopenmpi-dev openmpi-bin zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # scripts/convert_dataset.py (pickled npz and raw Planetoid files) and its test.
+  python3-numpy python3-scipy
   # The sanitizer and fuzz build: Debian 12's default clang (14) lacks the builtin behind
   # std::source_location, which tessera::Error uses, so clang 16 with its own sanitizer and
   # libFuzzer runtimes (not a dependency of clang-16) and OpenMP (libomp-16-dev conflicts with

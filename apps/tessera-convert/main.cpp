@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <exception>
 #include <fmt/core.h>
+#include <optional>
 #include <string>
 #include <tessera/core/device.hpp>
 #include <tessera/core/error.hpp>
@@ -17,6 +18,7 @@ struct Options {
   std::string dataset;
   std::string data_dir = tessera::datasets::default_data_dir();
   std::uint64_t seed = 0;
+  std::optional<std::uint64_t> split_seed; // not given: seed
   int split_index = 0;
   std::string out;
   bool force = false;
@@ -43,9 +45,12 @@ void add_flags(CLI::App& app, Options& o) {
       ->required();
   app.add_flag("--force", o.force, "replace the native dataset already in --out");
   app.add_flag("--add-split", o.add_split,
-               "store the default random 60/20/20 split (seed --seed) when the data has none: the "
-               "split tessera-train --seed draws in memory, which --partition-method parmetis "
-               "(every rank reading only its rows) cannot draw");
+               "store the default random 60/20/20 split (seed --split-seed) when the data has "
+               "none: the split tessera-train --split-seed (or --seed) draws in memory, which "
+               "--partition-method parmetis (every rank reading only its rows) cannot draw");
+  app.add_option("--split-seed", o.split_seed,
+                 "seed of the split --add-split draws (default: --seed)")
+      ->needs("--add-split");
 }
 
 std::string describe_features(const tessera::graph::Features& features) {
@@ -68,14 +73,20 @@ int main(int argc, char** argv) {
     const auto backend = tessera::make_cpu_backend();
     const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed};
     auto dataset = tessera::datasets::load_dataset(backend, o.dataset, load);
-    const bool split_added =
-        o.add_split && tessera::datasets::use_default_split_when_missing(dataset, o.seed);
+    const bool split_added = o.add_split && tessera::datasets::use_default_split_when_missing(
+                                                dataset, o.split_seed.value_or(o.seed));
     fmt::print("{}: {} nodes, {} undirected edges, features {}, {} classes, split {}/{}/{} "
                "(loaded in {:.2f} s)\n",
                dataset.name, dataset.num_nodes, dataset.adjacency.nnz() / 2,
                describe_features(dataset.features), dataset.num_classes, dataset.train_idx.size(),
                dataset.val_idx.size(), dataset.test_idx.size(), load_time.seconds());
-    if (split_added) fmt::print("added the default random split with seed {}\n", o.seed);
+    if (split_added) {
+      fmt::print("added the default random split with seed {}\n", o.split_seed.value_or(o.seed));
+    } else if (o.split_seed) {
+      throw tessera::InvalidArgument(fmt::format(
+          "--split-seed draws a random split, but dataset '{}' has its own: drop --split-seed",
+          dataset.name));
+    }
 
     const tessera::Stopwatch save_time;
     if (o.out.ends_with(".npz")) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fmt/core.h>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tessera/tessera.hpp>
 #include <unistd.h>
@@ -26,6 +27,7 @@ struct Options {
   int epochs = 20;
   int eval_every = 1;
   std::uint64_t seed = 0;
+  std::optional<std::uint64_t> split_seed; // not given: seed
   int threads = 0;
   std::string device = "cpu";
   int split_index = 0;
@@ -76,6 +78,8 @@ void add_flags(CLI::App& app, Options& o) {
       ->check(CLI::Range(1, 100000000));
   app.add_option("--seed", o.seed, "seed of weights, batch order, dropout and generated data")
       ->capture_default_str();
+  app.add_option("--split-seed", o.split_seed,
+                 "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
   app.add_option("--threads", o.threads,
                  "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
       ->capture_default_str()
@@ -124,6 +128,7 @@ runtime::MlpJob make_job(const Options& o) {
   job.adam.decoupled = o.optimizer == "adamw";
   job.eval_every = o.eval_every;
   job.seed = o.seed;
+  job.split_seed = o.split_seed;
   job.offload = runtime::offload_config(o.offload);
   return job;
 }

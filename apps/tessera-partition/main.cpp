@@ -32,6 +32,7 @@ struct Flags {
   std::string rank_speeds;
   double row_cost = 0.0;
   std::uint64_t seed = 0;
+  std::optional<std::uint64_t> split_seed; // not given: seed
   std::string reorder = "none";
   bool compare = false;
   std::string out;
@@ -74,6 +75,8 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--rank-speeds", f.rank_speeds,
                  "with --balance given: each rank's speed, e.g. 1,1,0.5,0.25 (one per part)");
+  app.add_option("--split-seed", f.split_seed,
+                 "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
   app.add_option("--seed", f.seed, "seed of METIS, Zoltan, the random baseline and the split")
       ->capture_default_str();
   app.add_option("--reorder", f.reorder, "reordering of each tile's owned rows in the store")
@@ -161,15 +164,22 @@ int run(const Flags& f) {
   const tessera::Stopwatch load_time;
   const auto backend = tessera::make_cpu_backend();
   auto dataset = tessera::datasets::load_dataset(backend, f.dataset, {f.data_dir, 0, f.seed});
-  // tessera-train's --seed picks the same split for this data in memory.
-  const bool split_added = tessera::datasets::use_default_split_when_missing(dataset, f.seed);
+  // tessera-train's --split-seed (or --seed) picks the same split for this data in memory.
+  const std::uint64_t split_seed = f.split_seed.value_or(f.seed);
+  const bool split_added = tessera::datasets::use_default_split_when_missing(dataset, split_seed);
+  if (!split_added && f.split_seed) {
+    throw tessera::InvalidArgument(fmt::format(
+        "--split-seed draws a random split, but dataset '{}' has its own: drop --split-seed",
+        dataset.name));
+  }
   options.feature_width = dataset.features.cols();
   fmt::print("{}: {} nodes, {} undirected edges (loaded in {:.2f} s)\n", dataset.name,
              dataset.num_nodes, dataset.adjacency.nnz() / 2, load_time.seconds());
   if (split_added) {
     fmt::print("no published split: a random 60/20/20 split with seed {} ({}/{}/{}), as "
                "tessera-train makes in memory\n",
-               f.seed, dataset.train_idx.size(), dataset.val_idx.size(), dataset.test_idx.size());
+               split_seed, dataset.train_idx.size(), dataset.val_idx.size(),
+               dataset.test_idx.size());
   }
 
   const tessera::Stopwatch components_time;
@@ -221,6 +231,11 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
   if (f.compare) {
     throw tessera::InvalidArgument("--compare runs every method in one process: run it without "
                                    "mpirun");
+  }
+  if (f.split_seed) {
+    throw tessera::InvalidArgument("--split-seed draws a split, which needs every labelled node in "
+                                   "one place: under mpirun every rank reads the data's own split "
+                                   "(tessera-convert --add-split --split-seed S stores one)");
   }
   std::exception_ptr failure;
   tessera::datasets::RowBlock block;

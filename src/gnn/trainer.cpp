@@ -10,9 +10,11 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace tessera::gnn {
 
@@ -45,6 +47,49 @@ SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits, const
   m.accuracy =
       static_cast<double>(ops::count_correct<float>(backend, logits, labels.labels, rows)) / count;
   return m;
+}
+
+/// `logits` readable on the host: the view itself on the CPU, else a copy in `buffer`.
+ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
+                                     std::vector<float>& buffer) {
+  if (backend.kind() == DeviceKind::Cpu) return logits;
+  buffer.resize(static_cast<std::size_t>(logits.size()));
+  backend.copy_to_host(buffer.data(), logits.data, buffer.size() * sizeof(float));
+  return {buffer.data(), logits.rows, logits.cols};
+}
+
+/// ROC-AUC of one split of a binary task over all ranks. A row's score is logit 1 − logit 0,
+/// the log-odds of class 1, which ranks rows as its softmax probability does. Collective with
+/// `comm`: every rank's (score, label) pairs reach every rank, one broadcast per rank, so all
+/// compute the same value.
+std::optional<double> split_roc_auc(ConstDenseView<float> logits, const NodeLabels& labels,
+                                    std::span<const std::int32_t> rows, comm::Communicator* comm) {
+  std::vector<double> scores;
+  std::vector<std::uint8_t> positive;
+  scores.reserve(rows.size());
+  positive.reserve(rows.size());
+  for (const std::int32_t r : rows) {
+    scores.push_back(static_cast<double>(logits(r, 1)) - static_cast<double>(logits(r, 0)));
+    positive.push_back(labels.labels[static_cast<std::size_t>(r)] == 1 ? 1 : 0);
+  }
+  if (comm == nullptr || comm->size() == 1) return roc_auc(scores, positive);
+  const std::size_t mine = scores.size();
+  std::vector<std::byte> bytes(mine * (sizeof(double) + 1));
+  std::memcpy(bytes.data(), scores.data(), mine * sizeof(double));
+  std::memcpy(bytes.data() + mine * sizeof(double), positive.data(), mine);
+  std::vector<double> all_scores;
+  std::vector<std::uint8_t> all_positive;
+  for (int root = 0; root < comm->size(); ++root) {
+    std::vector<std::byte> piece = root == comm->rank() ? bytes : std::vector<std::byte>{};
+    comm->broadcast(piece, root);
+    const std::size_t n = piece.size() / (sizeof(double) + 1);
+    const std::size_t at = all_scores.size();
+    all_scores.resize(at + n);
+    all_positive.resize(at + n);
+    std::memcpy(all_scores.data() + at, piece.data(), n * sizeof(double));
+    std::memcpy(all_positive.data() + at, piece.data() + n * sizeof(double), n);
+  }
+  return roc_auc(all_scores, all_positive);
 }
 
 /// Global sizes of the three splits.
@@ -231,7 +276,8 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   result.history.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
   std::vector<double> step_ms;
   step_ms.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
-  double best_val_accuracy = result.best_epoch > 0 ? result.best_val.accuracy : -1.0;
+  double best_val_score = result.best_epoch > 0 ? result.best_val.score(config.metric) : -1.0;
+  std::vector<float> host_logits; // the evaluation's logits on the host, for ROC-AUC off the CPU
 
   // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
   // eviction policy and the prefetcher read).
@@ -248,7 +294,13 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     Stopwatch step_clock, phase;
     const ConstDenseView<float> logits = model.forward(train_step, features);
     result.phases.forward += phase.seconds();
-    if (epoch == first_epoch) check_labels(host_labels, logits.rows, comm != nullptr);
+    if (epoch == first_epoch) {
+      check_labels(host_labels, logits.rows, comm != nullptr);
+      if (config.metric == Metric::RocAuc && logits.cols != 2) {
+        throw InvalidArgument("ROC-AUC is for binary tasks (two classes); this model predicts " +
+                              std::to_string(logits.cols) + " classes: use accuracy");
+      }
+    }
     phase.restart();
     if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
       d_logits = Dense(backend, logits.rows, logits.cols);
@@ -296,16 +348,22 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
         double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
                            stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
         comm->allreduce_sum(std::span<double>(shares));
-        stats.train = {shares[0], shares[1]};
-        stats.val = {shares[2], shares[3]};
-        stats.test = {shares[4], shares[5]};
+        stats.train = {shares[0], shares[1], {}};
+        stats.val = {shares[2], shares[3], {}};
+        stats.test = {shares[4], shares[5], {}};
+      }
+      if (config.metric == Metric::RocAuc) {
+        const ConstDenseView<float> on_host = logits_on_host(be, eval_logits, host_logits);
+        stats.train.roc_auc = split_roc_auc(on_host, host_labels, host_labels.train, comm);
+        stats.val.roc_auc = split_roc_auc(on_host, host_labels, host_labels.val, comm);
+        stats.test.roc_auc = split_roc_auc(on_host, host_labels, host_labels.test, comm);
       }
       check_finite(stats.train.loss, "training loss in evaluation", epoch, config.adam);
       check_finite(stats.val.loss, "validation loss", epoch, config.adam);
       check_finite(stats.test.loss, "test loss", epoch, config.adam);
       result.phases.evaluate += phase.seconds();
-      if (stats.val.accuracy > best_val_accuracy) {
-        best_val_accuracy = stats.val.accuracy;
+      if (stats.val.score(config.metric) > best_val_score) {
+        best_val_score = stats.val.score(config.metric);
         result.best_epoch = epoch;
         result.best_val = stats.val;
         result.test_at_best_val = stats.test;

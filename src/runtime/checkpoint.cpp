@@ -38,7 +38,9 @@ std::string join(const std::string& dir, const std::string& name) {
 // ---- writing ----
 
 json metrics_json(const gnn::SplitMetrics& m) {
-  return {{"loss", m.loss}, {"accuracy", m.accuracy}};
+  json out = {{"loss", m.loss}, {"accuracy", m.accuracy}};
+  if (m.roc_auc) out["roc_auc"] = *m.roc_auc;
+  return out;
 }
 
 json run_json(const CheckpointRun& run) {
@@ -160,7 +162,9 @@ template <typename T> T field(const json& object, const char* key, const std::st
 gnn::SplitMetrics read_metrics(const json& object, const char* key, const std::string& file) {
   if (!object.contains(key)) malformed(file, std::string("missing field '") + key + "'");
   const json& m = object.at(key);
-  return {field<double>(m, "loss", file), field<double>(m, "accuracy", file)};
+  gnn::SplitMetrics out{field<double>(m, "loss", file), field<double>(m, "accuracy", file), {}};
+  if (m.contains("roc_auc")) out.roc_auc = field<double>(m, "roc_auc", file);
+  return out;
 }
 
 CheckpointRun read_run(const json& state, const std::string& file) {

@@ -134,23 +134,37 @@ partition::Partition cut(const TrainJob& job, int ranks, const datasets::Dataset
   return parts;
 }
 
+/// A split seed for data that has its own split would be ignored: refused, naming the split.
+[[noreturn]] void refuse_split_seed(const datasets::Dataset& data) {
+  throw InvalidArgument(fmt::format(
+      "a split seed (--split-seed) draws a random split, but dataset '{}' has its own ({} / {} / "
+      "{} train / val / test nodes): drop the split seed",
+      data.name, data.train_idx.size(), data.val_idx.size(), data.test_idx.size()));
+}
+
 /// Rank 0 loads the whole graph and, for several ranks, partitions it (balanced for the ranks'
 /// speeds with job.balance) and sends every other rank its tile; the others receive theirs.
 /// Only rank 0 ever holds the whole graph, and keeps it when balancing.keep_graph. A dataset
 /// rank 0 cannot load, train on or cut fails on every rank.
 partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& comm,
                                      const BackendPtr& host, std::string& dataset_name,
-                                     const Log& say, Balancing& balancing) {
+                                     bool& split_drawn, const Log& say, Balancing& balancing) {
   datasets::Dataset data;
   std::exception_ptr failure;
+  std::int64_t drawn = 0;
   if (comm.rank() == 0) {
     try {
       const Stopwatch clock;
       data = datasets::load_dataset(host, job.dataset, job.load);
       check_trainable(data.name, data.num_nodes, data.features, data.has_labels(),
                       data.num_classes);
-      if (datasets::use_default_split_when_missing(data, job.train.seed)) {
-        say("no published split: using a random 60/20/20 split");
+      const std::uint64_t split_seed = job.split_seed.value_or(job.train.seed);
+      if (datasets::use_default_split_when_missing(data, split_seed)) {
+        drawn = 1;
+        say(fmt::format("no published split: using a random 60/20/20 split (split seed {})",
+                        split_seed));
+      } else if (job.split_seed) {
+        refuse_split_seed(data);
       }
       say(describe(data, clock.seconds()));
     } catch (const std::exception&) {
@@ -161,6 +175,8 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
   std::vector<std::byte> name = to_bytes(data.name);
   comm.broadcast(name, 0);
   dataset_name = to_text(name);
+  comm.allreduce_sum(std::span<std::int64_t>(&drawn, 1));
+  split_drawn = drawn != 0;
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
 
   if (job.balance != partition::Balance::None) {
@@ -219,6 +235,13 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
         "dataset '{}' has no split, and --partition-method parmetis reads the rows on every rank: "
         "drawing the default random split needs every labelled node in one place; save the data "
         "with its split (tessera-convert --add-split) or use another --partition-method",
+        block.name));
+  }
+  if (job.split_seed) {
+    throw InvalidArgument(fmt::format(
+        "a split seed (--split-seed) draws a random split, but with --partition-method parmetis "
+        "every rank reads dataset '{}' with its own split: drop the split seed (tessera-convert "
+        "--add-split --split-seed S stores a drawn one)",
         block.name));
   }
   say(fmt::format("dataset {}: {} nodes, {} edges, {} features ({}), {} classes, split {}/{}/{}; "
@@ -459,11 +482,33 @@ namespace {
 
 /// The rest of a rank's graph once its tile is checked: normalized features, interior rows
 /// first, the halo plan and the layer-0 input. Collective (the plan and the ghost rows).
+/// Stores the tile's features as `layout` asks, dense or sparse the same on every rank: by the
+/// density of the whole matrix (every rank's owned rows; collective), so P ranks train what one
+/// process trains. Records the density and the layout in `g`.
+void choose_feature_layout(graph::FeatureLayout layout, comm::Communicator& comm, JobGraph& g) {
+  graph::Features& f = g.tile.features;
+  std::int64_t counts[] = {f.sparse ? f.sparse->nnz() : 0, f.rows() * f.cols(), 0};
+  if (f.dense) {
+    for (std::int64_t i = 0; i < f.dense->size(); ++i)
+      counts[2] += f.dense->data()[i] != 0.0f ? 1 : 0;
+  }
+  comm.allreduce_sum(std::span<std::int64_t>(counts));
+  const std::int64_t nonzeros = counts[0] + counts[2];
+  g.feature_density =
+      counts[1] > 0 ? static_cast<double>(nonzeros) / static_cast<double>(counts[1]) : 0.0;
+  if (f.rows() == 0 && f.cols() == 0) return;
+  const bool dense = graph::stores_dense(layout, f.is_sparse(), g.feature_density);
+  if (dense != f.is_sparse()) return; // already stored that way
+  f = graph::with_layout(f, dense);
+  g.features_converted = true;
+}
+
 void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                   const BackendPtr& host, JobGraph& g) {
   check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
                   g.tile.num_classes);
   if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
+  choose_feature_layout(job.feature_layout, *comm, g);
   const Stopwatch clock;
   g.n_interior = partition::order_interior_first(g.tile);
   g.plan = std::make_shared<const comm::HaloPlan>(
@@ -487,7 +532,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
     g.tile = tile_from_rows(job, *comm, host, g.dataset, say, balancing);
     source.file = "the tile rank " + std::to_string(comm->rank()) + " assembled";
   } else if (job.partition_dir.empty()) {
-    g.tile = tile_in_memory(job, *comm, host, g.dataset, say, balancing);
+    g.tile = tile_in_memory(job, *comm, host, g.dataset, g.split_drawn, say, balancing);
     source.file = "the tile rank 0 cut from dataset '" + g.dataset + "'";
   } else {
     // A part that fails to load is reported by every rank (check_job_facts), not by one while
@@ -506,6 +551,15 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   }
   g.load_s = clock.seconds();
   prepare_tile(job, comm, host, g);
+  if (g.features_converted) {
+    const bool automatic = job.feature_layout == graph::FeatureLayout::Auto;
+    say(fmt::format(
+        "features {:.1f} % nonzero: stored {} ({})", 100.0 * g.feature_density,
+        g.features.is_sparse() ? "sparse" : "dense",
+        automatic
+            ? fmt::format("dense trains faster from {:.0f} %", 100.0 * graph::kDenseFeatureDensity)
+            : fmt::format("--feature-layout {}", graph::to_string(job.feature_layout))));
+  }
   return g;
 }
 

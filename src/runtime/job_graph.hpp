@@ -25,6 +25,8 @@ using Log = std::function<void(const std::string&)>;
 /// the halo plan over it, and the layer-0 input.
 struct JobGraph {
   std::string dataset; ///< the dataset's name
+  /// The data had no split and rank 0 drew the default one with job.split_seed.
+  bool split_drawn = false;
   /// Owned-then-ghost numbering; its features moved into `features`.
   partition::LocalGraph tile;
   std::int64_t n_interior = 0; ///< owned rows [0, n_interior) read no ghost row
@@ -34,6 +36,10 @@ struct JobGraph {
   /// or in chunks.
   graph::Features features;
   comm::HaloStats feature_fetch; ///< what fetching the ghost input rows moved
+  /// Nonzeros / entries of the whole feature matrix, and whether job.feature_layout made this
+  /// tile store them otherwise than they were loaded.
+  double feature_density = 0.0;
+  bool features_converted = false;
   double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out
   double setup_s = 0.0;          ///< interior ordering, halo plan, ghost input rows
 };

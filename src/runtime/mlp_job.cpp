@@ -164,7 +164,11 @@ MlpData load_data(const MlpJob& job, const BackendPtr& host) {
   if (!d.ds.has_labels() || d.ds.num_classes < 1) {
     throw InvalidArgument("dataset '" + d.ds.name + "' has no labels to train a classifier on");
   }
-  datasets::use_default_split_when_missing(d.ds, job.load.seed);
+  if (!datasets::use_default_split_when_missing(d.ds, job.split_seed.value_or(job.load.seed)) &&
+      job.split_seed) {
+    throw InvalidArgument("a split seed (--split-seed) draws a random split, but dataset '" +
+                          d.ds.name + "' has its own: drop the split seed");
+  }
   d.normalized = job.normalize_features.value_or(non_negative(d.ds.features));
   if (d.normalized) datasets::row_normalize_features(d.ds.features);
   d.ds.adjacency = Csr(); // an MLP does not read the graph
@@ -521,9 +525,9 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
       double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
                          stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
       comm->allreduce_sum(std::span<double>(shares));
-      stats.train = {shares[0], shares[1]};
-      stats.val = {shares[2], shares[3]};
-      stats.test = {shares[4], shares[5]};
+      stats.train = {shares[0], shares[1], {}};
+      stats.val = {shares[2], shares[3], {}};
+      stats.test = {shares[4], shares[5], {}};
       check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr);
       if (stats.val.accuracy > best_val_accuracy) {
         best_val_accuracy = stats.val.accuracy;

@@ -95,6 +95,9 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("config.optimizer", s.train.adam.decoupled ? "adamw" : "adam");
   r.set("config.seed", static_cast<std::int64_t>(s.train.seed));
   r.set("config.eval_every", s.train.eval_every);
+  r.set("config.metric", gnn::to_string(s.train.metric));
+  r.set("split.source", s.split_source);
+  if (s.split_source == "random") r.set("split.seed", static_cast<std::int64_t>(s.split_seed));
   r.set("config.normalize_features", s.normalize_features);
   r.set("backend", s.backend);
   r.set("threads", s.threads);
@@ -104,6 +107,7 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("dataset.edges", s.edges);
   r.set("dataset.features", s.features);
   r.set("dataset.sparse_features", s.sparse_features);
+  r.set("dataset.feature_density", s.feature_density);
   r.set("dataset.classes", s.classes);
   r.set("distributed.ranks", s.ranks);
   r.set("distributed.communicator", s.communicator);
@@ -175,22 +179,35 @@ void report_figures(RunReport& r, const RunSummary& s) {
 }
 
 void report_result(RunReport& r, const gnn::TrainResult& result) {
+  r.set("split.train", result.train_rows);
+  r.set("split.val", result.val_rows);
+  r.set("split.test", result.test_rows);
   r.set("metrics.test_accuracy", result.test_at_best_val.accuracy);
   r.set("metrics.best_val_accuracy", result.best_val.accuracy);
   r.set("metrics.best_epoch", result.best_epoch);
   r.set("metrics.final_test_accuracy", result.final_test.accuracy);
   r.set("metrics.final_loss", result.history.empty() ? 0.0 : result.history.back().train_loss);
+  const auto set_auc = [&r](const char* key, const gnn::SplitMetrics& m) {
+    if (m.roc_auc) r.set(key, *m.roc_auc);
+  };
+  set_auc("metrics.test_roc_auc", result.test_at_best_val);
+  set_auc("metrics.best_val_roc_auc", result.best_val);
+  set_auc("metrics.final_test_roc_auc", result.final_test);
   for (const gnn::EpochStats& e : result.history) {
-    r.append("epochs", {{"epoch", e.epoch},
-                        {"loss", e.train_loss},
-                        {"step_ms", e.step_ms},
-                        {"train_accuracy", e.train.accuracy},
-                        {"val_accuracy", e.val.accuracy},
-                        {"val_loss", e.val.loss},
-                        {"test_accuracy", e.test.accuracy},
-                        {"moved_bytes", static_cast<double>(e.offload.moved_bytes())},
-                        {"stall_ms", e.offload.stall_seconds * 1e3},
-                        {"hit_rate", e.offload.hit_rate()}});
+    std::vector<std::pair<std::string, double>> fields{
+        {"epoch", e.epoch},
+        {"loss", e.train_loss},
+        {"step_ms", e.step_ms},
+        {"train_accuracy", e.train.accuracy},
+        {"val_accuracy", e.val.accuracy},
+        {"val_loss", e.val.loss},
+        {"test_accuracy", e.test.accuracy},
+        {"moved_bytes", static_cast<double>(e.offload.moved_bytes())},
+        {"stall_ms", e.offload.stall_seconds * 1e3},
+        {"hit_rate", e.offload.hit_rate()}};
+    if (e.val.roc_auc) fields.emplace_back("val_roc_auc", *e.val.roc_auc);
+    if (e.test.roc_auc) fields.emplace_back("test_roc_auc", *e.test.roc_auc);
+    r.append("epochs", fields);
   }
 }
 

@@ -408,9 +408,12 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   s.blas_core = blas_core_name();
 
   s.dataset = g.dataset;
+  s.split_source = !job.partition_dir.empty() ? "store" : g.split_drawn ? "random" : "dataset";
+  s.split_seed = job.split_seed.value_or(job.train.seed);
   s.nodes = g.tile.num_global_nodes;
   s.features = m.graph->in_features();
   s.sparse_features = m.input(g).is_sparse();
+  s.feature_density = g.feature_density;
   s.classes = m.graph->num_classes();
   // Entries of Â (self-loops included) when the model is the GCN: what PyTorch's GCN multiplies.
   const bool gcn = !job.model_builder;
@@ -681,7 +684,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     step.shares = next_shares;
     const Stopwatch clock;
     model.reset();
+    const bool split_drawn = graph.split_drawn;
     graph = recut_job_graph(job, comm, host, balancing, next_shares, step);
+    graph.split_drawn = split_drawn;
     model.emplace(build_job_model(job, comm, backend, graph, [](const std::string&) {}));
     step.seconds = clock.seconds();
     say(fmt::format("rebalanced after epoch {}: compute imbalance {:.2f} (max / mean over the "

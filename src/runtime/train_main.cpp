@@ -43,6 +43,9 @@ struct Options {
   int threads = 0;
   std::string device = "cpu";
   int split_index = 0;
+  std::optional<std::uint64_t> split_seed; // not given: --seed
+  std::string metric = "accuracy";
+  std::string feature_layout = "auto";
   bool normalize_features = true;
   std::string order = "auto";
   int log_every = 10;
@@ -167,6 +170,20 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")
       ->capture_default_str();
+  app.add_option("--split-seed", o.split_seed,
+                 "seed of the random 60/20/20 split drawn for data without one (default: --seed); "
+                 "hold the split fixed while --seed varies")
+      ->check(range_of(0, false, 1.8e19, "an integer >= 0"));
+  app.add_option("--metric", o.metric,
+                 "what selects the best validation epoch and leads the summary: accuracy, or "
+                 "roc-auc (binary tasks, as the heterophilous benchmark and OGB report them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"accuracy", "roc-auc"}));
+  app.add_option("--feature-layout", o.feature_layout,
+                 "how input features are stored for training: auto (dense from 12 % nonzeros, "
+                 "where dense trains faster; sparse below), sparse or dense")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "sparse", "dense"}));
   app.add_option("--normalize-features", o.normalize_features,
                  "row-normalize input features (Kipf & Welling, PyG NormalizeFeatures)")
       ->capture_default_str();
@@ -315,9 +332,11 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.load.data_dir = o.data_dir;
   job.load.split_index = o.split_index;
   job.load.seed = o.seed;
+  job.split_seed = o.split_seed;
   job.threads = o.threads;
   job.device = parse_device_choice(o.device);
   job.normalize_features = o.normalize_features;
+  job.feature_layout = graph::parse_feature_layout(o.feature_layout);
   if (!o.layers.empty()) job.shape.layer_sizes = gnn::parse_layer_sizes(o.layers);
   job.shape.hidden = o.hidden;
   job.shape.num_layers = o.num_layers;
@@ -330,6 +349,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.train.epochs = o.epochs;
   job.train.eval_every = o.eval_every;
   job.train.seed = o.seed;
+  job.train.metric = gnn::parse_metric(o.metric);
   job.train.adam.lr = o.lr;
   job.train.adam.weight_decay = o.weight_decay;
   job.train.adam.decoupled = o.optimizer == "adamw";
@@ -382,7 +402,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
 /// them to do something.
 void check_flag_combinations(const CLI::App& app, const Options& o) {
   if (!o.partition_dir.empty()) {
-    for (const char* flag : {"--split", "--partition-method"}) {
+    for (const char* flag : {"--split", "--split-seed", "--partition-method"}) {
       if (app.count(flag) > 0) {
         throw InvalidArgument(std::string(flag) +
                               " is not used with --partition-dir (the store was made with its "
@@ -412,9 +432,14 @@ public:
         tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
 
   void operator()(const gnn::EpochStats& s) {
-    const std::string line = fmt::format(
-        "epoch {:>4}/{}  loss {:.4f}  train {:6.2f}%  val {:6.2f}%  {:7.2f} ms", s.epoch, epochs_,
-        s.train_loss, 100.0 * s.train.accuracy, 100.0 * s.val.accuracy, s.step_ms);
+    // ROC-AUC (--metric roc-auc) where it was measured, else accuracy.
+    const auto metric = [](const gnn::SplitMetrics& m) {
+      return m.roc_auc ? fmt::format("AUC {:.4f}", *m.roc_auc)
+                       : fmt::format("{:6.2f}%", 100.0 * m.accuracy);
+    };
+    const std::string line =
+        fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch, epochs_,
+                    s.train_loss, metric(s.train), metric(s.val), s.step_ms);
     if (tty_) {
       fmt::print("\r{}", line);
       if (s.epoch == epochs_) fmt::print("\n");
@@ -454,8 +479,20 @@ void check_failure(int rank, int epoch, int ranks, int epochs) {
   }
 }
 
-/// The final metrics line: test accuracy at the best validation epoch, or why there is none.
-void print_result(const gnn::TrainResult& result, int epochs) {
+/// The final metrics line: test accuracy (and ROC-AUC with --metric roc-auc) at the best
+/// validation epoch, or why there is none.
+void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric) {
+  const auto auc = [](const std::optional<double>& value) {
+    return value ? fmt::format("{:.4f}", *value) : std::string("undefined (one class)");
+  };
+  if (!result.history.empty() && result.test_rows > 0 && metric == gnn::Metric::RocAuc) {
+    fmt::print("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); final test ROC-AUC "
+               "{}; test accuracy {:.2f}%\n",
+               auc(result.test_at_best_val.roc_auc), result.best_epoch,
+               auc(result.best_val.roc_auc), auc(result.final_test.roc_auc),
+               100.0 * result.test_at_best_val.accuracy);
+    return;
+  }
   if (result.history.empty()) {
     fmt::print("no epochs trained (--epochs {}): no test accuracy to report\n", epochs);
   } else if (result.test_rows == 0) {
@@ -520,7 +557,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
         job, [](const std::string& line) { fmt::print("{}\n", line); }, on_epoch);
     if (rank == 0) {
       const gnn::TrainResult& result = summary.result;
-      print_result(result, options.epochs);
+      print_result(result, options.epochs, gnn::parse_metric(options.metric));
       fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
                  static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
       if (!summary.rebalances.empty()) {

@@ -20,3 +20,12 @@ string(JSON accuracy GET "${json}" metrics test_accuracy)
 if(accuracy LESS 0.7)
   message(FATAL_ERROR "test accuracy ${accuracy} on an easy generated graph")
 endif()
+# The split it trained on: where it came from (the generator draws one) and its sizes.
+string(JSON source GET "${json}" split source)
+string(JSON train_rows GET "${json}" split train)
+string(JSON metric GET "${json}" config metric)
+# (MATCHES: in script mode a quoted "accuracy" would read the variable of that name above.)
+if(NOT source MATCHES "^dataset$" OR train_rows LESS 1 OR NOT metric MATCHES "^accuracy$")
+  message(FATAL_ERROR "report split/metric: source '${source}', train ${train_rows}, metric "
+                      "'${metric}':\n${json}")
+endif()

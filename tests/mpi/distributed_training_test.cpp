@@ -67,6 +67,20 @@ TEST(DistributedTraining, CoraMatchesOneProcessEveryEpochWithDropout) {
   expect_same_training(one, many);
 }
 
+TEST(DistributedTraining, RocAucOfABinaryTaskMatchesOneProcessAndSelectsTheSameEpoch) {
+  // Every rank's scores reach every rank, so the ranks rank the same scores one process ranks.
+  runtime::TrainJob job = generated_job();
+  job.dataset = "sbm:nodes=3000,classes=2,avg-degree=8,p-in=0.6,features=24,noise=3";
+  job.train.metric = gnn::Metric::RocAuc;
+
+  const gnn::TrainResult one = serial(job);
+  const gnn::TrainResult many = distributed(job);
+
+  ASSERT_TRUE(one.test_at_best_val.roc_auc.has_value());
+  EXPECT_GT(*one.test_at_best_val.roc_auc, 0.5);
+  expect_same_training(one, many);
+}
+
 TEST(DistributedTraining, GeneratedGraphMatchesOneProcessInBothProductOrders) {
   const runtime::TrainJob job = generated_job();
 

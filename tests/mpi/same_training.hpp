@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <string>
 #include <tessera/gnn/trainer.hpp>
+#include <utility>
 
 namespace tessera::testing {
 
@@ -22,7 +23,16 @@ inline void expect_same_training(const gnn::TrainResult& one, const gnn::TrainRe
     EXPECT_DOUBLE_EQ(b.train.accuracy, a.train.accuracy);
     EXPECT_DOUBLE_EQ(b.val.accuracy, a.val.accuracy);
     EXPECT_DOUBLE_EQ(b.test.accuracy, a.test.accuracy);
+    // ROC-AUC (Metric::RocAuc) ranks scores that reassociation may move in the last bits.
+    for (const auto& [x, y] :
+         {std::pair{a.val.roc_auc, b.val.roc_auc}, std::pair{a.test.roc_auc, b.test.roc_auc}}) {
+      ASSERT_EQ(y.has_value(), x.has_value());
+      if (x) {
+        EXPECT_NEAR(*y, *x, 1e-4);
+      }
+    }
   }
+  EXPECT_EQ(many.best_epoch, one.best_epoch);
 }
 
 } // namespace tessera::testing

@@ -3,6 +3,7 @@
 #include "assembly.hpp"
 #include "dataset_test_util.hpp"
 #include "npz.hpp"
+#include "npz_bytes.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
 
@@ -47,80 +48,6 @@ Dataset small_sparse(std::int64_t n = 4) {
     ds.labels.push_back(static_cast<std::int32_t>(i % 2));
   ds.num_classes = 2;
   return ds;
-}
-
-/// One .npy member of a hand-built archive.
-struct Member {
-  std::string key;
-  std::string descr;
-  std::string shape; ///< Python tuple, e.g. "(0,)" or "(3, 2)"
-  std::string data;  ///< raw little-endian bytes
-};
-
-template <typename T> std::string bytes_of(const std::vector<T>& values) {
-  return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)};
-}
-
-void put16(std::string& out, std::uint32_t v) {
-  out.push_back(static_cast<char>(v & 0xFF));
-  out.push_back(static_cast<char>((v >> 8) & 0xFF));
-}
-void put32(std::string& out, std::uint32_t v) {
-  put16(out, v & 0xFFFF);
-  put16(out, v >> 16);
-}
-
-/// A stored (uncompressed) zip of .npy members with CRCs computed by zlib here, independently of
-/// the code under test: what numpy's np.savez writes.
-std::string npz_bytes(const std::vector<Member>& members) {
-  std::string zip, directory;
-  for (const auto& m : members) {
-    std::string npy = "\x93NUMPY\x01";
-    npy.push_back('\0');
-    std::string dict =
-        "{'descr': '" + m.descr + "', 'fortran_order': False, 'shape': " + m.shape + ", }";
-    dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
-    dict.push_back('\n');
-    put16(npy, static_cast<std::uint32_t>(dict.size()));
-    npy += dict + m.data;
-    const auto crc = static_cast<std::uint32_t>(
-        crc32(0, reinterpret_cast<const Bytef*>(npy.data()), static_cast<uInt>(npy.size())));
-    const std::string name = m.key + ".npy";
-    const auto offset = static_cast<std::uint32_t>(zip.size());
-    std::string fields; // version, flags, method, time, date, crc, sizes, name length
-    put16(fields, 20);
-    put16(fields, 0);
-    put16(fields, 0);
-    put16(fields, 0);
-    put16(fields, 33);
-    put32(fields, crc);
-    put32(fields, static_cast<std::uint32_t>(npy.size()));
-    put32(fields, static_cast<std::uint32_t>(npy.size()));
-    put16(fields, static_cast<std::uint32_t>(name.size()));
-    put16(fields, 0);
-    put32(zip, 0x04034b50);
-    zip += fields + name + npy;
-    put32(directory, 0x02014b50);
-    put16(directory, 20);
-    directory += fields;
-    put16(directory, 0);
-    put16(directory, 0);
-    put16(directory, 0);
-    put32(directory, 0);
-    put32(directory, offset);
-    directory += name;
-  }
-  const auto directory_offset = static_cast<std::uint32_t>(zip.size());
-  zip += directory;
-  put32(zip, 0x06054b50);
-  put16(zip, 0);
-  put16(zip, 0);
-  put16(zip, static_cast<std::uint32_t>(members.size()));
-  put16(zip, static_cast<std::uint32_t>(members.size()));
-  put32(zip, static_cast<std::uint32_t>(directory.size()));
-  put32(zip, directory_offset);
-  put16(zip, 0);
-  return zip;
 }
 
 Member i64(const std::string& key, const std::vector<std::int64_t>& values) {

@@ -1,7 +1,8 @@
 // The npz reader and writer: round trips, numpy's layout, and malformed archives.
-#include "dataset_test_util.hpp"
 #include "assembly.hpp"
+#include "dataset_test_util.hpp"
 #include "npz.hpp"
+#include "npz_bytes.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/graph/graph.hpp"
 
@@ -167,14 +168,68 @@ TEST(DatasetsNpz, UnknownDtypeThrowsFormatErrorNamingDtype) {
                                                HasSubstr("unsupported dtype '<c8'"))));
 }
 
-TEST(DatasetsNpz, FortranOrderThrowsFormatError) {
+TEST(DatasetsNpz, FortranOrderArraysAreReadInCOrderAsNumpyReadsThem) {
   const TempDir dir;
-  const std::string bytes = read_bytes(save_small_sbm(dir));
+  // a[i][j] = 10 i + j, shape (2, 3), stored first index fastest.
+  const std::vector<std::int64_t> matrix = {0, 10, 1, 11, 2, 12};
+  // b[i][j][k] = 100 i + 10 j + k, shape (2, 3, 2), stored as float32 first index fastest.
+  std::vector<float> cube;
+  for (int k = 0; k < 2; ++k)
+    for (int j = 0; j < 3; ++j)
+      for (int i = 0; i < 2; ++i)
+        cube.push_back(static_cast<float>(100 * i + 10 * j + k));
   const std::string path =
-      dir.write("fortran.npz", patch(bytes, "False", "True ", bytes.find("features.npy")));
+      dir.write("fortran.npz", npz_bytes({{"matrix", "<i8", "(2, 3)", bytes_of(matrix), true},
+                                          {"cube", "<f4", "(2, 3, 2)", bytes_of(cube), true}}));
+  const detail::NpzReader npz(path);
 
-  EXPECT_THAT([&] { load("npz:" + path); },
-              ThrowsMessage<FormatError>(AllOf(HasSubstr("'features'"), HasSubstr("Fortran"))));
+  const auto a = npz.read<std::int64_t>("matrix");
+  EXPECT_THAT(a.shape, ElementsAre(2, 3));
+  EXPECT_THAT(a.data, ElementsAre(0, 1, 2, 10, 11, 12));
+  const auto b = npz.read<double>("cube"); // through the converting path
+  EXPECT_THAT(b.shape, ElementsAre(2, 3, 2));
+  EXPECT_THAT(b.data, ElementsAre(0, 1, 10, 11, 20, 21, 100, 101, 110, 111, 120, 121));
+}
+
+TEST(DatasetsNpz, HeterophilousMasksInFortranOrderGiveTheSplitsOfCOrder) {
+  // actor, squirrel_filtered and chameleon_filtered of the heterophilous benchmark store their
+  // [splits, N] masks in Fortran order.
+  const TempDir dir;
+  const std::vector<std::vector<std::uint8_t>> train = {{1, 1, 0, 0}, {0, 0, 1, 1}},
+                                               val = {{0, 0, 1, 0}, {1, 0, 0, 0}},
+                                               test = {{0, 0, 0, 1}, {0, 1, 0, 0}};
+  const auto masks = [](const std::vector<std::vector<std::uint8_t>>& m, bool fortran) {
+    std::string out;
+    for (std::size_t a = 0; a < (fortran ? 4u : 2u); ++a)
+      for (std::size_t b = 0; b < (fortran ? 2u : 4u); ++b)
+        out.push_back(static_cast<char>(fortran ? m[b][a] : m[a][b]));
+    return out;
+  };
+  const auto write = [&](const std::string& name, bool fortran) {
+    const std::vector<float> features = {0, 1, 2, 3, 4, 5, 6, 7};
+    const std::vector<std::int64_t> labels = {0, 1, 0, 1}, edges = {0, 1, 1, 2, 2, 3};
+    return dir.write(name,
+                     npz_bytes({{"node_features", "<f4", "(4, 2)", bytes_of(features)},
+                                {"node_labels", "<i8", "(4,)", bytes_of(labels)},
+                                {"edges", "<i8", "(3, 2)", bytes_of(edges)},
+                                {"train_masks", "|b1", "(2, 4)", masks(train, fortran), fortran},
+                                {"val_masks", "|b1", "(2, 4)", masks(val, fortran), fortran},
+                                {"test_masks", "|b1", "(2, 4)", masks(test, fortran), fortran}}));
+  };
+  const std::string c_order = write("c.npz", false), fortran = write("f.npz", true);
+
+  for (int split = 0; split < 2; ++split) {
+    SCOPED_TRACE("split " + std::to_string(split));
+    LoadOptions options;
+    options.split_index = split;
+    const Dataset expected = load_dataset(cpu(), "heterophilous:" + c_order, options);
+    const Dataset got = load_dataset(cpu(), "heterophilous:" + fortran, options);
+    EXPECT_EQ(got.train_idx, expected.train_idx);
+    EXPECT_EQ(got.val_idx, expected.val_idx);
+    EXPECT_EQ(got.test_idx, expected.test_idx);
+    EXPECT_EQ(got.train_idx,
+              (split == 0 ? std::vector<std::int32_t>{0, 1} : std::vector<std::int32_t>{2, 3}));
+  }
 }
 
 TEST(DatasetsNpz, CorruptMemberDataThrowsCrcMismatch) {

@@ -14,6 +14,7 @@ namespace tessera {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
 
 constexpr const char* kEasySbm =
     "sbm:nodes=3000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1";
@@ -53,6 +54,91 @@ TEST(TrainJob, LearnsAGeneratedCommunityGraph) {
 
   EXPECT_LT(result.history.back().train_loss, result.history.front().train_loss);
   EXPECT_GT(result.test_at_best_val.accuracy, 0.8);
+}
+
+TEST(TrainJob, RocAucSelectsTheEpochOfTheBestValidationRocAuc) {
+  runtime::TrainJob job = small_job("sbm:nodes=2000,classes=2,avg-degree=8,p-in=0.6,features=8,"
+                                    "noise=3",
+                                    30);
+  job.train.metric = gnn::Metric::RocAuc;
+
+  const runtime::RunSummary run = runtime::run_train_job(job);
+
+  const gnn::TrainResult& r = run.result;
+  double best = -1.0;
+  int best_epoch = 0;
+  for (const gnn::EpochStats& e : r.history) {
+    ASSERT_TRUE(e.val.roc_auc.has_value()) << "epoch " << e.epoch;
+    if (*e.val.roc_auc > best) best = *e.val.roc_auc, best_epoch = e.epoch;
+  }
+  EXPECT_EQ(r.best_epoch, best_epoch);
+  EXPECT_EQ(r.best_val.roc_auc, best);
+  EXPECT_EQ(r.test_at_best_val.roc_auc, r.history[best_epoch - 1].test.roc_auc);
+  EXPECT_GT(*r.test_at_best_val.roc_auc, 0.6);
+}
+
+TEST(TrainJob, RocAucOfAMulticlassTaskIsRefused) {
+  runtime::TrainJob job = small_job(kEasySbm, 2);
+  job.train.metric = gnn::Metric::RocAuc;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("binary tasks (two classes)")));
+}
+
+TEST(TrainJob, SplitSeedHoldsTheDrawnSplitWhileTheSeedVaries) {
+  TESSERA_REQUIRE_DATA("email_eu_core/email-Eu-core.txt.gz");
+  runtime::TrainJob job = small_job("email-eu-core", 3);
+  job.train.seed = 5;
+  runtime::TrainJob same = job, other = job;
+  same.split_seed = 5; // what --seed 5 draws
+  other.split_seed = 6;
+
+  const runtime::RunSummary a = runtime::run_train_job(job);
+  const runtime::RunSummary b = runtime::run_train_job(same);
+  const runtime::RunSummary c = runtime::run_train_job(other);
+
+  EXPECT_EQ(a.split_source, "random");
+  EXPECT_EQ(b.split_seed, 5u);
+  expect_same_losses(a.result, b.result);
+  EXPECT_NE(a.result.history.back().val.loss, c.result.history.back().val.loss);
+  EXPECT_EQ(c.result.train_rows, a.result.train_rows); // 60/20/20 of the same labelled nodes
+}
+
+TEST(TrainJob, SplitSeedForDataWithItsOwnSplitIsRefused) {
+  runtime::TrainJob job = small_job(kEasySbm, 1);
+  job.split_seed = 3;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ThrowsMessage<InvalidArgument>(
+                  HasSubstr("has its own (300 / 300 / 2400 train / val / test nodes)")));
+}
+
+TEST(TrainJob, SparseAndDenseFeatureLayoutsTrainTheSame) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  runtime::TrainJob sparse = small_job("cora", 10);
+  sparse.feature_layout = graph::FeatureLayout::Sparse;
+  runtime::TrainJob dense = sparse;
+  dense.feature_layout = graph::FeatureLayout::Dense;
+
+  const runtime::RunSummary a = runtime::run_train_job(sparse);
+  const runtime::RunSummary b = runtime::run_train_job(dense);
+
+  EXPECT_TRUE(a.sparse_features);
+  EXPECT_FALSE(b.sparse_features);
+  EXPECT_NEAR(a.feature_density, 49216.0 / (2708.0 * 1433.0), 1e-9); // Cora: 1.27 % nonzero
+  expect_same_losses(a.result, b.result, 1e-5);
+  EXPECT_EQ(a.result.test_at_best_val.accuracy, b.result.test_at_best_val.accuracy);
+}
+
+TEST(TrainJob, AutoLayoutStoresDenseEnoughSparseFeaturesDense) {
+  EXPECT_FALSE(graph::stores_dense(graph::FeatureLayout::Auto, true, 0.0127)); // Cora stays
+  EXPECT_TRUE(graph::stores_dense(graph::FeatureLayout::Auto, true, 0.26));    // Amazon Photo
+  EXPECT_TRUE(graph::stores_dense(graph::FeatureLayout::Auto, false, 0.01));   // loaded dense
+  EXPECT_FALSE(graph::stores_dense(graph::FeatureLayout::Sparse, false, 0.9));
+
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  const runtime::RunSummary cora = runtime::run_train_job(small_job("cora", 1));
+  EXPECT_TRUE(cora.sparse_features);
 }
 
 TEST(TrainJob, BothProductOrdersComputeTheSameFunction) {

@@ -48,7 +48,8 @@ struct LoadOptions {
 ///  - a native dataset folder (save_native), by its path or as native:DIR;
 ///  - FORMAT:PATH with FORMAT one of native, npz (Planetoid-style or gnn-benchmark keys),
 ///    planetoid, gnnbench, heterophilous, linqs (PATH = the .content file, .cites beside it),
-///    snap, metis, musae (PATH = the edges csv), mtx;
+///    snap, metis, musae (PATH = the edges csv), mtx, ogb (PATH = an OGB node-property dataset
+///    folder as the ogb package downloads it: raw/*.csv.gz and split/<scheme>/*.csv.gz);
 ///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
 ///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0, or Gaussian class
 ///    clusters without edges for plain classifiers,

@@ -8,6 +8,7 @@
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/engine/sequential.hpp"
+#include "tessera/gnn/metrics.hpp"
 #include "tessera/ops/ops.hpp"
 
 #include <cstdint>
@@ -26,6 +27,8 @@ struct TrainConfig {
   /// Evaluate (dropout off) every this many epochs and after the last.
   int eval_every = 1;
   std::uint64_t seed = 0; ///< keys every dropout mask (and, in run_train_job, the weights)
+  /// What selects the best validation epoch; RocAuc (binary tasks) also measures ROC-AUC.
+  Metric metric = Metric::Accuracy;
 };
 
 /// The labelled rows of each split and the labels, all local row ids, in host memory (the
@@ -39,6 +42,14 @@ struct NodeLabels {
 struct SplitMetrics {
   double loss = 0.0;     ///< mean softmax cross-entropy over the split
   double accuracy = 0.0; ///< fraction of the split classified correctly, in [0, 1]
+  /// Area under the ROC curve of class 1's score, measured with Metric::RocAuc; nullopt
+  /// otherwise, or when the split lacks one of the two classes.
+  std::optional<double> roc_auc;
+
+  /// The value `metric` reads (-1 for a ROC-AUC not measured: below every measured one).
+  double score(Metric metric) const noexcept {
+    return metric == Metric::RocAuc ? roc_auc.value_or(-1.0) : accuracy;
+  }
 };
 
 /// What one epoch did (the same on every rank of a distributed run, except the times and
@@ -89,7 +100,7 @@ struct TrainState {
 /// A whole run: every epoch and the metrics that matter at its end.
 struct TrainResult {
   std::vector<EpochStats> history; ///< one entry per epoch, in order
-  int best_epoch = 0;              ///< epoch of the highest validation accuracy (earliest on ties)
+  int best_epoch = 0; ///< epoch of the best validation TrainConfig::metric (earliest on ties)
   SplitMetrics best_val;           ///< validation metrics at best_epoch
   SplitMetrics test_at_best_val;   ///< test metrics at best_epoch (what papers report)
   SplitMetrics final_test;         ///< test metrics after the last epoch
@@ -159,6 +170,11 @@ struct Distribution {
 /// in local ids): losses and accuracies are normalized by the global counts, the weight
 /// gradients are summed over ranks by DataParallel (each bucket's allreduce starts while the
 /// rest of backward runs), and every rank returns the same metrics. Collective.
+///
+/// With config.metric RocAuc (a binary task: two outputs) every evaluation also measures each
+/// split's ROC-AUC over all ranks (every rank's scores reach every rank), and the best epoch is
+/// the one of the highest validation ROC-AUC; InvalidArgument for a model of other than two
+/// outputs.
 ///
 /// `control` resumes from a state, hands out checkpoints and polls for a stop (see
 /// TrainControl). Throws TrainingStopped (on every rank, at the same epoch) when a stop is

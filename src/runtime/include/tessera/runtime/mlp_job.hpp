@@ -58,6 +58,9 @@ struct MlpJob {
   AdamConfig adam{};      ///< weight decay applies to the weights, not the biases
   int eval_every = 1;     ///< evaluate (dropout off) every this many epochs and after the last
   std::uint64_t seed = 0; ///< keys the weights, the batch order and the dropout masks
+  /// Seed of the random 60/20/20 split drawn for data without one; unset: load.seed. Refused
+  /// for data with its own split (it would be ignored).
+  std::optional<std::uint64_t> split_seed;
 };
 
 /// What one epoch did. The loss and metrics are the same on every rank; times are this rank's.

@@ -68,12 +68,18 @@ struct RunSummary {
 
   // ---- the data ----
   std::string dataset; ///< its name
+  /// Where the split came from: "dataset" (the data's own), "random" (60/20/20 drawn with
+  /// split_seed: the data had none) or "store" (the partition store's parts). Its sizes are
+  /// TrainResult's train_rows, val_rows and test_rows.
+  std::string split_source = "dataset";
+  std::uint64_t split_seed = 0;
   std::int64_t nodes = 0;
   /// Nonzeros of the matrix the GCN multiplies (Â, self-loops included), or of the adjacency
   /// for other models: what PyTorch's GCN is compared on.
   std::int64_t edges = 0;
   std::int64_t features = 0;
-  bool sparse_features = false;
+  bool sparse_features = false; ///< as trained on (TrainJob::feature_layout)
+  double feature_density = 0.0; ///< nonzeros / entries of the feature matrix
   std::int64_t classes = 0;
 
   // ---- the ranks ----

@@ -36,7 +36,14 @@ struct TrainJob {
   // ---- the data ----
   std::string dataset; ///< a load_dataset spec; may be empty with partition_dir (the store's)
   datasets::LoadOptions load;
+  /// Seed of the random 60/20/20 split drawn for data without one
+  /// (datasets::use_default_split_when_missing); unset: train.seed. Set for data that has a
+  /// split, it is refused (it would be ignored).
+  std::optional<std::uint64_t> split_seed;
   bool normalize_features = true; ///< row-normalize the input features
+  /// How the input features are stored for training: Auto stores them dense from
+  /// graph::kDenseFeatureDensity nonzeros (where dense trains faster), CSR below.
+  graph::FeatureLayout feature_layout = graph::FeatureLayout::Auto;
 
   // ---- where it runs ----
   int threads = 0; ///< CPU threads; 0: OpenMP's default
