@@ -51,8 +51,9 @@ TESSERA_DEPS=(
   libopenmpi-dev openmpi-bin zlib1g-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # scripts/convert_dataset.py (pickled npz and raw Planetoid files) and its test.
-  python3-numpy python3-scipy
+  # scripts/convert_dataset.py (pickled npz and raw Planetoid files), scripts/plot.py (the
+  # figures) and their tests.
+  python3-numpy python3-scipy python3-matplotlib
   # The sanitizer and fuzz build: Debian 12's default clang (14) lacks the builtin behind
   # std::source_location, which tessera::Error uses, so clang 16 with its own sanitizer and
   # libFuzzer runtimes (not a dependency of clang-16) and OpenMP (libomp-16-dev conflicts with
@@ -61,7 +62,7 @@ TESSERA_DEPS=(
 )
 TESSERA_CLANG_CXX=clang++-16
 TESSERA_CLANG_CC=clang-16
-TESSERA_BENCH_DEPS=(python3-torch python3-numpy libtcmalloc-minimal4)
+TESSERA_BENCH_DEPS=(python3-torch python3-numpy python3-venv libtcmalloc-minimal4)
 
 tessera_usage() {
   # The header is the first block of comment lines, after an optional shebang.

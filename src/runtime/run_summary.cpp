@@ -138,6 +138,10 @@ void report_figures(RunReport& r, const RunSummary& s) {
     r.set(key + ".max", v.max);
     r.set(key + ".mean", v.mean);
     r.set(key + ".min", v.min);
+    std::vector<double> values; // rank by rank, for per-rank plots
+    for (const RankFigures& f : s.per_rank)
+      values.push_back(get(f, figure.field));
+    r.set(key + ".per_rank", values);
   }
   r.set("timing.epoch_ms_median", s.result.median_step_ms);
   r.set("timing.balanced_epoch_ms", s.balanced_epoch_ms);
