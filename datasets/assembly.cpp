@@ -4,6 +4,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/io/graph_files.hpp"
+#include "tessera/io/text_input.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -65,6 +66,37 @@ Csr build_csr(const BackendPtr& backend, std::int64_t rows, std::int64_t cols,
     }
   }
   return out;
+}
+
+graph::EdgeList read_edge_csv(const std::string& path, std::int64_t num_nodes, bool header_allowed,
+                              const std::string& nodes_from) {
+  graph::EdgeList edges;
+  edges.num_nodes = num_nodes;
+  std::vector<std::string_view> fields;
+  io::LineReader in(path);
+  std::string_view line;
+  bool first = true;
+  while (in.next(line)) {
+    if (io::is_blank(line)) continue;
+    io::split_on(line, ',', fields);
+    // A header ("id_1,id_2"): a first field that is no number at all (one beyond 64 bits, or a
+    // negative one, is a record, and refused below).
+    const bool header = header_allowed && first && fields[0].find_first_of("-0123456789") != 0;
+    first = false;
+    if (header) continue;
+    if (fields.size() != 2) in.fail("expected 'source,target', found " + io::quote(line));
+    std::int64_t ends[2] = {0, 0};
+    for (int k = 0; k < 2; ++k) {
+      ends[k] = io::parse_int(in, fields[k], "a node id");
+      if (ends[k] < 0 || ends[k] >= num_nodes) {
+        in.fail("node id " + std::to_string(ends[k]) + " is outside [0, " +
+                std::to_string(num_nodes) + ") (" + nodes_from + " has " +
+                std::to_string(num_nodes) + " nodes)");
+      }
+    }
+    edges.add(ends[0], ends[1]);
+  }
+  return edges;
 }
 
 Csr identity_features(const BackendPtr& backend, std::int64_t num_nodes) {

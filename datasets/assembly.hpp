@@ -6,6 +6,7 @@
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
 #include "tessera/graph/features.hpp"
+#include "tessera/graph/graph.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,13 @@ struct SparseEntries {
 /// value. Entries must lie inside the shape (callers validate them with file context).
 Csr build_csr(const BackendPtr& backend, std::int64_t rows, std::int64_t cols,
               const SparseEntries& entries);
+
+/// The edges of a "source,target" CSV, one per line, node ids in [0, num_nodes); with
+/// `header_allowed` a first line whose first field is no number is a header and skipped.
+/// FormatError "path:line: ..." for anything else, naming `nodes_from` (what fixed the node
+/// count, e.g. "the target file") for an id out of range.
+graph::EdgeList read_edge_csv(const std::string& path, std::int64_t num_nodes, bool header_allowed,
+                              const std::string& nodes_from);
 
 /// The [n, n] identity as sparse features (a one-hot vector per node), for data without features.
 Csr identity_features(const BackendPtr& backend, std::int64_t num_nodes);

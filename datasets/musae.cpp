@@ -83,36 +83,6 @@ std::vector<std::string> read_targets(const std::string& path) {
   return name_of_node;
 }
 
-graph::EdgeList read_edges_csv(const std::string& path, std::int64_t num_nodes) {
-  graph::EdgeList edges;
-  edges.num_nodes = num_nodes;
-  std::vector<std::string_view> fields;
-  io::LineReader in(path);
-  std::string_view line;
-  bool first = true;
-  while (in.next(line)) {
-    if (io::is_blank(line)) continue;
-    io::split_on(line, ',', fields);
-    // The "id_1,id_2" header: a first field that is no number at all (one beyond 64 bits, or a
-    // negative one, is a record, and refused below).
-    const bool header = first && fields[0].find_first_of("-0123456789") != 0;
-    first = false;
-    if (header) continue;
-    if (fields.size() != 2) in.fail("expected 'id_1,id_2', found " + io::quote(line));
-    std::int64_t ends[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      ends[k] = io::parse_int(in, fields[k], "a node id");
-      if (ends[k] < 0 || ends[k] >= num_nodes) {
-        in.fail("node id " + std::to_string(ends[k]) + " is outside [0, " +
-                std::to_string(num_nodes) + ") (the target file has " + std::to_string(num_nodes) +
-                " nodes)");
-      }
-    }
-    edges.add(ends[0], ends[1]);
-  }
-  return edges;
-}
-
 Csr read_feature_lists(const BackendPtr& backend, const std::string& path, std::int64_t num_nodes) {
   nlohmann::json document;
   try {
@@ -162,7 +132,8 @@ Dataset load_musae(const BackendPtr& backend, const std::string& edges_path) {
   ds.num_nodes = static_cast<std::int64_t>(classes.labels.size());
   ds.labels = std::move(classes.labels);
   ds.num_classes = static_cast<std::int32_t>(classes.names.size());
-  ds.adjacency = graph::build_symmetric_csr(backend, read_edges_csv(paths.edges, ds.num_nodes));
+  ds.adjacency = graph::build_symmetric_csr(
+      backend, read_edge_csv(paths.edges, ds.num_nodes, true, "the target file"));
   ds.features.sparse = read_feature_lists(backend, paths.features, ds.num_nodes);
   check_loaded(ds, {.features = paths.features, .edges = paths.edges, .labels = paths.target});
   return ds;

@@ -103,29 +103,6 @@ Dense read_features(const BackendPtr& backend, const std::string& path, std::int
   return x;
 }
 
-graph::EdgeList read_edges(const std::string& path, std::int64_t num_nodes) {
-  graph::EdgeList edges;
-  edges.num_nodes = num_nodes;
-  std::vector<std::string_view> fields;
-  io::LineReader in(path);
-  std::string_view line;
-  while (in.next(line)) {
-    if (io::is_blank(line)) continue;
-    io::split_on(line, ',', fields);
-    if (fields.size() != 2) in.fail("expected 'source,target', found " + io::quote(line));
-    std::int64_t ends[2] = {0, 0};
-    for (int k = 0; k < 2; ++k) {
-      ends[k] = io::parse_int(in, fields[k], "a node id");
-      if (ends[k] < 0 || ends[k] >= num_nodes) {
-        in.fail("node id " + std::to_string(ends[k]) + " is outside [0, " +
-                std::to_string(num_nodes) + ")");
-      }
-    }
-    edges.add(ends[0], ends[1]);
-  }
-  return edges;
-}
-
 /// Node ids of one split file, ascending; `owner` marks which split took each node (0: none)
 /// so a node in two splits is refused.
 std::vector<std::int32_t> read_split(const std::string& path, std::int64_t num_nodes,
@@ -210,7 +187,8 @@ Dataset load_ogb(const BackendPtr& backend, const std::string& dir) {
     feature_source.clear();
   }
   const std::string edges_path = raw_file(dir, "edge");
-  ds.adjacency = graph::build_symmetric_csr(backend, read_edges(edges_path, ds.num_nodes));
+  ds.adjacency = graph::build_symmetric_csr(
+      backend, read_edge_csv(edges_path, ds.num_nodes, false, labels_path));
 
   if (const std::string split = split_folder(dir); !split.empty()) {
     static const char* const kNames[] = {"train", "valid", "test"};
