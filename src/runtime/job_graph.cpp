@@ -480,8 +480,6 @@ graph::Features input_features(partition::LocalGraph& tile,
 
 namespace {
 
-/// The rest of a rank's graph once its tile is checked: normalized features, interior rows
-/// first, the halo plan and the layer-0 input. Collective (the plan and the ghost rows).
 /// Stores the tile's features as `layout` asks, dense or sparse the same on every rank: by the
 /// density of the whole matrix (every rank's owned rows; collective), so P ranks train what one
 /// process trains. Records the density and the layout in `g`.
@@ -503,6 +501,9 @@ void choose_feature_layout(graph::FeatureLayout layout, comm::Communicator& comm
   g.features_converted = true;
 }
 
+/// The rest of a rank's graph once its tile is checked: normalized features in the layout
+/// job.feature_layout chooses, interior rows first, the halo plan and the layer-0 input.
+/// Collective (the layout's density, the plan and the ghost rows).
 void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                   const BackendPtr& host, JobGraph& g) {
   check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
