@@ -5,6 +5,7 @@
 #include "assembly.hpp"
 #include "loaders.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/core/rng.hpp"
 
 #include <algorithm>
@@ -127,6 +128,7 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   const std::size_t colon = spec.find(':');
   const std::string head = spec.substr(0, colon);
   const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  const ProgressStage progress("loading " + spec);
   Dataset ds;
   if (head == "rmat") {
     ds = generate_rmat(backend, rest, options.seed);

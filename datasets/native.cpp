@@ -12,6 +12,7 @@
 #include "assembly.hpp"
 #include "loaders.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
@@ -58,6 +59,7 @@ void save_native(const Dataset& dataset, const std::string& dir, bool replace) {
   // Held for the whole write: refuses "/", a foreign or non-empty folder, an existing dataset
   // unless `replace`, and a second writer of the same folder.
   const io::OutputFolder folder(dir, "native dataset", replace);
+  const ProgressStage progress("writing " + dir);
   // The description goes last: a folder without it is never taken for a complete dataset.
   io::remove_file(description_path(dir));
   std::vector<std::uint32_t> crcs;

@@ -1,6 +1,7 @@
 // save_npz(): a Dataset as an uncompressed .npz with Planetoid-style keys, readable by numpy.
 #include "npz.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/datasets/dataset.hpp"
 
 #include <span>
@@ -47,6 +48,7 @@ void save_npz(const Dataset& dataset, const std::string& path) {
                           ", " + std::to_string(dataset.features.rows()) + " feature rows, " +
                           std::to_string(dataset.labels.size()) + " labels");
   }
+  const ProgressStage progress("writing " + path);
   NpzWriter out(path);
   add_csr(out, "adj", dataset.adjacency, false);
   if (dataset.features.sparse) {

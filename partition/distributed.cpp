@@ -12,6 +12,7 @@
 #include "quality_counts.hpp"
 #include "tessera/comm/failure.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -533,6 +534,9 @@ std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const 
   }
   comm::share_first_failure(comm, failure, "holds rows that cannot be cut");
   if (options.num_parts == 1) return std::vector<std::int32_t>(block.row_ptr.size() - 1, 0);
+  const ProgressStage progress("partitioning " + std::to_string(block.num_nodes) + " nodes into " +
+                               std::to_string(options.num_parts) + " parts (" +
+                               to_string(options.method) + ", distributed)");
   std::vector<std::int32_t> owner;
   switch (options.method) {
   case Method::ParMetis:

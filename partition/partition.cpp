@@ -7,6 +7,7 @@
 #include "metis_limits.hpp"
 #include "mpi_scope.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/core/rng.hpp"
 
 #include <algorithm>
@@ -381,6 +382,9 @@ Partition partition_graph(const Csr& a, const Options& options) {
     result.owner.assign(static_cast<std::size_t>(a.rows()), 0);
     return result;
   }
+  const ProgressStage progress("partitioning " + std::to_string(a.rows()) + " nodes into " +
+                               std::to_string(options.num_parts) + " parts (" +
+                               to_string(options.method) + ")");
   switch (options.method) {
   case Method::MetisKway:
   case Method::MetisRecursive:

@@ -40,6 +40,7 @@
 
 #include "collectives.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
@@ -373,12 +374,14 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   manifest.dataset_checksum = dataset_checksum(dataset);
   manifest.num_parts = partition.num_parts;
   manifest.num_nodes = dataset.num_nodes;
+  ProgressStage progress("writing " + dir, partition.num_parts, "tiles");
   for (int p = 0; p < partition.num_parts; ++p) {
     const LocalGraph tile = build_local_graph(dataset, partition, p, reorder);
     manifest.part_nodes.push_back(tile.n_owned());
     const PartChecksums sums = write_tile(part_folder(dir, p), tile);
     manifest.part_checksums.push_back(sums.arrays);
     manifest.part_json_checksums.push_back(sums.json);
+    progress.advance(p + 1);
   }
   remove_parts_from(dir, partition.num_parts);
   write_manifest(dir, manifest);
@@ -435,6 +438,7 @@ void write_store_from_tiles(const std::string& dir, const LocalGraph& tile,
   constexpr int kReportTag = 7111;
   const int me = comm.rank();
   const int ranks = comm.size();
+  const ProgressStage progress("writing " + dir);
   // Rank 0 holds the folder for the whole write, and the old manifest goes before any part.
   std::optional<io::OutputFolder> out;
   std::string problem;

@@ -11,6 +11,7 @@
 #include <tessera/core/error.hpp>
 #include <tessera/core/timer.hpp>
 #include <tessera/datasets/dataset.hpp>
+#include <tessera/runtime/progress_display.hpp>
 
 namespace {
 
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
   try {
     // A bad --out fails now, not after the dataset is loaded.
     tessera::datasets::check_save_target(o.out, o.force);
+    const tessera::runtime::StdoutProgress progress(true);
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();
     const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed};

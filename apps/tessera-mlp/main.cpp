@@ -33,6 +33,7 @@ struct Options {
   int split_index = 0;
   std::string normalize_features = "auto";
   int log_every = 10;
+  std::string metric = "accuracy";
   std::string report;
   runtime::OffloadFlags offload;
 };
@@ -73,6 +74,11 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_option("--epochs", o.epochs, "training epochs")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000000));
+  app.add_option("--metric", o.metric,
+                 "what selects the best validation epoch and leads the summary: accuracy, or "
+                 "roc-auc (binary tasks)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"accuracy", "roc-auc"}));
   app.add_option("--eval-every", o.eval_every, "evaluate every k epochs (and after the last)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000000));
@@ -127,6 +133,7 @@ runtime::MlpJob make_job(const Options& o) {
   job.adam.weight_decay = o.weight_decay;
   job.adam.decoupled = o.optimizer == "adamw";
   job.eval_every = o.eval_every;
+  job.metric = gnn::parse_metric(o.metric);
   job.seed = o.seed;
   job.split_seed = o.split_seed;
   job.offload = runtime::offload_config(o.offload);
@@ -144,8 +151,8 @@ public:
     std::string line = fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.2f} ms/step  {:8.1f} ms",
                                    e.epoch, epochs_, e.train_loss, e.step_ms, e.epoch_ms);
     if (e.evaluated) {
-      line += fmt::format("  train {:6.2f}%  val {:6.2f}%", 100.0 * e.train.accuracy,
-                          100.0 * e.val.accuracy);
+      line += fmt::format("  train {}  val {}", runtime::describe_split_metric(e.train),
+                          runtime::describe_split_metric(e.val));
     }
     if (tty_) {
       fmt::print("\r{}", line);
@@ -165,6 +172,9 @@ private:
 void print_result(const runtime::MlpResult& r, const std::string& report) {
   if (r.history.empty()) {
     fmt::print("no epochs trained: no accuracy to report\n");
+  } else if (r.job.metric == gnn::Metric::RocAuc && r.test_samples > 0) {
+    fmt::print("{}\n", runtime::describe_roc_auc_result(r.test_at_best_val, r.best_val,
+                                                        r.final_test, r.best_epoch));
   } else if (r.test_samples == 0) {
     fmt::print("no test samples: validation accuracy {:.2f}% at epoch {}\n",
                100.0 * r.best_val.accuracy, r.best_epoch);
@@ -217,6 +227,7 @@ int main(int argc, char** argv) {
     job.comm = comm;
     // A report that cannot be written fails now, not after the training.
     if (rank == 0 && !options.report.empty()) runtime::check_report_path(options.report);
+    const runtime::StdoutProgress loading(rank == 0);
     Progress progress(options.epochs, options.log_every);
     const runtime::MlpResult result = runtime::run_mlp_job(
         job, [](const std::string& line) { fmt::print("{}\n", line); },

@@ -161,6 +161,7 @@ int run(const Flags& f) {
   tp::Options options = make_options(f);
   // A bad --out fails now, not after loading and partitioning.
   if (!f.out.empty()) tp::check_store_folder(f.out, f.force);
+  const tessera::runtime::StdoutProgress progress(true);
   const tessera::Stopwatch load_time;
   const auto backend = tessera::make_cpu_backend();
   auto dataset = tessera::datasets::load_dataset(backend, f.dataset, {f.data_dir, 0, f.seed});
@@ -223,6 +224,7 @@ int run(const Flags& f) {
 /// failure on one rank throws on every rank.
 int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communicator& comm) {
   const bool root = comm.rank() == 0;
+  const tessera::runtime::StdoutProgress progress(root);
   if (f.parts != comm.size()) {
     throw tessera::InvalidArgument(fmt::format("--parts {} under mpirun -np {}: the distributed "
                                                "path cuts one part per rank",

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <vector>
 
@@ -52,6 +53,89 @@ std::optional<double> roc_auc(std::span<const double> scores,
   }
   if (total_positive == 0.0 || negatives_below == 0.0) return std::nullopt;
   return wins / (total_positive * negatives_below);
+}
+
+ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
+                                     std::vector<float>& buffer) {
+  if (backend.kind() == DeviceKind::Cpu) return logits;
+  buffer.resize(static_cast<std::size_t>(logits.size()));
+  backend.copy_to_host(buffer.data(), logits.data, buffer.size() * sizeof(float));
+  return {buffer.data(), logits.rows, logits.cols};
+}
+
+namespace {
+
+void append_row(BinaryScores& out, ConstDenseView<float> logits, std::int32_t label,
+                std::int64_t row) {
+  out.scores.push_back(static_cast<double>(logits(row, 1)) - static_cast<double>(logits(row, 0)));
+  out.positive.push_back(label == 1 ? 1 : 0);
+}
+
+} // namespace
+
+void BinaryScores::append(ConstDenseView<float> logits, std::span<const std::int32_t> labels,
+                          std::span<const std::int32_t> rows) {
+  for (const std::int32_t r : rows)
+    append_row(*this, logits, labels[static_cast<std::size_t>(r)], r);
+}
+
+void BinaryScores::append(ConstDenseView<float> logits, std::span<const std::int32_t> labels) {
+  for (std::int64_t r = 0; r < logits.rows; ++r)
+    append_row(*this, logits, labels[static_cast<std::size_t>(r)], r);
+}
+
+std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScores> splits,
+                                                      comm::Communicator* comm) {
+  std::vector<std::optional<double>> result;
+  if (comm == nullptr || comm->size() == 1) {
+    for (const BinaryScores& s : splits)
+      result.push_back(roc_auc(s.scores, s.positive));
+    return result;
+  }
+  // This rank's message: each split's count, then its scores and labels.
+  std::vector<std::byte> mine;
+  const auto put = [&](const void* data, std::size_t bytes) {
+    const std::size_t at = mine.size();
+    mine.resize(at + bytes);
+    if (bytes > 0) std::memcpy(mine.data() + at, data, bytes);
+  };
+  for (const BinaryScores& s : splits) {
+    const auto n = static_cast<std::int64_t>(s.scores.size());
+    put(&n, sizeof n);
+    put(s.scores.data(), s.scores.size() * sizeof(double));
+    put(s.positive.data(), s.positive.size());
+  }
+  std::vector<BinaryScores> all(splits.size());
+  for (int root = 0; root < comm->size(); ++root) {
+    std::vector<std::byte> piece = root == comm->rank() ? mine : std::vector<std::byte>{};
+    comm->broadcast(piece, root);
+    std::size_t at = 0;
+    const auto take = [&](void* data, std::size_t bytes) {
+      if (at + bytes > piece.size()) {
+        throw InvalidArgument("roc_auc_over_ranks: rank " + std::to_string(root) +
+                              " sent a cut-short message");
+      }
+      if (bytes > 0) std::memcpy(data, piece.data() + at, bytes);
+      at += bytes;
+    };
+    for (BinaryScores& s : all) {
+      std::int64_t n = 0;
+      take(&n, sizeof n);
+      if (n < 0 || static_cast<std::size_t>(n) > piece.size()) {
+        throw InvalidArgument("roc_auc_over_ranks: rank " + std::to_string(root) + " sent " +
+                              std::to_string(n) + " scores in " + std::to_string(piece.size()) +
+                              " bytes");
+      }
+      const std::size_t before = s.scores.size();
+      s.scores.resize(before + static_cast<std::size_t>(n));
+      s.positive.resize(before + static_cast<std::size_t>(n));
+      take(s.scores.data() + before, static_cast<std::size_t>(n) * sizeof(double));
+      take(s.positive.data() + before, static_cast<std::size_t>(n));
+    }
+  }
+  for (const BinaryScores& s : all)
+    result.push_back(roc_auc(s.scores, s.positive));
+  return result;
 }
 
 } // namespace tessera::gnn

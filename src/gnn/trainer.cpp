@@ -49,49 +49,6 @@ SplitMetrics measure(const Backend& backend, ConstDenseView<float> logits, const
   return m;
 }
 
-/// `logits` readable on the host: the view itself on the CPU, else a copy in `buffer`.
-ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
-                                     std::vector<float>& buffer) {
-  if (backend.kind() == DeviceKind::Cpu) return logits;
-  buffer.resize(static_cast<std::size_t>(logits.size()));
-  backend.copy_to_host(buffer.data(), logits.data, buffer.size() * sizeof(float));
-  return {buffer.data(), logits.rows, logits.cols};
-}
-
-/// ROC-AUC of one split of a binary task over all ranks. A row's score is logit 1 − logit 0,
-/// the log-odds of class 1, which ranks rows as its softmax probability does. Collective with
-/// `comm`: every rank's (score, label) pairs reach every rank, one broadcast per rank, so all
-/// compute the same value.
-std::optional<double> split_roc_auc(ConstDenseView<float> logits, const NodeLabels& labels,
-                                    std::span<const std::int32_t> rows, comm::Communicator* comm) {
-  std::vector<double> scores;
-  std::vector<std::uint8_t> positive;
-  scores.reserve(rows.size());
-  positive.reserve(rows.size());
-  for (const std::int32_t r : rows) {
-    scores.push_back(static_cast<double>(logits(r, 1)) - static_cast<double>(logits(r, 0)));
-    positive.push_back(labels.labels[static_cast<std::size_t>(r)] == 1 ? 1 : 0);
-  }
-  if (comm == nullptr || comm->size() == 1) return roc_auc(scores, positive);
-  const std::size_t mine = scores.size();
-  std::vector<std::byte> bytes(mine * (sizeof(double) + 1));
-  std::memcpy(bytes.data(), scores.data(), mine * sizeof(double));
-  std::memcpy(bytes.data() + mine * sizeof(double), positive.data(), mine);
-  std::vector<double> all_scores;
-  std::vector<std::uint8_t> all_positive;
-  for (int root = 0; root < comm->size(); ++root) {
-    std::vector<std::byte> piece = root == comm->rank() ? bytes : std::vector<std::byte>{};
-    comm->broadcast(piece, root);
-    const std::size_t n = piece.size() / (sizeof(double) + 1);
-    const std::size_t at = all_scores.size();
-    all_scores.resize(at + n);
-    all_positive.resize(at + n);
-    std::memcpy(all_scores.data() + at, piece.data(), n * sizeof(double));
-    std::memcpy(all_positive.data() + at, piece.data() + n * sizeof(double), n);
-  }
-  return roc_auc(all_scores, all_positive);
-}
-
 /// Global sizes of the three splits.
 struct SplitCounts {
   double train = 0.0, val = 0.0, test = 0.0;
@@ -354,9 +311,14 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       }
       if (config.metric == Metric::RocAuc) {
         const ConstDenseView<float> on_host = logits_on_host(be, eval_logits, host_logits);
-        stats.train.roc_auc = split_roc_auc(on_host, host_labels, host_labels.train, comm);
-        stats.val.roc_auc = split_roc_auc(on_host, host_labels, host_labels.val, comm);
-        stats.test.roc_auc = split_roc_auc(on_host, host_labels, host_labels.test, comm);
+        BinaryScores splits[3];
+        splits[0].append(on_host, host_labels.labels, host_labels.train);
+        splits[1].append(on_host, host_labels.labels, host_labels.val);
+        splits[2].append(on_host, host_labels.labels, host_labels.test);
+        const auto auc = roc_auc_over_ranks(splits, comm);
+        stats.train.roc_auc = auc[0];
+        stats.val.roc_auc = auc[1];
+        stats.test.roc_auc = auc[2];
       }
       check_finite(stats.train.loss, "training loss in evaluation", epoch, config.adam);
       check_finite(stats.val.loss, "validation loss", epoch, config.adam);

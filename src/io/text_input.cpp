@@ -23,6 +23,13 @@ constexpr std::size_t kChunk = std::size_t{1} << 20;
   throw IoError("cannot open '" + path + "': " + std::strerror(error_number));
 }
 
+/// The size of the regular file at `path`, -1 for anything else.
+std::int64_t regular_file_bytes(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_size;
+  return -1;
+}
+
 } // namespace
 
 void require_readable(const std::string& path) {
@@ -43,10 +50,11 @@ std::string first_existing(const std::vector<std::string>& candidates) {
 }
 
 LineReader::LineReader(std::string path, std::size_t max_line_bytes)
-    : path_(std::move(path)), max_line_bytes_(max_line_bytes) {
+    : path_(std::move(path)), max_line_bytes_(max_line_bytes),
+      file_bytes_(regular_file_bytes(path_)),
+      progress_("reading " + std::filesystem::path(path_).filename().string(),
+                std::max<std::int64_t>(file_bytes_, 0), "bytes") {
   require_readable(path_);
-  struct stat st {};
-  if (::stat(path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) file_bytes_ = st.st_size;
   file_ = gzopen(path_.c_str(), "rb");
   if (file_ == nullptr) throw_open_error(path_, errno != 0 ? errno : ENOMEM);
   gzbuffer(file_, 1u << 18);
@@ -111,6 +119,7 @@ bool LineReader::refill() {
   }
   end_ += static_cast<std::size_t>(got);
   refuse_nul(end_ - static_cast<std::size_t>(got));
+  progress_.advance(gzoffset(file_));
   return true;
 }
 

@@ -4,6 +4,7 @@
 
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/datasets/row_block.hpp"
 #include "tessera/ops/ops.hpp"
@@ -80,11 +81,13 @@ partition::Options cut_options(const TrainJob& job, int ranks, std::int64_t feat
 partition::LocalGraph hand_out_tiles(comm::Communicator& comm, const datasets::Dataset& data,
                                      const partition::Partition& parts, std::int64_t& bytes) {
   bytes = 0;
+  ProgressStage progress("sending tiles", comm.size() - 1, "tiles");
   for (int q = 1; q < comm.size(); ++q) {
     std::vector<std::byte> tile =
         partition::tile_to_bytes(partition::build_local_graph(data, parts, q));
     bytes += static_cast<std::int64_t>(tile.size());
     comm.send(std::move(tile), q, comm::tags::kTiles);
+    progress.advance(q);
   }
   return partition::build_local_graph(data, parts, 0);
 }

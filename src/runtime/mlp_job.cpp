@@ -4,12 +4,14 @@
 #include "tessera/runtime/mlp_job.hpp"
 
 #include "job_graph.hpp"
+#include "metric_report.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/rng.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/layers.hpp"
+#include "tessera/gnn/metrics.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/offload_options.hpp"
 
@@ -180,6 +182,11 @@ MlpData load_data(const MlpJob& job, const BackendPtr& host) {
 std::vector<std::int64_t> layer_sizes_for(const MlpJob& job, const datasets::Dataset& ds) {
   const std::int64_t in = ds.features.cols();
   const std::int64_t classes = ds.num_classes;
+  if (job.metric == gnn::Metric::RocAuc && classes != 2) {
+    throw InvalidArgument(fmt::format("ROC-AUC (--metric roc-auc) is for binary tasks; dataset "
+                                      "'{}' has {} classes: use accuracy",
+                                      ds.name, classes));
+  }
   const std::vector<std::int64_t>& sizes = job.shape.layer_sizes;
   if (!sizes.empty() && (sizes.size() < 2 || sizes.front() != in || sizes.back() != classes)) {
     throw InvalidArgument(fmt::format("--layers {}: the first size must be the {} input features "
@@ -255,6 +262,7 @@ public:
   }
 
   std::span<const std::int32_t> labels() const noexcept { return {labels_.data(), n_}; }
+  std::span<const std::int32_t> host_labels() const noexcept { return host_labels_; }
   std::span<const std::int32_t> rows() const noexcept { return {rows_.data(), n_}; }
   RowIds row_ids() const noexcept { return RowIds{global_ids_.data(), 0}; }
 
@@ -358,11 +366,13 @@ void zero_gradients(Sequential<float>& model, const Backend& backend, GradientSu
 
 /// This rank's share of a split's metrics (its contiguous share of the split's ids, in chunks
 /// of the batch capacity): loss and accuracy divided by the split's global size, so the shares
-/// of all ranks sum to the split's metrics.
+/// of all ranks sum to the split's metrics. With `scores`, each sample's binary score and label
+/// are added to it too (for ROC-AUC).
 gnn::SplitMetrics measure_share(Sequential<float>& model, BatchInput& input, const Backend& backend,
                                 std::span<const std::int32_t> ids, double count, Step step,
-                                std::int64_t chunk) {
+                                std::int64_t chunk, gnn::BinaryScores* scores) {
   gnn::SplitMetrics share;
+  std::vector<float> host_logits;
   for (std::size_t begin = 0; begin < ids.size(); begin += static_cast<std::size_t>(chunk)) {
     const auto part =
         ids.subspan(begin, std::min(ids.size() - begin, static_cast<std::size_t>(chunk)));
@@ -374,6 +384,9 @@ gnn::SplitMetrics measure_share(Sequential<float>& model, BatchInput& input, con
     share.accuracy += static_cast<double>(ops::count_correct<float>(backend, logits, input.labels(),
                                                                     input.rows())) /
                       count;
+    if (scores != nullptr) {
+      scores->append(gnn::logits_on_host(backend, logits, host_logits), input.host_labels());
+    }
   }
   return share;
 }
@@ -471,7 +484,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   };
   const double train_count = count(ds.train_idx);
   std::vector<double> all_steps_ms;
-  double best_val_accuracy = -1.0;
+  double best_val_score = -1.0;
   for (int epoch = 1; epoch <= job.epochs; ++epoch) {
     MlpEpoch stats;
     stats.epoch = epoch;
@@ -514,23 +527,31 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
 
     if (epoch % job.eval_every == 0 || epoch == job.epochs) {
       const Step eval{job.seed, static_cast<std::uint32_t>(epoch), false, {}};
-      const auto split_share = [&](const std::vector<std::int32_t>& ids) {
+      const bool auc = job.metric == gnn::Metric::RocAuc;
+      gnn::BinaryScores scores[3];
+      const auto split_share = [&](const std::vector<std::int32_t>& ids, gnn::BinaryScores& s) {
         return measure_share(m.model, input, be, contiguous_share(ids, rank, ranks), count(ids),
-                             eval, capacity);
+                             eval, capacity, auc ? &s : nullptr);
       };
       stats.evaluated = true;
-      stats.train = split_share(ds.train_idx);
-      stats.val = split_share(ds.val_idx);
-      stats.test = split_share(ds.test_idx);
+      stats.train = split_share(ds.train_idx, scores[0]);
+      stats.val = split_share(ds.val_idx, scores[1]);
+      stats.test = split_share(ds.test_idx, scores[2]);
       double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
                          stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
       comm->allreduce_sum(std::span<double>(shares));
       stats.train = {shares[0], shares[1], {}};
       stats.val = {shares[2], shares[3], {}};
       stats.test = {shares[4], shares[5], {}};
+      if (auc) {
+        const auto values = gnn::roc_auc_over_ranks(scores, comm.get());
+        stats.train.roc_auc = values[0];
+        stats.val.roc_auc = values[1];
+        stats.test.roc_auc = values[2];
+      }
       check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr);
-      if (stats.val.accuracy > best_val_accuracy) {
-        best_val_accuracy = stats.val.accuracy;
+      if (stats.val.score(job.metric) > best_val_score) {
+        best_val_score = stats.val.score(job.metric);
         result.best_epoch = epoch;
         result.best_val = stats.val;
         result.test_at_best_val = stats.test;
@@ -598,6 +619,7 @@ std::string mlp_report_json(const MlpResult& r) {
   report.set("config.optimizer", job.adam.decoupled ? "adamw" : "adam");
   report.set("config.seed", static_cast<std::int64_t>(job.seed));
   report.set("config.eval_every", job.eval_every);
+  report.set("config.metric", gnn::to_string(job.metric));
   report.set("config.normalize_features", r.normalized_features);
   report.set("backend", r.backend);
   report.set("threads", r.threads);
@@ -623,24 +645,16 @@ std::string mlp_report_json(const MlpResult& r) {
   report.set("timing.samples_per_s", r.samples_per_s);
   report.set("timing.load_s", r.load_s);
   report.set("timing.setup_s", r.setup_s);
-  report.set("metrics.test_accuracy", r.test_at_best_val.accuracy);
-  report.set("metrics.best_val_accuracy", r.best_val.accuracy);
-  report.set("metrics.best_epoch", r.best_epoch);
-  report.set("metrics.final_test_accuracy", r.final_test.accuracy);
-  report.set("metrics.final_loss", r.history.empty() ? 0.0 : r.history.back().train_loss);
+  report_final_metrics(report, {r.best_val, r.test_at_best_val, r.final_test, r.best_epoch,
+                                r.history.empty() ? 0.0 : r.history.back().train_loss});
   for (const MlpEpoch& e : r.history) {
-    report.append("epochs", {{"epoch", e.epoch},
-                             {"loss", e.train_loss},
-                             {"epoch_ms", e.epoch_ms},
-                             {"step_ms", e.step_ms},
-                             {"comm_ms", e.comm_ms},
-                             {"train_accuracy", e.train.accuracy},
-                             {"val_accuracy", e.val.accuracy},
-                             {"val_loss", e.val.loss},
-                             {"test_accuracy", e.test.accuracy},
-                             {"moved_bytes", static_cast<double>(e.offload.moved_bytes())},
-                             {"stall_ms", e.offload.stall_seconds * 1e3},
-                             {"hit_rate", e.offload.hit_rate()}});
+    ReportFields fields{{"epoch", e.epoch},
+                        {"loss", e.train_loss},
+                        {"epoch_ms", e.epoch_ms},
+                        {"step_ms", e.step_ms},
+                        {"comm_ms", e.comm_ms}};
+    add_epoch_fields(fields, e.train, e.val, e.test, e.offload);
+    report.append("epochs", fields);
   }
   return report.dump() + "\n";
 }

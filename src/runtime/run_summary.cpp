@@ -2,6 +2,7 @@
 // figure is listed once (kPerRank), with its report key and its row in the table.
 #include "tessera/runtime/run_summary.hpp"
 
+#include "metric_report.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/offload_options.hpp"
@@ -186,31 +187,12 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
   r.set("split.train", result.train_rows);
   r.set("split.val", result.val_rows);
   r.set("split.test", result.test_rows);
-  r.set("metrics.test_accuracy", result.test_at_best_val.accuracy);
-  r.set("metrics.best_val_accuracy", result.best_val.accuracy);
-  r.set("metrics.best_epoch", result.best_epoch);
-  r.set("metrics.final_test_accuracy", result.final_test.accuracy);
-  r.set("metrics.final_loss", result.history.empty() ? 0.0 : result.history.back().train_loss);
-  const auto set_auc = [&r](const char* key, const gnn::SplitMetrics& m) {
-    if (m.roc_auc) r.set(key, *m.roc_auc);
-  };
-  set_auc("metrics.test_roc_auc", result.test_at_best_val);
-  set_auc("metrics.best_val_roc_auc", result.best_val);
-  set_auc("metrics.final_test_roc_auc", result.final_test);
+  report_final_metrics(r, {result.best_val, result.test_at_best_val, result.final_test,
+                           result.best_epoch,
+                           result.history.empty() ? 0.0 : result.history.back().train_loss});
   for (const gnn::EpochStats& e : result.history) {
-    std::vector<std::pair<std::string, double>> fields{
-        {"epoch", e.epoch},
-        {"loss", e.train_loss},
-        {"step_ms", e.step_ms},
-        {"train_accuracy", e.train.accuracy},
-        {"val_accuracy", e.val.accuracy},
-        {"val_loss", e.val.loss},
-        {"test_accuracy", e.test.accuracy},
-        {"moved_bytes", static_cast<double>(e.offload.moved_bytes())},
-        {"stall_ms", e.offload.stall_seconds * 1e3},
-        {"hit_rate", e.offload.hit_rate()}};
-    if (e.val.roc_auc) fields.emplace_back("val_roc_auc", *e.val.roc_auc);
-    if (e.test.roc_auc) fields.emplace_back("test_roc_auc", *e.test.roc_auc);
+    ReportFields fields{{"epoch", e.epoch}, {"loss", e.train_loss}, {"step_ms", e.step_ms}};
+    add_epoch_fields(fields, e.train, e.val, e.test, e.offload);
     r.append("epochs", fields);
   }
 }

@@ -273,6 +273,12 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   }
 
   partition::LocalGraph& tile = g.tile;
+  // Every rank holds the same class count, so every rank refuses alike, before any training.
+  if (job.train.metric == gnn::Metric::RocAuc && tile.num_classes != 2) {
+    throw InvalidArgument(fmt::format("ROC-AUC (--metric roc-auc) is for binary tasks; dataset "
+                                      "'{}' has {} classes: use accuracy",
+                                      g.dataset, tile.num_classes));
+  }
   std::vector<GlobalId> local_ids = tile.owned_ids; // [n_local]: dropout masks follow them
   local_ids.insert(local_ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
   m.row_ids = Buffer<GlobalId>(backend, static_cast<std::int64_t>(local_ids.size()));

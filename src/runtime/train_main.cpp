@@ -7,6 +7,7 @@
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/offload_options.hpp"
+#include "tessera/runtime/progress_display.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <CLI/CLI.hpp>
@@ -432,14 +433,9 @@ public:
         tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
 
   void operator()(const gnn::EpochStats& s) {
-    // ROC-AUC (--metric roc-auc) where it was measured, else accuracy.
-    const auto metric = [](const gnn::SplitMetrics& m) {
-      return m.roc_auc ? fmt::format("AUC {:.4f}", *m.roc_auc)
-                       : fmt::format("{:6.2f}%", 100.0 * m.accuracy);
-    };
-    const std::string line =
-        fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch, epochs_,
-                    s.train_loss, metric(s.train), metric(s.val), s.step_ms);
+    const std::string line = fmt::format(
+        "epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch, epochs_, s.train_loss,
+        describe_split_metric(s.train), describe_split_metric(s.val), s.step_ms);
     if (tty_) {
       fmt::print("\r{}", line);
       if (s.epoch == epochs_) fmt::print("\n");
@@ -482,15 +478,9 @@ void check_failure(int rank, int epoch, int ranks, int epochs) {
 /// The final metrics line: test accuracy (and ROC-AUC with --metric roc-auc) at the best
 /// validation epoch, or why there is none.
 void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric) {
-  const auto auc = [](const std::optional<double>& value) {
-    return value ? fmt::format("{:.4f}", *value) : std::string("undefined (one class)");
-  };
   if (!result.history.empty() && result.test_rows > 0 && metric == gnn::Metric::RocAuc) {
-    fmt::print("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); final test ROC-AUC "
-               "{}; test accuracy {:.2f}%\n",
-               auc(result.test_at_best_val.roc_auc), result.best_epoch,
-               auc(result.best_val.roc_auc), auc(result.final_test.roc_auc),
-               100.0 * result.test_at_best_val.accuracy);
+    fmt::print("{}\n", describe_roc_auc_result(result.test_at_best_val, result.best_val,
+                                               result.final_test, result.best_epoch));
     return;
   }
   if (result.history.empty()) {
@@ -546,6 +536,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     // A report that cannot be written fails now, not after hours of training.
     if (rank == 0 && !options.report.empty()) io::check_output_file(options.report);
     catch_stop_signals();
+    const StdoutProgress loading(rank == 0);
     ProgressPrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const gnn::EpochStats& s) {
       if (rank == 0) progress(s);

@@ -63,6 +63,24 @@ TEST(DataParallelMlp, BlobsMatchOneProcessEveryEpochWithDropout) {
   expect_same_training(one, many);
 }
 
+TEST(DataParallelMlp, RocAucOfABinaryTaskMatchesOneProcess) {
+  // Every rank's scores reach every rank; reassociated sums may reorder a near tie of scores.
+  runtime::MlpJob job = blobs_job();
+  job.dataset = "blobs:samples=501,features=20,classes=2,separation=1,noise=2,seed=2";
+  job.shape.layer_sizes = {20, 24, 16, 2};
+  job.metric = gnn::Metric::RocAuc;
+
+  const runtime::MlpResult one = serial(job);
+  const runtime::MlpResult many = distributed(job);
+
+  expect_same_training(one, many);
+  for (std::size_t e = 0; e < one.history.size(); ++e) {
+    ASSERT_TRUE(one.history[e].val.roc_auc && many.history[e].val.roc_auc);
+    EXPECT_NEAR(*many.history[e].val.roc_auc, *one.history[e].val.roc_auc, 1e-3);
+    EXPECT_NEAR(*many.history[e].test.roc_auc, *one.history[e].test.roc_auc, 1e-3);
+  }
+}
+
 TEST(DataParallelMlp, EachRankUnderItsOwnBudgetMatchesOneProcessWithout) {
   runtime::MlpJob job = blobs_job();
   runtime::MlpJob budgeted = job;

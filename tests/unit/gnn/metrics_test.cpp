@@ -83,6 +83,26 @@ TEST(RocAuc, RefusesMismatchedLengthsAndNaN) {
       ThrowsMessage<InvalidArgument>(HasSubstr("score 1 is NaN")));
 }
 
+TEST(RocAuc, BinaryScoresOfChosenRowsGiveEachSplitItsOwnValue) {
+  // Rows' logits [4, 2]: scores (logit 1 - logit 0) 1, -1, 2, 0.
+  const std::vector<float> logits{0, 1, 1, 0, 0, 2, 3, 3};
+  const ConstDenseView<float> view{logits.data(), 4, 2};
+  const std::vector<std::int32_t> labels{1, 0, 0, 1};
+  const std::vector<std::int32_t> first{0, 1}, last{2, 3};
+  BinaryScores splits[3];
+
+  splits[0].append(view, labels, first);
+  splits[1].append(view, labels, last);
+  splits[2].append(view, labels);
+  const auto auc = roc_auc_over_ranks(splits, nullptr);
+
+  EXPECT_EQ(splits[2].scores, (std::vector<double>{1, -1, 2, 0}));
+  EXPECT_EQ(splits[2].positive, (std::vector<std::uint8_t>{1, 0, 0, 1}));
+  EXPECT_EQ(auc[0], 1.0); // the positive row 0 above the negative row 1
+  EXPECT_EQ(auc[1], 0.0); // the positive row 3 below the negative row 2
+  EXPECT_EQ(auc[2], roc_auc(splits[2].scores, splits[2].positive));
+}
+
 TEST(Metric, ParsesItsNamesAndRefusesOthers) {
   EXPECT_EQ(parse_metric("accuracy"), Metric::Accuracy);
   EXPECT_EQ(parse_metric("roc-auc"), Metric::RocAuc);

@@ -1,6 +1,7 @@
 // io: files are written whole or not at all; array files round-trip and refuse what is not
 // theirs, naming the file; text input reads plain and gzip'd lines and points at file:line.
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/text_input.hpp"
@@ -198,6 +199,33 @@ TEST_F(Io, LinesOfPlainAndGzipTextReadTheSame) {
       lines.emplace_back(line);
     EXPECT_EQ(lines, (std::vector<std::string>{"1 2", "", "3 4"})) << name;
   }
+}
+
+TEST_F(Io, ReadingTextReportsTheFileBytesAsStored) {
+  gzFile gz = gzopen(path("edges.txt.gz").c_str(), "wb");
+  for (int i = 0; i < 200000; ++i)
+    gzprintf(gz, "%d %d\n", i, i * 7919 % 200000);
+  gzclose(gz);
+  const auto stored = static_cast<std::int64_t>(fs::file_size(path("edges.txt.gz")));
+  std::vector<ProgressEvent> events;
+  std::vector<std::string> stages;
+  const ProgressScope scope([&](const ProgressEvent& e) {
+    events.push_back(e);
+    stages.emplace_back(e.stage);
+  });
+
+  {
+    io::LineReader in(path("edges.txt.gz"));
+    for (std::string_view line; in.next(line);) {
+    }
+  }
+
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(stages.front(), "reading edges.txt.gz");
+  EXPECT_EQ(events.front().total, stored);
+  EXPECT_EQ(events.back().kind, ProgressEvent::Kind::End);
+  EXPECT_EQ(events.back().done, stored);
+  EXPECT_EQ(events.back().unit, "bytes");
 }
 
 TEST_F(Io, ParseErrorsPointAtFileAndLine) {

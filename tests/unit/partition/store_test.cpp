@@ -1,6 +1,7 @@
 // The partition store: every part loads back equal to build_local_graph, the same inputs give
 // byte-identical files, and corrupt, truncated, foreign or incomplete stores are refused.
 #include "tessera/core/error.hpp"
+#include "tessera/core/progress.hpp"
 #include "tessera/graph/graph.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
@@ -202,6 +203,22 @@ TEST(PartitionStore, ManifestRecordsTheRunAndTheQuality) {
   EXPECT_EQ(m.quality.ghosts, q.ghosts);
   EXPECT_EQ(m.quality.recv, q.recv);
   EXPECT_EQ(m.quality.broadcast_volume, q.broadcast_volume);
+}
+
+TEST(PartitionStore, WritingReportsEachTileAsItLands) {
+  TempDir temp;
+  const std::string dir = temp.file("store");
+  std::vector<std::string> events;
+  const ProgressScope scope([&](const ProgressEvent& e) {
+    events.push_back(std::string(e.stage) + " " + std::to_string(e.done) + "/" +
+                     std::to_string(e.total));
+  });
+
+  write_store(dir, ring_dataset(false), kPartition, block_options(), Reorder::None, some_quality());
+
+  const std::string stage = "writing " + dir;
+  EXPECT_EQ(events, (std::vector<std::string>{stage + " 0/3", stage + " 1/3", stage + " 2/3",
+                                              stage + " 3/3", stage + " 3/3"}));
 }
 
 TEST(PartitionStore, ManifestRecordsTheRankSpeedsItWasCutFor) {

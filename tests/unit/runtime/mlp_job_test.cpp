@@ -172,6 +172,40 @@ TEST(MlpJob, ReportHoldsTheConfigMetricsAndEveryEpoch) {
   EXPECT_TRUE(result.history[2].evaluated);
 }
 
+TEST(MlpJob, RocAucSelectsTheEpochOfTheBestValidationRocAucAndIsReported) {
+  runtime::MlpJob job = blobs_job(8);
+  job.dataset = "blobs:samples=600,features=8,classes=2,separation=1.5,noise=1,seed=4";
+  job.metric = gnn::Metric::RocAuc;
+
+  const runtime::MlpResult r = runtime::run_mlp_job(job);
+  const auto report = nlohmann::json::parse(runtime::mlp_report_json(r));
+
+  double best = -1.0;
+  int best_epoch = 0;
+  for (const runtime::MlpEpoch& e : r.history) {
+    ASSERT_TRUE(e.val.roc_auc.has_value()) << "epoch " << e.epoch;
+    if (*e.val.roc_auc > best) best = *e.val.roc_auc, best_epoch = e.epoch;
+  }
+  EXPECT_EQ(r.best_epoch, best_epoch);
+  EXPECT_EQ(r.test_at_best_val.roc_auc, r.history[best_epoch - 1].test.roc_auc);
+  EXPECT_GT(*r.test_at_best_val.roc_auc, 0.6);
+  EXPECT_EQ(report["config"]["metric"], "roc-auc");
+  EXPECT_DOUBLE_EQ(report["metrics"]["best_val_roc_auc"].get<double>(), best);
+  EXPECT_TRUE(report["epochs"][0].contains("val_roc_auc"));
+}
+
+TEST(MlpJob, RocAucOfAMulticlassTaskIsRefusedBeforeTraining) {
+  runtime::MlpJob job = blobs_job(2);
+  job.metric = gnn::Metric::RocAuc;
+  int epochs_trained = 0;
+
+  EXPECT_THAT(
+      [&] { runtime::run_mlp_job(job, {}, [&](const runtime::MlpEpoch&) { ++epochs_trained; }); },
+      ::testing::ThrowsMessage<InvalidArgument>(
+          AllOf(HasSubstr("binary tasks"), HasSubstr("3 classes: use accuracy"))));
+  EXPECT_EQ(epochs_trained, 0);
+}
+
 TEST(MlpJob, LayersNotMatchingTheDataAreRefusedNamingTheFlag) {
   runtime::MlpJob job = blobs_job(1);
   job.shape.layer_sizes = {24, 16, 5}; // the data has 3 classes

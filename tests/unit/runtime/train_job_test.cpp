@@ -77,12 +77,16 @@ TEST(TrainJob, RocAucSelectsTheEpochOfTheBestValidationRocAuc) {
   EXPECT_GT(*r.test_at_best_val.roc_auc, 0.6);
 }
 
-TEST(TrainJob, RocAucOfAMulticlassTaskIsRefused) {
+TEST(TrainJob, RocAucOfAMulticlassTaskIsRefusedBeforeTraining) {
   runtime::TrainJob job = small_job(kEasySbm, 2);
   job.train.metric = gnn::Metric::RocAuc;
+  int epochs_trained = 0;
 
-  EXPECT_THAT([&] { runtime::run_train_job(job); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("binary tasks (two classes)")));
+  EXPECT_THAT(
+      [&] { runtime::run_train_job(job, {}, [&](const gnn::EpochStats&) { ++epochs_trained; }); },
+      ThrowsMessage<InvalidArgument>(
+          ::testing::AllOf(HasSubstr("binary tasks"), HasSubstr("classes: use accuracy"))));
+  EXPECT_EQ(epochs_trained, 0);
 }
 
 TEST(TrainJob, SplitSeedHoldsTheDrawnSplitWhileTheSeedVaries) {

@@ -2,10 +2,15 @@
 // (how the heterophilous benchmark and OGB report them).
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tessera::gnn {
 
@@ -27,5 +32,28 @@ const char* to_string(Metric metric) noexcept;
 /// spans of different lengths or a NaN score.
 std::optional<double> roc_auc(std::span<const double> scores,
                               std::span<const std::uint8_t> positive);
+
+/// `logits` readable on the host: the view itself on a CPU backend, else a copy in `buffer`.
+ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
+                                     std::vector<float>& buffer);
+
+/// A binary task's examples of one split, collected for roc_auc: each row's score is logit 1 −
+/// logit 0, the log-odds of class 1, which ranks rows as its softmax probability does.
+struct BinaryScores {
+  std::vector<double> scores;
+  std::vector<std::uint8_t> positive; ///< 1 where the label is 1
+
+  /// Appends rows `rows` of host `logits` ([*, 2]) whose labels are labels[row] (host).
+  void append(ConstDenseView<float> logits, std::span<const std::int32_t> labels,
+              std::span<const std::int32_t> rows);
+  /// Appends every row of host `logits` ([n, 2]), labelled labels[0, n).
+  void append(ConstDenseView<float> logits, std::span<const std::int32_t> labels);
+};
+
+/// The ROC-AUC of each of `splits` over the examples every rank holds of it (nullopt where one
+/// class is absent), the same on every rank. Collective with `comm` (null: this process's only):
+/// one broadcast per rank carries all the splits.
+std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScores> splits,
+                                                      comm::Communicator* comm);
 
 } // namespace tessera::gnn

@@ -1,6 +1,8 @@
 // Line-by-line reading of plain or gzip'd text files, with parse errors that point at file:line.
 #pragma once
 
+#include "tessera/core/progress.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,7 +31,8 @@ inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 /// without their "\n" or "\r\n"; blank lines are returned too (METIS gives them meaning).
 /// Text never holds a NUL byte, and a line never runs past `max_line_bytes`: both are refused
 /// with a FormatError as soon as they are read, so a binary file or a stream such as /dev/zero
-/// fails at once instead of being read into memory.
+/// fails at once instead of being read into memory. Reading reports progress ("reading NAME", in
+/// bytes of the file as stored) while the reader lives.
 class LineReader {
 public:
   /// Opens `path`; throws IoError when it cannot be opened.
@@ -73,6 +76,7 @@ private:
   std::size_t end_ = 0;   // one past the last byte read
   bool at_eof_ = false;
   std::int64_t line_ = 0;
+  ProgressStage progress_;
 };
 
 /// The whole content of a plain or gzip'd text file. Throws FormatError naming the file when it

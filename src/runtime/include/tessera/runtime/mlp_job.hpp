@@ -57,6 +57,9 @@ struct MlpJob {
   std::int64_t batch_size = 256;
   AdamConfig adam{};      ///< weight decay applies to the weights, not the biases
   int eval_every = 1;     ///< evaluate (dropout off) every this many epochs and after the last
+  /// What selects the best validation epoch; RocAuc (binary tasks only: refused at setup for
+  /// data of another class count) also measures each split's ROC-AUC at every evaluation.
+  gnn::Metric metric = gnn::Metric::Accuracy;
   std::uint64_t seed = 0; ///< keys the weights, the batch order and the dropout masks
   /// Seed of the random 60/20/20 split drawn for data without one; unset: load.seed. Refused
   /// for data with its own split (it would be ignored).
@@ -106,7 +109,7 @@ struct MlpResult {
 
   // ---- what training did ----
   std::vector<MlpEpoch> history; ///< one entry per epoch, in order
-  int best_epoch = 0;            ///< of the highest validation accuracy (earliest on ties)
+  int best_epoch = 0;            ///< of the best validation job.metric (earliest on ties)
   gnn::SplitMetrics best_val, test_at_best_val, final_test;
   /// Median optimizer step over the run, the first (which allocates) left out; maximum over
   /// ranks. And samples per second it gives.

@@ -1,0 +1,34 @@
+// The metrics of a run report, written alike for GNN and MLP runs.
+#include "metric_report.hpp"
+
+namespace tessera::runtime {
+
+void report_final_metrics(RunReport& report, const FinalMetrics& m) {
+  report.set("metrics.test_accuracy", m.test_at_best_val.accuracy);
+  report.set("metrics.best_val_accuracy", m.best_val.accuracy);
+  report.set("metrics.best_epoch", m.best_epoch);
+  report.set("metrics.final_test_accuracy", m.final_test.accuracy);
+  report.set("metrics.final_loss", m.final_loss);
+  const auto set_auc = [&report](const char* key, const gnn::SplitMetrics& s) {
+    if (s.roc_auc) report.set(key, *s.roc_auc);
+  };
+  set_auc("metrics.test_roc_auc", m.test_at_best_val);
+  set_auc("metrics.best_val_roc_auc", m.best_val);
+  set_auc("metrics.final_test_roc_auc", m.final_test);
+}
+
+void add_epoch_fields(ReportFields& fields, const gnn::SplitMetrics& train,
+                      const gnn::SplitMetrics& val, const gnn::SplitMetrics& test,
+                      const OffloadStats& offload) {
+  fields.emplace_back("train_accuracy", train.accuracy);
+  fields.emplace_back("val_accuracy", val.accuracy);
+  fields.emplace_back("val_loss", val.loss);
+  fields.emplace_back("test_accuracy", test.accuracy);
+  fields.emplace_back("moved_bytes", static_cast<double>(offload.moved_bytes()));
+  fields.emplace_back("stall_ms", offload.stall_seconds * 1e3);
+  fields.emplace_back("hit_rate", offload.hit_rate());
+  if (val.roc_auc) fields.emplace_back("val_roc_auc", *val.roc_auc);
+  if (test.roc_auc) fields.emplace_back("test_roc_auc", *test.roc_auc);
+}
+
+} // namespace tessera::runtime

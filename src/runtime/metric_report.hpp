@@ -1,0 +1,35 @@
+// The metrics of a run report, written alike for GNN and MLP runs.
+#pragma once
+
+#include "tessera/core/report.hpp"
+#include "tessera/engine/chunk_manager.hpp"
+#include "tessera/gnn/trainer.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::runtime {
+
+/// The metrics that end a run.
+struct FinalMetrics {
+  const gnn::SplitMetrics& best_val;
+  const gnn::SplitMetrics& test_at_best_val;
+  const gnn::SplitMetrics& final_test;
+  int best_epoch = 0;
+  double final_loss = 0.0;
+};
+
+/// Sets metrics.{test_accuracy, best_val_accuracy, best_epoch, final_test_accuracy, final_loss}
+/// and, where they were measured, metrics.{test, best_val, final_test}_roc_auc.
+void report_final_metrics(RunReport& report, const FinalMetrics& m);
+
+using ReportFields = std::vector<std::pair<std::string, double>>;
+
+/// Appends an epoch row's evaluation fields (train/val/test accuracy, val loss; val and test
+/// ROC-AUC where measured) and its offload fields (moved bytes, stall, hit rate) to `fields`.
+void add_epoch_fields(ReportFields& fields, const gnn::SplitMetrics& train,
+                      const gnn::SplitMetrics& val, const gnn::SplitMetrics& test,
+                      const OffloadStats& offload);
+
+} // namespace tessera::runtime
