@@ -94,13 +94,17 @@ int main(int argc, char** argv) {
 
     // Reference rates first: their buffers come and go before the model's are allocated, so
     // the peak memory below is the training run's.
+    // Measured the STREAM way (best of several after a warm-up; see machine_rates.hpp): the
+    // floor divides by the best, the spread says how quiet the machine was.
     struct Rates {
-      double triad_gbps, sgemm_gflops;
+      MeasuredRate triad, sgemm;
     };
     std::vector<Rates> rates;
     for (const int t : threads) {
       omp_set_num_threads(t);
-      rates.push_back({stream_triad_gbps(), sgemm_gflops(n, hidden, features, 3)});
+      rates.push_back({stream_triad(), sgemm_rate(n, hidden, features, 5)});
+      fmt::print("{} thread{}: triad {}, sgemm {}\n", t, t == 1 ? "" : "s",
+                 rates.back().triad.describe("GB/s"), rates.back().sgemm.describe("GFLOP/s"));
     }
 
     fmt::print("{:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}\n", "threads", "triad", "sgemm",
@@ -112,12 +116,12 @@ int main(int argc, char** argv) {
       train.eval_every = 1 << 30;  // evaluation is not part of an epoch's cost
       const gnn::TrainResult result = gnn::train_node_classifier(
           cpu, model, Input<float>(data.features.dense->cview()), labels, train);
-      const double floor_ms = 1e3 * std::max(traffic.bytes / (rates[i].triad_gbps * 1e9),
-                                             traffic.flops / (rates[i].sgemm_gflops * 1e9));
-      fmt::print("{:>7} {:>6.1f} GB/s {:>5.0f} GF/s {:>9.2f} {:>9.1f} {:>10.1f} {:>10.1f} {:>6.2f}x\n",
-                 threads[i], rates[i].triad_gbps, rates[i].sgemm_gflops, traffic.bytes / 1e9,
-                 traffic.flops / 1e9, floor_ms, result.median_step_ms,
-                 result.median_step_ms / floor_ms);
+      const double floor_ms = 1e3 * std::max(traffic.bytes / (rates[i].triad.best * 1e9),
+                                             traffic.flops / (rates[i].sgemm.best * 1e9));
+      fmt::print(
+          "{:>7} {:>6.1f} GB/s {:>5.0f} GF/s {:>9.2f} {:>9.1f} {:>10.1f} {:>10.1f} {:>6.2f}x\n",
+          threads[i], rates[i].triad.best, rates[i].sgemm.best, traffic.bytes / 1e9,
+          traffic.flops / 1e9, floor_ms, result.median_step_ms, result.median_step_ms / floor_ms);
     }
 
     const double graph = static_cast<double>(a_hat.bytes());

@@ -4,16 +4,38 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace tessera {
 
-/// Median STREAM triad bandwidth (a[i] = b[i] + s·c[i], 3 arrays of `elements` floats counted)
-/// in GB/s over `repeats` runs with the current OpenMP thread count, in host memory.
-double stream_triad_gbps(std::int64_t elements = std::int64_t{64} << 20, int repeats = 5);
+/// A rate measured the STREAM way: timed runs after one untimed warm-up, the best of them (what
+/// STREAM reports, and what a ratio to it should divide by) with the median and the worst to
+/// show how much the machine wandered meanwhile.
+struct MeasuredRate {
+  double best = 0.0;
+  double median = 0.0;
+  double worst = 0.0;
+  int runs = 0;
 
-/// Median sgemm rate in GFLOP/s of C[m, n] = A[m, k] · B[k, n] through the library's GEMM op on
-/// the host's BLAS.
-double sgemm_gflops(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 5);
+  /// "28.1 GB/s (median 27.5, worst 25.0, 10 runs)" for unit "GB/s".
+  std::string describe(const std::string& unit) const;
+};
+
+/// The size in bytes of the host's last-level cache (from sysfs), 0 when it does not say.
+std::int64_t last_level_cache_bytes();
+
+/// The STREAM triad array length used when none is given: every array at least 4x the
+/// last-level cache (STREAM's rule, so no sweep is served from cache) and at least 64 Mi floats.
+std::int64_t default_triad_elements();
+
+/// STREAM triad bandwidth (a[i] = b[i] + s·c[i]; 3 arrays of `elements` floats counted, the
+/// write-allocate traffic not) in GB/s over `repeats` sweeps with the current OpenMP thread
+/// count, in host memory first touched by the threads that sweep it.
+MeasuredRate stream_triad(std::int64_t elements = default_triad_elements(), int repeats = 10);
+
+/// The sgemm rate in GFLOP/s of C[m, n] = A[m, k] · B[k, n] through the library's GEMM op on the
+/// host's BLAS, over `repeats` runs after a warm-up.
+MeasuredRate sgemm_rate(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 5);
 
 /// Bytes the no-reuse model counts for C = A·B with A [rows, ·] CSR of `nnz` nonzeros and
 /// `width` float columns in B and C: row pointers + column ids + values + one B row per nonzero
