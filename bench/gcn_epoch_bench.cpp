@@ -96,15 +96,17 @@ int main(int argc, char** argv) {
     // the peak memory below is the training run's.
     // Measured the STREAM way (best of several after a warm-up; see machine_rates.hpp): the
     // floor divides by the best, the spread says how quiet the machine was.
+    // The read-only rate is printed beside the triad: most of an epoch's bytes are reads.
     struct Rates {
-      MeasuredRate triad, sgemm;
+      MeasuredRate triad, read, sgemm;
     };
     std::vector<Rates> rates;
     for (const int t : threads) {
       omp_set_num_threads(t);
-      rates.push_back({stream_triad(), sgemm_rate(n, hidden, features, 5)});
-      fmt::print("{} thread{}: triad {}, sgemm {}\n", t, t == 1 ? "" : "s",
-                 rates.back().triad.describe("GB/s"), rates.back().sgemm.describe("GFLOP/s"));
+      rates.push_back({stream_triad(), stream_read(), sgemm_rate(n, hidden, features, 5)});
+      fmt::print("{} thread{}: triad {}, read-only {}, sgemm {}\n", t, t == 1 ? "" : "s",
+                 rates.back().triad.describe("GB/s"), rates.back().read.describe("GB/s"),
+                 rates.back().sgemm.describe("GFLOP/s"));
     }
 
     fmt::print("{:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}\n", "threads", "triad", "sgemm",

@@ -56,7 +56,7 @@ const tessera::BackendPtr& backend() {
 }
 
 /// Measured in this process, by thread count: the triad feeds SpMM's ratio and the summary.
-std::map<int, tessera::MeasuredRate> triad;
+std::map<int, tessera::MeasuredRate> triad, reads;
 std::map<int, double> spmm_gbps;
 
 /// Runs `body` once per benchmark iteration with OpenMP at state.range(0) threads, timing it
@@ -97,6 +97,30 @@ void BM_StreamTriad(benchmark::State& state) {
   state.counters["worst"] = rate.worst;
 }
 BENCHMARK(BM_StreamTriad)
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+/// Read-only bandwidth, the same way: the sum of one array of the triad's length. SpMM mostly
+/// reads, and pays no write-allocate on them.
+void BM_StreamRead(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  omp_set_num_threads(threads);
+  tessera::MeasuredRate rate;
+  for (auto _ : state) {
+    rate = tessera::stream_read();
+    const double bytes = sizeof(float) * static_cast<double>(tessera::default_triad_elements());
+    state.SetIterationTime(bytes / (rate.best * 1e9));
+  }
+
+  reads[threads] = rate;
+  state.counters["GB/s"] = rate.best;
+  state.counters["median"] = rate.median;
+  state.counters["worst"] = rate.worst;
+}
+BENCHMARK(BM_StreamRead)
     ->Arg(1)
     ->Arg(2)
     ->Iterations(1)
@@ -234,6 +258,10 @@ void print_summary() {
     std::printf("SpMM at %d thread%s: %.2f GB/s = %.2f x triad %s (target >= %.2f: %s)\n", threads,
                 threads == 1 ? "" : "s", spmm, ratio, t->second.describe("GB/s").c_str(),
                 spmm_target(threads), ratio >= spmm_target(threads) ? "met" : "missed");
+    if (const auto r = reads.find(threads); r != reads.end()) {
+      std::printf("  and %.2f x the read-only %s\n", spmm / r->second.best,
+                  r->second.describe("GB/s").c_str());
+    }
   }
 }
 

@@ -115,6 +115,39 @@ MeasuredRate stream_triad(std::int64_t elements, int repeats) {
   });
 }
 
+MeasuredRate stream_read(std::int64_t elements, int repeats) {
+  HostArray a(elements);
+  float* pa = a.data;
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < elements; ++i)
+    pa[i] = 1.0f;
+  volatile float sink = 0.0f; // keeps the sums from being optimized away
+  const double bytes = static_cast<double>(elements) * sizeof(float);
+  // 64 lanes of partial sums (four AVX-512 registers): one running sum would be a chain of
+  // dependent adds, bound by their latency instead of by memory.
+  constexpr std::int64_t kLanes = 64;
+  const std::int64_t blocks = elements / kLanes;
+  return measure_rate(bytes / 1e9, repeats, [&] {
+    float sum = 0.0f;
+#pragma omp parallel reduction(+ : sum)
+    {
+      float lanes[kLanes] = {};
+#pragma omp for schedule(static)
+      for (std::int64_t block = 0; block < blocks; ++block) {
+        const float* p = pa + block * kLanes;
+#pragma omp simd
+        for (std::int64_t j = 0; j < kLanes; ++j)
+          lanes[j] += p[j];
+      }
+      for (const float lane : lanes)
+        sum += lane;
+    }
+    for (std::int64_t i = blocks * kLanes; i < elements; ++i)
+      sum += pa[i];
+    sink = sum;
+  });
+}
+
 MeasuredRate sgemm_rate(std::int64_t m, std::int64_t n, std::int64_t k, int repeats) {
   const BackendPtr cpu = make_cpu_backend();
   Dense a = Dense::zeros(cpu, m, k), b = Dense::zeros(cpu, k, n), c = Dense::zeros(cpu, m, n);

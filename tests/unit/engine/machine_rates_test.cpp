@@ -17,6 +17,15 @@ TEST(MachineRates, TriadReportsBestMedianAndWorstOfItsRuns) {
   EXPECT_LE(rate.median, rate.best);
 }
 
+TEST(MachineRates, ReadOnlyBandwidthReportsBestMedianAndWorstOfItsRuns) {
+  const MeasuredRate rate = stream_read(std::int64_t{1} << 20, 3);
+
+  EXPECT_EQ(rate.runs, 3);
+  EXPECT_GT(rate.worst, 0.0);
+  EXPECT_LE(rate.worst, rate.median);
+  EXPECT_LE(rate.median, rate.best);
+}
+
 TEST(MachineRates, SgemmReportsBestMedianAndWorstOfItsRuns) {
   const MeasuredRate rate = sgemm_rate(64, 32, 16, 3);
 

@@ -33,6 +33,11 @@ std::int64_t default_triad_elements();
 /// count, in host memory first touched by the threads that sweep it.
 MeasuredRate stream_triad(std::int64_t elements = default_triad_elements(), int repeats = 10);
 
+/// Read-only bandwidth in GB/s: the sum of one array of `elements` floats (the bytes read
+/// counted) over `repeats` sweeps after a warm-up, with the current OpenMP thread count. What a
+/// read-mostly kernel such as SpMM can hope for: the triad also pays a write-allocate read.
+MeasuredRate stream_read(std::int64_t elements = default_triad_elements(), int repeats = 10);
+
 /// The sgemm rate in GFLOP/s of C[m, n] = A[m, k] · B[k, n] through the library's GEMM op on the
 /// host's BLAS, over `repeats` runs after a warm-up.
 MeasuredRate sgemm_rate(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 5);
