@@ -207,11 +207,13 @@ TEST_F(Io, ReadingTextReportsTheFileBytesAsStored) {
     gzprintf(gz, "%d %d\n", i, i * 7919 % 200000);
   gzclose(gz);
   const auto stored = static_cast<std::int64_t>(fs::file_size(path("edges.txt.gz")));
+  // The event's strings belong to the stage: kept as copies, not views.
   std::vector<ProgressEvent> events;
-  std::vector<std::string> stages;
+  std::vector<std::string> stages, units;
   const ProgressScope scope([&](const ProgressEvent& e) {
     events.push_back(e);
     stages.emplace_back(e.stage);
+    units.emplace_back(e.unit);
   });
 
   {
@@ -225,7 +227,7 @@ TEST_F(Io, ReadingTextReportsTheFileBytesAsStored) {
   EXPECT_EQ(events.front().total, stored);
   EXPECT_EQ(events.back().kind, ProgressEvent::Kind::End);
   EXPECT_EQ(events.back().done, stored);
-  EXPECT_EQ(events.back().unit, "bytes");
+  EXPECT_EQ(units.back(), "bytes");
 }
 
 TEST_F(Io, ParseErrorsPointAtFileAndLine) {
