@@ -9,7 +9,8 @@
 
 namespace tessera {
 
-/// One report of a long step (a stage).
+/// One report of a long step (a stage). Its views belong to the stage and are valid during the
+/// sink's call only: a sink that keeps them keeps copies.
 struct ProgressEvent {
   enum class Kind {
     Begin,   ///< the stage started
