@@ -1,67 +1,133 @@
-// Full-batch GCN epoch (forward + backward + Adam) on a generated RMAT graph, against its floor:
+// Full-batch GCN epoch (forward + backward + Adam) on a generated RMAT graph, against its floor,
+// in all and module by module:
 // the larger of (bytes its kernels move / STREAM triad bandwidth) and (GEMM flops / sgemm rate),
 // all measured in this run. Also peak memory against the bytes the run must hold.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <fmt/core.h>
+#include <memory>
 #include <omp.h>
-
+#include <stdexcept>
+#include <string>
 #include <tessera/tessera.hpp>
+#include <vector>
 
 namespace {
 
 using namespace tessera;
 
-/// Bytes and flops of one training epoch of a GCN, op by op as the modules run them.
+/// Bytes and flops of one module's forward and backward (or of the loss) in one epoch.
 struct Traffic {
+  std::string what;
   double bytes = 0.0;
   double flops = 0.0;
 };
 
-/// The traffic of gnn::build_gcn's model for `spec`, module by module: Dropout, then per layer
-/// GCNConv and (between layers) the fused ReLU+Dropout.
-Traffic epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, std::int64_t nnz) {
+/// The traffic of gnn::build_gcn's model for `spec`, module by module as they run: the input
+/// Dropout, then the GCNConvs (each but the last with its ReLU and dropout fused), then the loss.
+/// Counted: every array a kernel reads or writes in memory, once. What the cache-block fusion of
+/// an aggregate-first GCNConv with an activation keeps in cache costs nothing here: forward, the
+/// bias, ReLU and dropout on the rows the GEMM just wrote; backward, the gradient before the
+/// activation, the bias gradient and the products that read it.
+std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, std::int64_t nnz) {
   constexpr double f = sizeof(float);
   const double rows = static_cast<double>(n);
-  Traffic t;
+  std::vector<Traffic> modules;
+  Traffic* t = nullptr;
   const auto spmm = [&](double width) {
-    t.bytes += spmm_model_bytes(n, nnz, static_cast<std::int64_t>(width));
+    t->bytes += spmm_model_bytes(n, nnz, static_cast<std::int64_t>(width));
   };
   const auto gemm = [&](double in, double out) {
-    t.flops += 2.0 * rows * in * out;
-    t.bytes += rows * (in + out) * f;
+    t->flops += 2.0 * rows * in * out;
+    t->bytes += rows * (in + out) * f;
   };
-  const auto stream = [&](double arrays, double width) { t.bytes += arrays * rows * width * f; };
+  const auto stream = [&](double arrays, double width) { t->bytes += arrays * rows * width * f; };
 
   // The input dropout: read and write forward, no gradient (nothing trainable before it).
+  modules.push_back({"Dropout (input)"});
+  t = &modules.back();
   stream(2, static_cast<double>(spec.layer_sizes.front()));
   for (int i = 0; i < spec.num_layers(); ++i) {
     const std::int64_t in = spec.layer_sizes[static_cast<std::size_t>(i)];
     const std::int64_t out = spec.layer_sizes[static_cast<std::size_t>(i) + 1];
     const bool input_grad = i > 0;  // the first convolution's input needs no gradient
-    stream(2, static_cast<double>(out));  // bias
-    stream(1, static_cast<double>(out));  // bias gradient
+    const bool activation = i + 1 < spec.num_layers(); // ReLU + dropout fused
+    const bool first = transforms_first(spec.config.order, in, out);
+    modules.push_back({fmt::format("GCNConv {} ({} -> {}, {}{})", i, in, out,
+                                   first ? "transform-first" : "aggregate-first",
+                                   activation ? ", + ReLU + dropout" : "")});
+    t = &modules.back();
     const double x = static_cast<double>(in), y = static_cast<double>(out);
-    if (transforms_first(spec.config.order, in, out)) {
-      gemm(x, y);  // x·W
-      spmm(y);     // Â·(xW)
-      spmm(y);     // Âᵀ·dy
-      gemm(x, y);  // dW = xᵀ·d(xW)
-      if (input_grad) gemm(y, x);  // dx = d(xW)·Wᵀ
+    if (first) {
+      gemm(x, y);   // x·W
+      spmm(y);      // Â·(xW)
+      stream(2, y); // bias (and activation) over the output: a pass of its own
     } else {
-      spmm(x);     // Â·x
-      gemm(x, y);  // (Âx)·W
-      gemm(x, y);  // dW = (Âx)ᵀ·dy
+      spmm(x);    // Â·x
+      gemm(x, y); // (Âx)·W, bias and activation in its cache blocks
+    }
+    if (first) {
+      if (activation) stream(3, y); // backward: output and its gradient read, one written
+      stream(1, y);                 // bias gradient
+      spmm(y);                      // Âᵀ·dy
+      gemm(x, y);                   // dW = xᵀ·d(xW)
+      if (input_grad) gemm(y, x);   // dx = d(xW)·Wᵀ
+    } else if (activation) {
+      // Backward in cache blocks: output and its gradient read; the gradient before the
+      // activation, its bias gradient and its products stay in cache.
+      stream(2, y);
+      t->flops += 2.0 * rows * x * y; // dW = (Âx)ᵀ·dy, reading Âx
+      stream(1, x);
+      if (input_grad) t->flops += 2.0 * rows * x * y, stream(1, x), spmm(x); // d(Âx), dx
+    } else {
+      stream(1, y);                         // bias gradient
+      gemm(x, y);                           // dW = (Âx)ᵀ·dy
       if (input_grad) gemm(y, x), spmm(x);  // d(Âx) = dy·Wᵀ, dx = Âᵀ·d(Âx)
     }
-    // The fused ReLU+Dropout between layers: read and write forward; backward reads the output
-    // and the gradient and writes one.
-    if (i + 1 < spec.num_layers()) stream(2 + 3, y);
   }
-  stream(2, static_cast<double>(spec.layer_sizes.back()));  // loss: logits read, gradient written
-  return t;
+  modules.push_back({"loss"});
+  t = &modules.back();
+  stream(2, static_cast<double>(spec.layer_sizes.back())); // logits read, gradient written
+  return modules;
+}
+
+/// The floor of `t` in milliseconds: its bytes at the triad rate or its flops at the GEMM rate,
+/// whichever takes longer.
+double floor_ms(const Traffic& t, double triad_gbps, double gemm_gflops) {
+  return 1e3 * std::max(t.bytes / (triad_gbps * 1e9), t.flops / (gemm_gflops * 1e9));
+}
+
+/// The median of `values` (empty: 0).
+double median_of(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const std::size_t m = values.size() / 2;
+  return values.size() % 2 == 1 ? values[m] : 0.5 * (values[m - 1] + values[m]);
 }
 
 double mib(double bytes) { return bytes / (1 << 20); }
+
+/// build_gcn's model with ReLU + dropout as modules of their own after each hidden GCNConv (as
+/// before GcnActivation): the same function, to time the fusion against in the same run.
+Sequential<float> build_separate_gcn(const BackendPtr& backend, const Csr& a_hat,
+                                     const gnn::ModelSpec& spec) {
+  Sequential<float> model;
+  const float p = spec.config.dropout;
+  model.add(std::make_unique<Dropout<float>>(backend, p, 0));
+  for (int i = 0; i < spec.num_layers(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    auto conv = std::make_unique<GcnConv<float>>(
+        backend, a_hat, a_hat, spec.layer_sizes[static_cast<std::size_t>(i)],
+        spec.layer_sizes[static_cast<std::size_t>(i) + 1], spec.config.bias, spec.seed, layer,
+        spec.order_of(i));
+    for (Parameter<float>* param : conv->parameters())
+      param->decay = spec.decays(i);
+    model.add(std::move(conv));
+    if (i + 1 < spec.num_layers())
+      model.add(std::make_unique<ReluDropout<float>>(backend, p, layer + 1));
+  }
+  return model;
+}
 
 }  // namespace
 
@@ -74,6 +140,10 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", hidden, "hidden width")->capture_default_str();
   app.add_option("--features", features, "input features")->capture_default_str();
   app.add_option("--threads", threads, "thread counts to run")->capture_default_str();
+  bool separate = false;
+  app.add_flag("--separate", separate,
+               "also time the model with ReLU + dropout as modules of their own (unfused), after "
+               "the memory line");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -90,7 +160,17 @@ int main(int argc, char** argv) {
     const gnn::ModelSpec model_spec{{features, hidden, classes}, {}, 0};
     Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, model_spec);
     const gnn::NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
-    const Traffic traffic = epoch_traffic(model_spec, n, a_hat.nnz());
+    const std::vector<Traffic> modules = epoch_traffic(model_spec, n, a_hat.nnz());
+    Traffic traffic{"epoch"};
+    for (const Traffic& t : modules) {
+      traffic.bytes += t.bytes;
+      traffic.flops += t.flops;
+    }
+    if (modules.size() != model.modules().size() + 1) {
+      throw std::logic_error("the traffic model does not follow build_gcn's modules:\n" +
+                             model.summary());
+    }
+    fmt::print("model:\n{}", model.summary());
 
     // Reference rates first: their buffers come and go before the model's are allocated, so
     // the peak memory below is the training run's.
@@ -109,21 +189,51 @@ int main(int argc, char** argv) {
                  rates.back().sgemm.describe("GFLOP/s"));
     }
 
+    const auto train = [&](Sequential<float>& m) {
+      gnn::TrainConfig config;
+      config.epochs = epochs + 1;
+      config.eval_every = 1 << 30; // evaluation is not part of an epoch's cost
+      return gnn::train_node_classifier(cpu, m, Input<float>(data.features.dense->cview()), labels,
+                                        config);
+    };
+    std::vector<double> fused_ms;
+    // The triad's arrays (3 x 4x the last-level cache) outweigh a small graph's model: the peak
+    // below starts here.
+    const bool peak_reset = reset_peak_rss();
     fmt::print("{:>7} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}\n", "threads", "triad", "sgemm",
                "GB/epoch", "GFLOP", "floor ms", "epoch ms", "ratio");
     for (std::size_t i = 0; i < threads.size(); ++i) {
       omp_set_num_threads(threads[i]);
-      gnn::TrainConfig train;
-      train.epochs = epochs + 1;
-      train.eval_every = 1 << 30;  // evaluation is not part of an epoch's cost
-      const gnn::TrainResult result = gnn::train_node_classifier(
-          cpu, model, Input<float>(data.features.dense->cview()), labels, train);
-      const double floor_ms = 1e3 * std::max(traffic.bytes / (rates[i].triad.best * 1e9),
-                                             traffic.flops / (rates[i].sgemm.best * 1e9));
+      const gnn::TrainResult result = train(model);
+      fused_ms.push_back(result.median_step_ms);
+      const double epoch_floor_ms = floor_ms(traffic, rates[i].triad.best, rates[i].sgemm.best);
       fmt::print(
           "{:>7} {:>6.1f} GB/s {:>5.0f} GF/s {:>9.2f} {:>9.1f} {:>10.1f} {:>10.1f} {:>6.2f}x\n",
           threads[i], rates[i].triad.best, rates[i].sgemm.best, traffic.bytes / 1e9,
-          traffic.flops / 1e9, floor_ms, result.median_step_ms, result.median_step_ms / floor_ms);
+          traffic.flops / 1e9, epoch_floor_ms, result.median_step_ms,
+          result.median_step_ms / epoch_floor_ms);
+      // Where the time goes: each module's median (forward + backward) against its own floor;
+      // the loss and the optimizer are the rest of the epoch.
+      double modules_ms = 0.0;
+      for (std::size_t m = 0; m < modules.size(); ++m) {
+        std::vector<double> times;
+        for (std::size_t e = 1; e < result.history.size(); ++e) { // after the warm-up
+          const std::vector<double>& ms = result.history[e].module_ms;
+          if (m < ms.size()) times.push_back(ms[m]);
+        }
+        const bool is_module = m + 1 < modules.size();
+        const double module_ms = is_module ? median_of(times) : result.median_step_ms - modules_ms;
+        modules_ms += module_ms;
+        const double module_floor = floor_ms(modules[m], rates[i].triad.best, rates[i].sgemm.best);
+        fmt::print("        {:<56} {:>6.2f} GB {:>6.1f} GFLOP {:>8.1f} ms floor {:>8.1f} ms "
+                   "{:>5.2f}x\n",
+                   is_module ? modules[m].what
+                             : fmt::format("loss {:.0f} ms, optimizer {:.0f} ms, the rest (mean)",
+                                           1e3 * result.phases.loss / (epochs + 1),
+                                           1e3 * result.phases.optimizer / (epochs + 1)),
+                   modules[m].bytes / 1e9, modules[m].flops / 1e9, module_floor, module_ms,
+                   module_ms / module_floor);
+      }
     }
 
     const double graph = static_cast<double>(a_hat.bytes());
@@ -132,8 +242,21 @@ int main(int argc, char** argv) {
     const double must_hold = graph + feats + buffers;  // Adam's state is 2x the (tiny) weights
     const double peak = static_cast<double>(peak_rss_bytes());
     fmt::print("memory: graph {:.0f} MiB + features {:.0f} MiB + model buffers {:.0f} MiB = {:.0f} "
-               "MiB; peak RSS {:.0f} MiB ({:.2f}x)\n",
-               mib(graph), mib(feats), mib(buffers), mib(must_hold), mib(peak), peak / must_hold);
+               "MiB; peak RSS {}{:.0f} MiB ({:.2f}x)\n",
+               mib(graph), mib(feats), mib(buffers), mib(must_hold),
+               peak_reset ? "in training " : "(with the rate measurements) ", mib(peak),
+               peak / must_hold);
+    if (separate) {
+      Sequential<float> unfused = build_separate_gcn(cpu, a_hat, model_spec);
+      fmt::print("unfused model ({:.0f} MiB of buffers):\n{}",
+                 mib(static_cast<double>(unfused.bytes())), unfused.summary());
+      for (std::size_t i = 0; i < threads.size(); ++i) {
+        omp_set_num_threads(threads[i]);
+        const double ms = train(unfused).median_step_ms;
+        fmt::print("{:>7} thread{}: unfused {:.1f} ms, fused {:.1f} ms: fused/unfused {:.2f}\n",
+                   threads[i], threads[i] == 1 ? " " : "s", ms, fused_ms[i], fused_ms[i] / ms);
+      }
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -173,22 +173,6 @@ Cagnet cagnet_15d(const Setup& c, const Csr& a, std::int64_t parts, std::int64_t
   return out;
 }
 
-/// Linux's peak resident size of this process since reset_peak_rss() (VmHWM), in bytes.
-std::int64_t peak_rss_since_reset() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmHWM:")) return std::stoll(line.substr(6)) * 1024;
-  }
-  return peak_rss_bytes();
-}
-
-/// Sets the peak resident size to the current one (Linux >= 4.0); false when refused.
-bool reset_peak_rss() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5" << std::flush;
-  return clear.good();
-}
-
 /// One (scale, P, method): the partition, its quality, and the epochs predicted from it.
 struct Row {
   int scale = 0, parts = 0;
@@ -224,7 +208,7 @@ Row run(const Setup& c, const Csr& a, int scale, int parts, const std::string& m
   const Stopwatch clock;
   const partition::Partition cut = partition::partition_graph(a, options);
   row.partition_s = clock.seconds();
-  row.peak_gib = static_cast<double>(peak_rss_since_reset()) / (1 << 30);
+  row.peak_gib = static_cast<double>(peak_rss_bytes()) / (1 << 30);
   row.quality = partition::measure(a, cut);
   const Parts counts = count_parts(a, cut, row.quality);
 

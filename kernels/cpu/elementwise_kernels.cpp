@@ -40,9 +40,13 @@ void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, De
     dx.data[i] = y.data[i] > T{0} ? scale * dy.data[i] : T{0};
 }
 
+namespace {
+
+/// y = a(x + bias) · mask / (1 - p) row by row, a = ReLU or the identity; bias: [x.cols] or
+/// nullptr. y may be x.
 template <typename T>
-void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
-             RowIds rows, bool relu) {
+void masked_rows(ConstDenseView<T> x, DenseView<T> y, const T* bias, float p, const RngKey& key,
+                 RowIds rows, bool relu) {
   const std::int64_t cols = x.cols;
   const T scale = inverse_keep<T>(p);
 #pragma omp parallel for schedule(static)
@@ -55,9 +59,35 @@ void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const
       const RandomLanes bits(key, id, static_cast<std::uint32_t>(c0 / 4));
       const int width = static_cast<int>(std::min<std::int64_t>(RandomLanes::kColumns, cols - c0));
 #pragma omp simd
-      for (int c = 0; c < width; ++c)
-        out[c0 + c] = (relu && in[c0 + c] < T{0} ? T{0} : in[c0 + c]) *
-                      dropout_factor(bits.draws[c], p, scale);
+      for (int c = 0; c < width; ++c) {
+        const T v = bias != nullptr ? in[c0 + c] + bias[c0 + c] : in[c0 + c];
+        out[c0 + c] = (relu && v < T{0} ? T{0} : v) * dropout_factor(bits.draws[c], p, scale);
+      }
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
+             RowIds rows, bool relu) {
+  masked_rows<T>(x, y, nullptr, p, key, rows, relu);
+}
+
+template <typename T>
+void bias_activation(const Backend&, DenseView<T> y, std::span<const T> bias, float p,
+                     const RngKey& key, RowIds rows, bool relu) {
+  const T* b = bias.empty() ? nullptr : bias.data();
+  if (p > 0.0f) return masked_rows<T>(ConstDenseView<T>(y), y, b, p, key, rows, relu);
+  const std::int64_t cols = y.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < y.rows; ++r) {
+    T* row = y.row(r);
+#pragma omp simd
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const T v = b != nullptr ? row[c] + b[c] : row[c];
+      row[c] = relu && v < T{0} ? T{0} : v; // NaN propagates, as in relu_forward
     }
   }
 }

@@ -21,20 +21,23 @@ __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_
     dx[i] = y[i] > T{0} ? scale * dy[i] : T{0};
 }
 
-/// One thread per (row, block of four columns): one Philox call gives its four draws.
+/// y = a(x + bias) · mask / (1 - p); bias may be null, and p = 0 draws nothing. One thread per
+/// (row, block of four columns): one Philox call gives its four draws.
 template <typename T>
-__global__ void dropout_kernel(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p,
-                               RngKey key, RowIds ids, bool relu, T scale) {
+__global__ void dropout_kernel(const T* x, T* y, const T* bias, std::int64_t rows,
+                               std::int64_t cols, float p, RngKey key, RowIds ids, bool relu,
+                               T scale) {
   const std::int64_t blocks_per_row = (cols + 3) / 4;
   for (std::int64_t i = thread_index(); i < rows * blocks_per_row; i += grid_stride()) {
     const std::int64_t r = i / blocks_per_row;
     const auto block = static_cast<std::uint32_t>(i % blocks_per_row);
-    const auto bits = random_bits4(key, row_id(ids, r), block);
+    std::array<std::uint32_t, 4> bits{};
+    if (p > 0.0f) bits = random_bits4(key, row_id(ids, r), block);
     for (int j = 0; j < 4; ++j) {
       const std::int64_t c = 4 * static_cast<std::int64_t>(block) + j;
       if (c >= cols) break;
-      const T in = x[r * cols + c];
-      const T kept = bits_to_unit_float(bits[j]) >= p ? scale : T{0};
+      const T in = bias != nullptr ? x[r * cols + c] + bias[c] : x[r * cols + c];
+      const T kept = p == 0.0f || bits_to_unit_float(bits[j]) >= p ? scale : T{0};
       y[r * cols + c] = (relu && in < T{0} ? T{0} : in) * kept;
     }
   }
@@ -67,11 +70,11 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale,
 }
 
 template <typename T>
-void dropout(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p, RngKey key,
-             RowIds ids, bool relu, cudaStream_t stream) {
+void dropout(const T* x, T* y, const T* bias, std::int64_t rows, std::int64_t cols, float p,
+             RngKey key, RowIds ids, bool relu, cudaStream_t stream) {
   const T scale = T{1} / (T{1} - static_cast<T>(p));
-  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(x, y, rows, cols, p,
-                                                                             key, ids, relu, scale);
+  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(
+      x, y, bias, rows, cols, p, key, ids, relu, scale);
 }
 
 template <typename T>
@@ -85,8 +88,8 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);           \
-  template void dropout<T>(const T*, T*, std::int64_t, std::int64_t, float, RngKey, RowIds, bool,  \
-                           cudaStream_t);                                                          \
+  template void dropout<T>(const T*, T*, const T*, std::int64_t, std::int64_t, float, RngKey,      \
+                           RowIds, bool, cudaStream_t);                                            \
   template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,      \
                                       std::int64_t, float, RngKey, RowIds, cudaStream_t);
 TESSERA_INSTANTIATE(float)

@@ -34,9 +34,18 @@ template <typename T>
 void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
              const RngKey& key, RowIds rows, bool relu) {
   if (x.size() == 0) return;
-  launch::dropout(x.data, y.data, x.rows, x.cols, p, key, device_rows(rows), relu,
-                  as_cuda(backend).stream());
+  launch::dropout<T>(x.data, y.data, nullptr, x.rows, x.cols, p, key, device_rows(rows), relu,
+                     as_cuda(backend).stream());
   check_launch("dropout");
+}
+
+template <typename T>
+void bias_activation(const Backend& backend, DenseView<T> y, std::span<const T> bias, float p,
+                     const RngKey& key, RowIds rows, bool relu) {
+  if (y.size() == 0) return;
+  launch::dropout<T>(y.data, y.data, bias.empty() ? nullptr : bias.data(), y.rows, y.cols, p, key,
+                     device_rows(rows), relu, as_cuda(backend).stream());
+  check_launch("bias_activation");
 }
 
 template <typename T>

@@ -20,10 +20,11 @@ struct RowIds {
 template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream);
-/// y = a(x) · mask / (1 - p) with the CPU's mask: keep where uniform(key, id(r), c) >= p.
+/// y = a(x + bias) · mask / (1 - p) with the CPU's mask: keep where uniform(key, id(r), c) >= p
+/// (nothing drawn when p = 0). bias: [cols] or null; y may be x.
 template <typename T>
-void dropout(const T* x, T* y, std::int64_t rows, std::int64_t cols, float p, RngKey key,
-             RowIds ids, bool relu, cudaStream_t stream);
+void dropout(const T* x, T* y, const T* bias, std::int64_t rows, std::int64_t cols, float p,
+             RngKey key, RowIds ids, bool relu, cudaStream_t stream);
 template <typename T>
 void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val, T* out,
                         std::int64_t rows, float p, RngKey key, RowIds ids, cudaStream_t stream);

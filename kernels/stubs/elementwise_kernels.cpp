@@ -21,6 +21,12 @@ void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKe
 }
 
 template <typename T>
+void bias_activation(const Backend&, DenseView<T>, std::span<const T>, float, const RngKey&, RowIds,
+                     bool) {
+  not_compiled("bias_activation");
+}
+
+template <typename T>
 void dropout_csr_values(const Backend&, CsrView<T>, std::span<T>, float, const RngKey&,
                         RowIds) {
   not_compiled("dropout_csr_values");

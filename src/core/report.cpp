@@ -1,18 +1,35 @@
 // RunReport on nlohmann::json.
 #include "tessera/core/report.hpp"
 
-#include <sys/resource.h>
-
-#include <nlohmann/json.hpp>
-
 #include "tessera/core/error.hpp"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 namespace tessera {
 
 std::int64_t peak_rss_bytes() {
+  // VmHWM, which reset_peak_rss restarts; getrusage where there is no /proc.
+  if (std::FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof line, status) != nullptr) {
+      if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1) break;
+    }
+    std::fclose(status);
+    if (kib >= 0) return static_cast<std::int64_t>(kib) * 1024;
+  }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+bool reset_peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool written = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && written;
 }
 
 struct RunReport::Impl {

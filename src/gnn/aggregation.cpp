@@ -349,20 +349,22 @@ std::size_t AggregateTransform<T>::working_set_bytes(const ChunkManager& memory,
 
 template <typename T>
 void AggregateTransform<T>::forward(const Step& step, const std::string& layer, Input<T> x,
-                                    ConstDenseView<T> w, DenseView<T> y, ChunkManager* blocks) {
+                                    ConstDenseView<T> w, DenseView<T> y, ChunkManager* blocks,
+                                    const RowEpilogue& epilogue) {
   if (transform_first_) { // y = S · (x·W), the ghost rows of x·W from their owners
     DenseView<T> xw = aggregation_.local_input(w.cols);
     if (blocks == nullptr) {
       multiply_weight(*backend_, x, w, xw.slice_rows(0, x.rows()));
       aggregation_.forward_local(step, w.cols, y);
-      return;
+    } else {
+      std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, blocks);
+      tensors.push_back(rows_of(xw, Access::Write));
+      for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
+        multiply_weight(*backend_, x.slice_rows(b, e), w, xw.slice_rows(b, e));
+      });
+      aggregation_.forward_local_tiled(step, w.cols, y);
     }
-    std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, x, blocks);
-    tensors.push_back(rows_of(xw, Access::Write));
-    for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
-      multiply_weight(*backend_, x.slice_rows(b, e), w, xw.slice_rows(b, e));
-    });
-    aggregation_.forward_local_tiled(step, w.cols, y);
+    if (epilogue) for_row_blocks(blocks, y.rows, {rows_of(y, Access::ReadWrite)}, epilogue);
     return;
   }
   if (x.is_sparse()) {
@@ -375,11 +377,17 @@ void AggregateTransform<T>::forward(const Step& step, const std::string& layer, 
   } else {
     aggregation_.forward_tiled(step, x.dense, sx);
   }
-  for_row_blocks(blocks, y.rows, {rows_of(sx, Access::Read), rows_of(y, Access::Write)},
-                 [&](std::int64_t b, std::int64_t e) {
-                   ops::gemm(*backend_, Transpose::No, Transpose::No, T{1},
-                             ConstDenseView<T>(sx.slice_rows(b, e)), w, T{0}, y.slice_rows(b, e));
-                 });
+  const auto transform = [&](std::int64_t b, std::int64_t e) {
+    ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, ConstDenseView<T>(sx.slice_rows(b, e)),
+              w, T{0}, y.slice_rows(b, e));
+    if (epilogue) epilogue(b, e);
+  };
+  if (blocks == nullptr && epilogue && backend_->kind() == DeviceKind::Cpu) {
+    for_cache_blocks(y.rows, static_cast<std::size_t>(y.cols) * sizeof(T), transform);
+  } else {
+    for_row_blocks(blocks, y.rows, {rows_of(sx, Access::Read), rows_of(y, Access::Write)},
+                   transform);
+  }
 }
 
 template <typename T>
@@ -452,28 +460,60 @@ DenseView<T> AggregateTransform<T>::backward_in_blocks(Input<T> x, ConstDenseVie
     discard(backend_, d_xw);
     return dx;
   }
-  const DenseView<T> sx = mid_.get(aggregation_.rows(), in);
+  return backward_aggregate_first_in_blocks(
+      [&](std::int64_t b, std::int64_t e) { return dy.slice_rows(b, e); },
+      rows_of(dy, Access::Read), w, input_mode, param_mode, &blocks);
+}
+
+template <typename T>
+DenseView<T> AggregateTransform<T>::backward_from_blocks(const std::string& layer,
+                                                         const RowGradient& dy_rows,
+                                                         Parameter<T>& w, GradientMode input_mode,
+                                                         GradientMode param_mode) {
+  if (transform_first_) {
+    throw InvalidArgument(layer + ": a gradient made block by block needs the aggregate-first "
+                                  "order");
+  }
+  return backward_aggregate_first_in_blocks(dy_rows, RowTensor{}, w, input_mode, param_mode,
+                                            nullptr);
+}
+
+template <typename T>
+DenseView<T> AggregateTransform<T>::backward_aggregate_first_in_blocks(
+    const RowGradient& dy_rows, const RowTensor& dy_tensor, Parameter<T>& w,
+    GradientMode input_mode, GradientMode param_mode, ChunkManager* blocks) {
+  const std::int64_t in = w.value.rows(), rows = aggregation_.rows();
+  const DenseView<T> sx = mid_.get(rows, in);
   DenseView<T> d_sx;
   if (input_mode != GradientMode::Ignore) {
     if (input_mode == GradientMode::Accumulate) {
       throw InvalidArgument("aggregate-first backward overwrites its input gradient");
     }
-    d_sx = d_mid_.get(aggregation_.rows(), in);
+    d_sx = d_mid_.get(rows, in);
   }
-  for_row_blocks(&blocks, dy.rows,
-                 {rows_of(sx, Access::Read), rows_of(dy, Access::Read),
-                  d_sx.data != nullptr ? rows_of(d_sx, Access::Write) : RowTensor{}},
-                 [&](std::int64_t b, std::int64_t e) {
-                   const ConstDenseView<T> dy_block = dy.slice_rows(b, e);
-                   weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx.slice_rows(b, e))),
-                                   dy_block, w, block_mode(param_mode, b), scratch_);
-                   if (d_sx.data == nullptr) return;
-                   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy_block,
-                             w.value.cview(), T{0}, d_sx.slice_rows(b, e));
-                 });
+  // Per block: dW (+)= (Sx)ᵀ·dy and d(Sx) = dy·Wᵀ, while the block's dy is at hand.
+  const auto block = [&](std::int64_t b, std::int64_t e) {
+    const ConstDenseView<T> dy_block = dy_rows(b, e);
+    weight_gradient(*backend_, Input<T>(ConstDenseView<T>(sx.slice_rows(b, e))), dy_block, w,
+                    block_mode(param_mode, b), scratch_);
+    if (d_sx.data == nullptr) return;
+    ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, dy_block, w.value.cview(), T{0},
+              d_sx.slice_rows(b, e));
+  };
+  if (blocks != nullptr) {
+    for_row_blocks(blocks, rows,
+                   {rows_of(sx, Access::Read), dy_tensor,
+                    d_sx.data != nullptr ? rows_of(d_sx, Access::Write) : RowTensor{}},
+                   block);
+  } else if (backend_->kind() == DeviceKind::Cpu) {
+    for_cache_blocks(rows, static_cast<std::size_t>(w.value.cols()) * sizeof(T), block);
+  } else {
+    block(0, rows);
+  }
   discard(backend_, sx); // the forward's product, read by this backward only
   if (d_sx.data == nullptr) return {};
-  const DenseView<T> dx = aggregation_.backward_tiled(ConstDenseView<T>(d_sx));
+  const DenseView<T> dx = blocks != nullptr ? aggregation_.backward_tiled(ConstDenseView<T>(d_sx))
+                                            : aggregation_.backward(ConstDenseView<T>(d_sx));
   discard(backend_, d_sx);
   return dx;
 }

@@ -6,6 +6,8 @@
 #include "tessera/engine/weight_products.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
+#include <span>
 
 namespace tessera {
 
@@ -33,24 +35,38 @@ GcnOrder parse_gcn_order(const std::string& text) {
 template <typename T>
 GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
                     std::int64_t in_features, std::int64_t out_features, bool bias,
-                    std::uint64_t seed, std::uint32_t layer_index, GcnOrder order)
+                    std::uint64_t seed, std::uint32_t layer_index, GcnOrder order,
+                    GcnActivation activation)
     : backend_(backend), product_(backend, adjacency, adjacency_t,
                                   tessera::transforms_first(order, in_features, out_features)),
       weight_(make_weight<T>(backend, "conv" + std::to_string(layer_index) + ".weight", in_features,
                              out_features, seed, layer_index)),
       bias_(make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias", out_features,
                          bias)),
-      output_(backend) {}
+      activation_(activation), output_(backend), d_before_(backend) {
+  if (!(activation.dropout >= 0.0f && activation.dropout < 1.0f)) {
+    throw InvalidArgument("GCNConv: dropout probability must be in [0, 1), got " +
+                          std::to_string(activation.dropout));
+  }
+}
 
 template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
   product_.aggregation().check_layer_input(name(), x, weight_.value.rows());
   DenseView<T> y = output_.get(product_.aggregation().rows(), weight_.value.cols());
   ChunkManager* blocks = own_memory(*this, backend_, x);
-  product_.forward(step, name(), x, weight_.value.cview(), y, blocks);
-  for_row_blocks(
-      blocks, y.rows, {rows_of(y, Access::ReadWrite)},
-      [&](std::int64_t b, std::int64_t e) { add_bias(*backend_, y.slice_rows(b, e), bias_); });
+  const float p = step.training ? activation_.dropout : 0.0f;
+  const RngKey key =
+      RngKey::make(step.seed, RngPurpose::Dropout, activation_.dropout_layer, step.epoch);
+  const std::span<const T> bias(bias_.value.data(), bias_.value.size());
+  typename AggregateTransform<T>::RowEpilogue epilogue;
+  if (!bias.empty() || activation_.relu || p > 0.0f) {
+    epilogue = [&](std::int64_t b, std::int64_t e) {
+      ops::bias_activation(*backend_, y.slice_rows(b, e), bias, p, key, rows_from(step.rows, b),
+                           activation_.relu);
+    };
+  }
+  product_.forward(step, name(), x, weight_.value.cview(), y, blocks, epilogue);
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
@@ -58,21 +74,66 @@ template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
   ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
-  for_row_blocks(blocks, d_output.rows, {rows_of(d_output, Access::Read)},
-                 [&](std::int64_t b, std::int64_t e) {
-                   bias_gradient(*backend_, d_output.slice_rows(b, e), bias_,
-                                 block_mode(param_mode, b));
-                 });
-  return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks);
+  const float p = ctx.step.training ? activation_.dropout : 0.0f;
+  if (!activation_.relu && p == 0.0f) { // no activation: d_output is the gradient at y
+    for_row_blocks(blocks, d_output.rows, {rows_of(d_output, Access::Read)},
+                   [&](std::int64_t b, std::int64_t e) {
+                     bias_gradient(*backend_, d_output.slice_rows(b, e), bias_,
+                                   block_mode(param_mode, b));
+                   });
+    return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks);
+  }
+  // Rows [b, e) of the gradient before the activation into `d`, and their bias gradient.
+  const ConstDenseView<T> y = ctx.output.dense;
+  const RngKey key =
+      RngKey::make(ctx.step.seed, RngPurpose::Dropout, activation_.dropout_layer, ctx.step.epoch);
+  const auto activation_backward = [&](std::int64_t b, std::int64_t e, DenseView<T> d) {
+    if (activation_.relu) { // y > 0 exactly where the input was positive and kept
+      ops::relu_dropout_backward(*backend_, y.slice_rows(b, e), d_output.slice_rows(b, e), d, p);
+    } else {
+      ops::dropout_backward(*backend_, d_output.slice_rows(b, e), d, p, key,
+                            rows_from(ctx.step.rows, b));
+    }
+    bias_gradient(*backend_, ConstDenseView<T>(d), bias_, block_mode(param_mode, b));
+  };
+  if (blocks == nullptr && !product_.transforms_first()) {
+    // Block by block: the gradient before the activation lives in a cache-sized buffer only.
+    return product_.backward_from_blocks(
+        name(),
+        [&](std::int64_t b, std::int64_t e) {
+          const DenseView<T> d = d_before_.get(e - b, d_output.cols);
+          activation_backward(b, e, d);
+          return ConstDenseView<T>(d);
+        },
+        weight_, input_mode, param_mode);
+  }
+  const DenseView<T> d_before = d_before_.get(d_output.rows, d_output.cols);
+  for_row_blocks(
+      blocks, d_output.rows,
+      {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(d_before, Access::Write)},
+      [&](std::int64_t b, std::int64_t e) {
+        activation_backward(b, e, d_before.slice_rows(b, e));
+      });
+  const ConstDenseView<T> dx = product_.backward(name(), ctx.input, ConstDenseView<T>(d_before),
+                                                 weight_, input_mode, param_mode, blocks);
+  discard(backend_, d_before);
+  return dx;
 }
 
 template <typename T>
 bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
   // What Sequential would acquire at once: the product's working set, the parameters and their
   // gradients.
+  // With an activation, backward also reads the output and writes the gradient before it
+  // (aggregate-first on a CPU: a cache block of it at a time).
   const std::size_t parameters = 2 * (weight_.value.bytes() + bias_.value.bytes());
-  return exceeds_budget(memory,
-                        product_.working_set_bytes(memory, x, weight_.value.cols()) + parameters);
+  const std::size_t output =
+      static_cast<std::size_t>(product_.aggregation().rows() * weight_.value.cols()) * sizeof(T);
+  const bool blocked = !product_.transforms_first() && backend_->kind() == DeviceKind::Cpu;
+  const std::size_t activation =
+      activation_.relu || activation_.dropout > 0.0f ? (blocked ? 1 : 2) * output : 0;
+  return exceeds_budget(memory, product_.working_set_bytes(memory, x, weight_.value.cols()) +
+                                    parameters + activation);
 }
 
 template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {
@@ -81,13 +142,17 @@ template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {
 }
 
 template <typename T> std::string GcnConv<T>::name() const {
-  return "GCNConv(" + std::to_string(weight_.value.rows()) + " -> " +
-         std::to_string(weight_.value.cols()) + ", " +
-         (product_.transforms_first() ? "transform-first" : "aggregate-first") + ")";
+  std::string text = "GCNConv(" + std::to_string(weight_.value.rows()) + " -> " +
+                     std::to_string(weight_.value.cols()) + ", " +
+                     (product_.transforms_first() ? "transform-first" : "aggregate-first") + ")";
+  if (activation_.relu) text += " + ReLU";
+  if (activation_.dropout > 0.0f) text += fmt::format(" + Dropout(p={:g})", activation_.dropout);
+  return text;
 }
 
 template <typename T> std::size_t GcnConv<T>::bytes() const {
-  return 2 * (weight_.value.bytes() + bias_.value.bytes()) + product_.bytes() + output_.bytes();
+  return 2 * (weight_.value.bytes() + bias_.value.bytes()) + product_.bytes() + output_.bytes() +
+         d_before_.bytes();
 }
 
 template class GcnConv<float>;

@@ -62,17 +62,17 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   const std::size_t num_convs = spec.layer_sizes.size() - 1;
   for (std::size_t i = 0; i < num_convs; ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
-    // The dropout before every convolution but the first is fused with the ReLU before it.
+    // Every convolution but the last ends in ReLU and the dropout before the next one, applied
+    // with its bias as the product writes its rows (GcnActivation); the input gets its own.
     if (i == 0) model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
+    GcnActivation activation;
+    if (i + 1 < num_convs) activation = {true, config.dropout, layer + 1};
     auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t, spec.layer_sizes[i],
                                              spec.layer_sizes[i + 1], config.bias, spec.seed, layer,
-                                             spec.order_of(static_cast<int>(i)));
+                                             spec.order_of(static_cast<int>(i)), activation);
     for (Parameter<T>* p : conv->parameters())
       p->decay = spec.decays(static_cast<int>(i));
     model.add(std::move(conv));
-    if (i + 1 < num_convs) {
-      model.add(std::make_unique<ReluDropout<T>>(backend, config.dropout, layer + 1));
-    }
   }
   return model;
 }

@@ -62,6 +62,22 @@ void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView
 }
 
 template <typename T>
+void bias_activation(const Backend& backend, DenseView<T> y, std::span<const T> bias, float p,
+                     const RngKey& key, RowIds rows, bool relu) {
+  if (!bias.empty() && static_cast<std::int64_t>(bias.size()) != y.cols) {
+    detail::throw_mismatch("bias_activation", "bias of y.cols entries", "y", detail::shape(y),
+                           "bias", detail::shape(bias));
+  }
+  detail::check_probability("bias_activation", p);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::bias_activation(backend, y, bias, p, key, rows, relu);
+  case DeviceKind::Cuda:
+    return kernels::cuda::bias_activation(backend, y, bias, p, key, rows, relu);
+  }
+}
+
+template <typename T>
 void relu_dropout_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                            DenseView<T> dx, float p) {
   detail::check_probability("relu_dropout_backward", p);
@@ -131,6 +147,10 @@ template void relu_dropout_forward<float>(const Backend&, ConstDenseView<float>,
                                           float, const RngKey&, RowIds);
 template void relu_dropout_forward<double>(const Backend&, ConstDenseView<double>,
                                            DenseView<double>, float, const RngKey&, RowIds);
+template void bias_activation<float>(const Backend&, DenseView<float>, std::span<const float>,
+                                     float, const RngKey&, RowIds, bool);
+template void bias_activation<double>(const Backend&, DenseView<double>, std::span<const double>,
+                                      float, const RngKey&, RowIds, bool);
 template void relu_dropout_backward<float>(const Backend&, ConstDenseView<float>,
                                            ConstDenseView<float>, DenseView<float>, float);
 template void relu_dropout_backward<double>(const Backend&, ConstDenseView<double>,

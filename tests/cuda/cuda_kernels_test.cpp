@@ -194,6 +194,24 @@ TYPED_TEST(CudaKernels, DropoutMasksAreBitIdenticalToTheCpu) {
   expect_identical(z, this->down(z_gpu));
 }
 
+TYPED_TEST(CudaKernels, BiasActivationIsBitIdenticalToTheCpu) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->cpu, 83, 70, 21);
+  const auto bias = random_dense<T>(this->cpu, 1, 70, 22);
+  const auto bias_gpu = this->up(bias);
+  const RngKey key = RngKey::make(42, RngPurpose::Dropout, 2, 7);
+  const std::span<const T> b(bias.data(), 70), b_gpu(bias_gpu.data(), 70);
+  for (const float p : {0.0f, 0.5f}) {
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "p " << p << (relu ? ", relu" : ""));
+      DenseT<T> y = to_backend(x, this->cpu), y_gpu = this->up(x);
+      ops::bias_activation(*this->cpu, y.view(), b, p, key, RowIds{nullptr, 11}, relu);
+      ops::bias_activation(*this->gpu, y_gpu.view(), b_gpu, p, key, RowIds{nullptr, 11}, relu);
+      expect_identical(y, this->down(y_gpu));
+    }
+  }
+}
+
 TYPED_TEST(CudaKernels, DropoutOnSparseValuesIsBitIdenticalToTheCpu) {
   using T = TypeParam;
   const auto a = random_csr<T>(this->cpu, 64, 90, 0.2, 19, 3);

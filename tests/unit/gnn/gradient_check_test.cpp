@@ -204,6 +204,89 @@ TEST(TiledGcnConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
   });
 }
 
+TEST(GradientCheck, GcnConvWithFusedReluDropoutMatchesFiniteDifferencesInBothOrders) {
+  const CsrT<double> a = small_normalized_graph();
+  const Step step{42, 3, true, {}};
+  for (const GcnOrder order :
+       {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+    GcnConv<double> conv(cpu(), a, a, 4, 6, true, 1, 0, order, {true, 0.4f, 1});
+    Matrix x = random_matrix(7, 4, 21);
+
+    check_module(conv, x, 6, step);
+  }
+}
+
+TEST(GcnConv, RefusesADropoutProbabilityOutsideZeroToOne) {
+  const CsrT<double> a = small_normalized_graph();
+  for (const float p : {-0.1f, 1.0f, std::nanf("")}) {
+    EXPECT_THROW(GcnConv<double>(cpu(), a, a, 4, 6, true, 1, 0, GcnOrder::Auto, {true, p, 1}),
+                 InvalidArgument);
+  }
+}
+
+/// The activation a layer fuses (bias, ReLU and dropout in the cache blocks of its product)
+/// computes what the separate ReLU+Dropout module after it computes: outputs and gradients of
+/// GCNConv + activation against GCNConv → ReluDropout, both orders, over more than one cache
+/// block (3000 rows of 192 float64: 1365 rows a block), a Linear before so the input gradient
+/// counts.
+TEST(GcnConv, FusedActivationComputesWhatTheSeparateReluDropoutComputes) {
+  graph::EdgeList edges;
+  edges.num_nodes = 3000;
+  for (GlobalId u = 0; u < 3000; ++u) {
+    edges.add(u, (u * 7 + 3) % 3000);
+    edges.add(u, (u * u + 11) % 3000);
+  }
+  const CsrT<double> a =
+      graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges)).cast<double>();
+  const Matrix x = random_matrix(3000, 16, 31);
+  const Matrix d_out = random_matrix(3000, 192, 32);
+  const Step step{7, 2, true, {}};
+  for (const GcnOrder order :
+       {GcnOrder::TransformThenAggregate, GcnOrder::AggregateThenTransform}) {
+    SCOPED_TRACE(to_string(order));
+    Sequential<double> fused, separate;
+    fused.add(std::make_unique<Linear<double>>(cpu(), 16, 24, true, 3, 0));
+    fused.add(std::make_unique<GcnConv<double>>(cpu(), a, a, 24, 192, true, 3, 1, order,
+                                                GcnActivation{true, 0.5f, 2}));
+    separate.add(std::make_unique<Linear<double>>(cpu(), 16, 24, true, 3, 0));
+    separate.add(std::make_unique<GcnConv<double>>(cpu(), a, a, 24, 192, true, 3, 1, order));
+    separate.add(std::make_unique<ReluDropout<double>>(cpu(), 0.5f, 2));
+    ASSERT_TRUE(fused.modules()[1]->backward_reads_output());
+
+    const ConstDenseView<double> y_fused = fused.forward(step, Input<double>(x.cview()));
+    const ConstDenseView<double> y_separate = separate.forward(step, Input<double>(x.cview()));
+    fused.backward(d_out.cview(), GradientMode::Overwrite);
+    separate.backward(d_out.cview(), GradientMode::Overwrite);
+
+    std::int64_t dropped = 0;
+    for (std::int64_t i = 0; i < y_fused.size(); ++i) {
+      ASSERT_NEAR(y_fused.data[i], y_separate.data[i], 1e-12 * (1.0 + std::abs(y_separate.data[i])))
+          << "output [" << i << "]";
+      dropped += y_separate.data[i] == 0.0 ? 1 : 0;
+    }
+    EXPECT_GT(dropped, y_fused.size() / 2); // ReLU and dropout both ran
+    const auto pf = fused.parameters(), ps = separate.parameters();
+    ASSERT_EQ(pf.size(), ps.size());
+    for (std::size_t i = 0; i < pf.size(); ++i) {
+      expect_near_all(read_back(ps[i]->grad), read_back(pf[i]->grad), ps[i]->name.c_str());
+    }
+    // Evaluation: ReLU only, in both.
+    const ConstDenseView<double> e_fused = fused.forward(Step{}, Input<double>(x.cview()));
+    const ConstDenseView<double> e_separate = separate.forward(Step{}, Input<double>(x.cview()));
+    for (std::int64_t i = 0; i < e_fused.size(); ++i)
+      ASSERT_NEAR(e_fused.data[i], e_separate.data[i],
+                  1e-12 * (1.0 + std::abs(e_separate.data[i])));
+  }
+}
+
+TEST(TiledGcnConvWithActivation, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
+  expect_tiled_layer_computes_the_whole_layer(
+      [](BackendPtr backend, const CsrT<double>& s, const CsrT<double>& s_t, GcnOrder order) {
+        return std::make_unique<GcnConv<double>>(std::move(backend), s, s_t, 4, 3, true, 3, 1,
+                                                 order, GcnActivation{true, 0.5f, 2});
+      });
+}
+
 TEST(TiledSageConv, UnderATinyBudgetComputesWhatTheWholeLayerComputes) {
   expect_tiled_layer_computes_the_whole_layer([](BackendPtr backend, const CsrT<double>& s,
                                                  const CsrT<double>& s_t, GcnOrder order) {

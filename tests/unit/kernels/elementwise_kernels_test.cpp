@@ -255,6 +255,50 @@ TYPED_TEST(ElementwiseKernels, ReluDropoutBackwardEqualsDropoutThenReluBackward)
   expect_all_near(as_doubles(composed.data(), composed.size()), fused.data(), fused.size());
 }
 
+TYPED_TEST(ElementwiseKernels, BiasActivationEqualsBiasThenReluDropoutInPlace) {
+  using T = TypeParam;
+  const auto x = random_dense<T>(this->backend, 37, 70, 14);
+  const auto bias = random_dense<T>(this->backend, 1, 70, 15);
+  const std::span<const T> b(bias.data(), 70);
+  const RowIds rows{nullptr, 5};
+  for (const float p : {0.0f, 0.3f}) {
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "p " << p << (relu ? ", relu" : ""));
+      DenseT<T> composed = to_backend(x, this->backend), fused = to_backend(x, this->backend);
+      ops::add_bias(*this->backend, composed.view(), b);
+      if (relu) {
+        ops::relu_dropout_forward(*this->backend, composed.cview(), composed.view(), p, kKey, rows);
+      } else {
+        ops::dropout_forward(*this->backend, composed.cview(), composed.view(), p, kKey, rows);
+      }
+
+      ops::bias_activation(*this->backend, fused.view(), b, p, kKey, rows, relu);
+
+      for (std::int64_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(composed.data()[i], fused.data()[i]) << i;
+    }
+  }
+  // Without a bias: the activation alone.
+  DenseT<T> relu_only = to_backend(x, this->backend), expected(this->backend, 37, 70);
+  ops::relu_forward(*this->backend, x.cview(), expected.view());
+  ops::bias_activation(*this->backend, relu_only.view(), std::span<const T>{}, 0.0f, kKey, rows,
+                       true);
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(expected.data()[i], relu_only.data()[i]) << i;
+}
+
+TYPED_TEST(ElementwiseKernels, BiasActivationRefusesABiasOfAnotherWidthAndABadProbability) {
+  using T = TypeParam;
+  DenseT<T> y = random_dense<T>(this->backend, 3, 4, 16);
+  const std::vector<T> short_bias(3);
+  EXPECT_THROW(ops::bias_activation(*this->backend, y.view(), std::span<const T>(short_bias), 0.0f,
+                                    kKey, {}, true),
+               DimensionMismatch);
+  EXPECT_THROW(
+      ops::bias_activation(*this->backend, y.view(), std::span<const T>{}, 1.0f, kKey, {}, true),
+      InvalidArgument);
+}
+
 TEST(RandomLanes, MatchesRandomBits4ForEveryColumn) {
   const RngKey key = RngKey::make(0x123456789abcULL, RngPurpose::Dropout, 3, 7);
 

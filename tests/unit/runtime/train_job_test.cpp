@@ -294,7 +294,8 @@ TEST(TrainJobOffload, ABudgetBelowTheFootprintTrainsExactlyTheUnbudgetedModelInB
     SCOPED_TRACE(order == GcnOrder::AggregateThenTransform ? "aggregate first" : "transform first");
     runtime::TrainJob job = small_job(kEasySbm, 5);
     job.model.order = order;
-    const runtime::TrainJob budgeted = under_budget(job, 1280); // of ~1.7-1.9 MiB
+    const runtime::TrainJob budgeted =
+        under_budget(job, 1664); // holds each layer whole, below the run's ~1.8-2 MiB
 
     const runtime::RunSummary a = runtime::run_train_job(job);
     const runtime::RunSummary b = runtime::run_train_job(budgeted);
@@ -333,10 +334,10 @@ TEST(TrainJobOffload, CoraUnderABudgetTrainsWhatItTrainsWithout) {
   runtime::TrainJob job = small_job("cora", 5);
   job.threads = 1;
   const runtime::RunSummary a = runtime::run_train_job(job);
-  // Of a footprint of ~2.3 MiB (~2.8 with tiles): at 1536 KiB every layer runs whole; at 640 KiB
+  // Of a footprint of ~2.3 MiB (~2.8 with tiles): at 1792 KiB every layer runs whole; at 640 KiB
   // (under a quarter) the layers and the dropout of the sparse features run in row blocks, only
   // the first layer's weights with their gradient and Adam state (368 KiB) whole.
-  for (const auto& [kib, tolerance] : {std::pair{1536, 0.0}, std::pair{640, kTiledTolerance}}) {
+  for (const auto& [kib, tolerance] : {std::pair{1792, 0.0}, std::pair{640, kTiledTolerance}}) {
     SCOPED_TRACE(std::to_string(kib) + " KiB");
     const runtime::TrainJob budgeted = under_budget(job, static_cast<std::size_t>(kib));
 
@@ -354,8 +355,10 @@ TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("tessera-train-offload-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
-  const runtime::TrainJob job = small_job(kEasySbm, 4);
-  runtime::TrainJob budgeted = under_budget(job, 1280);
+  // Against the same device budget without a host limit: the disk tier changes where chunks
+  // wait, not what is computed.
+  const runtime::TrainJob job = under_budget(small_job(kEasySbm, 4), 1280);
+  runtime::TrainJob budgeted = job;
   budgeted.offload.host_bytes = 256 * kKiB;
   budgeted.offload.offload_dir = dir.string();
 
@@ -363,6 +366,7 @@ TEST(TrainJobOffload, TheDiskTierTrainsExactlyTheSameModelAndLeavesNoFile) {
   const runtime::RunSummary b = runtime::run_train_job(budgeted);
 
   expect_same_losses(a.result, b.result);
+  EXPECT_EQ(a.offload_total.host_to_disk_bytes, 0u);
   EXPECT_GT(b.offload_total.host_to_disk_bytes, 0u);
   EXPECT_GT(b.offload_total.disk_to_host_bytes, 0u);
   EXPECT_LE(b.offload_total.peak_host_bytes, budgeted.offload.host_bytes);

@@ -13,16 +13,22 @@
   /* y = max(x, 0). x, y: [n, f]; y may be x. */                                                    \
   template <typename T>                                                                             \
   void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                   \
-  /* dx = scale · dy where y > 0, else 0. y, dy, dx: [n, f]; dx may be dy. */                       \
+  /* dx = scale · dy where y > 0, else 0. y, dy, dx: [n, f]; dx may be dy. */                      \
   template <typename T>                                                                             \
   void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,             \
                      DenseView<T> dx, T scale);                                                     \
   /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
-  /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */   \
+  /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */  \
   /* x, y: [n, f]; y may be x. */                                                                   \
   template <typename T>                                                                             \
   void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,                \
-               const RngKey& key, RowIds rows, bool relu);                                     \
+               const RngKey& key, RowIds rows, bool relu);                                          \
+  /* y = a(y + bias) · mask / (1 - p) in place, dropout's mask (none drawn when p = 0): the */     \
+  /* epilogue a layer applies to the rows its product just wrote. y: [n, f]; bias: [f] or */        \
+  /* empty. */                                                                                      \
+  template <typename T>                                                                             \
+  void bias_activation(const Backend& backend, DenseView<T> y, std::span<const T> bias, float p,    \
+                       const RngKey& key, RowIds rows, bool relu);                                  \
   /* out_val[k] = in.val[k] · mask(r, in.col[k]) / (1 - p) with the dense mask; out_val: [nnz]. */ \
   template <typename T>                                                                             \
   void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_val, float p,     \
@@ -34,7 +40,9 @@
   template void relu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
                                  DenseView<T>, T);                                                 \
   template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \
-                           RowIds, bool);                                                     \
+                           RowIds, bool);                                                          \
+  template void bias_activation<T>(const Backend&, DenseView<T>, std::span<const T>, float,        \
+                                   const RngKey&, RowIds, bool);                                   \
   template void dropout_csr_values<T>(const Backend&, CsrView<T>, std::span<T>, float,             \
                                       const RngKey&, RowIds)
 

@@ -10,8 +10,13 @@
 
 namespace tessera {
 
-/// Peak resident set size of this process so far, in bytes (getrusage).
+/// Peak resident set size of this process so far (or since reset_peak_rss), in bytes (Linux's
+/// VmHWM; getrusage elsewhere).
 std::int64_t peak_rss_bytes();
+
+/// Restarts the peak from the memory resident now, so that a benchmark's figure leaves out what
+/// came and went before (Linux: writes 5 to /proc/self/clear_refs). False where that is refused.
+bool reset_peak_rss();
 
 /// A tree of values addressed by dotted keys ("train.epochs"), written as JSON.
 class RunReport {

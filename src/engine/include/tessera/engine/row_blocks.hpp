@@ -112,6 +112,20 @@ private:
   std::vector<Offset> host_;
 };
 
+/// Bytes of output a fused pass finds still in cache right after the product that wrote them:
+/// what for_cache_blocks gives each block (2 MiB, a core's L2 on the machines we measure).
+inline constexpr std::size_t kCacheBlockBytes = std::size_t{2} << 20;
+
+/// Calls f(begin, end) for consecutive blocks of rows covering [0, rows), each about
+/// kCacheBlockBytes of `row_bytes`-byte rows: a product per block followed at once by a pass
+/// over the rows it wrote (a bias, an activation) reads them from cache, not memory.
+template <typename F> void for_cache_blocks(std::int64_t rows, std::size_t row_bytes, F f) {
+  const std::int64_t block = std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(kCacheBlockBytes / std::max<std::size_t>(row_bytes, 1)));
+  for (std::int64_t begin = 0; begin < rows; begin += block)
+    f(begin, std::min(rows, begin + block));
+}
+
 /// x's rows for for_row_blocks under `memory`: a dense x's rows, a sparse x's row offsets and
 /// entries (through `sparse`); nothing without a manager (one block, nothing acquired).
 template <typename T>

@@ -8,6 +8,7 @@
 #include "tessera/gnn/halo_blocks.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -123,18 +124,36 @@ public:
   const Aggregation<T>& aggregation() const noexcept { return aggregation_; }
   bool transforms_first() const noexcept { return transform_first_; }
 
-  /// y = S·x·W. x: [aggregation().input_rows(), in], dense or (transform-first) sparse;
-  /// w: [in, out]; y: [aggregation().rows(), out], overwritten. `layer` names errors.
-  /// `blocks` (a budgeted manager): the products run over row blocks and
-  /// tiles of S, each piece acquired while it computes (Aggregation::forward_tiled).
+  /// A pass over rows [begin, end) of y that the product has just written (a layer's bias and
+  /// activation), run in place.
+  using RowEpilogue = std::function<void(std::int64_t begin, std::int64_t end)>;
+
+  /// y = S·x·W, then `epilogue` (when given) over every row of y. x:
+  /// [aggregation().input_rows(), in], dense or (transform-first) sparse; w: [in, out];
+  /// y: [aggregation().rows(), out], overwritten. `layer` names errors. `blocks` (a budgeted
+  /// manager): the products run over row blocks and tiles of S, each piece acquired while it
+  /// computes (Aggregation::forward_tiled). Aggregate-first on a CPU, the last product runs in
+  /// cache-sized row blocks, each followed by the epilogue while its rows are still in cache.
   void forward(const Step& step, const std::string& layer, Input<T> x, ConstDenseView<T> w,
-               DenseView<T> y, ChunkManager* blocks = nullptr);
+               DenseView<T> y, ChunkManager* blocks = nullptr, const RowEpilogue& epilogue = {});
   /// From dy: [rows, out] and the forward's x: w.grad per param_mode; returns dx: [input rows,
   /// in] per input_mode (empty for Ignore), in a buffer of this object. Accumulate adds to
   /// that buffer's previous contents (transform-first only); a sparse x has no gradient.
   DenseView<T> backward(const std::string& layer, Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
                         GradientMode input_mode, GradientMode param_mode,
                         ChunkManager* blocks = nullptr);
+
+  /// Rows [begin, end) of the gradient at y, made when asked (a layer's activation backward) into
+  /// a buffer that stays valid until the next call.
+  using RowGradient = std::function<ConstDenseView<T>(std::int64_t begin, std::int64_t end)>;
+
+  /// backward() of an aggregate-first product (InvalidArgument otherwise) without a memory
+  /// budget, the gradient at y asked for block by block (on a CPU blocks of about 2 MiB, so it
+  /// is never whole in memory), each block's share of dW and d(S·x) computed while it is in
+  /// cache. Returns dx as backward() does.
+  DenseView<T> backward_from_blocks(const std::string& layer, const RowGradient& dy_rows,
+                                    Parameter<T>& w, GradientMode input_mode,
+                                    GradientMode param_mode);
 
   /// Bytes of the reusable buffers.
   std::size_t bytes() const noexcept {
@@ -155,6 +174,12 @@ private:
   DenseView<T> backward_in_blocks(Input<T> x, ConstDenseView<T> dy, Parameter<T>& w,
                                   GradientMode input_mode, GradientMode param_mode,
                                   ChunkManager& blocks);
+  /// The aggregate-first backward over row blocks of dy (from dy_rows): under `blocks` (dy's rows
+  /// acquired through dy_tensor) or, without, cache-sized blocks on a CPU and one elsewhere.
+  DenseView<T> backward_aggregate_first_in_blocks(const RowGradient& dy_rows,
+                                                  const RowTensor& dy_tensor, Parameter<T>& w,
+                                                  GradientMode input_mode, GradientMode param_mode,
+                                                  ChunkManager* blocks);
 
   BackendPtr backend_;
   Aggregation<T> aggregation_;

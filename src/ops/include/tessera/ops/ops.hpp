@@ -91,6 +91,15 @@ template <typename T>
 void relu_dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,
                           const RngKey& key, RowIds rows);
 
+/// y = a(y + bias) · mask / (1 - p) in place, a = ReLU when `relu`, else the identity, with
+/// dropout_forward's mask (none drawn when p = 0): a layer's bias, activation and dropout in one
+/// pass over rows its product just wrote. y: [n, f]; bias: [f] or empty; rows gives the global
+/// ids of y's rows. Throws DimensionMismatch for another bias length, InvalidArgument unless
+/// 0 <= p < 1.
+template <typename T>
+void bias_activation(const Backend& backend, DenseView<T> y, std::span<const T> bias, float p,
+                     const RngKey& key, RowIds rows, bool relu);
+
 /// Backward of relu_dropout_forward from its output y: dx = dy / (1 - p) where y > 0, else 0
 /// (y > 0 exactly where the input was positive and kept, so no mask is redrawn). y, dy, dx:
 /// [n, f]; dx may alias dy. Throws InvalidArgument unless 0 <= p < 1.
