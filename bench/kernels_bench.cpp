@@ -77,24 +77,32 @@ template <typename Body> double timed_loop(benchmark::State& state, Body&& body)
 
 // ---- STREAM triad ------------------------------------------------------------------------------
 
-/// STREAM's way, as the GCN epoch benchmark measures it: arrays of at least 4x the last-level
-/// cache, the best of 10 sweeps after a warm-up (one benchmark iteration holds all of them).
-void BM_StreamTriad(benchmark::State& state) {
+/// A bandwidth measured STREAM's way, as the GCN epoch benchmark measures it: arrays of at least
+/// 4x the last-level cache, the best of 10 sweeps after a warm-up (one benchmark iteration holds
+/// all of them). `measure` returns the rate, `arrays` is how many triad-length float arrays one
+/// sweep counts; the rate goes into `into` for the summary.
+template <typename Measure>
+void stream_rate(benchmark::State& state, Measure measure, double arrays,
+                 std::map<int, tessera::MeasuredRate>& into) {
   const int threads = static_cast<int>(state.range(0));
   omp_set_num_threads(threads);
   tessera::MeasuredRate rate;
   for (auto _ : state) {
-    rate = tessera::stream_triad();
-    // Counted like STREAM: two arrays read, one written (write-allocate traffic not counted).
+    rate = measure();
     const double bytes =
-        3.0 * sizeof(float) * static_cast<double>(tessera::default_triad_elements());
+        arrays * sizeof(float) * static_cast<double>(tessera::default_triad_elements());
     state.SetIterationTime(bytes / (rate.best * 1e9));
   }
-
-  triad[threads] = rate;
+  into[threads] = rate;
   state.counters["GB/s"] = rate.best;
   state.counters["median"] = rate.median;
   state.counters["worst"] = rate.worst;
+}
+
+/// The triad, counted like STREAM: two arrays read, one written (write-allocate not counted).
+void BM_StreamTriad(benchmark::State& state) {
+  stream_rate(
+      state, [] { return tessera::stream_triad(); }, 3.0, triad);
 }
 BENCHMARK(BM_StreamTriad)
     ->Arg(1)
@@ -103,22 +111,11 @@ BENCHMARK(BM_StreamTriad)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 
-/// Read-only bandwidth, the same way: the sum of one array of the triad's length. SpMM mostly
-/// reads, and pays no write-allocate on them.
+/// Read-only bandwidth: the sum of one array of the triad's length. SpMM mostly reads, and pays
+/// no write-allocate on them.
 void BM_StreamRead(benchmark::State& state) {
-  const int threads = static_cast<int>(state.range(0));
-  omp_set_num_threads(threads);
-  tessera::MeasuredRate rate;
-  for (auto _ : state) {
-    rate = tessera::stream_read();
-    const double bytes = sizeof(float) * static_cast<double>(tessera::default_triad_elements());
-    state.SetIterationTime(bytes / (rate.best * 1e9));
-  }
-
-  reads[threads] = rate;
-  state.counters["GB/s"] = rate.best;
-  state.counters["median"] = rate.median;
-  state.counters["worst"] = rate.worst;
+  stream_rate(
+      state, [] { return tessera::stream_read(); }, 1.0, reads);
 }
 BENCHMARK(BM_StreamRead)
     ->Arg(1)

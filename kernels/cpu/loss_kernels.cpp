@@ -65,6 +65,7 @@ double softmax_cross_entropy(const Backend&, ConstDenseView<T> logits,
         d_logits.data[i] = T{0};
     }
     double loss = 0.0;
+    std::vector<double> shifted(static_cast<std::size_t>(c)); // exp(x_j - max) of a row
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < selected; ++i) {
       const std::int32_t r = rows[i];
@@ -72,15 +73,17 @@ double softmax_cross_entropy(const Backend&, ConstDenseView<T> logits,
       // log softmax(x)_j = x_j - max - log(sum exp(x - max)): no overflow, no log(0).
       const T max = x[argmax(x, c)];
       double sum = 0.0;
-      for (std::int64_t j = 0; j < c; ++j)
-        sum += std::exp(static_cast<double>(x[j] - max));
-      const double log_sum = std::log(sum);
+      for (std::int64_t j = 0; j < c; ++j) {
+        shifted[static_cast<std::size_t>(j)] = std::exp(static_cast<double>(x[j] - max));
+        sum += shifted[static_cast<std::size_t>(j)];
+      }
       const std::int32_t label = labels[r];
-      loss -= static_cast<double>(x[label] - max) - log_sum;
-      if (want_grad) {
+      loss -= static_cast<double>(x[label] - max) - std::log(sum);
+      if (want_grad) { // softmax from the exponentials above: one exp per entry, not two
         T* g = d_logits.row(r);
+        const double inv_sum = 1.0 / sum;
         for (std::int64_t j = 0; j < c; ++j) {
-          const double prob = std::exp(static_cast<double>(x[j] - max) - log_sum);
+          const double prob = shifted[static_cast<std::size_t>(j)] * inv_sum;
           g[j] = static_cast<T>((prob - (j == label ? 1.0 : 0.0)) * inv_norm);
         }
       }

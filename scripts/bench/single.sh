@@ -34,4 +34,4 @@ tessera_log "SpMM and STREAM triad (Google Benchmark), RMAT scale ${scale}"
 TESSERA_BENCH_SCALE="${scale}" "${kernels}" --benchmark_filter='Triad|StreamRead|Spmm|Sgemm' \
   --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 tessera_log "GCN epoch against its floor, RMAT scale ${scale}"
-"${epoch}" --scale "${scale}" --epochs 5 --threads 1 2
+"${epoch}" --scale "${scale}" --epochs 5 --threads 1 2 --separate

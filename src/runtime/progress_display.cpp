@@ -62,11 +62,8 @@ ProgressDisplay::ProgressDisplay(std::FILE* out, ProgressDisplayOptions options)
     : out_(out), options_(options),
       ticker_([this](std::stop_token stop) { ticker(std::move(stop)); }) {}
 
-ProgressDisplay::~ProgressDisplay() {
-  ticker_.request_stop();
-  wake_.notify_all();
-  if (ticker_.joinable()) ticker_.join();
-}
+// std::jthread requests the stop and joins; the ticker's wait takes the stop token, so it wakes.
+ProgressDisplay::~ProgressDisplay() = default;
 
 ProgressSink ProgressDisplay::sink() {
   return [this](const ProgressEvent& event) { on_event(event); };
