@@ -149,8 +149,14 @@ struct SpmmInput {
   double bytes() const { return tessera::spmm_model_bytes(a.rows(), a.nnz(), kFeatures); }
 };
 
-void BM_Spmm(benchmark::State& state) {
+/// The benchmarks' Â and features, loaded on first use.
+SpmmInput& spmm_input() {
   static SpmmInput input;
+  return input;
+}
+
+void BM_Spmm(benchmark::State& state) {
+  SpmmInput& input = spmm_input();
 
   const double seconds = timed_loop(state, [&] {
     tessera::ops::spmm(*backend(), input.a.view(), input.x.cview(), input.y.view());
@@ -167,6 +173,78 @@ void BM_Spmm(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Spmm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+// ---- The output layer's kernels ----------------------------------------------------------------
+
+/// The kernels of a GCN's last layer (128 -> 16, transform-first) on the same Â, each against its
+/// own floor (bytes at the triad rate, flops at the sgemm rate, the slower): range(0) threads,
+/// range(1) which kernel — 0: Â·T, T [n, 16] (the SpMM forward; backward's Âᵀ·dy is the same for a
+/// symmetric Â); 1: H·W, [n, 128] x [128, 16]; 2: Hᵀ·dT, [128, n] x [n, 16] (dW);
+/// 3: dT·Wᵀ, [n, 16] x [16, 128] (dx).
+void BM_OutputLayer(benchmark::State& state) {
+  constexpr std::int64_t kNarrow = 16;
+  SpmmInput& input = spmm_input();
+  const std::int64_t n = input.a.rows();
+  static const tessera::Dense t = [&] {
+    tessera::Dense m(backend(), n, kNarrow);
+    m.fill(0.25f);
+    return m;
+  }();
+  static tessera::Dense out = tessera::Dense::zeros(backend(), n, kNarrow);
+  static tessera::Dense wide = tessera::Dense::zeros(backend(), n, kFeatures);
+  static const tessera::Dense w = [] {
+    tessera::Dense m(backend(), kFeatures, kNarrow);
+    m.fill(0.01f);
+    return m;
+  }();
+  static tessera::Dense dw = tessera::Dense::zeros(backend(), kFeatures, kNarrow);
+  using tessera::Transpose;
+  const auto& be = *backend();
+  const int kernel = static_cast<int>(state.range(1));
+  const double rows = static_cast<double>(n);
+  double bytes = 0.0, flops = 2.0 * rows * kFeatures * kNarrow;
+  const char* what = "";
+  const double seconds = timed_loop(state, [&] {
+    switch (kernel) {
+    case 0:
+      tessera::ops::spmm(be, input.a.view(), t.cview(), out.view());
+      break;
+    case 1:
+      tessera::ops::gemm(be, Transpose::No, Transpose::No, 1.0f, input.x.cview(), w.cview(), 0.0f,
+                         out.view());
+      break;
+    case 2:
+      tessera::ops::gemm(be, Transpose::Yes, Transpose::No, 1.0f, input.x.cview(), t.cview(), 0.0f,
+                         dw.view());
+      break;
+    default:
+      tessera::ops::gemm(be, Transpose::No, Transpose::Yes, 1.0f, t.cview(), w.cview(), 0.0f,
+                         wide.view());
+    }
+    benchmark::ClobberMemory();
+  });
+  if (kernel == 0) {
+    what = "spmm A.T";
+    bytes = tessera::spmm_model_bytes(n, input.a.nnz(), kNarrow);
+    flops = 0.0;
+  } else {
+    what = kernel == 1 ? "gemm H.W" : kernel == 2 ? "gemm Ht.dT" : "gemm dT.Wt";
+    bytes = rows * (kFeatures + kNarrow) * sizeof(float);
+  }
+  const int threads = static_cast<int>(state.range(0));
+  const double per_call = seconds / static_cast<double>(state.iterations());
+  state.SetLabel(what);
+  state.counters["GB/s"] = bytes / per_call / 1e9;
+  state.counters["GFLOP/s"] = flops / per_call / 1e9;
+  if (const auto tr = triad.find(threads); tr != triad.end()) {
+    // The floor with the sgemm rate of BM_Sgemm's shape is not known here: bytes only.
+    state.counters["bytes_floor_ratio"] = per_call / (bytes / (tr->second.best * 1e9));
+  }
+}
+BENCHMARK(BM_OutputLayer)
+    ->ArgsProduct({{1, 2}, {0, 1, 2, 3}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // ---- SGEMM -------------------------------------------------------------------------------------
 

@@ -61,7 +61,16 @@ TYPED_TEST(DenseKernels, GemmMatchesHandComputedProduct) {
 TYPED_TEST(DenseKernels, GemmIsEquivalentToRef) {
   using T = TypeParam;
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes = {
-      {1, 1, 1}, {7, 3, 5}, {33, 65, 17}, {128, 128, 16}};
+      {1, 1, 1},
+      {7, 3, 5},
+      {33, 65, 17},
+      {128, 128, 16},
+      // Tall-skinny shapes of a GCN's output layer, which run on the narrow kernels (m >= 4096
+      // rows, or k >= 4096 shared rows transposed): x·W, d(xW)·Wᵀ, xᵀ·d(xW); and one beside them.
+      {4101, 128, 16},
+      {4101, 16, 128},
+      {128, 4101, 16},
+      {4100, 24, 32}};
   for (const auto& [m, k, n] : shapes) {
     for (const auto ta : {Transpose::No, Transpose::Yes}) {
       for (const auto tb : {Transpose::No, Transpose::Yes}) {
