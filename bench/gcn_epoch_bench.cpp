@@ -74,25 +74,39 @@ std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, s
   const auto stream = [&](double arrays, double width) {
     t->stream_bytes += arrays * rows * width * f;
   };
+  // A forward aggregation: in bf16, its input is rounded first (read, half as much written) and
+  // the rows it gathers are half the bytes.
+  const auto aggregate = [&](double width) {
+    if (spec.config.activation_dtype == ActivationDType::Fp32) return spmm(width);
+    stream(1.5, width);
+    t->stream_bytes += spmm_model_bytes(n, nnz, static_cast<std::int64_t>(width), sizeof(Bf16));
+  };
 
-  // The input dropout: read and write forward, no gradient (nothing trainable before it).
-  modules.push_back({"Dropout (input)"});
-  t = &modules.back();
-  stream(2, static_cast<double>(spec.layer_sizes.front()));
+  // The input dropout: read and write forward, no gradient (nothing trainable before it). With
+  // bf16 an aggregate-first first layer applies it as it rounds its input (build_gcn).
+  const bool fused_input_dropout =
+      spec.config.activation_dtype == ActivationDType::Bf16 &&
+      !transforms_first(spec.config.order, spec.layer_sizes[0], spec.layer_sizes[1]);
+  if (!fused_input_dropout) {
+    modules.push_back({"Dropout (input)"});
+    t = &modules.back();
+    stream(2, static_cast<double>(spec.layer_sizes.front()));
+  }
   for (int i = 0; i < spec.num_layers(); ++i) {
     const std::int64_t in = spec.layer_sizes[static_cast<std::size_t>(i)];
     const std::int64_t out = spec.layer_sizes[static_cast<std::size_t>(i) + 1];
     const bool input_grad = i > 0;  // the first convolution's input needs no gradient
     const bool activation = i + 1 < spec.num_layers(); // ReLU + dropout fused
     const bool first = transforms_first(spec.config.order, in, out);
-    modules.push_back({fmt::format("GCNConv {} ({} -> {}, {}{})", i, in, out,
+    modules.push_back({fmt::format("GCNConv {} ({} -> {}, {}{}{})", i, in, out,
                                    first ? "transform-first" : "aggregate-first",
+                                   i == 0 && fused_input_dropout ? ", input dropout" : "",
                                    activation ? ", + ReLU + dropout" : "")});
     t = &modules.back();
     const double x = static_cast<double>(in), y = static_cast<double>(out);
     if (first) {
       gemm(x, y, x + y);            // x·W
-      spmm(y);                      // Â·(xW)
+      aggregate(y);                 // Â·(xW)
       stream(2, y);                 // bias (and activation) over the output: a pass of its own
       if (activation) stream(3, y); // backward: output and its gradient read, one written
       stream(1, y);                 // bias gradient
@@ -100,7 +114,7 @@ std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, s
       gemm(x, y, x + y);            // dW = xᵀ·d(xW)
       if (input_grad) gemm(y, x, x + y); // dx = d(xW)·Wᵀ
     } else if (activation) {
-      spmm(x);           // Â·x
+      aggregate(x);      // Â·x
       gemm(x, y, x + y); // (Âx)·W, bias and activation in its cache blocks
       // Backward in cache blocks: output and its gradient read; the gradient before the
       // activation, its bias gradient and the products that read it stay in cache.
@@ -108,7 +122,7 @@ std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, s
       gemm(x, y, x);                          // dW = (Âx)ᵀ·dy, reading Âx
       if (input_grad) gemm(y, x, x), spmm(x); // d(Âx) = dy·Wᵀ written, dx = Âᵀ·d(Âx)
     } else {
-      spmm(x);                                    // Â·x
+      aggregate(x);                               // Â·x
       gemm(x, y, x + y);                          // (Âx)·W, bias in its cache blocks
       stream(1, y);                               // bias gradient
       gemm(x, y, x + y);                          // dW = (Âx)ᵀ·dy
@@ -146,6 +160,7 @@ Sequential<float> build_separate_gcn(const BackendPtr& backend, const Csr& a_hat
         spec.order_of(i));
     for (Parameter<float>* param : conv->parameters())
       param->decay = spec.decays(i);
+    conv->set_activation_dtype(spec.config.activation_dtype);
     model.add(std::move(conv));
     if (i + 1 < spec.num_layers())
       model.add(std::make_unique<ReluDropout<float>>(backend, p, layer + 1));
@@ -169,6 +184,11 @@ int main(int argc, char** argv) {
   app.add_option("--dataset", dataset,
                  "train on this dataset (any --dataset of tessera-train with dense features: "
                  "sbm:..., npz:FILE) instead of RMAT; its features and classes set the widths");
+  std::string activation_dtype = "fp32";
+  app.add_option("--activation-dtype", activation_dtype,
+                 "what the GCN layers aggregate is stored in: fp32 or bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   bool separate = false;
   app.add_flag("--separate", separate,
                "also time the model with ReLU + dropout as modules of their own (unfused), after "
@@ -191,7 +211,8 @@ int main(int argc, char** argv) {
     fmt::print("graph {}: {} nodes, {} nonzeros in A+I, features {}, hidden {}, classes {}\n",
                spec, n, a_hat.nnz(), features, hidden, classes);
 
-    const gnn::ModelSpec model_spec{{features, hidden, classes}, {}, 0};
+    gnn::ModelSpec model_spec{{features, hidden, classes}, {}, 0};
+    model_spec.config.activation_dtype = parse_activation_dtype(activation_dtype);
     Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, model_spec);
     const gnn::NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
     const std::vector<Traffic> modules = epoch_traffic(model_spec, n, a_hat.nnz());

@@ -2,7 +2,8 @@
 // measured against it, the SGEMM rate of the GCN layer's dense product, and encoding halo
 // messages (bf16, int8).
 //
-//   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run
+//   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run,
+//   TESSERA_BENCH_DATASET=npz:FILE (or any dataset spec with 128 dense features) instead of RMAT
 
 #include <benchmark/benchmark.h>
 #include <cstdint>
@@ -133,12 +134,19 @@ struct SpmmInput {
   tessera::Dense y; // [n, 128]
 
   SpmmInput() {
-    const std::string spec = "rmat:scale=" + std::to_string(bench_scale()) +
-                             ",edge-factor=16,features=" + std::to_string(kFeatures) +
-                             ",classes=16";
+    const char* named = std::getenv("TESSERA_BENCH_DATASET");
+    const std::string spec = named != nullptr && *named != '\0'
+                                 ? std::string(named)
+                                 : "rmat:scale=" + std::to_string(bench_scale()) +
+                                       ",edge-factor=16,features=" + std::to_string(kFeatures) +
+                                       ",classes=16";
     std::fprintf(stderr, "loading %s ...\n", spec.c_str());
     auto dataset = tessera::datasets::load_dataset(backend(), spec, {});
     a = tessera::graph::gcn_normalize(dataset.adjacency);
+    if (!dataset.features.dense || dataset.features.cols() != kFeatures) {
+      throw std::invalid_argument(spec + ": the kernel benchmarks need dense features of width " +
+                                  std::to_string(kFeatures));
+    }
     x = std::move(dataset.features.dense.value());
     y = tessera::Dense::zeros(backend(), a.rows(), kFeatures);
     std::fprintf(stderr, "Â: %lld rows, %lld nonzeros\n", static_cast<long long>(a.rows()),
@@ -173,6 +181,29 @@ void BM_Spmm(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Spmm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+
+/// The same product with the features stored in bfloat16 (--activation-dtype bf16): their rows
+/// are half the bytes. GB/s counts the bytes it moves; speedup is BM_Spmm's time over this one's.
+void BM_SpmmBf16(benchmark::State& state) {
+  SpmmInput& input = spmm_input();
+  tessera::DenseT<tessera::Bf16> x(backend(), input.x.rows(), input.x.cols());
+  tessera::ops::round_to_bf16(*backend(), input.x.cview(), x.view());
+
+  const double seconds = timed_loop(state, [&] {
+    tessera::ops::spmm_bf16(*backend(), input.a.view(), x.cview(), input.y.view());
+    benchmark::ClobberMemory();
+  });
+
+  const int threads = static_cast<int>(state.range(0));
+  const double bytes =
+      tessera::spmm_model_bytes(input.a.rows(), input.a.nnz(), kFeatures, sizeof(tessera::Bf16));
+  const double gbps = bytes * static_cast<double>(state.iterations()) / seconds / 1e9;
+  state.counters["GB/s"] = gbps;
+  if (const auto fp32 = spmm_gbps.find(threads); fp32 != spmm_gbps.end()) {
+    state.counters["speedup"] = gbps / bytes / (fp32->second / input.bytes());
+  }
+}
+BENCHMARK(BM_SpmmBf16)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // ---- The output layer's kernels ----------------------------------------------------------------
 

@@ -254,6 +254,13 @@ template <typename T> void copy(const Backend&, ConstDenseView<T> x, DenseView<T
     y.data[i] = x.data[i];
 }
 
+void round_to_bf16(const Backend&, ConstDenseView<float> x, DenseView<Bf16> y) {
+  const std::int64_t size = x.size();
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    y.data[i] = to_bf16(x.data[i]);
+}
+
 namespace {
 
 /// rows[i] must index one of `n` rows (a serial pass, small next to the copy that follows).

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <omp.h>
+#include <type_traits>
 
 namespace tessera::kernels::cpu {
 namespace {
@@ -42,10 +43,19 @@ void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, De
 
 namespace {
 
+/// An output element: T itself, or rounded to bfloat16.
+template <typename Out, typename T> Out stored(T value) noexcept {
+  if constexpr (std::is_same_v<Out, Bf16>) {
+    return to_bf16(value);
+  } else {
+    return value;
+  }
+}
+
 /// y = a(x + bias) · mask / (1 - p) row by row, a = ReLU or the identity; bias: [x.cols] or
-/// nullptr. y may be x.
-template <typename T>
-void masked_rows(ConstDenseView<T> x, DenseView<T> y, const T* bias, float p, const RngKey& key,
+/// nullptr; y holds T or bfloat16. y may be x.
+template <typename T, typename Out = T>
+void masked_rows(ConstDenseView<T> x, DenseView<Out> y, const T* bias, float p, const RngKey& key,
                  RowIds rows, bool relu) {
   const std::int64_t cols = x.cols;
   const T scale = inverse_keep<T>(p);
@@ -53,7 +63,7 @@ void masked_rows(ConstDenseView<T> x, DenseView<T> y, const T* bias, float p, co
   for (std::int64_t r = 0; r < x.rows; ++r) {
     const GlobalId id = rows(r);
     const T* in = x.row(r);
-    T* out = y.row(r);
+    Out* out = y.row(r);
     // One batch of vectorized Philox calls gives the draws of 64 consecutive columns.
     for (std::int64_t c0 = 0; c0 < cols; c0 += RandomLanes::kColumns) {
       const RandomLanes bits(key, id, static_cast<std::uint32_t>(c0 / 4));
@@ -61,7 +71,8 @@ void masked_rows(ConstDenseView<T> x, DenseView<T> y, const T* bias, float p, co
 #pragma omp simd
       for (int c = 0; c < width; ++c) {
         const T v = bias != nullptr ? in[c0 + c] + bias[c0 + c] : in[c0 + c];
-        out[c0 + c] = (relu && v < T{0} ? T{0} : v) * dropout_factor(bits.draws[c], p, scale);
+        out[c0 + c] =
+            stored<Out>((relu && v < T{0} ? T{0} : v) * dropout_factor(bits.draws[c], p, scale));
       }
     }
   }
@@ -73,6 +84,11 @@ template <typename T>
 void dropout(const Backend&, ConstDenseView<T> x, DenseView<T> y, float p, const RngKey& key,
              RowIds rows, bool relu) {
   masked_rows<T>(x, y, nullptr, p, key, rows, relu);
+}
+
+void dropout_to_bf16(const Backend&, ConstDenseView<float> x, DenseView<Bf16> y, float p,
+                     const RngKey& key, RowIds rows) {
+  masked_rows<float, Bf16>(x, y, nullptr, p, key, rows, false);
 }
 
 template <typename T>

@@ -1,9 +1,10 @@
-// OpenMP SpMM: C = A·B (+ beta·C) row-parallel with nonzero-balanced row ranges, and Aᵀ·B with
-// private sums.
+// OpenMP SpMM: C = A·B (+ beta·C) row-parallel with nonzero-balanced row ranges (B in float32,
+// float64 or bfloat16), and Aᵀ·B with private sums.
 #include "tessera/kernels/spmm_kernels.hpp"
 
 #include "parallel.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <omp.h>
 #include <vector>
@@ -12,9 +13,13 @@ namespace tessera::kernels::cpu {
 namespace {
 
 // Nonzeros ahead whose B row is prefetched. The rows of B are gathered at random, and without
-// this the RMAT scale-20 benchmark (tessera-bench-kernels) runs about 6x slower; distances from
-// 8 to 32 measured the same within noise.
+// this the RMAT scale-20 benchmark (tessera-bench-kernels) runs about 6x slower; for 512-byte
+// rows distances from 8 to 32 measured the same within noise. Narrow rows are far less work a
+// nonzero, so they look further ahead, about 2 KiB of rows: on the 1M-node SBM graph a width-16
+// product took 137 ms at 8 nonzeros ahead and 113-117 ms at 32-64
+// (TESSERA_BENCH_DATASET=npz:... tessera-bench-kernels, BM_OutputLayer/1/0).
 constexpr std::int64_t kPrefetchDistance = 8;
+constexpr std::int64_t kPrefetchBytes = 2048;
 constexpr std::int64_t kCacheLine = 64;
 
 /// The nonzeros [begin, end) of one row of A, and where prefetching ahead must stop.
@@ -26,26 +31,35 @@ template <typename T> struct SparseRow {
   std::int64_t prefetch_end;
 };
 
+/// An element of B as the value type T: bfloat16 widens exactly (a shift).
+template <typename T> T widen(T value) {
+  return value;
+}
+inline float widen(Bf16 value) {
+  return to_float(value);
+}
+
 /// Columns [0, W) of one output row: the accumulators live in registers for the whole row
 /// (W is a compile-time width), so C is written exactly once, and read once (beta · C) only when
 /// Accumulate: the choice is made once per call, so the overwrite path has no branch and no read.
-/// b points at column 0 of the block.
-template <bool Accumulate, int W, typename T>
-void spmm_row_block(const SparseRow<T>& a, const T* b, std::int64_t ldb, T beta, T* c) {
-  constexpr std::int64_t kBlockBytes = std::int64_t{W} * sizeof(T);
+/// b points at column 0 of the block; B is T or bfloat16 (the same sums as over B widened).
+template <bool Accumulate, int W, typename T, typename B>
+void spmm_row_block(const SparseRow<T>& a, const B* b, std::int64_t ldb, T beta, T* c) {
+  constexpr std::int64_t kBlockBytes = std::int64_t{W} * sizeof(B);
+  constexpr std::int64_t kDistance = std::max(kPrefetchDistance, kPrefetchBytes / kBlockBytes);
   T acc[W] = {};
   for (std::int64_t k = a.begin; k < a.end; ++k) {
-    if (k + kPrefetchDistance < a.prefetch_end) {
-      const auto* ahead = reinterpret_cast<const char*>(b + a.col[k + kPrefetchDistance] * ldb);
+    if (k + kDistance < a.prefetch_end) {
+      const auto* ahead = reinterpret_cast<const char*>(b + a.col[k + kDistance] * ldb);
       for (std::int64_t byte = 0; byte < kBlockBytes; byte += kCacheLine) {
         __builtin_prefetch(ahead + byte);
       }
     }
-    const T* b_row = b + a.col[k] * ldb;
+    const B* b_row = b + a.col[k] * ldb;
     const T v = a.val[k];
 #pragma omp simd
     for (int j = 0; j < W; ++j)
-      acc[j] += v * b_row[j];
+      acc[j] += v * widen(b_row[j]);
   }
   if constexpr (Accumulate) {
 #pragma omp simd
@@ -59,8 +73,8 @@ void spmm_row_block(const SparseRow<T>& a, const T* b, std::int64_t ldb, T beta,
 }
 
 /// The columns [j, n) of one output row narrower than 2W, in blocks of W, W/2, ..., 1.
-template <bool Accumulate, int W, typename T>
-void spmm_row_tail(const SparseRow<T>& a, const T* b, std::int64_t n, std::int64_t j, T beta,
+template <bool Accumulate, int W, typename T, typename B>
+void spmm_row_tail(const SparseRow<T>& a, const B* b, std::int64_t n, std::int64_t j, T beta,
                    T* c) {
   if constexpr (W > 0) {
     if (n - j >= W) {
@@ -73,8 +87,8 @@ void spmm_row_tail(const SparseRow<T>& a, const T* b, std::int64_t n, std::int64
 
 /// One output row [n]: 512-byte column blocks (eight AVX-512 registers of accumulators), then
 /// the remainder in power-of-two blocks.
-template <bool Accumulate, typename T>
-void spmm_row(const SparseRow<T>& a, const T* b, std::int64_t n, T beta, T* c) {
+template <bool Accumulate, typename T, typename B>
+void spmm_row(const SparseRow<T>& a, const B* b, std::int64_t n, T beta, T* c) {
   constexpr int kWide = 512 / sizeof(T);
   std::int64_t j = 0;
   for (; j + kWide <= n; j += kWide)
@@ -83,8 +97,8 @@ void spmm_row(const SparseRow<T>& a, const T* b, std::int64_t n, T beta, T* c) {
 }
 
 /// All rows of C = A·B (+ beta·C when Accumulate), split over the threads by nonzeros.
-template <bool Accumulate, typename T>
-void spmm_rows(CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
+template <bool Accumulate, typename T, typename B>
+void spmm_rows(CsrView<T> a, ConstDenseView<B> b, DenseView<T> c, T beta) {
   const std::int64_t n = c.cols;
 #pragma omp parallel
   {
@@ -108,6 +122,11 @@ void spmm(const Backend&, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T b
   } else {
     spmm_rows<true>(a, b, c, beta);
   }
+}
+
+void spmm_bf16(const Backend&, CsrView<float> a, ConstDenseView<Bf16> b, DenseView<float> c) {
+  if (a.rows == 0 || c.cols == 0) return;
+  spmm_rows<false>(a, b, c, 0.0f);
 }
 
 template <typename T>

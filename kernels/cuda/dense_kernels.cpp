@@ -46,6 +46,13 @@ template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, Den
   backend.copy_within(y.data, x.data, static_cast<std::size_t>(x.size()) * sizeof(T));
 }
 
+void round_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y) {
+  if (x.size() == 0) return;
+  launch::round_to_bf16(x.data, reinterpret_cast<std::uint16_t*>(y.data), x.size(),
+                        as_cuda(backend).stream());
+  check_launch("round_to_bf16");
+}
+
 template <typename T>
 void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias) {
   if (x.size() == 0) return;

@@ -1,4 +1,5 @@
 // Device kernels of the elementwise family: ReLU and dropout with the CPU's Philox masks.
+#include "bf16.cuh"
 #include "grid.cuh"
 #include "launch.hpp"
 
@@ -21,10 +22,19 @@ __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_
     dx[i] = y[i] > T{0} ? scale * dy[i] : T{0};
 }
 
-/// y = a(x + bias) · mask / (1 - p); bias may be null, and p = 0 draws nothing. One thread per
-/// (row, block of four columns): one Philox call gives its four draws.
-template <typename T>
-__global__ void dropout_kernel(const T* x, T* y, const T* bias, std::int64_t rows,
+/// An output element: T itself, or (Out = uint16) its bfloat16 bits.
+template <typename Out, typename T> __device__ inline Out stored(T value) {
+  if constexpr (sizeof(Out) == 2) {
+    return bf16_bits(value);
+  } else {
+    return value;
+  }
+}
+
+/// y = a(x + bias) · mask / (1 - p), stored as Out; bias may be null, and p = 0 draws nothing.
+/// One thread per (row, block of four columns): one Philox call gives its four draws.
+template <typename T, typename Out>
+__global__ void dropout_kernel(const T* x, Out* y, const T* bias, std::int64_t rows,
                                std::int64_t cols, float p, RngKey key, RowIds ids, bool relu,
                                T scale) {
   const std::int64_t blocks_per_row = (cols + 3) / 4;
@@ -38,7 +48,7 @@ __global__ void dropout_kernel(const T* x, T* y, const T* bias, std::int64_t row
       if (c >= cols) break;
       const T in = bias != nullptr ? x[r * cols + c] + bias[c] : x[r * cols + c];
       const T kept = p == 0.0f || bits_to_unit_float(bits[j]) >= p ? scale : T{0};
-      y[r * cols + c] = (relu && in < T{0} ? T{0} : in) * kept;
+      y[r * cols + c] = stored<Out>((relu && in < T{0} ? T{0} : in) * kept);
     }
   }
 }
@@ -75,6 +85,13 @@ void dropout(const T* x, T* y, const T* bias, std::int64_t rows, std::int64_t co
   const T scale = T{1} / (T{1} - static_cast<T>(p));
   dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(
       x, y, bias, rows, cols, p, key, ids, relu, scale);
+}
+
+void dropout_to_bf16(const float* x, std::uint16_t* y, std::int64_t rows, std::int64_t cols,
+                     float p, RngKey key, RowIds ids, cudaStream_t stream) {
+  const float scale = 1.0f / (1.0f - p);
+  dropout_kernel<<<blocks_for(rows * ((cols + 3) / 4)), kBlock, 0, stream>>>(
+      x, y, static_cast<const float*>(nullptr), rows, cols, p, key, ids, false, scale);
 }
 
 template <typename T>

@@ -39,6 +39,14 @@ void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float 
   check_launch("dropout");
 }
 
+void dropout_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y, float p,
+                     const RngKey& key, RowIds rows) {
+  if (x.size() == 0) return;
+  launch::dropout_to_bf16(x.data, reinterpret_cast<std::uint16_t*>(y.data), x.rows, x.cols, p, key,
+                          device_rows(rows), as_cuda(backend).stream());
+  check_launch("dropout_to_bf16");
+}
+
 template <typename T>
 void bias_activation(const Backend& backend, DenseView<T> y, std::span<const T> bias, float p,
                      const RngKey& key, RowIds rows, bool relu) {

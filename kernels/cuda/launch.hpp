@@ -25,6 +25,9 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, c
 template <typename T>
 void dropout(const T* x, T* y, const T* bias, std::int64_t rows, std::int64_t cols, float p,
              RngKey key, RowIds ids, bool relu, cudaStream_t stream);
+/// y = x · mask / (1 - p) rounded to bfloat16 bits (dropout's mask and the CPU's rounding).
+void dropout_to_bf16(const float* x, std::uint16_t* y, std::int64_t rows, std::int64_t cols,
+                     float p, RngKey key, RowIds ids, cudaStream_t stream);
 template <typename T>
 void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, const T* val, T* out,
                         std::int64_t rows, float p, RngKey key, RowIds ids, cudaStream_t stream);
@@ -41,6 +44,13 @@ void gather_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t coun
 template <typename T>
 void scatter_add_rows(const T* x, const std::int32_t* rows, T* out, std::int64_t count,
                       std::int64_t cols, cudaStream_t stream);
+/// y = x rounded to bfloat16 bits (to nearest, ties to even; NaN to 0x7FC0), as the CPU does.
+void round_to_bf16(const float* x, std::uint16_t* y, std::int64_t size, cudaStream_t stream);
+/// c = A · b for A in CSR (row r's entries at [row_ptr[r], row_ptr[r + 1]) of col / val) and b
+/// [A.cols, cols] in bfloat16 bits, summed in float32 in the order of A's entries.
+void spmm_bf16(const std::int64_t* row_ptr, const std::int32_t* col, const float* val,
+               const std::uint16_t* b, float* c, std::int64_t rows, std::int64_t cols,
+               cudaStream_t stream);
 /// out[k] = in[perm[k]] (the values of a transposed CSR from its permutation).
 template <typename T>
 void permute_values(const T* in, const std::int64_t* perm, T* out, std::int64_t size,

@@ -1,5 +1,6 @@
 // Device kernels of the dense family that cuBLAS does not cover: bias, axpy, scale, row gather
 // and scatter-add (halo pack / unpack), and value permutation (transposed CSR values).
+#include "bf16.cuh"
 #include "grid.cuh"
 #include "launch.hpp"
 
@@ -49,7 +50,41 @@ __global__ void permute_values_kernel(const T* in, const std::int64_t* perm, T* 
     out[i] = in[perm[i]];
 }
 
+__global__ void round_to_bf16_kernel(const float* x, std::uint16_t* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    y[i] = bf16_bits(x[i]);
+}
+
+/// One warp per output row, each lane over columns lane, lane + 32, ...
+__global__ void spmm_bf16_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                 const float* val, const std::uint16_t* b, float* c,
+                                 std::int64_t rows, std::int64_t cols) {
+  const std::int64_t warps = grid_stride() / 32;
+  for (std::int64_t r = thread_index() / 32; r < rows; r += warps) {
+    const std::int64_t begin = row_ptr[r], end = row_ptr[r + 1];
+    for (std::int64_t j = threadIdx.x % 32; j < cols; j += 32) {
+      float acc = 0.0f;
+      for (std::int64_t k = begin; k < end; ++k) {
+        const float x = __uint_as_float(static_cast<std::uint32_t>(b[col[k] * cols + j]) << 16);
+        acc = fmaf(val[k], x, acc);
+      }
+      c[r * cols + j] = acc;
+    }
+  }
+}
+
 } // namespace
+
+void round_to_bf16(const float* x, std::uint16_t* y, std::int64_t size, cudaStream_t stream) {
+  round_to_bf16_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
+}
+
+void spmm_bf16(const std::int64_t* row_ptr, const std::int32_t* col, const float* val,
+               const std::uint16_t* b, float* c, std::int64_t rows, std::int64_t cols,
+               cudaStream_t stream) {
+  spmm_bf16_kernel<<<blocks_for(rows * 32), kBlock, 0, stream>>>(row_ptr, col, val, b, c, rows,
+                                                                 cols);
+}
 
 template <typename T>
 void add_bias(T* x, const T* bias, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {

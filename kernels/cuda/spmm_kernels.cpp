@@ -249,6 +249,15 @@ void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T
   finish(be, once);
 }
 
+void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,
+               DenseView<float> c) {
+  if (a.rows == 0 || c.cols == 0) return;
+  // Our own kernel: cuSPARSE's SpMM takes B and C of one type.
+  launch::spmm_bf16(a.row_ptr, a.col, a.val, reinterpret_cast<const std::uint16_t*>(b.data), c.data,
+                    a.rows, c.cols, as_cuda(backend).stream());
+  check_launch("spmm_bf16");
+}
+
 template <typename T>
 void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
   const auto& be = as_cuda(backend);

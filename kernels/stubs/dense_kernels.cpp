@@ -15,6 +15,10 @@ template <typename T> void copy(const Backend&, ConstDenseView<T>, DenseView<T>)
   not_compiled("copy");
 }
 
+void round_to_bf16(const Backend&, ConstDenseView<float>, DenseView<Bf16>) {
+  not_compiled("round_to_bf16");
+}
+
 template <typename T>
 void gather_rows(const Backend&, ConstDenseView<T>, std::span<const LocalId>, DenseView<T>) {
   not_compiled("gather_rows");

@@ -20,6 +20,11 @@ void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKe
   not_compiled("dropout");
 }
 
+void dropout_to_bf16(const Backend&, ConstDenseView<float>, DenseView<Bf16>, float, const RngKey&,
+                     RowIds) {
+  not_compiled("dropout_to_bf16");
+}
+
 template <typename T>
 void bias_activation(const Backend&, DenseView<T>, std::span<const T>, float, const RngKey&, RowIds,
                      bool) {

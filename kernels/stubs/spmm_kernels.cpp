@@ -9,6 +9,10 @@ template <typename T> void spmm(const Backend&, CsrView<T>, ConstDenseView<T>, D
   not_compiled("spmm");
 }
 
+void spmm_bf16(const Backend&, CsrView<float>, ConstDenseView<Bf16>, DenseView<float>) {
+  not_compiled("spmm_bf16");
+}
+
 template <typename T>
 void spmm_transpose(const Backend&, CsrView<T>, ConstDenseView<T>, DenseView<T>) {
   not_compiled("spmm_transpose");

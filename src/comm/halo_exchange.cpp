@@ -2,6 +2,7 @@
 #include "tessera/comm/halo_exchange.hpp"
 
 #include "tessera/comm/tags.hpp"
+#include "tessera/core/bf16.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/ops/ops.hpp"
@@ -50,22 +51,6 @@ std::size_t encoded_row_bytes(HaloPrecision precision, std::int64_t width,
   return value_bytes * w;
 }
 
-namespace {
-
-/// float → bfloat16, rounded to nearest even (NaN stays NaN).
-std::uint16_t to_bf16(float value) {
-  if (std::isnan(value)) return 0x7FC0;
-  std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  bits += 0x7FFFu + ((bits >> 16) & 1u);
-  return static_cast<std::uint16_t>(bits >> 16);
-}
-
-float from_bf16(std::uint16_t half) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(half) << 16);
-}
-
-} // namespace
-
 template <typename T>
 void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std::byte> out,
                  const RngKey& key, std::int64_t row_key) {
@@ -82,7 +67,7 @@ void encode_rows(HaloPrecision precision, ConstDenseView<T> rows, std::span<std:
       std::memcpy(code, row, row_bytes);
     } else if (precision == HaloPrecision::Bf16) {
       for (std::int64_t j = 0; j < rows.cols; ++j) {
-        const std::uint16_t half = to_bf16(static_cast<float>(row[j]));
+        const std::uint16_t half = to_bf16(static_cast<float>(row[j])).bits;
         std::memcpy(code + 2 * j, &half, sizeof(half));
       }
     } else {
@@ -134,7 +119,7 @@ void decode_rows(HaloPrecision precision, std::span<const std::byte> in, DenseVi
       for (std::int64_t j = 0; j < rows.cols; ++j) {
         std::uint16_t half = 0;
         std::memcpy(&half, code + 2 * j, sizeof(half));
-        row[j] = static_cast<T>(from_bf16(half));
+        row[j] = static_cast<T>(to_float(Bf16{half}));
       }
     } else {
       float scale = 0;

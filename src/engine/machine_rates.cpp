@@ -160,10 +160,12 @@ MeasuredRate sgemm_rate(std::int64_t m, std::int64_t n, std::int64_t k, int repe
   });
 }
 
-double spmm_model_bytes(std::int64_t rows, std::int64_t nnz, std::int64_t width) {
+double spmm_model_bytes(std::int64_t rows, std::int64_t nnz, std::int64_t width,
+                        std::size_t b_element_bytes) {
   const double r = static_cast<double>(rows), z = static_cast<double>(nnz);
   const double w = static_cast<double>(width) * sizeof(float);
-  return (r + 1) * sizeof(Offset) + z * (sizeof(LocalId) + sizeof(float)) + z * w + r * w;
+  const double b_row = static_cast<double>(width) * static_cast<double>(b_element_bytes);
+  return (r + 1) * sizeof(Offset) + z * (sizeof(LocalId) + sizeof(float)) + z * b_row + r * w;
 }
 
 } // namespace tessera

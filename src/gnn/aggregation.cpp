@@ -8,15 +8,28 @@
 #include "tessera/graph/graph.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 namespace tessera {
 
+std::string to_string(ActivationDType dtype) {
+  return dtype == ActivationDType::Bf16 ? "bf16" : "fp32";
+}
+
+ActivationDType parse_activation_dtype(const std::string& text) {
+  for (const ActivationDType dtype : {ActivationDType::Fp32, ActivationDType::Bf16}) {
+    if (text == to_string(dtype)) return dtype;
+  }
+  throw InvalidArgument("unknown activation dtype '" + text + "'; valid: fp32, bf16");
+}
+
 template <typename T>
 Aggregation<T>::Aggregation(BackendPtr backend, const CsrT<T>& s, const CsrT<T>& s_t)
-    : backend_(std::move(backend)), s_(&s), s_t_(&s_t), local_(backend_), d_local_(backend_) {
+    : backend_(std::move(backend)), s_(&s), s_t_(&s_t), local_(backend_), d_local_(backend_),
+      input_bf16_(backend_) {
   if (s.rows() > s.cols() || s_t.rows() != s.cols() || s_t.cols() != s.rows()) {
     throw DimensionMismatch("aggregation matrix " + s.shape() + " and its transpose " +
                             s_t.shape() + " do not match (S must be [n_owned, n_local])");
@@ -37,6 +50,44 @@ void Aggregation<T>::distribute(comm::LayerExchange<T>* halo, std::int64_t n_int
   n_interior_ = halo != nullptr ? n_interior : 0;
 }
 
+template <typename T> void Aggregation<T>::set_input_dtype(ActivationDType dtype) {
+  if (dtype == ActivationDType::Bf16 && !std::is_same_v<T, float>) {
+    throw InvalidArgument("bf16 activations need a float32 model");
+  }
+  input_dtype_ = dtype;
+}
+
+template <typename T> void Aggregation<T>::set_input_dropout(float p, std::uint32_t dropout_layer) {
+  if (!(p >= 0.0f && p < 1.0f)) {
+    throw InvalidArgument("aggregation input dropout: probability must be in [0, 1), got " +
+                          std::to_string(p));
+  }
+  input_dropout_ = p;
+  input_dropout_layer_ = dropout_layer;
+}
+
+template <typename T>
+void Aggregation<T>::round_rows(ConstDenseView<T> x, std::int64_t begin, std::int64_t end, float p,
+                                const RngKey& key, RowIds rows) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (input_dtype_ != ActivationDType::Bf16) return;
+    ops::dropout_to_bf16(*backend_, x.slice_rows(begin, end),
+                         input_bf16_.get(x.rows, x.cols).slice_rows(begin, end), p, key,
+                         rows_from(rows, begin));
+  }
+}
+
+template <typename T>
+void Aggregation<T>::multiply(CsrView<T> s, ConstDenseView<T> x, DenseView<T> y) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (input_dtype_ == ActivationDType::Bf16) {
+      ops::spmm_bf16(*backend_, s, ConstDenseView<Bf16>(input_bf16_.get(x.rows, x.cols)), y);
+      return;
+    }
+  }
+  ops::spmm(*backend_, s, x, y);
+}
+
 template <typename T>
 void Aggregation<T>::check_layer_input(const std::string& layer, Input<T> x,
                                        std::int64_t width) const {
@@ -55,20 +106,19 @@ comm::Pass pass_of(const Step& step) {
   return step.training ? comm::Pass::Training : comm::Pass::Evaluation;
 }
 
-/// y = s · x while `halo`'s messages are in flight. On the CPU in slices of rows, the messages
-/// moved on between them: Open MPI progresses messages only inside MPI calls, and a large one
-/// stalls (its fragments wait for both sides) while a rank multiplies without calling it. A
-/// device's kernels are queued at once: the host polls right after anyway.
-template <typename T>
-void multiply_while_exchanging(const Backend& backend, CsrView<T> s, ConstDenseView<T> x,
-                               DenseView<T> y, comm::LayerExchange<T>& halo) {
+/// multiply(r, e) for the rows [0, rows) while `halo`'s messages are in flight. On the CPU in
+/// slices of rows, the messages moved on between them: Open MPI progresses messages only inside
+/// MPI calls, and a large one stalls (its fragments wait for both sides) while a rank multiplies
+/// without calling it. A device's kernels are queued at once: the host polls right after anyway.
+template <typename T, typename Multiply>
+void multiply_while_exchanging(const Backend& backend, std::int64_t rows,
+                               comm::LayerExchange<T>& halo, const Multiply& multiply) {
   constexpr std::int64_t kSlices = 16;
   const std::int64_t step = backend.kind() == DeviceKind::Cpu
-                                ? std::max<std::int64_t>(1, (s.rows + kSlices - 1) / kSlices)
-                                : std::max<std::int64_t>(1, s.rows);
-  for (std::int64_t r = 0; r < s.rows; r += step) {
-    const std::int64_t e = std::min(s.rows, r + step);
-    ops::spmm(backend, s.row_slice(r, e), x, y.slice_rows(r, e));
+                                ? std::max<std::int64_t>(1, (rows + kSlices - 1) / kSlices)
+                                : std::max<std::int64_t>(1, rows);
+  for (std::int64_t r = 0; r < rows; r += step) {
+    multiply(r, std::min(rows, r + step));
     halo.progress();
   }
 }
@@ -78,13 +128,26 @@ void multiply_while_exchanging(const Backend& backend, CsrView<T> s, ConstDenseV
 template <typename T>
 void Aggregation<T>::forward(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
   check_layer_input("aggregation over " + s_->shape(), Input<T>(x), x.cols);
+  const float p = step.training ? input_dropout_ : 0.0f;
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, input_dropout_layer_, step.epoch);
   if (halo_ == nullptr) {
     Pins pins(manager_of(backend_));
     pins.add_csr(s_->view());
-    ops::spmm(*backend_, s_->view(), x, y);
+    if (input_dtype_ == ActivationDType::Bf16) { // dropout and rounding in one pass
+      round_rows(x, 0, x.rows, p, key, step.rows);
+      multiply(s_->view(), x, y);
+      return;
+    }
+    if (p > 0.0f) {
+      const DenseView<T> dropped = local_input(x.cols);
+      ops::dropout_forward(*backend_, x, dropped, p, key, step.rows);
+      x = ConstDenseView<T>(dropped);
+    }
+    multiply(s_->view(), x, y);
     return;
   }
-  ops::copy(*backend_, x, local_input(x.cols).slice_rows(0, rows()));
+  // The owned rows the others receive as ghosts, dropped here as a Dropout module would.
+  ops::dropout_forward(*backend_, x, local_input(x.cols).slice_rows(0, rows()), p, key, step.rows);
   forward_local(step, x.cols, y);
 }
 
@@ -95,18 +158,22 @@ void Aggregation<T>::forward_local(const Step& step, std::int64_t f, DenseView<T
   Pins pins(manager_of(backend_));
   pins.add_csr(s_->view());
   if (halo_ == nullptr) {
-    ops::spmm(*backend_, s_->view(), ConstDenseView<T>(x), y);
+    round_rows(ConstDenseView<T>(x), 0, x.rows);
+    multiply(s_->view(), ConstDenseView<T>(x), y);
     discard(backend_, x); // read by nothing else
     return;
   }
   // The interior rows read owned rows only: they aggregate while the ghost rows travel.
   halo_->begin_gather(x, pass_of(step));
   const CsrView<T> s = s_->view();
-  multiply_while_exchanging(*backend_, s.row_slice(0, n_interior_), ConstDenseView<T>(x),
-                            y.slice_rows(0, n_interior_), *halo_);
+  round_rows(ConstDenseView<T>(x), 0, rows());
+  multiply_while_exchanging(*backend_, n_interior_, *halo_, [&](std::int64_t b, std::int64_t e) {
+    multiply(s.row_slice(b, e), ConstDenseView<T>(x), y.slice_rows(b, e));
+  });
   halo_->end_gather();
-  ops::spmm(*backend_, s.row_slice(n_interior_, rows()), ConstDenseView<T>(x),
-            y.slice_rows(n_interior_, rows()));
+  round_rows(ConstDenseView<T>(x), rows(), local_rows());
+  multiply(s.row_slice(n_interior_, rows()), ConstDenseView<T>(x),
+           y.slice_rows(n_interior_, rows()));
   discard(backend_, x); // read by nothing else
 }
 
@@ -129,8 +196,9 @@ template <typename T> DenseView<T> Aggregation<T>::backward(ConstDenseView<T> dy
   ops::spmm(*backend_, s_t.row_slice(rows(), local_rows()), dy,
             dx.slice_rows(rows(), local_rows()));
   halo_->begin_scatter_add(dx);
-  multiply_while_exchanging(*backend_, s_t.row_slice(0, rows()), dy, dx.slice_rows(0, rows()),
-                            *halo_);
+  multiply_while_exchanging(*backend_, rows(), *halo_, [&](std::int64_t b, std::int64_t e) {
+    ops::spmm(*backend_, s_t.row_slice(b, e), dy, dx.slice_rows(b, e));
+  });
   halo_->end_scatter_add();
   return dx.slice_rows(0, rows());
 }
@@ -224,6 +292,11 @@ const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Ti
 
 template <typename T>
 void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y) {
+  if (input_dtype_ != ActivationDType::Fp32 || input_dropout_ > 0.0f) {
+    throw InvalidArgument("bf16 activations (and the input dropout fused with them) do not run "
+                          "under a device memory budget yet (the tiled product reads float32 "
+                          "blocks): drop --device-memory or use --activation-dtype fp32");
+  }
   ChunkManager* memory = manager_of(backend_);
   const auto [block_rows, block_cols] = t.shape;
   const std::int64_t row_blocks = (y.rows + block_rows - 1) / block_rows;

@@ -50,6 +50,16 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
   }
 }
 
+template <typename T> void GcnConv<T>::set_input_dropout(float p, std::uint32_t dropout_layer) {
+  if (p > 0.0f && product_.transforms_first()) {
+    throw InvalidArgument(name() + ": dropout on the input is fused into aggregate-first layers "
+                                   "only; put a Dropout module before a transform-first one");
+  }
+  product_.aggregation().set_input_dropout(p, dropout_layer);
+  input_dropout_ = p;
+  input_dropout_layer_ = dropout_layer;
+}
+
 template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
   // Distributed, the input holds the owned rows only and the halo brings the ghost rows.
   product_.aggregation().check_layer_input(name(), x, weight_.value.rows());
@@ -73,6 +83,17 @@ template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> 
 template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
+  // The input gradient through the dropout on the input (set_input_dropout), in place.
+  const float p_in = ctx.step.training ? input_dropout_ : 0.0f;
+  const auto through_input_dropout = [&](DenseView<T> dx) {
+    if (p_in > 0.0f && dx.data != nullptr) {
+      ops::dropout_backward(
+          *backend_, ConstDenseView<T>(dx), dx, p_in,
+          RngKey::make(ctx.step.seed, RngPurpose::Dropout, input_dropout_layer_, ctx.step.epoch),
+          ctx.step.rows);
+    }
+    return ConstDenseView<T>(dx);
+  };
   ChunkManager* blocks = own_memory(*this, backend_, ctx.input);
   const float p = ctx.step.training ? activation_.dropout : 0.0f;
   if (!activation_.relu && p == 0.0f) { // no activation: d_output is the gradient at y
@@ -81,7 +102,8 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
                      bias_gradient(*backend_, d_output.slice_rows(b, e), bias_,
                                    block_mode(param_mode, b));
                    });
-    return product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks);
+    return through_input_dropout(
+        product_.backward(name(), ctx.input, d_output, weight_, input_mode, param_mode, blocks));
   }
   // Rows [b, e) of the gradient before the activation into `d`, and their bias gradient.
   const ConstDenseView<T> y = ctx.output.dense;
@@ -98,14 +120,14 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   };
   if (blocks == nullptr && !product_.transforms_first()) {
     // Block by block: the gradient before the activation lives in a cache-sized buffer only.
-    return product_.backward_from_blocks(
+    return through_input_dropout(product_.backward_from_blocks(
         name(),
         [&](std::int64_t b, std::int64_t e) {
           const DenseView<T> d = d_before_.get(e - b, d_output.cols);
           activation_backward(b, e, d);
           return ConstDenseView<T>(d);
         },
-        weight_, input_mode, param_mode);
+        weight_, input_mode, param_mode));
   }
   const DenseView<T> d_before = d_before_.get(d_output.rows, d_output.cols);
   for_row_blocks(
@@ -114,10 +136,10 @@ ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
       [&](std::int64_t b, std::int64_t e) {
         activation_backward(b, e, d_before.slice_rows(b, e));
       });
-  const ConstDenseView<T> dx = product_.backward(name(), ctx.input, ConstDenseView<T>(d_before),
-                                                 weight_, input_mode, param_mode, blocks);
+  const DenseView<T> dx = product_.backward(name(), ctx.input, ConstDenseView<T>(d_before), weight_,
+                                            input_mode, param_mode, blocks);
   discard(backend_, d_before);
-  return dx;
+  return through_input_dropout(dx);
 }
 
 template <typename T>
@@ -144,9 +166,14 @@ template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {
 template <typename T> std::string GcnConv<T>::name() const {
   std::string text = "GCNConv(" + std::to_string(weight_.value.rows()) + " -> " +
                      std::to_string(weight_.value.cols()) + ", " +
-                     (product_.transforms_first() ? "transform-first" : "aggregate-first") + ")";
+                     (product_.transforms_first() ? "transform-first" : "aggregate-first");
+  if (input_dropout_ > 0.0f) text += fmt::format(", input Dropout(p={:g})", input_dropout_);
+  text += ")";
   if (activation_.relu) text += " + ReLU";
   if (activation_.dropout > 0.0f) text += fmt::format(" + Dropout(p={:g})", activation_.dropout);
+  if (product_.aggregation().input_dtype() != ActivationDType::Fp32) {
+    text += ", aggregates " + to_string(product_.aggregation().input_dtype());
+  }
   return text;
 }
 

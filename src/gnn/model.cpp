@@ -60,11 +60,17 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   const ModelConfig& config = spec.config;
   Sequential<T> model;
   const std::size_t num_convs = spec.layer_sizes.size() - 1;
+  // With bf16 activations an aggregate-first first layer drops its input as it rounds it.
+  const bool fused_input_dropout =
+      config.activation_dtype == ActivationDType::Bf16 &&
+      !transforms_first(spec.order_of(0), spec.layer_sizes[0], spec.layer_sizes[1]);
   for (std::size_t i = 0; i < num_convs; ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
     // Every convolution but the last ends in ReLU and the dropout before the next one, applied
     // with its bias as the product writes its rows (GcnActivation); the input gets its own.
-    if (i == 0) model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
+    if (i == 0 && !fused_input_dropout) {
+      model.add(std::make_unique<Dropout<T>>(backend, config.dropout, layer));
+    }
     GcnActivation activation;
     if (i + 1 < num_convs) activation = {true, config.dropout, layer + 1};
     auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t, spec.layer_sizes[i],
@@ -72,6 +78,8 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
                                              spec.order_of(static_cast<int>(i)), activation);
     for (Parameter<T>* p : conv->parameters())
       p->decay = spec.decays(static_cast<int>(i));
+    conv->set_activation_dtype(config.activation_dtype);
+    if (i == 0 && fused_input_dropout) conv->set_input_dropout(config.dropout, layer);
     model.add(std::move(conv));
   }
   return model;

@@ -41,6 +41,15 @@ template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, Den
   }
 }
 
+void round_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y) {
+  detail::check_same_shape("round_to_bf16", "x", x, "y", y);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::round_to_bf16(backend, x, y);
+  case DeviceKind::Cuda:
+    return kernels::cuda::round_to_bf16(backend, x, y);
+  }
+}
 
 template <typename T>
 void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,

@@ -91,6 +91,19 @@ void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y
   dropout_map("dropout_forward", backend, x, y, p, key, rows, false);
 }
 
+void dropout_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y, float p,
+                     const RngKey& key, RowIds rows) {
+  detail::check_same_shape("dropout_to_bf16", "input", x, "output", y);
+  detail::check_probability("dropout_to_bf16", p);
+  if (p == 0.0f) return round_to_bf16(backend, x, y);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::dropout_to_bf16(backend, x, y, p, key, rows);
+  case DeviceKind::Cuda:
+    return kernels::cuda::dropout_to_bf16(backend, x, y, p, key, rows);
+  }
+}
+
 template <typename T>
 void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
                       const RngKey& key, RowIds rows) {

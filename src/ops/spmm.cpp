@@ -23,6 +23,24 @@ void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T
   }
 }
 
+void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,
+               DenseView<float> c) {
+  if (a.cols != b.rows) {
+    detail::throw_mismatch("spmm_bf16", "A.cols == B.rows", "A", detail::shape(a), "B",
+                           detail::shape(b));
+  }
+  if (c.rows != a.rows || c.cols != b.cols) {
+    detail::throw_mismatch("spmm_bf16", "C of shape [A.rows, B.cols]", "A · B",
+                           shape_string(a.rows, b.cols), "C", detail::shape(c));
+  }
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::spmm_bf16(backend, a, b, c);
+  case DeviceKind::Cuda:
+    return kernels::cuda::spmm_bf16(backend, a, b, c);
+  }
+}
+
 template <typename T>
 void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c) {
   if (a.rows != b.rows) {

@@ -62,7 +62,8 @@ json run_json(const CheckpointRun& run) {
            {{"dropout", run.model.dropout},
             {"bias", run.model.bias},
             {"order", to_string(run.model.order)},
-            {"decay_first_layer_only", run.model.decay_first_layer_only}}},
+            {"decay_first_layer_only", run.model.decay_first_layer_only},
+            {"activation_dtype", to_string(run.model.activation_dtype)}}},
           {"epochs", run.epochs},
           {"ranks", run.ranks}};
 }
@@ -206,6 +207,14 @@ CheckpointRun read_run(const json& state, const std::string& file) {
     malformed(file, std::string("field 'order': ") + e.what());
   }
   run.model.decay_first_layer_only = field<bool>(m, "decay_first_layer_only", file);
+  if (m.contains("activation_dtype")) { // absent from checkpoints made before it existed: fp32
+    try {
+      run.model.activation_dtype =
+          parse_activation_dtype(field<std::string>(m, "activation_dtype", file));
+    } catch (const InvalidArgument& e) {
+      malformed(file, std::string("field 'activation_dtype': ") + e.what());
+    }
+  }
   run.epochs = field<int>(r, "epochs", file);
   run.ranks = field<int>(r, "ranks", file);
   return run;
@@ -397,6 +406,8 @@ std::vector<std::string> check_resumable(const std::string& dir, const Checkpoin
   note_if("--weight-decay", saved.adam.weight_decay, current.adam.weight_decay);
   note_if("adamw", saved.adam.decoupled, current.adam.decoupled);
   note_if("--dropout", saved.model.dropout, current.model.dropout);
+  note_if("--activation-dtype", to_string(saved.model.activation_dtype),
+          to_string(current.model.activation_dtype));
   note_if("decay on the first layer only", saved.model.decay_first_layer_only,
           current.model.decay_first_layer_only);
   return notes;

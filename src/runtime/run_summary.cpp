@@ -89,6 +89,7 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("config.dropout", static_cast<double>(s.model.dropout));
   r.set("config.bias", s.model.bias);
   r.set("config.order", to_string(s.model.order));
+  r.set("config.activation_dtype", to_string(s.model.activation_dtype));
   r.set("config.decay_first_layer_only", s.model.decay_first_layer_only);
   r.set("config.epochs", s.train.epochs);
   r.set("config.lr", static_cast<double>(s.train.adam.lr));

@@ -49,6 +49,7 @@ struct Options {
   std::string feature_layout = "auto";
   bool normalize_features = true;
   std::string order = "auto";
+  std::string activation_dtype = "fp32";
   int log_every = 10;
   std::string report;
   std::string partition_dir;
@@ -192,6 +193,11 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     app.add_option("--order", o.order, "GCN product order: auto, aggregate-first, transform-first")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "aggregate-first", "transform-first"}));
+    app.add_option("--activation-dtype", o.activation_dtype,
+                   "storage of what the GCN layers aggregate: fp32, or bf16 (half the bytes "
+                   "gathered, summed in fp32; gradients stay fp32; not with --device-memory)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"fp32", "bf16"}));
   }
   app.add_option("--log-every", o.log_every,
                  "print a log line every k epochs when not on a terminal")
@@ -296,6 +302,7 @@ Options defaults_of(const TrainProgram& program) {
   Options o;
   o.dropout = program.model.dropout;
   o.order = to_string(program.model.order);
+  o.activation_dtype = to_string(program.model.activation_dtype);
   o.decay_all_layers = !program.model.decay_first_layer_only;
   return o;
 }
@@ -344,6 +351,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.model = program.model;
   job.model.dropout = o.dropout;
   job.model.order = parse_gcn_order(o.order);
+  job.model.activation_dtype = parse_activation_dtype(o.activation_dtype);
   job.model.decay_first_layer_only = !o.decay_all_layers;
   job.model_builder = program.model_builder;
   job.model_name = program.model_name;

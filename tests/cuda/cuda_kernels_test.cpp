@@ -116,6 +116,35 @@ TYPED_TEST(CudaKernels, SpmmIsEquivalentToRef) {
   }
 }
 
+TEST_F(CudaTest, Bf16RoundingAndDropoutAreTheCpusBitForBitAndItsSpmmMatchesTheCpus) {
+  for (const std::int64_t width : {1, 33, 128, 129}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const auto a = random_csr<float>(cpu, 211, 150, 0.05, 20 + width, 4); // every 4th row empty
+    const auto x = random_dense<float>(cpu, 150, width, 21);
+    DenseT<Bf16> x16(cpu, 150, width), x16_gpu(gpu, 150, width);
+    ops::round_to_bf16(*cpu, x.cview(), x16.view());
+    ops::round_to_bf16(*gpu, up(x).cview(), x16_gpu.view());
+    std::vector<Bf16> back(static_cast<std::size_t>(x16.size()));
+    gpu->copy_to_host(back.data(), x16_gpu.data(), x16_gpu.bytes());
+    for (std::int64_t i = 0; i < x16.size(); ++i)
+      ASSERT_EQ(back[static_cast<std::size_t>(i)].bits, x16.data()[i].bits) << "element " << i;
+
+    // Dropout fused with the rounding: the CPU's mask and bits.
+    const RngKey key = RngKey::make(5, RngPurpose::Dropout, 0, 2);
+    ops::dropout_to_bf16(*cpu, x.cview(), x16.view(), 0.5f, key, RowIds{nullptr, 3});
+    ops::dropout_to_bf16(*gpu, up(x).cview(), x16_gpu.view(), 0.5f, key, RowIds{nullptr, 3});
+    gpu->copy_to_host(back.data(), x16_gpu.data(), x16_gpu.bytes());
+    for (std::int64_t i = 0; i < x16.size(); ++i)
+      ASSERT_EQ(back[static_cast<std::size_t>(i)].bits, x16.data()[i].bits) << "dropped " << i;
+
+    DenseT<float> c(cpu, 211, width), c_gpu(gpu, 211, width);
+    ops::spmm_bf16(*cpu, a.view(), x16.cview(), c.view());
+    ops::spmm_bf16(*gpu, up(a).view(), x16_gpu.cview(), c_gpu.view());
+
+    expect_matches(c, down(c_gpu));
+  }
+}
+
 TYPED_TEST(CudaKernels, SpmmOfARowSliceIsEquivalentToRef) {
   using T = TypeParam;
   const auto a = random_csr<T>(this->cpu, 120, 80, 0.1, 12, 5);

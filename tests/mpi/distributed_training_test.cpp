@@ -100,6 +100,22 @@ TEST(DistributedTraining, WithoutTheFeatureCacheTheResultIsTheSame) {
   expect_same_training(one, many);
 }
 
+TEST(DistributedTraining, Bf16ActivationsMatchOneProcessWithAndWithoutTheFeatureCache) {
+  // Every row is rounded on its own: the ranks round what one process rounds, before and after
+  // their halos (layer 0 without the cache, the transform-first layer's x·W) arrive.
+  runtime::TrainJob job = generated_job();
+  job.model.activation_dtype = ActivationDType::Bf16;
+  for (const bool cache : {true, false}) {
+    SCOPED_TRACE(cache ? "feature cache" : "no feature cache");
+    job.cache_input_features = cache;
+
+    const gnn::TrainResult one = serial(job);
+    const gnn::TrainResult many = distributed(job);
+
+    expect_same_training(one, many);
+  }
+}
+
 /// `job` on every rank, each under its own device budget of `kib` KiB in 4 KiB chunks; checks
 /// that the budget held and chunks really left the device.
 runtime::RunSummary run_under_budget(runtime::TrainJob job, std::size_t kib) {

@@ -299,6 +299,31 @@ TYPED_TEST(ElementwiseKernels, BiasActivationRefusesABiasOfAnotherWidthAndABadPr
       InvalidArgument);
 }
 
+TEST(DropoutToBf16, IsDropoutThenRoundingBitForBitWithOneAndTwoThreads) {
+  const BackendPtr backend = make_cpu_backend();
+  const auto x = random_dense<float>(backend, 53, 137, 17); // a column tail past 2 x 64
+  const RowIds rows{nullptr, 11};
+  for (const float p : {0.0f, 0.5f}) {
+    Dense dropped(backend, 53, 137);
+    ops::dropout_forward(*backend, x.cview(), dropped.view(), p, kKey, rows);
+    DenseT<Bf16> want(backend, 53, 137);
+    ops::round_to_bf16(*backend, dropped.cview(), want.view());
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "p " << p << ", " << threads << " threads");
+      const ThreadCount scope(threads);
+      DenseT<Bf16> got(backend, 53, 137);
+
+      ops::dropout_to_bf16(*backend, x.cview(), got.view(), p, kKey, rows);
+
+      for (std::int64_t i = 0; i < x.size(); ++i)
+        ASSERT_EQ(got.data()[i].bits, want.data()[i].bits) << i;
+    }
+  }
+  DenseT<Bf16> y(backend, 53, 137);
+  EXPECT_THROW(ops::dropout_to_bf16(*backend, x.cview(), y.view(), 1.0f, kKey, rows),
+               InvalidArgument);
+}
+
 TEST(RandomLanes, MatchesRandomBits4ForEveryColumn) {
   const RngKey key = RngKey::make(0x123456789abcULL, RngPurpose::Dropout, 3, 7);
 

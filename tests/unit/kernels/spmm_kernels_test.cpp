@@ -1,8 +1,10 @@
 // The CPU SpMM kernels against naive loops, and the nonzero-balanced row split they use.
 #include "cpu/parallel.hpp"
+#include "tessera/kernels/dense_kernels.hpp"
 #include "tessera/kernels/spmm_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
@@ -255,6 +257,78 @@ TEST(BalancedRows, SpmmBalancesEmptyRows) {
       expected_begin = range.end;
     }
     EXPECT_EQ(expected_begin, rows);
+  }
+}
+
+/// x rounded to bfloat16 by the kernel, and the same values widened back to float32.
+struct RoundedFeatures {
+  DenseT<Bf16> bf16;
+  DenseT<float> widened;
+};
+
+RoundedFeatures rounded(const BackendPtr& backend, const DenseT<float>& x) {
+  RoundedFeatures out{DenseT<Bf16>(backend, x.rows(), x.cols()),
+                      DenseT<float>(backend, x.rows(), x.cols())};
+  kernels::cpu::round_to_bf16(*backend, x.cview(), out.bf16.view());
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    out.widened.data()[i] = to_float(out.bf16.data()[i]);
+  return out;
+}
+
+TEST(SpmmBf16, IsSpmmOverTheRoundedInputBitForBit) {
+  const BackendPtr backend = make_cpu_backend();
+  // Every column block and tail (as SpmmIsEquivalentToRef), one and two threads, a row slice.
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> shapes = {
+      {1, 1, 1}, {33, 20, 65}, {41, 17, 127}, {29, 31, 128}, {64, 40, 129}, {17, 9, 257}};
+  for (const auto& [m, k, n] : shapes) {
+    const auto a = random_csr<float>(backend, m, k, 0.3, 11 * m + n, 4);
+    const RoundedFeatures b = rounded(backend, random_dense<float>(backend, k, n, 7 * k + n));
+    DenseT<float> want(backend, m, n), got(backend, m, n);
+    kernels::cpu::spmm(*backend, a.view(), b.widened.cview(), want.view());
+    for (const int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << "A [" << m << ", " << k << "], B cols " << n << ", "
+                                        << threads << " threads");
+      const ThreadCount scope(threads);
+      got.fill(std::numeric_limits<float>::quiet_NaN());
+      kernels::cpu::spmm_bf16(*backend, a.view(), b.bf16.cview(), got.view());
+      for (std::int64_t i = 0; i < got.size(); ++i)
+        ASSERT_EQ(got.data()[i], want.data()[i]) << "element " << i;
+      const std::int64_t half = m / 2;
+      DenseT<float> tail(backend, m - half, n);
+      kernels::cpu::spmm_bf16(*backend, a.view().row_slice(half, m), b.bf16.cview(), tail.view());
+      for (std::int64_t i = 0; i < tail.size(); ++i)
+        ASSERT_EQ(tail.data()[i], want.data()[half * n + i]) << "row slice, element " << i;
+    }
+  }
+}
+
+TEST(RoundToBf16, RoundsToNearestEvenAndKeepsSpecialValues) {
+  const BackendPtr backend = make_cpu_backend();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to the even 1; 1 + 3·2^-8 to 1 + 2^-6.
+  // Subnormals keep their top bits; past the largest bfloat16 (by half a step) is infinity.
+  const std::vector<float> in = {
+      0.0f, -0.0f, 1.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, -2.5f,    1e-40f, 3.39e38f, 3.4e38f,
+      inf,  -inf,  nan,  0.1f,           1.0f + 0x1p-9f,     65504.0f, -1e-3f};
+  const std::vector<float> want = {
+      0.0f, -0.0f, 1.0f, 1.0f, 1.0f + 0x1p-6f, -2.5f, 0x1p-133f, 0x1.FEp127f,
+      inf,  inf,   -inf, nan,  0x1.9Ap-4f,     1.0f,  65536.0f,  -0x1.06p-10f};
+  DenseT<float> x(backend, 1, static_cast<std::int64_t>(in.size()));
+  std::copy(in.begin(), in.end(), x.data());
+  DenseT<Bf16> y(backend, 1, x.cols());
+
+  kernels::cpu::round_to_bf16(*backend, x.cview(), y.view());
+
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const float got = to_float(y.data()[i]);
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got)) << "element " << i;
+    } else {
+      EXPECT_EQ(got, want[i]) << "element " << i << " (" << in[i] << ")";
+      EXPECT_EQ(std::signbit(got), std::signbit(want[i])) << "element " << i;
+    }
+    EXPECT_EQ(y.data()[i].bits, to_bf16(in[i]).bits) << "element " << i << ": kernel vs scalar";
   }
 }
 

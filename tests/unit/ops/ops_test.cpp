@@ -74,6 +74,19 @@ TEST_F(Ops, SpmmRejectsWrongOutputShape) {
                   AllOf(HasSubstr("spmm"), HasSubstr("[4, 3]"), HasSubstr("[4, 2]"))));
 }
 
+TEST_F(Ops, Bf16OpsRejectWrongShapesQuotingThem) {
+  const auto a = random_csr<float>(cpu, 4, 5, 0.5, 1);
+  DenseT<Bf16> b(cpu, 6, 3);
+  DenseT<float> c(cpu, 4, 3), x(cpu, 6, 2);
+
+  EXPECT_THAT([&] { ops::spmm_bf16(*cpu, a.view(), b.cview(), c.view()); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("spmm_bf16"), HasSubstr("[4, 5]"), HasSubstr("[6, 3]"))));
+  EXPECT_THAT([&] { ops::round_to_bf16(*cpu, x.cview(), b.view()); },
+              ThrowsMessage<DimensionMismatch>(
+                  AllOf(HasSubstr("round_to_bf16"), HasSubstr("[6, 2]"), HasSubstr("[6, 3]"))));
+}
+
 /// Rounds every value to a multiple of 1/2 in [-4, 4]: products and sums of a few such values
 /// are exact in float and double, so accumulation orders cannot differ.
 template <typename T> void round_to_halves(T* values, std::int64_t size) {

@@ -205,6 +205,39 @@ TEST(Checkpoint, ResumingAtOrPastTheLastEpochIsRefused) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("after epoch 4")));
 }
 
+TEST(Checkpoint, ActivationDTypeIsSavedResumedWithANoteWhenItChangesAndFp32WhenAbsent) {
+  const CheckpointFolder dir;
+  runtime::TrainJob job = small_job(10);
+  job.model.activation_dtype = ActivationDType::Bf16;
+  const gnn::TrainResult whole = runtime::run_train_job(job).result;
+  train_until_stopped(job, 4, dir.path());
+  runtime::TrainJob resumed_job = job;
+  resumed_job.resume_dir = dir.path();
+
+  const gnn::TrainResult resumed = runtime::run_train_job(resumed_job).result;
+
+  ASSERT_EQ(resumed.history.size(), 6u);
+  EXPECT_EQ(resumed.history.back().train_loss, whole.history.back().train_loss);
+  const runtime::Checkpoint saved = runtime::read_checkpoint(dir.path());
+  EXPECT_EQ(saved.run.model.activation_dtype, ActivationDType::Bf16);
+  runtime::CheckpointRun fp32 = saved.run;
+  fp32.model.activation_dtype = ActivationDType::Fp32;
+  EXPECT_THAT(
+      runtime::check_resumable(dir.path(), saved.run, fp32),
+      ::testing::Contains(AllOf(HasSubstr("--activation-dtype 'fp32'"), HasSubstr("had 'bf16'"))));
+  // A checkpoint from before the field existed is float32; an unknown dtype is refused.
+  const std::string state = dir.file("epoch-000004/checkpoint.json");
+  nlohmann::json document = read_json(state);
+  document["run"]["model"].erase("activation_dtype");
+  write_json(state, document);
+  EXPECT_EQ(runtime::read_checkpoint(dir.path()).run.model.activation_dtype, ActivationDType::Fp32);
+  document["run"]["model"]["activation_dtype"] = "fp8";
+  write_json(state, document);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("checkpoint.json"), HasSubstr("activation_dtype"))));
+}
+
 TEST(Checkpoint, DamagedCheckpointsAreRefusedWithTheFileNamed) {
   const CheckpointFolder dir;
   train_until_stopped(small_job(10), 2, dir.path());

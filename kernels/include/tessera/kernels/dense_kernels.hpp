@@ -1,9 +1,10 @@
 // Contract of the dense kernel family: GEMM, copy, axpy and bias, one twin per backend.
 #pragma once
 
+#include "tessera/core/bf16.hpp"
 #include "tessera/core/device.hpp"
-#include "tessera/core/tensor.hpp"
 #include "tessera/core/op_params.hpp"
+#include "tessera/core/tensor.hpp"
 
 #include <span>
 
@@ -12,10 +13,12 @@
 #define TESSERA_DECLARE_DENSE_KERNELS                                                              \
   /* C = alpha · op(A) · op(B) + beta · C. op(A): [m, k], op(B): [k, n], c: [m, n]. */          \
   template <typename T>                                                                            \
-  void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,       \
+  void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,                 \
             ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c);                     \
   /* y = x; x, y: [n, f]; y may be x. */                                                           \
   template <typename T> void copy(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);    \
+  /* y = x rounded to bfloat16 (to nearest, ties to even). x, y: [n, f]. */                        \
+  void round_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y);          \
   /* x[r, :] += bias. x: [n, f], bias: [f]. */                                                     \
   template <typename T>                                                                            \
   void add_bias(const Backend& backend, DenseView<T> x, std::span<const T> bias);                  \
@@ -26,11 +29,11 @@
   template <typename T>                                                                            \
   void bias_grad(const Backend& backend, ConstDenseView<T> dy, std::span<T> d_bias,                \
                  bool accumulate);                                                                 \
-  /* out[i, :] = x[rows[i], :]. x: [n, f], rows: [m], out: [m, f]. */                            \
+  /* out[i, :] = x[rows[i], :]. x: [n, f], rows: [m], out: [m, f]. */                              \
   template <typename T>                                                                            \
   void gather_rows(const Backend& backend, ConstDenseView<T> x, std::span<const LocalId> rows,     \
                    DenseView<T> out);                                                              \
-  /* out[rows[i], :] += x[i, :]. x: [m, f], rows: [m] distinct, out: [n, f]. */                  \
+  /* out[rows[i], :] += x[i, :]. x: [m, f], rows: [m] distinct, out: [n, f]. */                    \
   template <typename T>                                                                            \
   void scatter_add_rows(const Backend& backend, ConstDenseView<T> x,                               \
                         std::span<const LocalId> rows, DenseView<T> out);

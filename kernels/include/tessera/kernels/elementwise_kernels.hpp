@@ -1,10 +1,11 @@
 // Contract of the elementwise kernel family: ReLU and counter-RNG dropout, one twin per backend.
 #pragma once
 
+#include "tessera/core/bf16.hpp"
 #include "tessera/core/device.hpp"
+#include "tessera/core/op_params.hpp"
 #include "tessera/core/rng.hpp"
 #include "tessera/core/tensor.hpp"
-#include "tessera/core/op_params.hpp"
 
 #include <span>
 
@@ -23,6 +24,9 @@
   template <typename T>                                                                             \
   void dropout(const Backend& backend, ConstDenseView<T> x, DenseView<T> y, float p,                \
                const RngKey& key, RowIds rows, bool relu);                                          \
+  /* y = x · mask / (1 - p) rounded to bfloat16, dropout's mask; 0 < p < 1. x, y: [n, f]. */       \
+  void dropout_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y,          \
+                       float p, const RngKey& key, RowIds rows);                                    \
   /* y = a(y + bias) · mask / (1 - p) in place, dropout's mask (none drawn when p = 0): the */     \
   /* epilogue a layer applies to the rows its product just wrote. y: [n, f]; bias: [f] or */        \
   /* empty. */                                                                                      \

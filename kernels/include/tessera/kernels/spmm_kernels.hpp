@@ -1,6 +1,7 @@
 // Contract of the SpMM kernel family: sparse (CSR) times dense products, one twin per backend.
 #pragma once
 
+#include "tessera/core/bf16.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/tensor.hpp"
 
@@ -10,6 +11,9 @@
   template <typename T>                                                                            \
   void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c,             \
             T beta = T{0});                                                                        \
+  /* C = A · B with B stored in bfloat16: the sums (in float32, in spmm's order) of B widened. */ \
+  void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,                 \
+                 DenseView<float> c);                                                              \
   /* C = Aᵀ · B. a: [m, k], b: [m, n], c: [k, n] overwritten; k small. */                       \
   template <typename T>                                                                            \
   void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);

@@ -43,9 +43,10 @@ MeasuredRate stream_read(std::int64_t elements = default_triad_elements(), int r
 MeasuredRate sgemm_rate(std::int64_t m, std::int64_t n, std::int64_t k, int repeats = 5);
 
 /// Bytes the no-reuse model counts for C = A·B with A [rows, ·] CSR of `nnz` nonzeros and
-/// `width` float columns in B and C: row pointers + column ids + values + one B row per nonzero
-/// + C written.
-double spmm_model_bytes(std::int64_t rows, std::int64_t nnz, std::int64_t width);
+/// `width` columns in B and C (float32 C, B's elements of `b_element_bytes`): row pointers +
+/// column ids + values + one B row per nonzero + C written.
+double spmm_model_bytes(std::int64_t rows, std::int64_t nnz, std::int64_t width,
+                        std::size_t b_element_bytes = sizeof(float));
 
 /// The median time in seconds of `repeats` calls of `run`.
 template <typename F> double median_seconds(int repeats, F&& run);

@@ -15,6 +15,16 @@
 
 namespace tessera {
 
+/// How a layer stores the activations it aggregates (the dense operand of S · x): float32, or
+/// bfloat16 (half the bytes gathered; rounded to nearest, summed in float32). Gradients stay
+/// float32.
+enum class ActivationDType { Fp32, Bf16 };
+
+/// "fp32" or "bf16".
+std::string to_string(ActivationDType dtype);
+/// The dtype named `text` (fp32, bf16); InvalidArgument naming the valid ones otherwise.
+ActivationDType parse_activation_dtype(const std::string& text);
+
 /// Sparse aggregation of a layer's input over a fixed matrix S and its transpose (both must
 /// outlive the object), forward and backward, on one process or on one rank's tile.
 ///
@@ -35,6 +45,17 @@ public:
   /// Exchanges the ghost rows through `halo` (outliving this object; nullptr: no exchange).
   /// The rows [0, n_interior) of S read no ghost row (partition::order_interior_first).
   void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior);
+  /// Stores the input of forward() and forward_local() in `dtype` before multiplying (Bf16:
+  /// float inputs only, and not under a memory budget; InvalidArgument otherwise). Every row is
+  /// rounded on its own, so P ranks compute what one process does.
+  void set_input_dtype(ActivationDType dtype);
+  ActivationDType input_dtype() const noexcept { return input_dtype_; }
+  /// Applies dropout (probability p in [0, 1), masks keyed as a Dropout module's of layer index
+  /// `dropout_layer`) to the input of forward() while training, as that module before the layer
+  /// would, in the pass that stores the input for the product: with Bf16 the rounding, with a
+  /// halo the copy of the owned rows that are sent. Not under a memory budget (forward_tiled
+  /// refuses it). The input gradient is the caller's to mask (ops::dropout_backward).
+  void set_input_dropout(float p, std::uint32_t dropout_layer);
   /// The exchange given to distribute() (nullptr when none).
   const comm::LayerExchange<T>* halo() const noexcept { return halo_; }
 
@@ -75,7 +96,7 @@ public:
 
   /// Bytes of the reusable buffers (with the row-block exchange's, outside any chunks).
   std::size_t bytes() const noexcept {
-    return local_.bytes() + d_local_.bytes() +
+    return local_.bytes() + d_local_.bytes() + input_bf16_.bytes() +
            (halo_in_blocks_ != nullptr ? halo_in_blocks_->bytes() : 0);
   }
 
@@ -98,6 +119,14 @@ private:
   HaloInBlocks<T>& halo_in_blocks();
   /// y = s · x over `t`.
   void multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y);
+  /// With input_dtype() Bf16, rows [begin, end) of x rounded into input_bf16_ (as [x.rows, f]),
+  /// after dropout(p) with `key` over rows (global ids of x's rows) when p > 0; nothing
+  /// otherwise.
+  void round_rows(ConstDenseView<T> x, std::int64_t begin, std::int64_t end, float p = 0.0f,
+                  const RngKey& key = {}, RowIds rows = {});
+  /// y = s · x (s may be a row slice of S): from x's bfloat16 copy when input_dtype() is Bf16
+  /// (round_rows() must have rounded the rows s reads).
+  void multiply(CsrView<T> s, ConstDenseView<T> x, DenseView<T> y);
 
   BackendPtr backend_;
   const CsrT<T>* s_;
@@ -108,6 +137,10 @@ private:
   std::unique_ptr<HaloInBlocks<T>> halo_in_blocks_;
   Workspace<T> local_;   // [n_local, f]: the input with its ghost rows
   Workspace<T> d_local_; // [n_local, f]: Sᵀ · dy
+  ActivationDType input_dtype_ = ActivationDType::Fp32;
+  float input_dropout_ = 0.0f;
+  std::uint32_t input_dropout_layer_ = 0;
+  Workspace<Bf16> input_bf16_; // [n_local, f]: the input in bfloat16 (input_dtype_ Bf16)
 };
 
 /// y = S · x · W for a weight the caller owns, in the order that multiplies (and, distributed,

@@ -89,6 +89,17 @@ class GcnConv final : public Module<T> {
   }
   /// The layer's exchanges (nullptr when not distributed).
   const comm::LayerExchange<T>* halo() const noexcept { return product_.aggregation().halo(); }
+  /// Stores what the layer aggregates (x aggregate-first, x·W transform-first) in `dtype`
+  /// (Aggregation::set_input_dtype: Bf16 for float32 layers, not under a memory budget).
+  void set_activation_dtype(ActivationDType dtype) {
+    product_.aggregation().set_input_dtype(dtype);
+  }
+  /// Applies dropout(p) to the layer's input itself while training, its masks keyed as
+  /// Dropout(p, dropout_layer)'s: the layer computes what that module before it would, in the
+  /// pass that stores its input for the product (with bf16, the rounding: one pass over the input
+  /// instead of two and no float32 copy of it). Aggregate-first only (InvalidArgument otherwise:
+  /// x·W would need the dropped x whole); not under a memory budget.
+  void set_input_dropout(float p, std::uint32_t dropout_layer);
 
   /// Whether the layer computes Â·(x·W) (else (Â·x)·W).
   bool transforms_first() const noexcept { return product_.transforms_first(); }
@@ -102,6 +113,8 @@ class GcnConv final : public Module<T> {
   Parameter<T> weight_;           // [in, out]
   Parameter<T> bias_;             // [1, out] or empty
   GcnActivation activation_;
+  float input_dropout_ = 0.0f; // set_input_dropout()
+  std::uint32_t input_dropout_layer_ = 0;
   Workspace<T> output_;           // [n, out]
   Workspace<T> d_before_;         // [n, out]: the gradient before the activation
 };

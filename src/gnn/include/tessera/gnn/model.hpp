@@ -40,6 +40,8 @@ struct ModelConfig {
   /// Weight decay on the first layer's parameters only (Kipf & Welling's GCN), else on every
   /// layer's.
   bool decay_first_layer_only = true;
+  /// How the graph layers store what they aggregate (GcnConv::set_activation_dtype).
+  ActivationDType activation_dtype = ActivationDType::Fp32;
 };
 
 /// One model to build: its widths resolved against the data, the settings, and the seed every

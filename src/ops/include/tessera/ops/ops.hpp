@@ -1,13 +1,14 @@
 // Backend-agnostic tensor operations: each checks shapes, then dispatches to the backend's kernel.
 #pragma once
 
-#include <cstdint>
-#include <span>
-
+#include "tessera/core/bf16.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/op_params.hpp"
 #include "tessera/core/rng.hpp"
 #include "tessera/core/tensor.hpp"
+
+#include <cstdint>
+#include <span>
 
 namespace tessera::ops {
 
@@ -24,6 +25,12 @@ namespace tessera::ops {
 template <typename T>
 void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta = T{0});
 
+/// C = A · B with B stored in bfloat16 and the sums in float32: the same sums, in the same order
+/// on a CPU, as spmm over B widened to float32 (bit for bit there). A: [m, k], B: [k, n],
+/// C: [m, n] (overwritten). On CUDA a kernel of our own (cuSPARSE takes one type for B and C).
+void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,
+               DenseView<float> c);
+
 /// C = Aᵀ · B without forming Aᵀ. A: [m, k] CSR, B: [m, n], C: [k, n] (overwritten).
 /// Meant for small k (the weight gradient of a sparse input); large k should transpose A once.
 /// CUDA plans as for spmm.
@@ -38,6 +45,10 @@ void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, D
 template <typename T>
 void gemm(const Backend& backend, Transpose trans_a, Transpose trans_b, T alpha,
           ConstDenseView<T> a, ConstDenseView<T> b, T beta, DenseView<T> c);
+
+/// y = x rounded to bfloat16, to nearest with ties to even (NaN stays NaN, ±inf stays ±inf);
+/// the same bits on every backend. x, y: [n, f].
+void round_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y);
 
 /// y = x (same shape [n, f]; y may be x). Used where a layer must not alias its input.
 template <typename T>
@@ -84,6 +95,12 @@ void dropout_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y
 template <typename T>
 void dropout_backward(const Backend& backend, ConstDenseView<T> dy, DenseView<T> dx, float p,
                       const RngKey& key, RowIds rows);
+
+/// y = x · mask / (1 - p) rounded to bfloat16, with dropout_forward's mask: dropout and
+/// round_to_bf16 in one pass (p = 0: the rounding alone). x, y: [n, f]. Throws InvalidArgument
+/// unless 0 <= p < 1.
+void dropout_to_bf16(const Backend& backend, ConstDenseView<float> x, DenseView<Bf16> y, float p,
+                     const RngKey& key, RowIds rows);
 
 /// y = max(x, 0) · mask / (1 - p) with dropout_forward's mask: ReLU then dropout in one pass.
 /// x, y: [n, f]; y may alias x. Throws InvalidArgument unless 0 <= p < 1.
