@@ -50,9 +50,23 @@ void Aggregation<T>::distribute(comm::LayerExchange<T>* halo, std::int64_t n_int
   n_interior_ = halo != nullptr ? n_interior : 0;
 }
 
+namespace {
+
+/// Refuses `what` for an aggregation whose memory is a budget's chunks: the buffers it adds are
+/// not among what the chunk manager acquires.
+void refuse_under_budget(const BackendPtr& backend, const std::string& what) {
+  if (manager_of(backend) != nullptr) {
+    throw InvalidArgument(what + " is not supported under a device memory budget yet: drop "
+                                 "--device-memory or use --activation-dtype fp32");
+  }
+}
+
+} // namespace
+
 template <typename T> void Aggregation<T>::set_input_dtype(ActivationDType dtype) {
-  if (dtype == ActivationDType::Bf16 && !std::is_same_v<T, float>) {
-    throw InvalidArgument("bf16 activations need a float32 model");
+  if (dtype == ActivationDType::Bf16) {
+    if (!std::is_same_v<T, float>) throw InvalidArgument("bf16 activations need a float32 model");
+    refuse_under_budget(backend_, "bf16 activations (--activation-dtype bf16)");
   }
   input_dtype_ = dtype;
 }
@@ -62,6 +76,7 @@ template <typename T> void Aggregation<T>::set_input_dropout(float p, std::uint3
     throw InvalidArgument("aggregation input dropout: probability must be in [0, 1), got " +
                           std::to_string(p));
   }
+  if (p > 0.0f) refuse_under_budget(backend_, "dropout fused into a layer's input");
   input_dropout_ = p;
   input_dropout_layer_ = dropout_layer;
 }
@@ -292,11 +307,6 @@ const typename Aggregation<T>::Tiles& Aggregation<T>::tiles(const CsrT<T>& s, Ti
 
 template <typename T>
 void Aggregation<T>::multiply_tiled(const Tiles& t, ConstDenseView<T> x, DenseView<T> y) {
-  if (input_dtype_ != ActivationDType::Fp32 || input_dropout_ > 0.0f) {
-    throw InvalidArgument("bf16 activations (and the input dropout fused with them) do not run "
-                          "under a device memory budget yet (the tiled product reads float32 "
-                          "blocks): drop --device-memory or use --activation-dtype fp32");
-  }
   ChunkManager* memory = manager_of(backend_);
   const auto [block_rows, block_cols] = t.shape;
   const std::int64_t row_blocks = (y.rows + block_rows - 1) / block_rows;

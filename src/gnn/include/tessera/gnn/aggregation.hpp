@@ -46,15 +46,15 @@ public:
   /// The rows [0, n_interior) of S read no ghost row (partition::order_interior_first).
   void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior);
   /// Stores the input of forward() and forward_local() in `dtype` before multiplying (Bf16:
-  /// float inputs only, and not under a memory budget; InvalidArgument otherwise). Every row is
-  /// rounded on its own, so P ranks compute what one process does.
+  /// float inputs only, and not in a chunk manager's memory; InvalidArgument otherwise). Every
+  /// row is rounded on its own, so P ranks compute what one process does.
   void set_input_dtype(ActivationDType dtype);
   ActivationDType input_dtype() const noexcept { return input_dtype_; }
   /// Applies dropout (probability p in [0, 1), masks keyed as a Dropout module's of layer index
   /// `dropout_layer`) to the input of forward() while training, as that module before the layer
   /// would, in the pass that stores the input for the product: with Bf16 the rounding, with a
-  /// halo the copy of the owned rows that are sent. Not under a memory budget (forward_tiled
-  /// refuses it). The input gradient is the caller's to mask (ops::dropout_backward).
+  /// halo the copy of the owned rows that are sent. Not in a chunk manager's memory
+  /// (InvalidArgument). The input gradient is the caller's to mask (ops::dropout_backward).
   void set_input_dropout(float p, std::uint32_t dropout_layer);
   /// The exchange given to distribute() (nullptr when none).
   const comm::LayerExchange<T>* halo() const noexcept { return halo_; }

@@ -73,7 +73,9 @@ struct ModelSpec {
 using ModelBuilder = std::function<Sequential<float>(ModelGraph& graph, const ModelSpec& spec)>;
 
 /// Dropout → GCNConv → ReLU+Dropout → ... → GCNConv over Â (and Âᵀ, the same object for a
-/// symmetric graph), sizes spec.layer_sizes.
+/// symmetric graph), sizes spec.layer_sizes. With config.activation_dtype Bf16 every GCNConv
+/// aggregates in bfloat16, and an aggregate-first first layer applies the input dropout itself
+/// (GcnConv::set_input_dropout: the same function, one pass fewer).
 template <typename T>
 Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
                         const CsrT<T>& adjacency_t, const ModelSpec& spec);
