@@ -5,16 +5,25 @@
 
 namespace tessera::ops {
 
-template <typename T>
-void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
+namespace {
+
+/// Throws DimensionMismatch naming `op` unless A: [m, k], B: [k, n] and C: [m, n].
+template <typename T, typename B>
+void check_product_shapes(const char* op, CsrView<T> a, ConstDenseView<B> b, DenseView<T> c) {
   if (a.cols != b.rows) {
-    detail::throw_mismatch("spmm", "A.cols == B.rows", "A", detail::shape(a), "B",
-                           detail::shape(b));
+    detail::throw_mismatch(op, "A.cols == B.rows", "A", detail::shape(a), "B", detail::shape(b));
   }
   if (c.rows != a.rows || c.cols != b.cols) {
-    detail::throw_mismatch("spmm", "C of shape [A.rows, B.cols]", "A · B",
-                           shape_string(a.rows, b.cols), "C", detail::shape(c));
+    detail::throw_mismatch(op, "C of shape [A.rows, B.cols]", "A · B", shape_string(a.rows, b.cols),
+                           "C", detail::shape(c));
   }
+}
+
+} // namespace
+
+template <typename T>
+void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c, T beta) {
+  check_product_shapes("spmm", a, b, c);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
     return kernels::cpu::spmm(backend, a, b, c, beta);
@@ -25,14 +34,7 @@ void spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T
 
 void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,
                DenseView<float> c) {
-  if (a.cols != b.rows) {
-    detail::throw_mismatch("spmm_bf16", "A.cols == B.rows", "A", detail::shape(a), "B",
-                           detail::shape(b));
-  }
-  if (c.rows != a.rows || c.cols != b.cols) {
-    detail::throw_mismatch("spmm_bf16", "C of shape [A.rows, B.cols]", "A · B",
-                           shape_string(a.rows, b.cols), "C", detail::shape(c));
-  }
+  check_product_shapes("spmm_bf16", a, b, c);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
     return kernels::cpu::spmm_bf16(backend, a, b, c);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -81,6 +82,16 @@ float largest_difference(ConstDenseView<float> a, ConstDenseView<float> b) {
   return most;
 }
 
+/// The input gradients for dy of `conv` (after its forward `ctx`) and of `fp32` (forward on x
+/// here), every gradient overwritten.
+std::pair<ConstDenseView<float>, ConstDenseView<float>>
+input_gradients(GcnConv<float>& conv, const Context<float>& ctx, GcnConv<float>& fp32,
+                const Dense& x, const Dense& dy) {
+  const Context<float> plain = fp32.forward(Step{}, Input<float>(x.cview()));
+  return {conv.backward(ctx, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite),
+          fp32.backward(plain, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite)};
+}
+
 TEST(ActivationDType, NamesRoundTripAndAnUnknownOneIsRefusedNamingTheValidOnes) {
   for (const ActivationDType dtype : {ActivationDType::Fp32, ActivationDType::Bf16})
     EXPECT_EQ(parse_activation_dtype(to_string(dtype)), dtype);
@@ -146,11 +157,7 @@ TEST(Bf16GcnConv, TransformFirstAggregatesTheRoundedProductAndKeepsFloatGradient
   const Context<float> ctx = conv.forward(Step{}, Input<float>(x.cview()));
   expect_close(want.cview(), ctx.output.dense, "output");
 
-  const Context<float> plain = fp32.forward(Step{}, Input<float>(x.cview()));
-  const ConstDenseView<float> dx =
-      conv.backward(ctx, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite);
-  const ConstDenseView<float> dx_fp32 =
-      fp32.backward(plain, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite);
+  const auto [dx, dx_fp32] = input_gradients(conv, ctx, fp32, x, dy);
   EXPECT_EQ(largest_difference(dx_fp32, dx), 0.0f);
   const auto pb = conv.parameters(), pf = fp32.parameters();
   for (std::size_t i = 0; i < pb.size(); ++i)
@@ -172,11 +179,7 @@ TEST(Bf16GcnConv, AggregateFirstWithoutActivationGivesTheFloatInputGradient) {
   const Context<float> ctx = conv.forward(Step{}, Input<float>(x.cview()));
   expect_close(want.cview(), ctx.output.dense, "output");
 
-  const Context<float> plain = fp32.forward(Step{}, Input<float>(x.cview()));
-  const ConstDenseView<float> dx =
-      conv.backward(ctx, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite);
-  const ConstDenseView<float> dx_fp32 =
-      fp32.backward(plain, dy.cview(), GradientMode::Overwrite, GradientMode::Overwrite);
+  const auto [dx, dx_fp32] = input_gradients(conv, ctx, fp32, x, dy);
   expect_close(dx_fp32, dx, "input gradient");
   const Dense dw = product(Transpose::Yes, sx.cview(), dy.cview());
   expect_close(dw.cview(), conv.weight().grad.cview(), "weight gradient");

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <utility>
 
 namespace tessera {
 namespace {
@@ -77,15 +78,21 @@ void train_until_stopped(runtime::TrainJob job, int epoch, const std::string& di
   EXPECT_THROW(runtime::run_train_job(job), gnn::TrainingStopped);
 }
 
+/// `job` run whole, then stopped after `epoch` with a checkpoint in `dir` and resumed from it:
+/// the whole run's result and the resumed run's.
+std::pair<gnn::TrainResult, gnn::TrainResult> whole_and_resumed(const runtime::TrainJob& job,
+                                                                int epoch, const std::string& dir) {
+  gnn::TrainResult whole = runtime::run_train_job(job).result;
+  train_until_stopped(job, epoch, dir);
+  runtime::TrainJob resumed_job = job;
+  resumed_job.resume_dir = dir;
+  return {std::move(whole), runtime::run_train_job(resumed_job).result};
+}
+
 TEST(Checkpoint, StoppedAndResumedRunMatchesTheUninterruptedRunBitForBit) {
   const CheckpointFolder dir;
-  const runtime::TrainJob job = small_job(10);
-  const gnn::TrainResult whole = runtime::run_train_job(job).result;
-  train_until_stopped(job, 4, dir.path());
-  runtime::TrainJob resumed_job = job;
-  resumed_job.resume_dir = dir.path();
 
-  const gnn::TrainResult resumed = runtime::run_train_job(resumed_job).result;
+  const auto [whole, resumed] = whole_and_resumed(small_job(10), 4, dir.path());
 
   ASSERT_EQ(resumed.history.size(), 6u);
   for (std::size_t i = 0; i < resumed.history.size(); ++i) {
@@ -209,12 +216,8 @@ TEST(Checkpoint, ActivationDTypeIsSavedResumedWithANoteWhenItChangesAndFp32WhenA
   const CheckpointFolder dir;
   runtime::TrainJob job = small_job(10);
   job.model.activation_dtype = ActivationDType::Bf16;
-  const gnn::TrainResult whole = runtime::run_train_job(job).result;
-  train_until_stopped(job, 4, dir.path());
-  runtime::TrainJob resumed_job = job;
-  resumed_job.resume_dir = dir.path();
 
-  const gnn::TrainResult resumed = runtime::run_train_job(resumed_job).result;
+  const auto [whole, resumed] = whole_and_resumed(job, 4, dir.path());
 
   ASSERT_EQ(resumed.history.size(), 6u);
   EXPECT_EQ(resumed.history.back().train_loss, whole.history.back().train_loss);
