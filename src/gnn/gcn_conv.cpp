@@ -56,8 +56,6 @@ template <typename T> void GcnConv<T>::set_input_dropout(float p, std::uint32_t 
                                    "only; put a Dropout module before a transform-first one");
   }
   product_.aggregation().set_input_dropout(p, dropout_layer);
-  input_dropout_ = p;
-  input_dropout_layer_ = dropout_layer;
 }
 
 template <typename T> Context<T> GcnConv<T>::forward(const Step& step, Input<T> x) {
@@ -84,13 +82,14 @@ template <typename T>
 ConstDenseView<T> GcnConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode param_mode) {
   // The input gradient through the dropout on the input (set_input_dropout), in place.
-  const float p_in = ctx.step.training ? input_dropout_ : 0.0f;
+  const Aggregation<T>& aggregation = product_.aggregation();
+  const float p_in = ctx.step.training ? aggregation.input_dropout() : 0.0f;
   const auto through_input_dropout = [&](DenseView<T> dx) {
     if (p_in > 0.0f && dx.data != nullptr) {
-      ops::dropout_backward(
-          *backend_, ConstDenseView<T>(dx), dx, p_in,
-          RngKey::make(ctx.step.seed, RngPurpose::Dropout, input_dropout_layer_, ctx.step.epoch),
-          ctx.step.rows);
+      ops::dropout_backward(*backend_, ConstDenseView<T>(dx), dx, p_in,
+                            RngKey::make(ctx.step.seed, RngPurpose::Dropout,
+                                         aggregation.input_dropout_layer(), ctx.step.epoch),
+                            ctx.step.rows);
     }
     return ConstDenseView<T>(dx);
   };
@@ -167,7 +166,9 @@ template <typename T> std::string GcnConv<T>::name() const {
   std::string text = "GCNConv(" + std::to_string(weight_.value.rows()) + " -> " +
                      std::to_string(weight_.value.cols()) + ", " +
                      (product_.transforms_first() ? "transform-first" : "aggregate-first");
-  if (input_dropout_ > 0.0f) text += fmt::format(", input Dropout(p={:g})", input_dropout_);
+  if (const float p = product_.aggregation().input_dropout(); p > 0.0f) {
+    text += fmt::format(", input Dropout(p={:g})", p);
+  }
   text += ")";
   if (activation_.relu) text += " + ReLU";
   if (activation_.dropout > 0.0f) text += fmt::format(" + Dropout(p={:g})", activation_.dropout);

@@ -56,6 +56,9 @@ public:
   /// halo the copy of the owned rows that are sent. Not in a chunk manager's memory
   /// (InvalidArgument). The input gradient is the caller's to mask (ops::dropout_backward).
   void set_input_dropout(float p, std::uint32_t dropout_layer);
+  /// The input dropout's probability (0: none) and the layer index its masks are keyed by.
+  float input_dropout() const noexcept { return input_dropout_; }
+  std::uint32_t input_dropout_layer() const noexcept { return input_dropout_layer_; }
   /// The exchange given to distribute() (nullptr when none).
   const comm::LayerExchange<T>* halo() const noexcept { return halo_; }
 

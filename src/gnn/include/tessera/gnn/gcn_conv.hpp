@@ -113,8 +113,6 @@ class GcnConv final : public Module<T> {
   Parameter<T> weight_;           // [in, out]
   Parameter<T> bias_;             // [1, out] or empty
   GcnActivation activation_;
-  float input_dropout_ = 0.0f; // set_input_dropout()
-  std::uint32_t input_dropout_layer_ = 0;
   Workspace<T> output_;           // [n, out]
   Workspace<T> d_before_;         // [n, out]: the gradient before the activation
 };
