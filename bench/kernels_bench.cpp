@@ -279,7 +279,8 @@ BENCHMARK(BM_OutputLayer)
 
 // ---- SGEMM -------------------------------------------------------------------------------------
 
-/// H · W for H: [n, 128], W: [128, 128], the GCN layer's transform at the graph's node count.
+/// The GCN layer's dense products at the graph's node count, H: [n, 128], W: [128, 128]:
+/// 0 = the transform H · W, 1 = the weight gradient Hᵀ · dY (dY: [n, 128]).
 void BM_Sgemm(benchmark::State& state) {
   static const std::int64_t n = std::int64_t{1} << bench_scale();
   static const tessera::Dense h = [] {
@@ -293,17 +294,24 @@ void BM_Sgemm(benchmark::State& state) {
     return m;
   }();
   static tessera::Dense out = tessera::Dense::zeros(backend(), n, kFeatures);
+  static tessera::Dense dw = tessera::Dense::zeros(backend(), kFeatures, kFeatures);
+  const bool gradient = state.range(1) == 1;
 
   const double seconds = timed_loop(state, [&] {
-    tessera::ops::gemm(*backend(), tessera::Transpose::No, tessera::Transpose::No, 1.0f,
-                       h.cview(), w.cview(), 0.0f, out.view());
+    if (gradient) {
+      tessera::ops::gemm(*backend(), tessera::Transpose::Yes, tessera::Transpose::No, 1.0f,
+                         h.cview(), out.cview(), 0.0f, dw.view());
+    } else {
+      tessera::ops::gemm(*backend(), tessera::Transpose::No, tessera::Transpose::No, 1.0f,
+                         h.cview(), w.cview(), 0.0f, out.view());
+    }
     benchmark::ClobberMemory();
   });
 
   const double flops = 2.0 * static_cast<double>(n) * kFeatures * kFeatures;
   state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / seconds / 1e9;
 }
-BENCHMARK(BM_Sgemm)->Arg(1)->Arg(2)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Sgemm)->ArgsProduct({{1, 2}, {0, 1}})->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // ---- Halo message encoding ---------------------------------------------------------------------
 

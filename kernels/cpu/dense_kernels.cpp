@@ -1,4 +1,5 @@
-// OpenMP and BLAS dense kernels: GEMM through cblas, copy, axpy, bias add and bias gradient.
+// OpenMP and BLAS dense kernels: GEMM (through cblas, or kernels of our own for tall products
+// with a small side), copy, axpy, bias add and bias gradient.
 #include "tessera/kernels/dense_kernels.hpp"
 
 #include "parallel.hpp"
@@ -11,7 +12,6 @@
 #include <omp.h>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 namespace tessera::kernels::cpu {
 namespace {
@@ -40,8 +40,8 @@ template <typename T> void scale(T beta, DenseView<T> c) {
 // ---- Tall-skinny products -------------------------------------------------------------------
 // OpenBLAS runs [n, 128] x [128, 16], [n, 16] x [16, 128] and [128, n] x [n, 16] (a GCN's output
 // layer) at ~40 GFLOP/s on one thread and no faster on two (tessera-bench-kernels BM_OutputLayer,
-// against ~100 on one for [n, 128] x [128, 128]): these run here, rows split over the threads,
-// each output row's accumulators in registers.
+// against ~95 on one for [n, 128] x [128, 128], which the panels below take): these run here,
+// rows split over the threads, each output row's accumulators in registers.
 
 /// The most rows of B a narrow product keeps (B is copied to [k, N] once per call).
 constexpr std::int64_t kSmallInner = 1024;
@@ -115,12 +115,12 @@ void tall_transpose_times_tall(T alpha, ConstDenseView<T> a, ConstDenseView<T> b
   const std::int64_t m = a.rows, kk = a.cols;
   constexpr std::int64_t kLine = 64 / sizeof(T);
   const int threads = omp_get_max_threads();
-  std::vector<T> partial(static_cast<std::size_t>(threads) * static_cast<std::size_t>(kk * N),
-                         T{0});
+  T* partial = reusable_scratch<T>(static_cast<std::size_t>(threads * kk * N));
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num(), used = omp_get_num_threads();
-    T* sum = partial.data() + static_cast<std::size_t>(t) * static_cast<std::size_t>(kk * N);
+    T* sum = partial + static_cast<std::int64_t>(t) * kk * N;
+    std::fill(sum, sum + kk * N, T{0});
     const std::int64_t begin = m * t / used, end = m * (t + 1) / used;
     std::int64_t r = begin;
     for (; r + 4 <= end; r += 4) {
@@ -161,10 +161,199 @@ void tall_transpose_times_tall(T alpha, ConstDenseView<T> a, ConstDenseView<T> b
     for (int j = 0; j < N; ++j) {
       T total = T{0};
       for (int t = 0; t < threads; ++t)
-        total += partial[static_cast<std::size_t>(t) * static_cast<std::size_t>(kk * N) +
-                         static_cast<std::size_t>(i * N + j)];
+        total += partial[static_cast<std::int64_t>(t) * kk * N + i * N + j];
       cr[j] = beta == T{0} ? alpha * total : alpha * total + beta * cr[j];
     }
+  }
+}
+
+// ---- Products with a small square B ---------------------------------------------------------
+// OpenBLAS runs [n, 128] x [128, 128] (a hidden layer's transform) and its weight gradient
+// [128, n] x [n, 128] at ~95-100 GFLOP/s on one thread here, against ~146 for large squares: with
+// 128 the short side, packing is much of its work. These read a (and b) in place, in chunks of
+// rows that stay in L1 and L2 while register tiles of 6 rows x one panel (four 64-byte vectors)
+// run over them, and prefetch the next chunk (tessera-bench-kernels BM_Sgemm).
+
+/// Whether the panels run at all: AVX-512's 32 vector registers hold a 6 x 4 tile; with AVX2's 16,
+/// the tiles that fit ran at 0.6-0.9x OpenBLAS's Haswell kernel (-march=x86-64-v3 on this
+/// machine), so there these products stay with BLAS.
+#if defined(__AVX512F__)
+constexpr bool kPanelKernels = true;
+#else
+constexpr bool kPanelKernels = false;
+#endif
+/// One column panel: four vectors of 64 bytes (64 floats, 32 doubles).
+template <typename T> constexpr int kPanel = 256 / static_cast<int>(sizeof(T));
+/// Rows of a register tile: 6 x 4 vectors of sums, 4 of the panel's row and one broadcast fill
+/// 29 of the 32 vector registers.
+constexpr int kPanelRows = 6;
+/// The shapes the panels take: B at most [512, 256] (measured against OpenBLAS at 64-512 x 64-256).
+constexpr std::int64_t kPanelInner = 512;
+constexpr std::int64_t kPanelWidth = 256;
+/// Rows of a chunk: eleven tiles of 6; 33 KiB of 128-float rows, beside a 32 KiB panel of B.
+constexpr std::int64_t kChunkRows = 11 * kPanelRows;
+
+/// Prefetches the next chunk, `rows` rows of x from `first`, a share of its cache lines before each
+/// of the `tiles` tiles that run over the current chunk.
+template <typename T> struct ChunkPrefetch {
+  static constexpr std::int64_t kLine = 64 / sizeof(T);
+  const T* data;
+  std::int64_t lines, step, line = 0;
+
+  ChunkPrefetch(ConstDenseView<T> x, std::int64_t first, std::int64_t rows, std::int64_t tiles)
+      : data(rows > 0 ? x.row(first) : nullptr), lines(rows > 0 ? rows * x.cols / kLine : 0),
+        step((lines + tiles - 1) / tiles) {}
+
+  void share() noexcept {
+    for (const std::int64_t end = std::min(lines, line + step); line < end; ++line)
+      __builtin_prefetch(data + line * kLine);
+  }
+};
+
+/// c[first, first + R) x panel p = alpha · a · B + beta · c for R rows from `first`, B as column
+/// panels (`panels`: panel p holds B[:, p·P, (p + 1)·P) row-major, contiguous, so its k rows sit
+/// in L1 without the set conflicts of B's own 512-byte stride). Each row's sums run over k in
+/// order, so a row's result does not depend on R or on where the rows are split.
+template <int R, typename T>
+void panel_rows(T alpha, ConstDenseView<T> a, const T* panels, std::int64_t p, T beta,
+                DenseView<T> c, std::int64_t first) {
+  constexpr int P = kPanel<T>;
+  const std::int64_t k = a.cols;
+  const T* panel = panels + p * k * P;
+  T sums[R][P] = {};
+  for (std::int64_t i = 0; i < k; ++i) {
+    const T* br = panel + i * P;
+#pragma GCC unroll 8
+    for (int q = 0; q < R; ++q) {
+      const T x = a.row(first + q)[i];
+#pragma omp simd
+      for (int j = 0; j < P; ++j)
+        sums[q][j] += x * br[j];
+    }
+  }
+  for (int q = 0; q < R; ++q) {
+    T* cr = c.row(first + q) + p * P;
+    if (beta == T{0}) { // overwrite, as BLAS does: NaNs in c do not survive
+#pragma omp simd
+      for (int j = 0; j < P; ++j)
+        cr[j] = alpha * sums[q][j];
+    } else {
+#pragma omp simd
+      for (int j = 0; j < P; ++j)
+        cr[j] = alpha * sums[q][j] + beta * cr[j];
+    }
+  }
+}
+
+/// c = alpha · a · B + beta · c, a [m, k], B [k, n] as column panels, n a multiple of the panel:
+/// chunks of rows over the threads, each chunk panel by panel.
+template <typename T>
+void tall_times_panels(T alpha, ConstDenseView<T> a, const T* panels, T beta, DenseView<T> c) {
+  const std::int64_t chunks = (a.rows + kChunkRows - 1) / kChunkRows;
+  const std::int64_t panel_count = c.cols / kPanel<T>;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const std::int64_t first = chunk * kChunkRows, end = std::min(a.rows, first + kChunkRows);
+    ChunkPrefetch<T> next(a, end, std::min(kChunkRows, a.rows - end),
+                          panel_count * (kChunkRows / kPanelRows));
+    for (std::int64_t p = 0; p < panel_count; ++p) {
+      std::int64_t r = first;
+      for (; r + kPanelRows <= end; r += kPanelRows) {
+        next.share();
+        panel_rows<kPanelRows>(alpha, a, panels, p, beta, c, r);
+      }
+      for (; r < end; ++r)
+        panel_rows<1>(alpha, a, panels, p, beta, c, r);
+    }
+  }
+}
+
+/// sums[0, R) x [0, P) += a[:, 0, R)ᵀ · b[:, 0, P) over `rows` rows (row strides lda, ldb):
+/// R rows of the sums, one panel wide, in registers over the rows.
+template <int R, typename T>
+void transposed_tile(const T* a, std::int64_t lda, const T* b, std::int64_t ldb, int rows, T* sums,
+                     std::int64_t ld_sums) {
+  constexpr int P = kPanel<T>;
+  T s[R][P] = {};
+  for (int r = 0; r < rows; ++r) {
+    const T* ar = a + r * lda;
+    const T* br = b + r * ldb;
+#pragma GCC unroll 8
+    for (int q = 0; q < R; ++q) {
+      const T x = ar[q];
+#pragma omp simd
+      for (int j = 0; j < P; ++j)
+        s[q][j] += x * br[j];
+    }
+  }
+  for (int q = 0; q < R; ++q) {
+    T* sr = sums + q * ld_sums;
+#pragma omp simd
+    for (int j = 0; j < P; ++j)
+      sr[j] += s[q][j];
+  }
+}
+
+/// c = alpha · aᵀ · b + beta · c, a [m, K], b [m, N], c [K, N], N a multiple of the panel: each
+/// thread sums its static range of rows chunk by chunk into its own [K, N] sums, prefetching the
+/// next chunk while the tiles run over this one (without it, waits on memory held this at
+/// OpenBLAS's rate); the sums are added in thread order (reproducible for a thread count).
+template <typename T>
+void tall_transpose_times_panels(T alpha, ConstDenseView<T> a, ConstDenseView<T> b, T beta,
+                                 DenseView<T> c) {
+  constexpr int P = kPanel<T>;
+  const std::int64_t m = a.rows, kk = a.cols, n = b.cols;
+  const int threads = omp_get_max_threads();
+  T* partial = reusable_scratch<T>(static_cast<std::size_t>(threads * kk * n));
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    T* sums = partial + static_cast<std::int64_t>(t) * kk * n;
+    std::fill(sums, sums + kk * n, T{0});
+    const Range range = static_range(m, t, omp_get_num_threads());
+    const std::int64_t tiles = (n / P) * ((kk + kPanelRows - 1) / kPanelRows);
+    for (std::int64_t first = range.begin; first < range.end; first += kChunkRows) {
+      const int rows = static_cast<int>(std::min(kChunkRows, range.end - first));
+      const std::int64_t next = first + rows, next_rows = std::min(kChunkRows, range.end - next);
+      ChunkPrefetch<T> next_a(a, next, next_rows, tiles), next_b(b, next, next_rows, tiles);
+      for (std::int64_t p = 0; p < n / P; ++p) {
+        const T* bp = b.row(first) + p * P;
+        for (std::int64_t i = 0; i < kk; i += kPanelRows) {
+          next_a.share();
+          next_b.share();
+          const T* ap = a.row(first) + i;
+          T* tile = sums + i * n + p * P;
+          switch (std::min<std::int64_t>(kPanelRows, kk - i)) {
+          case 6:
+            transposed_tile<6>(ap, kk, bp, n, rows, tile, n);
+            break;
+          case 5:
+            transposed_tile<5>(ap, kk, bp, n, rows, tile, n);
+            break;
+          case 4:
+            transposed_tile<4>(ap, kk, bp, n, rows, tile, n);
+            break;
+          case 3:
+            transposed_tile<3>(ap, kk, bp, n, rows, tile, n);
+            break;
+          case 2:
+            transposed_tile<2>(ap, kk, bp, n, rows, tile, n);
+            break;
+          default:
+            transposed_tile<1>(ap, kk, bp, n, rows, tile, n);
+            break;
+          }
+        }
+      }
+    }
+  }
+  const std::int64_t size = kk * n;
+  for (std::int64_t e = 0; e < size; ++e) {
+    T total = T{0};
+    for (int t = 0; t < threads; ++t)
+      total += partial[static_cast<std::int64_t>(t) * size + e];
+    T& out = c.row(e / n)[e % n];
+    out = beta == T{0} ? alpha * total : alpha * total + beta * out;
   }
 }
 
@@ -196,19 +385,37 @@ bool narrow_gemm(Transpose trans_a, Transpose trans_b, T alpha, ConstDenseView<T
   const std::int64_t m = c.rows, n = c.cols;
   if (trans_a == Transpose::No) { // c [m, n] = a [m, k] · B, B small
     const std::int64_t k = a.cols;
-    if (m < kTallRows || k > kSmallInner || std::min(k, n) > 32) return false;
-    std::vector<T> bk(static_cast<std::size_t>(k * n));
+    if (m < kTallRows || k > kSmallInner) return false;
+    if (std::min(k, n) > 32) {
+      constexpr int P = kPanel<T>;
+      if (!kPanelKernels || k > kPanelInner || n > kPanelWidth || n % P != 0) return false;
+      T* panels = reusable_scratch<T>(static_cast<std::size_t>(k * n));
+      for (std::int64_t p = 0; p < n / P; ++p) {
+        for (std::int64_t i = 0; i < k; ++i) {
+          for (int j = 0; j < P; ++j) {
+            const std::int64_t col = p * P + j;
+            panels[(p * k + i) * P + j] = trans_b == Transpose::No ? b.row(i)[col] : b.row(col)[i];
+          }
+        }
+      }
+      tall_times_panels(alpha, a, panels, beta, c);
+      return true;
+    }
+    T* bk = reusable_scratch<T>(static_cast<std::size_t>(k * n));
     for (std::int64_t i = 0; i < k; ++i) {
       for (std::int64_t j = 0; j < n; ++j)
-        bk[static_cast<std::size_t>(i * n + j)] =
-            trans_b == Transpose::No ? b.row(i)[j] : b.row(j)[i];
+        bk[i * n + j] = trans_b == Transpose::No ? b.row(i)[j] : b.row(j)[i];
     }
-    return with_narrow_width(n, [&](auto width) {
-      tall_times_small<decltype(width)::value>(alpha, a, bk.data(), beta, c);
-    });
+    return with_narrow_width(
+        n, [&](auto width) { tall_times_small<decltype(width)::value>(alpha, a, bk, beta, c); });
   }
-  // c [K, n] = aᵀ · b over the m = a.rows rows both share, b narrow.
-  if (trans_b != Transpose::No || a.rows < kTallRows || m > kSmallInner || n > 32) return false;
+  // c [K, n] = aᵀ · b over the m = a.rows rows both share, b narrow or whole panels.
+  if (trans_b != Transpose::No || a.rows < kTallRows || m > kSmallInner) return false;
+  if (n > 32) {
+    if (!kPanelKernels || m > kPanelInner || n > kPanelWidth || n % kPanel<T> != 0) return false;
+    tall_transpose_times_panels(alpha, a, b, beta, c);
+    return true;
+  }
   return with_narrow_width(n, [&](auto width) {
     tall_transpose_times_tall<decltype(width)::value>(alpha, a, b, beta, c);
   });
