@@ -392,9 +392,15 @@ bool narrow_gemm(Transpose trans_a, Transpose trans_b, T alpha, ConstDenseView<T
       T* panels = reusable_scratch<T>(static_cast<std::size_t>(k * n));
       for (std::int64_t p = 0; p < n / P; ++p) {
         for (std::int64_t i = 0; i < k; ++i) {
-          for (int j = 0; j < P; ++j) {
-            const std::int64_t col = p * P + j;
-            panels[(p * k + i) * P + j] = trans_b == Transpose::No ? b.row(i)[col] : b.row(col)[i];
+          T* row = panels + (p * k + i) * P;
+          if (trans_b == Transpose::No) {
+            const T* from = b.row(i) + p * P;
+#pragma omp simd
+            for (int j = 0; j < P; ++j)
+              row[j] = from[j];
+          } else {
+            for (int j = 0; j < P; ++j)
+              row[j] = b.row(p * P + j)[i];
           }
         }
       }

@@ -75,12 +75,20 @@ struct RandomLanes {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
-  /// (hi, lo) of the 32x32-bit products m · x in all 16 lanes (two even/odd vpmuludq).
+  /// The two 32-bit halves of every 64-bit lane swapped (a shuffle, off the port the multiplies
+  /// and shifts share).
+  static __m512i swap_halves(__m512i x) noexcept {
+    return _mm512_shuffle_epi32(x, static_cast<_MM_PERM_ENUM>(0xB1));
+  }
+
+  /// (hi, lo) of the 32x32-bit products m · x in all 16 lanes (two even/odd vpmuludq; the
+  /// halves moved by shuffles rather than 64-bit shifts: the rounds were bound by the one port
+  /// that multiplies and shifts).
   static void mulhilo(__m512i m, __m512i x, __m512i& hi, __m512i& lo) noexcept {
     const __m512i even = _mm512_mul_epu32(x, m);
-    const __m512i odd = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);
-    lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
-    hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+    const __m512i odd = _mm512_mul_epu32(swap_halves(x), m);
+    lo = _mm512_mask_blend_epi32(0xAAAA, even, swap_halves(odd));
+    hi = _mm512_mask_blend_epi32(0xAAAA, swap_halves(even), odd);
   }
 
   /// The same rounds on AVX-512 registers, then a 4x16 transpose into column order.
@@ -97,8 +105,9 @@ struct RandomLanes {
       __m512i hi0, lo0, hi1, lo1;
       mulhilo(m0, x0, hi0, lo0);
       mulhilo(m1, x2, hi1, lo1);
-      x0 = _mm512_xor_si512(_mm512_xor_si512(hi1, x1), _mm512_set1_epi32(static_cast<int>(k0)));
-      x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32(static_cast<int>(k1)));
+      // hi ^ x ^ k in one three-way xor (ternary logic 0x96).
+      x0 = _mm512_ternarylogic_epi32(hi1, x1, _mm512_set1_epi32(static_cast<int>(k0)), 0x96);
+      x2 = _mm512_ternarylogic_epi32(hi0, x3, _mm512_set1_epi32(static_cast<int>(k1)), 0x96);
       x1 = lo1;
       x3 = lo0;
       k0 += 0x9E3779B9u;
