@@ -311,39 +311,21 @@ void tall_transpose_times_panels(T alpha, ConstDenseView<T> a, ConstDenseView<T>
     T* sums = partial + static_cast<std::int64_t>(t) * kk * n;
     std::fill(sums, sums + kk * n, T{0});
     const Range range = static_range(m, t, omp_get_num_threads());
-    const std::int64_t tiles = (n / P) * ((kk + kPanelRows - 1) / kPanelRows);
+    const std::int64_t tiles = std::max<std::int64_t>(1, (n / P) * (kk / kPanelRows));
     for (std::int64_t first = range.begin; first < range.end; first += kChunkRows) {
       const int rows = static_cast<int>(std::min(kChunkRows, range.end - first));
       const std::int64_t next = first + rows, next_rows = std::min(kChunkRows, range.end - next);
       ChunkPrefetch<T> next_a(a, next, next_rows, tiles), next_b(b, next, next_rows, tiles);
       for (std::int64_t p = 0; p < n / P; ++p) {
         const T* bp = b.row(first) + p * P;
-        for (std::int64_t i = 0; i < kk; i += kPanelRows) {
+        std::int64_t i = 0;
+        for (; i + kPanelRows <= kk; i += kPanelRows) {
           next_a.share();
           next_b.share();
-          const T* ap = a.row(first) + i;
-          T* tile = sums + i * n + p * P;
-          switch (std::min<std::int64_t>(kPanelRows, kk - i)) {
-          case 6:
-            transposed_tile<6>(ap, kk, bp, n, rows, tile, n);
-            break;
-          case 5:
-            transposed_tile<5>(ap, kk, bp, n, rows, tile, n);
-            break;
-          case 4:
-            transposed_tile<4>(ap, kk, bp, n, rows, tile, n);
-            break;
-          case 3:
-            transposed_tile<3>(ap, kk, bp, n, rows, tile, n);
-            break;
-          case 2:
-            transposed_tile<2>(ap, kk, bp, n, rows, tile, n);
-            break;
-          default:
-            transposed_tile<1>(ap, kk, bp, n, rows, tile, n);
-            break;
-          }
+          transposed_tile<kPanelRows>(a.row(first) + i, kk, bp, n, rows, sums + i * n + p * P, n);
         }
+        for (; i < kk; ++i)
+          transposed_tile<1>(a.row(first) + i, kk, bp, n, rows, sums + i * n + p * P, n);
       }
     }
   }

@@ -72,11 +72,13 @@ TYPED_TEST(DenseKernels, GemmIsEquivalentToRef) {
       {128, 4101, 16},
       {4100, 24, 32},
       // A hidden layer's x·W and xᵀ·d(xW) on the column panels (rows not a multiple of the six
-      // a block takes, two and three panels), and one whose width is not whole panels (BLAS).
+      // a tile takes, fewer than six, two and three panels), and one whose width is not whole
+      // panels (BLAS).
       {4101, 128, 128},
       {4099, 40, 192},
       {128, 4101, 128},
       {40, 4099, 192},
+      {5, 4099, 128},
       {4100, 128, 96}};
   for (const auto& [m, k, n] : shapes) {
     for (const auto ta : {Transpose::No, Transpose::Yes}) {
