@@ -48,6 +48,33 @@ constexpr std::int64_t kSmallInner = 1024;
 /// Below this many rows OpenBLAS's own overheads are small: the products go to it.
 constexpr std::int64_t kTallRows = 4096;
 
+/// c[0, n) = alpha · sums + beta · c; beta = 0 overwrites, as BLAS does (NaNs in c do not survive).
+template <typename T> void store_scaled(T alpha, const T* sums, T beta, T* c, std::int64_t n) {
+  if (beta == T{0}) {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j)
+      c[j] = alpha * sums[j];
+  } else {
+#pragma omp simd
+    for (std::int64_t j = 0; j < n; ++j)
+      c[j] = alpha * sums[j] + beta * c[j];
+  }
+}
+
+/// c [K, n] = alpha · (the per-thread sums `partial`, [threads][K · n], added in thread order
+/// into thread 0's) + beta · c: the same result run to run for a thread count.
+template <typename T>
+void store_thread_sums(T alpha, T* partial, int threads, T beta, DenseView<T> c) {
+  const std::int64_t size = c.rows * c.cols;
+  for (int t = 1; t < threads; ++t) {
+#pragma omp simd
+    for (std::int64_t e = 0; e < size; ++e)
+      partial[e] += partial[t * size + e];
+  }
+  for (std::int64_t i = 0; i < c.rows; ++i)
+    store_scaled(alpha, partial + i * c.cols, beta, c.row(i), c.cols);
+}
+
 /// c = alpha · a · B + beta · c, B [k, N] row-major (`bk`), a [m, k], c [m, N]; rows over threads.
 /// A narrow N takes kRows rows at a time, eight vectors of sums in all: each row of B loaded
 /// from cache serves kRows of them, and eight independent chains of FMAs hide the FMA latency
@@ -91,18 +118,8 @@ void tall_times_small(T alpha, ConstDenseView<T> a, const T* bk, T beta, DenseVi
         }
       }
     }
-    for (int q = 0; q < rows; ++q) {
-      T* cr = c.row(first + q);
-      if (beta == T{0}) { // overwrite, as BLAS does: NaNs in c do not survive
-#pragma omp simd
-        for (int j = 0; j < N; ++j)
-          cr[j] = alpha * sums[q][j];
-      } else {
-#pragma omp simd
-        for (int j = 0; j < N; ++j)
-          cr[j] = alpha * sums[q][j] + beta * cr[j];
-      }
-    }
+    for (int q = 0; q < rows; ++q)
+      store_scaled(alpha, sums[q], beta, c.row(first + q), N);
   }
 }
 
@@ -156,15 +173,7 @@ void tall_transpose_times_tall(T alpha, ConstDenseView<T> a, ConstDenseView<T> b
       }
     }
   }
-  for (std::int64_t i = 0; i < kk; ++i) {
-    T* cr = c.row(i);
-    for (int j = 0; j < N; ++j) {
-      T total = T{0};
-      for (int t = 0; t < threads; ++t)
-        total += partial[static_cast<std::int64_t>(t) * kk * N + i * N + j];
-      cr[j] = beta == T{0} ? alpha * total : alpha * total + beta * cr[j];
-    }
-  }
+  store_thread_sums(alpha, partial, threads, beta, c);
 }
 
 // ---- Products with a small square B ---------------------------------------------------------
@@ -231,18 +240,30 @@ void panel_rows(T alpha, ConstDenseView<T> a, const T* panels, std::int64_t p, T
         sums[q][j] += x * br[j];
     }
   }
-  for (int q = 0; q < R; ++q) {
-    T* cr = c.row(first + q) + p * P;
-    if (beta == T{0}) { // overwrite, as BLAS does: NaNs in c do not survive
+  for (int q = 0; q < R; ++q)
+    store_scaled(alpha, sums[q], beta, c.row(first + q) + p * P, P);
+}
+
+/// B [k, n] (or its transpose given as [n, k]) copied into column panels, in reused scratch.
+template <typename T>
+const T* as_panels(Transpose trans_b, ConstDenseView<T> b, std::int64_t k, std::int64_t n) {
+  constexpr int P = kPanel<T>;
+  T* panels = reusable_scratch<T>(static_cast<std::size_t>(k * n));
+  for (std::int64_t p = 0; p < n / P; ++p) {
+    for (std::int64_t i = 0; i < k; ++i) {
+      T* row = panels + (p * k + i) * P;
+      if (trans_b == Transpose::No) {
+        const T* from = b.row(i) + p * P;
 #pragma omp simd
-      for (int j = 0; j < P; ++j)
-        cr[j] = alpha * sums[q][j];
-    } else {
-#pragma omp simd
-      for (int j = 0; j < P; ++j)
-        cr[j] = alpha * sums[q][j] + beta * cr[j];
+        for (int j = 0; j < P; ++j)
+          row[j] = from[j];
+      } else {
+        for (int j = 0; j < P; ++j)
+          row[j] = b.row(p * P + j)[i];
+      }
     }
   }
+  return panels;
 }
 
 /// c = alpha · a · B + beta · c, a [m, k], B [k, n] as column panels, n a multiple of the panel:
@@ -329,14 +350,7 @@ void tall_transpose_times_panels(T alpha, ConstDenseView<T> a, ConstDenseView<T>
       }
     }
   }
-  const std::int64_t size = kk * n;
-  for (std::int64_t e = 0; e < size; ++e) {
-    T total = T{0};
-    for (int t = 0; t < threads; ++t)
-      total += partial[static_cast<std::int64_t>(t) * size + e];
-    T& out = c.row(e / n)[e % n];
-    out = beta == T{0} ? alpha * total : alpha * total + beta * out;
-  }
+  store_thread_sums(alpha, partial, threads, beta, c);
 }
 
 /// Runs `f` with N = n as a compile-time width when n is one the narrow kernels take; false
@@ -371,22 +385,7 @@ bool narrow_gemm(Transpose trans_a, Transpose trans_b, T alpha, ConstDenseView<T
     if (std::min(k, n) > 32) {
       constexpr int P = kPanel<T>;
       if (!kPanelKernels || k > kPanelInner || n > kPanelWidth || n % P != 0) return false;
-      T* panels = reusable_scratch<T>(static_cast<std::size_t>(k * n));
-      for (std::int64_t p = 0; p < n / P; ++p) {
-        for (std::int64_t i = 0; i < k; ++i) {
-          T* row = panels + (p * k + i) * P;
-          if (trans_b == Transpose::No) {
-            const T* from = b.row(i) + p * P;
-#pragma omp simd
-            for (int j = 0; j < P; ++j)
-              row[j] = from[j];
-          } else {
-            for (int j = 0; j < P; ++j)
-              row[j] = b.row(p * P + j)[i];
-          }
-        }
-      }
-      tall_times_panels(alpha, a, panels, beta, c);
+      tall_times_panels(alpha, a, as_panels(trans_b, b, k, n), beta, c);
       return true;
     }
     T* bk = reusable_scratch<T>(static_cast<std::size_t>(k * n));

@@ -90,12 +90,18 @@ TYPED_TEST(DenseKernels, GemmIsEquivalentToRef) {
                                            : random_dense<T>(this->backend, k, m, 1);
         const auto b = tb == Transpose::No ? random_dense<T>(this->backend, k, n, 2)
                                            : random_dense<T>(this->backend, n, k, 2);
-        auto c = random_dense<T>(this->backend, m, n, 3);
-        const auto ref = gemm_ref(ta, tb, 0.5, a, b, -1.5, c);
+        const auto c0 = random_dense<T>(this->backend, m, n, 3);
+        const auto ref = gemm_ref(ta, tb, 0.5, a, b, -1.5, c0);
+        for (const int threads : {1, 2}) { // the per-thread sums of aᵀ·b added in thread order
+          SCOPED_TRACE(::testing::Message() << threads << " threads");
+          const ThreadCount scope(threads);
+          auto c = random_dense<T>(this->backend, m, n, 3);
 
-        kernels::cpu::gemm(*this->backend, ta, tb, T{0.5}, a.cview(), b.cview(), T{-1.5}, c.view());
+          kernels::cpu::gemm(*this->backend, ta, tb, T{0.5}, a.cview(), b.cview(), T{-1.5},
+                             c.view());
 
-        expect_all_near(ref, c.data(), c.size());
+          expect_all_near(ref, c.data(), c.size());
+        }
       }
     }
   }
