@@ -2,6 +2,7 @@
 #include "tessera/kernels/dense_kernels.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
@@ -100,7 +101,10 @@ TYPED_TEST(DenseKernels, GemmIsEquivalentToRef) {
           kernels::cpu::gemm(*this->backend, ta, tb, T{0.5}, a.cview(), b.cview(), T{-1.5},
                              c.view());
 
-          expect_all_near(ref, c.data(), c.size());
+          // A float sum of k terms errs by about sqrt(k) roundings: OpenBLAS's AVX2 kernels
+          // reach 1.3e-5 at k = 4101 (this 1e-5 tolerance holds to k = 256).
+          expect_all_near(ref, c.data(), c.size(),
+                          std::max(1.0, std::sqrt(static_cast<double>(k) / 256.0)));
         }
       }
     }

@@ -21,16 +21,19 @@ template <typename T> struct Tolerance {
   static constexpr double rel = sizeof(T) == 4 ? 1e-5 : 1e-12;
 };
 
-template <typename T> bool near(double ref, double got) {
-  return std::abs(ref - got) <= Tolerance<T>::abs + Tolerance<T>::rel * std::abs(ref);
+template <typename T> bool near(double ref, double got, double scale = 1.0) {
+  return std::abs(ref - got) <= scale * (Tolerance<T>::abs + Tolerance<T>::rel * std::abs(ref));
 }
 
 /// Expects every element of `got` within tolerance of `ref` (same size), naming the first miss.
+/// `scale` widens the tolerance for long sums, whose rounding error grows with the count of terms
+/// and depends on the order a BLAS adds them in (which differs between its CPU kernels).
 template <typename T>
-void expect_all_near(const std::vector<double>& ref, const T* got, std::int64_t size) {
+void expect_all_near(const std::vector<double>& ref, const T* got, std::int64_t size,
+                     double scale = 1.0) {
   ASSERT_EQ(static_cast<std::int64_t>(ref.size()), size);
   for (std::int64_t i = 0; i < size; ++i) {
-    if (!near<T>(ref[i], static_cast<double>(got[i]))) {
+    if (!near<T>(ref[i], static_cast<double>(got[i]), scale)) {
       ADD_FAILURE() << "element " << i << ": expected " << ref[i] << ", got " << got[i];
       return;
     }
