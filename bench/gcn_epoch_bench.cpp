@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <tessera/tessera.hpp>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -22,6 +23,8 @@ struct Traffic {
   struct Gemm {
     double bytes = 0.0, flops = 0.0;
   };
+  explicit Traffic(std::string name) : what(std::move(name)) {}
+
   std::string what;
   double stream_bytes = 0.0;
   std::vector<Gemm> gemms;
@@ -88,30 +91,30 @@ std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, s
       spec.config.activation_dtype == ActivationDType::Bf16 &&
       !transforms_first(spec.config.order, spec.layer_sizes[0], spec.layer_sizes[1]);
   if (!fused_input_dropout) {
-    modules.push_back({"Dropout (input)"});
+    modules.emplace_back("Dropout (input)");
     t = &modules.back();
     stream(2, static_cast<double>(spec.layer_sizes.front()));
   }
   for (int i = 0; i < spec.num_layers(); ++i) {
     const std::int64_t in = spec.layer_sizes[static_cast<std::size_t>(i)];
     const std::int64_t out = spec.layer_sizes[static_cast<std::size_t>(i) + 1];
-    const bool input_grad = i > 0;  // the first convolution's input needs no gradient
+    const bool input_grad = i > 0; // the first convolution's input needs no gradient
     const bool activation = i + 1 < spec.num_layers(); // ReLU + dropout fused
     const bool first = transforms_first(spec.config.order, in, out);
-    modules.push_back({fmt::format("GCNConv {} ({} -> {}, {}{}{})", i, in, out,
-                                   first ? "transform-first" : "aggregate-first",
-                                   i == 0 && fused_input_dropout ? ", input dropout" : "",
-                                   activation ? ", + ReLU + dropout" : "")});
+    modules.emplace_back(fmt::format("GCNConv {} ({} -> {}, {}{}{})", i, in, out,
+                                     first ? "transform-first" : "aggregate-first",
+                                     i == 0 && fused_input_dropout ? ", input dropout" : "",
+                                     activation ? ", + ReLU + dropout" : ""));
     t = &modules.back();
     const double x = static_cast<double>(in), y = static_cast<double>(out);
     if (first) {
-      gemm(x, y, x + y);            // x·W
-      aggregate(y);                 // Â·(xW)
-      stream(2, y);                 // bias (and activation) over the output: a pass of its own
-      if (activation) stream(3, y); // backward: output and its gradient read, one written
-      stream(1, y);                 // bias gradient
-      spmm(y);                      // Âᵀ·dy
-      gemm(x, y, x + y);            // dW = xᵀ·d(xW)
+      gemm(x, y, x + y);                 // x·W
+      aggregate(y);                      // Â·(xW)
+      stream(2, y);                      // bias (and activation) over the output: a pass of its own
+      if (activation) stream(3, y);      // backward: output and its gradient read, one written
+      stream(1, y);                      // bias gradient
+      spmm(y);                           // Âᵀ·dy
+      gemm(x, y, x + y);                 // dW = xᵀ·d(xW)
       if (input_grad) gemm(y, x, x + y); // dx = d(xW)·Wᵀ
     } else if (activation) {
       aggregate(x);      // Â·x
@@ -129,7 +132,7 @@ std::vector<Traffic> epoch_traffic(const gnn::ModelSpec& spec, std::int64_t n, s
       if (input_grad) gemm(y, x, x + y), spmm(x); // d(Âx) = dy·Wᵀ, dx = Âᵀ·d(Âx)
     }
   }
-  modules.push_back({"loss"});
+  modules.emplace_back("loss");
   t = &modules.back();
   stream(2, static_cast<double>(spec.layer_sizes.back())); // logits read, gradient written
   return modules;
@@ -143,7 +146,9 @@ double median_of(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[m] : 0.5 * (values[m - 1] + values[m]);
 }
 
-double mib(double bytes) { return bytes / (1 << 20); }
+double mib(double bytes) {
+  return bytes / (1 << 20);
+}
 
 /// build_gcn's model with ReLU + dropout as modules of their own after each hidden GCNConv (as
 /// before GcnActivation): the same function, to time the fusion against in the same run.
@@ -168,14 +173,15 @@ Sequential<float> build_separate_gcn(const BackendPtr& backend, const Csr& a_hat
   return model;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"GCN epoch time against its memory/compute floor, in all and module by module, on "
                "a generated RMAT graph or any dataset."};
   int scale = 20, epochs = 5, hidden = 128, features = 128, classes = 16;
   std::vector<int> threads{1, 2};
-  app.add_option("--scale", scale, "RMAT scale (2^scale nodes, edge factor 16)")->capture_default_str();
+  app.add_option("--scale", scale, "RMAT scale (2^scale nodes, edge factor 16)")
+      ->capture_default_str();
   app.add_option("--epochs", epochs, "timed epochs (after one warm-up)")->capture_default_str();
   app.add_option("--hidden", hidden, "hidden width")->capture_default_str();
   app.add_option("--features", features, "input features")->capture_default_str();
@@ -208,15 +214,15 @@ int main(int argc, char** argv) {
     const Csr a_hat = graph::gcn_normalize(data.adjacency);
     data.adjacency = Csr();
     const std::int64_t n = a_hat.rows();
-    fmt::print("graph {}: {} nodes, {} nonzeros in A+I, features {}, hidden {}, classes {}\n",
-               spec, n, a_hat.nnz(), features, hidden, classes);
+    fmt::print("graph {}: {} nodes, {} nonzeros in A+I, features {}, hidden {}, classes {}\n", spec,
+               n, a_hat.nnz(), features, hidden, classes);
 
     gnn::ModelSpec model_spec{{features, hidden, classes}, {}, 0};
     model_spec.config.activation_dtype = parse_activation_dtype(activation_dtype);
     Sequential<float> model = gnn::build_gcn(cpu, a_hat, a_hat, model_spec);
     const gnn::NodeLabels labels{data.labels, data.train_idx, data.val_idx, data.test_idx};
     const std::vector<Traffic> modules = epoch_traffic(model_spec, n, a_hat.nnz());
-    Traffic traffic{"epoch"};
+    Traffic traffic("epoch");
     for (const Traffic& t : modules) {
       traffic.stream_bytes += t.stream_bytes;
       traffic.gemms.insert(traffic.gemms.end(), t.gemms.begin(), t.gemms.end());
@@ -297,7 +303,7 @@ int main(int argc, char** argv) {
     const double graph = static_cast<double>(a_hat.bytes());
     const double feats = static_cast<double>(data.features.dense->bytes());
     const double buffers = static_cast<double>(model.bytes());
-    const double must_hold = graph + feats + buffers;  // Adam's state is 2x the (tiny) weights
+    const double must_hold = graph + feats + buffers; // Adam's state is 2x the (tiny) weights
     const double peak = static_cast<double>(peak_rss_bytes());
     fmt::print("memory: graph {:.0f} MiB + features {:.0f} MiB + model buffers {:.0f} MiB = {:.0f} "
                "MiB; peak RSS {}{:.0f} MiB ({:.2f}x)\n",

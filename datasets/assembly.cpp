@@ -213,6 +213,119 @@ void check_split_index(int split_index, std::int64_t num_splits, const std::stri
   refuse_split_index(split_index, num_splits, source);
 }
 
+namespace {
+
+/// How many ids the ascending `a` and `b` share, and the first of them (-1 when none).
+std::pair<std::int64_t, std::int64_t> common_ids(std::span<const std::int32_t> a,
+                                                 std::span<const std::int32_t> b) {
+  std::int64_t count = 0, first = -1;
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (a[i] < b[j]) {
+      ++i;
+    } else if (b[j] < a[i]) {
+      ++j;
+    } else {
+      if (count++ == 0) first = a[i];
+      ++i;
+      ++j;
+    }
+  }
+  return {count, first};
+}
+
+} // namespace
+
+namespace {
+
+/// "SOURCE: WHICH" for split messages.
+std::string split_place(const std::string& source, const std::string& which) {
+  return (source.empty() ? std::string("the stored split") : source) + ": " + which;
+}
+
+} // namespace
+
+void check_split(const Split& split, std::span<const std::int32_t> labels,
+                 const std::string& source, const std::string& labels_source,
+                 const std::string& which, bool allow_overlap) {
+  const auto refuse = [&](const std::string& problem) {
+    throw FormatError(split_place(source, which) + problem);
+  };
+  if (split.train.empty() || split.test.empty()) {
+    const std::string missing = split.train.empty() && split.test.empty() ? "no train and no test"
+                                : split.train.empty()                     ? "no train"
+                                                                          : "no test";
+    refuse("the stored split has " + missing + " nodes (train " +
+           std::to_string(split.train.size()) + ", val " + std::to_string(split.val.size()) +
+           ", test " + std::to_string(split.test.size()) +
+           "): a split needs a train and a test part; a random split is drawn only for data "
+           "that stores none");
+  }
+  check_split_parts(split, labels, 0, source, labels_source, which, allow_overlap);
+}
+
+void check_split_parts(const Split& split, std::span<const std::int32_t> labels,
+                       std::int64_t first_row, const std::string& source,
+                       const std::string& labels_source, const std::string& which,
+                       bool allow_overlap) {
+  const auto refuse = [&](const std::string& problem) {
+    throw FormatError(split_place(source, which) + problem);
+  };
+  const std::pair<const char*, const std::vector<std::int32_t>*> parts[] = {
+      {"train", &split.train}, {"val", &split.val}, {"test", &split.test}};
+  for (const auto& [name, ids] : parts) {
+    for (std::size_t i = 1; i < ids->size(); ++i) {
+      if ((*ids)[i - 1] == (*ids)[i]) {
+        refuse(std::string("the ") + name + " part lists node " + std::to_string((*ids)[i]) +
+               " twice");
+      }
+      if ((*ids)[i - 1] > (*ids)[i]) {
+        refuse(std::string("the ") + name + " part is not ascending at position " +
+               std::to_string(i) + " (" + std::to_string((*ids)[i]) + " after " +
+               std::to_string((*ids)[i - 1]) + ")");
+      }
+    }
+    if (labels.empty()) continue;
+    for (const std::int32_t id : *ids) {
+      const std::int64_t row = id - first_row;
+      if (row >= 0 && row < static_cast<std::int64_t>(labels.size()) && labels[row] < 0) {
+        refuse(std::string("node ") + std::to_string(id) + " of the " + name +
+               " part is unlabelled (label " + std::to_string(labels[row]) + " in " +
+               (labels_source.empty() ? std::string("the labels") : labels_source) +
+               "; -1 means unlabelled): a split may list labelled nodes only");
+      }
+    }
+  }
+  if (allow_overlap) return;
+  for (std::size_t a = 0; a < 3; ++a) {
+    for (std::size_t b = a + 1; b < 3; ++b) {
+      const auto [count, first] = common_ids(*parts[a].second, *parts[b].second);
+      if (count == 0) continue;
+      refuse(std::string("the ") + parts[a].first + " and " + parts[b].first + " parts share " +
+             std::to_string(count) + " node" + (count == 1 ? "" : "s") + " (the first: node " +
+             std::to_string(first) + " of " + std::to_string(parts[a].second->size()) + " and " +
+             std::to_string(parts[b].second->size()) +
+             "): accuracy measured on trained nodes means nothing; pass --allow-split-overlap "
+             "if the overlap is intended");
+    }
+  }
+}
+
+void check_stored_splits(const Dataset& dataset, bool allow_overlap) {
+  if (!dataset.split_stored) return;
+  if (dataset.all_splits.empty()) {
+    check_split({dataset.train_idx, dataset.val_idx, dataset.test_idx}, dataset.labels,
+                dataset.origin.split, dataset.origin.labels, "", allow_overlap);
+    return;
+  }
+  const std::size_t count = dataset.all_splits.size();
+  for (std::size_t k = 0; k < count; ++k) {
+    check_split(dataset.all_splits[k], dataset.labels, dataset.origin.split, dataset.origin.labels,
+                "split " + std::to_string(k) + " of " + std::to_string(count) + ": ",
+                allow_overlap);
+  }
+}
+
 EncodedClasses encode_class_names(const std::vector<std::string>& name_of_node) {
   std::map<std::string, std::int32_t> ids;
   for (const auto& name : name_of_node) {

@@ -16,7 +16,8 @@
 
 namespace tessera::datasets {
 struct Dataset;
-}
+struct Split;
+} // namespace tessera::datasets
 
 namespace tessera::datasets::detail {
 
@@ -122,6 +123,33 @@ void check_finite(const Csr& adjacency, const graph::Features& features, const S
 /// `num_splits` splits `source` stores: for loaders that would otherwise ignore it. 0, the
 /// default, is accepted with or without a stored split.
 void check_split_index(int split_index, std::int64_t num_splits, const std::string& source);
+
+/// The checks of one stored split, whose parts come from `source` (Dataset::Origin::split, e.g.
+/// "FILE: arrays train_idx, val_idx, test_idx"); `which` names it among several ("split 3 of 10 "
+/// or ""). Refused with FormatError naming the source, the split and the part:
+///  - no train part or no test part (a stored split without one is not a split to train and test
+///    on; a random one is drawn only for data that stores none, see make_random_split);
+///  - ids not ascending, or one id listed twice in a part;
+///  - parts that share nodes, naming the two parts, how many nodes collide and the first, unless
+///    `allow_overlap` (--allow-split-overlap);
+///  - a node of any part that is unlabelled (-1 in `labels`, from `labels_source`), which no loss
+///    or accuracy can use.
+/// A split without a validation part is accepted (training then selects no epoch by it).
+void check_split(const Split& split, std::span<const std::int32_t> labels,
+                 const std::string& source, const std::string& labels_source,
+                 const std::string& which, bool allow_overlap);
+
+/// The part of check_split that holds for the rows [first_row, ...) of a dataset, whose `labels`
+/// are those rows' (ids are global): each part ascending without repeats, labelled, and the parts
+/// disjoint unless `allow_overlap`. Empty parts are fine (a block of rows may hold none).
+void check_split_parts(const Split& split, std::span<const std::int32_t> labels,
+                       std::int64_t first_row, const std::string& source,
+                       const std::string& labels_source, const std::string& which,
+                       bool allow_overlap);
+
+/// check_split of every split `dataset` stores (each of all_splits, or its one split), with the
+/// sources its origin names. Does nothing for data without a stored split.
+void check_stored_splits(const Dataset& dataset, bool allow_overlap);
 
 /// Class ids for per-node class names: distinct names sorted, id = position. Empty names (nodes
 /// without a class) get -1.

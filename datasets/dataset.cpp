@@ -49,13 +49,14 @@ Dataset load_named(const BackendPtr& backend, const std::string& name, const Loa
   };
   Dataset ds;
   if (name == "cora") {
-    ds = load_csr_npz(backend, need({at("cora_planetoid/cora_planetoid.npz")})[0]);
+    ds = load_csr_npz(backend, need({at("cora_planetoid/cora_planetoid.npz")})[0],
+                      options.split_index);
   } else if (name == "cora-linqs") {
     const auto content = at("cora_linqs/cora.content.gz");
     need({content, at("cora_linqs/cora.cites")});
     ds = load_linqs(backend, content);
   } else if (name == "cora-gnnbench") {
-    ds = load_csr_npz(backend, need({at("gnn_benchmark/cora.npz")})[0]);
+    ds = load_csr_npz(backend, need({at("gnn_benchmark/cora.npz")})[0], options.split_index);
   } else if (name == "minesweeper") {
     ds = load_heterophilous_npz(backend, need({at("heterophilous_graphs/minesweeper.npz")})[0],
                                 options.split_index);
@@ -88,17 +89,21 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
   if (path.empty()) {
     throw InvalidArgument("dataset spec '" + format + ":' needs a path after the colon");
   }
-  if (format == "native") return load_native(backend, path);
+  if (format == "native") return load_native(backend, path, options.split_index);
   if ((format == "npz" || format == "planetoid") &&
       fs::path(path).filename().string().starts_with("ind.")) {
     throw FormatError(path +
                       ": raw Planetoid files (ind.NAME.x, .graph, ...) are Python pickles, "
                       "which only Python can read; convert them once with `python3 "
                       "scripts/convert_dataset.py planetoid " +
-                      path + " OUT.npz` (Tessera's source tree) and load npz:OUT.npz");
+                      path +
+                      " OUT.npz` (Tessera's source tree; it unpickles only numpy arrays, scipy "
+                      "sparse matrices and plain containers) and load npz:OUT.npz");
   }
   if (format == "npz") return load_any_npz(backend, path, options.split_index);
-  if (format == "planetoid" || format == "gnnbench") return load_csr_npz(backend, path);
+  if (format == "planetoid" || format == "gnnbench") {
+    return load_csr_npz(backend, path, options.split_index);
+  }
   if (format == "heterophilous") return load_heterophilous_npz(backend, path, options.split_index);
   if (format == "linqs") return load_linqs(backend, path);
   if (format == "snap") return load_snap(backend, path);
@@ -108,14 +113,6 @@ Dataset load_file(const BackendPtr& backend, const std::string& format, const st
   if (format == "ogb") return load_ogb(backend, path);
   throw InvalidArgument("unknown dataset format '" + format +
                         "'; formats: " + std::string(kFormats) + "; generators: rmat, sbm, blobs");
-}
-
-/// True when the loader of `head`:`rest` (or of the name `head`) reads LoadOptions::split_index.
-bool chooses_split(const std::string& head, const std::string& rest, bool has_colon) {
-  if (!has_colon) return head == "minesweeper";
-  if (head == "heterophilous") return true;
-  if (head != "npz") return false;
-  return is_heterophilous_npz(rest);
 }
 
 } // namespace
@@ -139,15 +136,14 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   } else if (colon != std::string::npos) {
     ds = load_file(backend, head, rest, options);
   } else if (is_native_dataset(spec)) {
-    ds = load_native(backend, spec);
+    ds = load_native(backend, spec, options.split_index);
   } else {
     ds = load_named(backend, spec, options);
   }
-  // Only the heterophilous benchmark stores several splits (its loader picks one); every other
+  // Loaders of data with several splits pick one (and refuse an index beyond them); every other
   // source has one or none and would ignore the index, so a nonzero one is refused here.
-  if (!chooses_split(head, rest, colon != std::string::npos)) {
-    check_split_index(options.split_index, ds.has_split() ? 1 : 0, spec);
-  }
+  check_split_index(options.split_index, ds.num_splits(), spec);
+  check_stored_splits(ds, options.allow_split_overlap);
   return ds;
 }
 

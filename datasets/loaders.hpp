@@ -14,9 +14,12 @@
 namespace tessera::datasets::detail {
 
 /// An .npz with Planetoid-style keys (adj_indptr, adj_indices, optional adj_shape, attr_* sparse
-/// or `features` dense, labels, num_classes, train_idx/val_idx/test_idx), as cora_planetoid.npz,
-/// gnn-benchmark's files and save_npz() write them. The adjacency is symmetrized.
-Dataset load_csr_npz(const BackendPtr& backend, const std::string& path);
+/// or `features` dense, labels, num_classes, and a split as train_idx/val_idx/test_idx ids or as
+/// train_masks/val_masks/test_masks [S, N] masks, of which `split_index` is used), as
+/// cora_planetoid.npz, gnn-benchmark's files and save_npz() write them. The adjacency is
+/// symmetrized. Where ids are read, integers only (a boolean mask is refused); masks are
+/// booleans or 0/1 integers.
+Dataset load_csr_npz(const BackendPtr& backend, const std::string& path, int split_index = 0);
 
 /// An .npz of the heterophilous benchmark (node_features, node_labels, edges [E, 2],
 /// train/val/test_masks [S, N]); `split_index` selects the mask row.
@@ -65,15 +68,19 @@ bool is_native_dataset(const std::string& path);
 /// Throws IoError "'DIR' has no dataset.json (not a native dataset; ...)".
 [[noreturn]] void throw_not_native(const std::string& dir);
 
-/// Reads a native dataset folder (see datasets/native.cpp for the layout).
-Dataset load_native(const BackendPtr& backend, const std::string& dir);
+/// Reads a native dataset folder (see datasets/native.cpp for the layout) with stored split
+/// `split_index` in use (every split kept when it stores several). Refuses an index beyond them.
+Dataset load_native(const BackendPtr& backend, const std::string& dir, int split_index = 0);
 
 /// The rows of a native dataset folder that `choose` picks from its node count, each file read
-/// only where they lie; checks what load_native checks that the rows hold (load_dataset_rows).
+/// only where they lie, with split `split_index`; checks what load_native checks that the rows
+/// hold (load_dataset_rows), the split's parts within them included (check_split_parts).
 RowBlock load_native_rows(const std::string& dir,
-                          const std::function<RowRange(std::int64_t num_nodes)>& choose);
+                          const std::function<RowRange(std::int64_t num_nodes)>& choose,
+                          int split_index, bool allow_overlap);
 
-/// The number of splits a native dataset folder stores: 1, or 0 when its train_idx.bin is empty.
+/// The number of splits a native dataset folder stores (dataset.json's num_splits; for a folder
+/// written before it was recorded, 1 when its split files hold ids, else 0).
 std::int64_t native_split_count(const std::string& dir);
 
 /// The block of rows `rows` of a dataset from `files`, which hold those rows (and the split ids

@@ -3,10 +3,14 @@
 //
 // Layout of DIR:
 //   dataset.json   {"format_version", "name", "num_nodes", "num_classes", "nnz",
-//                   "feature_kind", "feature_width", "feature_nnz"}, written last
+//                   "feature_kind", "feature_width", "feature_nnz", "num_splits"}, written last
 //   adj_row_ptr.bin, adj_col.bin, adj_val.bin       symmetric adjacency [N, N]
 //   features.bin | feat_row_ptr.bin, feat_col.bin, feat_val.bin   (absent without features)
-//   labels.bin, train_idx.bin, val_idx.bin, test_idx.bin
+//   labels.bin, train_idx.bin, val_idx.bin, test_idx.bin   (split 0; all empty without a split)
+//   split-K/train_idx.bin, val_idx.bin, test_idx.bin       split K = 1 .. num_splits - 1, when
+//                                                          the data stores several
+// num_splits is 0 or 1 for one split or none (a folder written before it existed: 1 when
+// train_idx.bin holds ids).
 // Each .bin file is a 64-byte header plus payload (src/io/array_file.cpp). load_dataset_rows
 // reads only a block of rows of each (the split files, ascending ids, by binary search).
 #include "assembly.hpp"
@@ -30,6 +34,11 @@ constexpr int kNativeFormatVersion = 1;
 
 std::string description_path(const std::string& dir) {
   return (fs::path(dir) / "dataset.json").string();
+}
+
+/// The folder of split `k` >= 1 (split 0 is the top folder's files).
+std::string split_folder(const std::string& dir, std::int64_t k) {
+  return (fs::path(dir) / ("split-" + std::to_string(k))).string();
 }
 
 } // namespace
@@ -63,13 +72,22 @@ void save_native(const Dataset& dataset, const std::string& dir, bool replace) {
   // The description goes last: a folder without it is never taken for a complete dataset.
   io::remove_file(description_path(dir));
   std::vector<std::uint32_t> crcs;
-  io::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels, dataset.train_idx,
-                        dataset.val_idx, dataset.test_idx, crcs);
+  // Several stored splits: split 0 in the top folder, split K in split-K/, in the data's order.
+  const std::vector<Split>& splits = dataset.all_splits;
+  const Split first =
+      splits.empty() ? Split{dataset.train_idx, dataset.val_idx, dataset.test_idx} : splits.front();
+  io::write_graph_files(dir, dataset.adjacency, dataset.features, dataset.labels, first.train,
+                        first.val, first.test, crcs);
+  for (std::size_t k = 1; k < splits.size(); ++k) {
+    io::write_split_files(split_folder(dir, static_cast<std::int64_t>(k)), splits[k].train,
+                          splits[k].val, splits[k].test);
+  }
   nlohmann::ordered_json description = {{"format_version", kNativeFormatVersion},
                                         {"name", dataset.name},
                                         {"num_nodes", dataset.num_nodes},
                                         {"num_classes", dataset.num_classes}};
   io::add_shape(description, io::graph_files_shape(dataset.adjacency, dataset.features));
+  description["num_splits"] = dataset.num_splits();
   // json_text: a name taken from a non-UTF-8 file name must not throw halfway through.
   io::write_text_file(description_path(dir), io::json_text(description));
 }
@@ -82,6 +100,7 @@ struct Description {
   std::int64_t num_nodes = 0;
   std::int32_t num_classes = 0;
   io::GraphFilesShape shape;
+  std::int64_t num_splits = -1; ///< -1: not recorded (a folder written before it was)
 };
 
 Description read_description(const std::string& dir) {
@@ -109,6 +128,14 @@ Description read_description(const std::string& dir) {
                         std::to_string(detail::kClassSlack));
     }
     d.num_classes = static_cast<std::int32_t>(num_classes);
+    if (description.contains("num_splits")) {
+      description.at("num_splits").get_to(d.num_splits);
+      // Each split is a folder of three files: far more than nodes cannot be this data's.
+      if (d.num_splits < 0 || d.num_splits > d.num_nodes + 1) {
+        throw FormatError(path + ": num_splits is " + std::to_string(d.num_splits) + " for " +
+                          std::to_string(d.num_nodes) + " nodes");
+      }
+    }
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
   }
@@ -128,34 +155,80 @@ detail::Sources sources_of(const std::string& dir, const Description& d) {
 
 namespace detail {
 
-Dataset load_native(const BackendPtr& backend, const std::string& dir) {
+namespace {
+
+/// How many splits the folder stores: as recorded, or (a folder written before num_splits was)
+/// 1 when its top split files hold any id, else 0.
+std::int64_t split_count(const std::string& dir, const Description& d) {
+  if (d.num_splits >= 0) return d.num_splits;
+  for (const char* name : {"train_idx.bin", "val_idx.bin", "test_idx.bin"}) {
+    if (io::ArrayReader<std::int32_t>((fs::path(dir) / name).string(), false).rows() > 0) return 1;
+  }
+  return 0;
+}
+
+/// Where split `k` of the folder lies, for messages.
+std::string split_origin(const std::string& dir, std::int64_t k) {
+  const std::string folder = k == 0 ? dir : split_folder(dir, k);
+  return folder + ": train_idx.bin, val_idx.bin, test_idx.bin";
+}
+
+} // namespace
+
+Dataset load_native(const BackendPtr& backend, const std::string& dir, int split_index) {
   require_host(backend);
   const Description d = read_description(dir);
+  const std::int64_t num_splits = split_count(dir, d);
+  check_split_index(split_index, num_splits, dir);
   Dataset ds;
   ds.name = d.name;
   ds.num_nodes = d.num_nodes;
   ds.num_classes = d.num_classes;
   std::vector<std::uint32_t> crcs;
   io::move_graph_files(io::read_graph_files(dir, d.shape, crcs), ds);
-  check_loaded(ds, sources_of(dir, d));
+  ds.split_stored = num_splits > 0;
+  if (num_splits > 1) {
+    ds.all_splits.push_back({ds.train_idx, ds.val_idx, ds.test_idx});
+    for (std::int64_t k = 1; k < num_splits; ++k) {
+      io::GraphFiles split;
+      io::read_split_files(split_folder(dir, k), ds.num_nodes, split);
+      ds.all_splits.push_back(
+          {std::move(split.train_idx), std::move(split.val_idx), std::move(split.test_idx)});
+    }
+    const Split& chosen = ds.all_splits[static_cast<std::size_t>(split_index)];
+    ds.train_idx = chosen.train;
+    ds.val_idx = chosen.val;
+    ds.test_idx = chosen.test;
+  }
+  const Sources sources = sources_of(dir, d);
+  check_loaded(ds, sources);
+  ds.origin = {description_path(dir) + ": feature_width", sources.labels,
+               num_splits > 1 ? dir + ": split folders" : split_origin(dir, 0)};
   return ds;
 }
 
 std::int64_t native_split_count(const std::string& dir) {
-  const io::ArrayReader<std::int32_t> train((fs::path(dir) / "train_idx.bin").string(), false);
-  return train.rows() > 0 ? 1 : 0;
+  return split_count(dir, read_description(dir));
 }
 
 RowBlock load_native_rows(const std::string& dir,
-                          const std::function<RowRange(std::int64_t num_nodes)>& choose) {
+                          const std::function<RowRange(std::int64_t num_nodes)>& choose,
+                          int split_index, bool allow_overlap) {
   const Description d = read_description(dir);
+  check_split_index(split_index, split_count(dir, d), dir);
   const RowRange rows = choose(d.num_nodes);
   io::GraphFiles files = io::read_graph_file_rows(dir, d.shape, rows.first, rows.last);
+  if (split_index > 0) {
+    io::read_split_file_rows(split_folder(dir, split_index), d.num_nodes, rows.first, rows.last,
+                             files);
+  }
   const Sources sources = sources_of(dir, d);
   // The class count was bounded by the node count; its bound by the labelled rows needs them all.
   check_finite(files.adjacency, files.features, sources, rows.first);
   check_labels(files.labels, d.num_classes, sources.labels, sources.class_count,
                [&](std::int64_t i) { return "row " + std::to_string(rows.first + i); });
+  check_split_parts({files.train_idx, files.val_idx, files.test_idx}, files.labels, rows.first,
+                    split_origin(dir, split_index), sources.labels, "", allow_overlap);
   return make_row_block(d.name, d.num_nodes, d.num_classes, rows, std::move(files));
 }
 

@@ -2,7 +2,9 @@
 #include "npz.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/sizes.hpp"
 #include "tessera/io/array_file.hpp"
+#include "tessera/io/input_file.hpp"
 
 #include <array>
 #include <cerrno>
@@ -11,6 +13,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -253,20 +256,12 @@ const char* descr_of(DType dtype) noexcept {
   return "?";
 }
 
-std::int64_t NpyInfo::size() const noexcept {
-  std::int64_t n = 1;
-  for (const auto d : shape)
-    n *= d;
-  return n;
+bool NpyInfo::holds_integers() const noexcept {
+  return dtype && *dtype != DType::Bool && !is_floating(*dtype);
 }
 
 std::string NpyInfo::shape_string() const {
-  std::string out = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    out += std::to_string(shape[i]);
-    if (shape.size() == 1 || i + 1 < shape.size()) out += shape.size() == 1 ? "," : ", ";
-  }
-  return out + ")";
+  return shape_text(shape);
 }
 
 // ---- reader ------------------------------------------------------------------------------------
@@ -412,6 +407,14 @@ NpyInfo read_npy_header(Stream& stream, const NpzReader& reader, const std::stri
   }
   NpyInfo info = HeaderParser(text, reader, key).parse();
   info.header_bytes = prefix_bytes + header_length;
+  // The one product of the shape: a count that wraps (200 x 2^62 is 0 mod 2^64) would pass every
+  // check made with it and size what is allocated.
+  const std::optional<std::int64_t> count = checked_product(info.shape);
+  if (!count) {
+    reader.fail(key, "bad .npy header: shape " + info.shape_string() +
+                         " holds more elements than a 64-bit count (its product overflows)");
+  }
+  info.count = *count;
   return info;
 }
 
@@ -427,10 +430,15 @@ void check_readable(const NpyInfo& info, std::uint64_t member_bytes, const NpzRe
                          "' (supported: <i4 <i8 <f4 <f8 |i1 |u1 |b1, little-endian)");
   }
   const std::int64_t count = info.size();
-  const auto item = item_size(*info.dtype);
-  if (count > 0 && static_cast<std::uint64_t>(count) >
-                       (std::numeric_limits<std::uint64_t>::max() - info.header_bytes) / item) {
-    reader.fail(key, "shape " + info.shape_string() + " is too large");
+  const auto item = static_cast<std::int64_t>(item_size(*info.dtype));
+  // Elements times their size, plus the header, must be a byte count: it is compared with the
+  // member's size next, and a product that wrapped would match a short member.
+  const auto limit =
+      std::numeric_limits<std::int64_t>::max() - static_cast<std::int64_t>(info.header_bytes);
+  if (!checked_product({count, item}, limit)) {
+    reader.fail(key, "shape " + info.shape_string() + " of " + info.descr +
+                         " holds more bytes than a 64-bit size (its element count times " +
+                         std::to_string(item) + " overflows)");
   }
   const std::uint64_t expected = info.header_bytes + static_cast<std::uint64_t>(count) * item;
   if (expected != member_bytes) {
@@ -483,11 +491,10 @@ void fortran_to_c_order(std::span<const T> stored, const std::vector<std::int64_
 } // namespace
 
 NpzReader::NpzReader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw IoError("cannot open '" + path_ + "': " + std::strerror(errno));
+  fd_ = io::open_input_file(path_);
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int error_number = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  if (::fstat(fd_, &st) != 0) {
+    const int error_number = errno;
     ::close(fd_);
     throw IoError("cannot read '" + path_ + "': " + std::strerror(error_number));
   }
@@ -602,6 +609,50 @@ void NpzReader::read_central_directory() {
     }
     members_.push_back(std::move(m));
     pos += kCentralHeaderBytes + name_length + extra_length + comment_length;
+  }
+  check_member_names();
+}
+
+void NpzReader::check_member_names() const {
+  // numpy's np.load reads an array by name from Python's zipfile, which keeps the last of two
+  // members of one name, and reads "key" before "key.npy"; a reader that took the first would
+  // see other data in the same file. Neither is a file numpy writes: refused.
+  std::map<std::string, std::size_t> first_of_key;
+  for (std::size_t j = 0; j < members_.size(); ++j) {
+    const auto [at, added] = first_of_key.emplace(key_of(members_[j].name), j);
+    if (added) continue;
+    const std::size_t i = at->second;
+    throw FormatError(path_ + ": members " + std::to_string(i) + " ('" + members_[i].name +
+                      "') and " + std::to_string(j) + " ('" + members_[j].name +
+                      "') both hold array '" + at->first +
+                      "'; numpy would read only one of them: an archive with two arrays of one "
+                      "name is refused");
+  }
+  // The name in each member's local header must be the central directory's, as Python's zipfile
+  // (and so numpy) requires.
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    const Member& m = members_[i];
+    std::array<unsigned char, kLocalHeaderBytes> header{};
+    if (m.local_header_offset + kLocalHeaderBytes > file_size_) {
+      fail(key_of(m.name), "local header at offset " + std::to_string(m.local_header_offset) +
+                               " lies past the end of the file (truncated archive)");
+    }
+    read_exact(m.local_header_offset, header.data(), header.size());
+    if (get32(header.data()) != kLocalHeaderSignature) {
+      fail(key_of(m.name),
+           "no zip local header at offset " + std::to_string(m.local_header_offset));
+    }
+    const std::uint16_t length = get16(&header[26]);
+    std::string local(length, '\0');
+    if (m.local_header_offset + kLocalHeaderBytes + length > file_size_) {
+      fail(key_of(m.name), "local header name runs past the end of the file (truncated archive)");
+    }
+    read_exact(m.local_header_offset + kLocalHeaderBytes, local.data(), local.size());
+    if (local != m.name) {
+      throw FormatError(path_ + ": member " + std::to_string(i) + " is named '" + m.name +
+                        "' in the zip directory but '" + local +
+                        "' in its own header; numpy refuses such an archive, and so does Tessera");
+    }
   }
 }
 
@@ -745,9 +796,11 @@ void NpzWriter::begin_member(const std::string& key, DType dtype,
                              const std::vector<std::int64_t>& shape, std::int64_t count) {
   NpyInfo info;
   info.shape = shape;
-  if (info.size() != count) {
+  const std::optional<std::int64_t> holds = checked_product(shape);
+  if (holds != count) {
     throw InvalidArgument("npz array '" + key + "': shape " + info.shape_string() + " holds " +
-                          std::to_string(info.size()) + " elements, got " + std::to_string(count));
+                          (holds ? std::to_string(*holds) : std::string("too many")) +
+                          " elements, got " + std::to_string(count));
   }
   // npy 1.0: the header dict is padded with spaces so the data starts at a multiple of 64.
   std::string dict = std::string("{'descr': '") + descr_of(dtype) +

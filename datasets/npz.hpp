@@ -28,9 +28,14 @@ struct NpyInfo {
   bool fortran_order = false;
   /// Bytes before the array data (magic, version, length and the header dict).
   std::uint64_t header_bytes = 0;
+  /// Number of elements (1 for a 0-d array); a header whose shape's product overflows is refused
+  /// when it is read (checked_product), so this never wraps.
+  std::int64_t count = 1;
 
   /// Number of elements (1 for a 0-d array).
-  std::int64_t size() const noexcept;
+  std::int64_t size() const noexcept { return count; }
+  /// Whether the elements are integers (booleans are not: a mask is not a list of ids).
+  bool holds_integers() const noexcept;
   /// "(2708, 1433)" for messages.
   std::string shape_string() const;
 };
@@ -43,9 +48,13 @@ template <typename T> struct NpyArray {
 
 /// Reads arrays from an .npz file: parses the zip central directory once, then reads members on
 /// demand. Members may be stored or deflated, arrays in C or Fortran order (always returned in C
-/// order, as numpy returns them); zip64 archives are refused. Errors name the file
-/// and the member: IoError when the file cannot be read, FormatError for a truncated archive, a
-/// bad .npy header, an unsupported dtype, or values that do not fit the requested type.
+/// order, as numpy returns them); zip64 archives are refused. Archives that numpy would read
+/// otherwise than a first-match reader are refused when opened: two members of one array name
+/// (numpy takes the last), and a member whose local header names another file than the central
+/// directory (numpy's zipfile refuses it). Errors name the file and the member: IoError when the
+/// file cannot be read or is not a regular file (a FIFO is refused before it is opened for
+/// reading), FormatError for a truncated archive, a bad .npy header (a shape whose element count
+/// overflows among them), an unsupported dtype, or values that do not fit the requested type.
 class NpzReader {
 public:
   explicit NpzReader(std::string path);
@@ -86,6 +95,8 @@ private:
                       const std::string& key) const;
 
   void read_central_directory();
+  /// Refuses two members of one array name and a local header naming another file.
+  void check_member_names() const;
   const Member& member(const std::string& key) const;
   void read_exact(std::uint64_t offset, void* out, std::size_t bytes) const;
 
@@ -106,7 +117,8 @@ public:
   NpzWriter(const NpzWriter&) = delete;
   NpzWriter& operator=(const NpzWriter&) = delete;
 
-  /// Adds array `key` of element type Stored and `shape`, converting each element of `values`.
+  /// Adds array `key` of element type Stored and `shape`, converting each element of `values`
+  /// (Stored = bool: booleans from bytes that are 0 or 1).
   template <typename Stored, typename Source>
   void add(const std::string& key, const std::vector<std::int64_t>& shape,
            std::span<const Source> values);
@@ -135,6 +147,9 @@ private:
 };
 
 template <typename T> constexpr DType dtype_of() noexcept;
+template <> constexpr DType dtype_of<bool>() noexcept {
+  return DType::Bool;
+}
 template <> constexpr DType dtype_of<std::int8_t>() noexcept {
   return DType::Int8;
 }
@@ -157,8 +172,10 @@ template <> constexpr DType dtype_of<double>() noexcept {
 template <typename Stored, typename Source>
 void NpzWriter::add(const std::string& key, const std::vector<std::int64_t>& shape,
                     std::span<const Source> values) {
+  // Booleans (|b1) are written from bytes of 0 and 1.
+  static_assert(!std::is_same_v<Stored, bool> || std::is_same_v<Source, std::uint8_t>);
   begin_member(key, dtype_of<Stored>(), shape, static_cast<std::int64_t>(values.size()));
-  if constexpr (std::is_same_v<Stored, Source>) {
+  if constexpr (std::is_same_v<Stored, Source> || std::is_same_v<Stored, bool>) {
     write_data(values.data(), values.size_bytes());
   } else {
     constexpr std::size_t kBlock = 1 << 14;

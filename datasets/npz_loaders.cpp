@@ -33,11 +33,100 @@ void expect_shape(const NpzReader& npz, const std::string& key, const NpyInfo& i
   }
 }
 
-/// A 1-d integer array of `key`, optionally of length `length`.
+/// Fails naming `key` unless it holds integers, saying what the loader reads there (`what`, e.g.
+/// "node ids") and what the file holds: a boolean mask read as ids would be the ids 0 and 1, and
+/// floats are no ids either.
+void expect_integers(const NpzReader& npz, const std::string& key, const NpyInfo& info,
+                     const std::string& what) {
+  if (info.holds_integers()) return;
+  if (info.dtype == DType::Bool) {
+    npz.fail(key, "holds booleans (dtype " + info.descr + "), but the loader reads " + what +
+                      " there, as integers: a boolean mask is not a list of ids (save "
+                      "np.flatnonzero(mask) as int64, or a mask under the name of a mask)");
+  }
+  if (info.dtype) {
+    npz.fail(key, "holds " + info.descr + " values, but the loader reads " + what +
+                      " there: expected an integer dtype (<i8, <i4, |i1, |u1)");
+  }
+  // Strings and objects: check_readable's message says what they are when read.
+}
+
+/// A 1-d integer array of `key` holding `what` ("node ids"), optionally of length `length`.
 std::vector<std::int64_t> read_vector(const NpzReader& npz, const std::string& key,
-                                      std::int64_t length = -1) {
-  expect_shape(npz, key, npz.info(key), {length});
+                                      const std::string& what, std::int64_t length = -1) {
+  const NpyInfo info = npz.info(key);
+  expect_shape(npz, key, info, {length});
+  expect_integers(npz, key, info, what);
   return npz.read<std::int64_t>(key).data;
+}
+
+/// The masks of `key`: [S, N] (S splits) or [N] (one), booleans or the integers 0 and 1 (floats
+/// and other integers are refused, naming the value). Row k marks split k's nodes.
+struct Masks {
+  std::int64_t splits = 0;
+  std::vector<std::uint8_t> values; ///< [splits, N]
+};
+Masks read_masks(const NpzReader& npz, const std::string& key, std::int64_t num_nodes) {
+  const NpyInfo info = npz.info(key);
+  if (info.shape.size() == 1)
+    expect_shape(npz, key, info, {num_nodes});
+  else
+    expect_shape(npz, key, info, {-1, num_nodes});
+  if (info.dtype != DType::Bool && !info.holds_integers()) {
+    npz.fail(key, "holds " + info.descr +
+                      " values, but the loader reads a mask there: expected booleans (|b1) or "
+                      "the integers 0 and 1");
+  }
+  Masks masks;
+  masks.splits = info.shape.size() == 1 ? 1 : info.shape[0];
+  masks.values = npz.read<std::uint8_t>(key).data;
+  for (std::size_t i = 0; i < masks.values.size(); ++i) {
+    if (masks.values[i] > 1) {
+      npz.fail(key, "value " + std::to_string(masks.values[i]) + " at index " + std::to_string(i) +
+                        " is not a mask value (expected 0 or 1, or booleans)");
+    }
+  }
+  return masks;
+}
+
+/// The splits marked by the three mask arrays `keys` (train, val, test), which must hold as many
+/// splits each.
+std::vector<Split> splits_from_masks(const NpzReader& npz, const char* const (&keys)[3],
+                                     std::int64_t num_nodes) {
+  Masks masks[3];
+  for (int p = 0; p < 3; ++p)
+    masks[p] = read_masks(npz, keys[p], num_nodes);
+  for (int p = 1; p < 3; ++p) {
+    if (masks[p].splits != masks[0].splits) {
+      throw FormatError(npz.path() + ": '" + keys[0] + "' holds " +
+                        std::to_string(masks[0].splits) + " split(s) but '" + keys[p] + "' " +
+                        std::to_string(masks[p].splits) +
+                        ": every mask array must hold one row per split");
+    }
+  }
+  std::vector<Split> splits(static_cast<std::size_t>(masks[0].splits));
+  for (std::size_t k = 0; k < splits.size(); ++k) {
+    std::vector<std::int32_t>* parts[3] = {&splits[k].train, &splits[k].val, &splits[k].test};
+    for (int p = 0; p < 3; ++p) {
+      const std::uint8_t* row = masks[p].values.data() + static_cast<std::int64_t>(k) * num_nodes;
+      for (std::int64_t i = 0; i < num_nodes; ++i) {
+        if (row[i] != 0) parts[p]->push_back(static_cast<std::int32_t>(i));
+      }
+    }
+  }
+  return splits;
+}
+
+/// Puts split `split_index` of `splits` in use in `ds` (and keeps them all when several).
+void use_splits(Dataset& ds, std::vector<Split> splits, int split_index, const std::string& path) {
+  if (split_index < 0 || split_index >= static_cast<std::int64_t>(splits.size())) {
+    refuse_split_index(split_index, static_cast<std::int64_t>(splits.size()), path);
+  }
+  ds.split_stored = true;
+  ds.train_idx = splits[split_index].train;
+  ds.val_idx = splits[split_index].val;
+  ds.test_idx = splits[split_index].test;
+  if (splits.size() > 1) ds.all_splits = std::move(splits);
 }
 
 /// Checks a CSR row pointer over `nnz` entries: starts at 0, never decreases, ends at nnz.
@@ -73,7 +162,7 @@ void check_ids(const NpzReader& npz, const std::string& key, std::span<const std
 /// count_classes.
 std::vector<std::int32_t> read_labels(const NpzReader& npz, const std::string& key,
                                       std::int64_t num_nodes) {
-  const auto values = read_vector(npz, key, num_nodes);
+  const auto values = read_vector(npz, key, "class ids", num_nodes);
   std::vector<std::int32_t> labels(values.size());
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (values[i] < -1 || values[i] > std::numeric_limits<std::int32_t>::max()) {
@@ -95,25 +184,53 @@ std::string node_place(std::int64_t node) {
   return "node " + std::to_string(node);
 }
 
-/// Node ids of one split, ascending.
+/// Node ids of one part of a split, ascending (repeats kept, for check_split to name); an absent
+/// key is an empty part.
 std::vector<std::int32_t> read_split(const NpzReader& npz, const std::string& key,
                                      std::int64_t num_nodes) {
-  const auto ids = read_vector(npz, key);
+  if (!npz.contains(key)) return {};
+  const auto ids = read_vector(npz, key, "node ids");
   check_ids(npz, key, ids, num_nodes);
   std::vector<std::int32_t> out(ids.begin(), ids.end());
   std::sort(out.begin(), out.end());
   return out;
 }
 
+/// The stored split(s) of a Planetoid-style npz: train_idx / val_idx / test_idx (node ids; any
+/// of them marks the data as split) or train_masks / val_masks / test_masks ([S, N] masks, as
+/// save_npz writes several splits). Both at once is ambiguous and refused.
+void read_csr_npz_splits(const NpzReader& npz, Dataset& ds, int split_index) {
+  static const char* const kIds[3] = {"train_idx", "val_idx", "test_idx"};
+  static const char* const kMasks[3] = {"train_masks", "val_masks", "test_masks"};
+  const auto any_of = [&](const char* const(&keys)[3]) {
+    return std::any_of(std::begin(keys), std::end(keys),
+                       [&](const char* key) { return npz.contains(key); });
+  };
+  const bool ids = any_of(kIds), masks = any_of(kMasks);
+  if (ids && masks) {
+    throw FormatError(npz.path() + ": holds a split both as ids (train_idx, ...) and as masks "
+                                   "(train_masks, ...): keep one of them");
+  }
+  if (ids) {
+    Split split{read_split(npz, kIds[0], ds.num_nodes), read_split(npz, kIds[1], ds.num_nodes),
+                read_split(npz, kIds[2], ds.num_nodes)};
+    use_splits(ds, {std::move(split)}, split_index, npz.path());
+    ds.origin.split = npz.path() + ": arrays 'train_idx', 'val_idx', 'test_idx'";
+  } else if (masks) {
+    use_splits(ds, splits_from_masks(npz, kMasks, ds.num_nodes), split_index, npz.path());
+    ds.origin.split = npz.path() + ": arrays 'train_masks', 'val_masks', 'test_masks'";
+  }
+}
+
 /// The feature CSR stored as attr_indptr / attr_indices / attr_data / attr_shape.
 Csr read_sparse_features(const BackendPtr& backend, const NpzReader& npz, std::int64_t num_nodes) {
-  const auto indptr = read_vector(npz, "attr_indptr", num_nodes + 1);
-  auto indices = read_vector(npz, "attr_indices");
+  const auto indptr = read_vector(npz, "attr_indptr", "row pointers", num_nodes + 1);
+  auto indices = read_vector(npz, "attr_indices", "feature ids");
   const auto nnz = static_cast<std::int64_t>(indices.size());
   check_row_pointer(npz, "attr_indptr", indptr, nnz);
   std::int64_t cols = 0;
   if (npz.contains("attr_shape")) {
-    const auto shape = read_vector(npz, "attr_shape", 2);
+    const auto shape = read_vector(npz, "attr_shape", "a shape", 2);
     if (shape[0] != num_nodes) {
       npz.fail("attr_shape", "has " + std::to_string(shape[0]) + " rows, the graph " +
                                  std::to_string(num_nodes) + " nodes");
@@ -191,7 +308,10 @@ std::optional<Csr> as_canonical_adjacency(const BackendPtr& backend,
       npz.fail(key, "holds pickled Python objects (dtype '" + info.descr +
                         "'), which only Python can read; convert the file once with "
                         "`python3 scripts/convert_dataset.py npz " +
-                        npz.path() + " OUT.npz` (Tessera's source tree) and load npz:OUT.npz");
+                        npz.path() +
+                        " OUT.npz` (Tessera's source tree; it unpickles only numpy arrays, scipy "
+                        "sparse matrices and plain containers, and refuses a pickle naming "
+                        "anything else) and load npz:OUT.npz");
     }
     present += (present.empty() ? "" : ", ") + key;
   }
@@ -212,19 +332,19 @@ Dense read_dense(const BackendPtr& backend, const NpzReader& npz, const std::str
 
 } // namespace
 
-Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
+Dataset load_csr_npz(const BackendPtr& backend, const std::string& path, int split_index) {
   require_host(backend);
   const NpzReader npz(path);
   if (!npz.contains("adj_indptr")) refuse_unknown_layout(npz);
   Dataset ds;
   ds.name = name_from_path(path);
 
-  const auto indptr = read_vector(npz, "adj_indptr");
+  const auto indptr = read_vector(npz, "adj_indptr", "row pointers");
   if (indptr.empty()) npz.fail("adj_indptr", "empty row pointer (expected num_nodes + 1 entries)");
   ds.num_nodes = static_cast<std::int64_t>(indptr.size()) - 1;
   check_node_count(ds.num_nodes, path);
   if (npz.contains("adj_shape")) {
-    const auto shape = read_vector(npz, "adj_shape", 2);
+    const auto shape = read_vector(npz, "adj_shape", "a shape", 2);
     if (shape[0] != ds.num_nodes || shape[1] != ds.num_nodes) {
       npz.fail("adj_shape", "is (" + std::to_string(shape[0]) + ", " + std::to_string(shape[1]) +
                                 "), expected a square (" + std::to_string(ds.num_nodes) + ", " +
@@ -233,7 +353,7 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
   }
   graph::EdgeList edges;
   edges.num_nodes = ds.num_nodes;
-  edges.dst = read_vector(npz, "adj_indices");
+  edges.dst = read_vector(npz, "adj_indices", "node ids");
   check_row_pointer(npz, "adj_indptr", indptr, static_cast<std::int64_t>(edges.dst.size()));
   check_ids(npz, "adj_indices", edges.dst, ds.num_nodes);
   if (npz.contains("adj_data")) {
@@ -272,7 +392,9 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
     ds.labels = read_labels(npz, "labels", ds.num_nodes);
     ds.num_classes = count_classes(ds.labels, array_name(npz, "labels"), node_place);
     if (npz.contains("num_classes")) {
-      expect_shape(npz, "num_classes", npz.info("num_classes"), {});
+      const NpyInfo count_info = npz.info("num_classes");
+      expect_shape(npz, "num_classes", count_info, {});
+      expect_integers(npz, "num_classes", count_info, "a class count");
       const auto stored = npz.read<std::int64_t>("num_classes").data.front();
       // Checked before the narrowing cast: within max_class_count and above every label.
       class_count = array_name(npz, "num_classes");
@@ -280,16 +402,16 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path) {
       ds.num_classes = static_cast<std::int32_t>(stored);
     }
   }
-  if (npz.contains("train_idx")) {
-    ds.train_idx = read_split(npz, "train_idx", ds.num_nodes);
-    if (npz.contains("val_idx")) ds.val_idx = read_split(npz, "val_idx", ds.num_nodes);
-    if (npz.contains("test_idx")) ds.test_idx = read_split(npz, "test_idx", ds.num_nodes);
-  }
-  check_loaded(ds,
-               {.features = array_name(npz, npz.contains("attr_indptr") ? "attr_data" : "features"),
-                .edges = array_name(npz, "adj_data"),
-                .labels = array_name(npz, "labels"),
-                .class_count = class_count});
+  read_csr_npz_splits(npz, ds, split_index);
+  const Sources sources{.features =
+                            array_name(npz, npz.contains("attr_indptr") ? "attr_data" : "features"),
+                        .edges = array_name(npz, "adj_data"),
+                        .labels = array_name(npz, "labels"),
+                        .class_count = class_count};
+  check_loaded(ds, sources);
+  ds.origin.features =
+      npz.contains("attr_indptr") ? array_name(npz, "attr_shape") : array_name(npz, "features");
+  ds.origin.labels = sources.labels;
   return ds;
 }
 
@@ -308,7 +430,9 @@ Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& pat
   ds.labels = read_labels(npz, "node_labels", ds.num_nodes);
   ds.num_classes = count_classes(ds.labels, array_name(npz, "node_labels"), node_place);
 
-  expect_shape(npz, "edges", npz.info("edges"), {-1, 2});
+  const NpyInfo edge_info = npz.info("edges");
+  expect_shape(npz, "edges", edge_info, {-1, 2});
+  expect_integers(npz, "edges", edge_info, "node ids");
   const auto pairs = npz.read<std::int64_t>("edges").data;
   check_ids(npz, "edges", pairs, ds.num_nodes);
   graph::EdgeList edges;
@@ -321,27 +445,14 @@ Dataset load_heterophilous_npz(const BackendPtr& backend, const std::string& pat
   }
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
 
-  const std::pair<const char*, std::vector<std::int32_t>*> splits[] = {
-      {"train_masks", &ds.train_idx}, {"val_masks", &ds.val_idx}, {"test_masks", &ds.test_idx}};
-  for (const auto& [key, ids] : splits) {
-    const NpyInfo info = npz.info(key);
-    if (info.shape.size() == 1)
-      expect_shape(npz, key, info, {ds.num_nodes});
-    else
-      expect_shape(npz, key, info, {-1, ds.num_nodes});
-    const std::int64_t num_splits = info.shape.size() == 1 ? 1 : info.shape[0];
-    if (split_index < 0 || split_index >= num_splits) {
-      refuse_split_index(split_index, num_splits, path);
-    }
-    const auto masks = npz.read<std::uint8_t>(key).data;
-    const std::uint8_t* row = masks.data() + split_index * ds.num_nodes;
-    for (std::int64_t i = 0; i < ds.num_nodes; ++i) {
-      if (row[i] != 0) ids->push_back(static_cast<std::int32_t>(i));
-    }
-  }
+  static const char* const kMasks[3] = {"train_masks", "val_masks", "test_masks"};
+  use_splits(ds, splits_from_masks(npz, kMasks, ds.num_nodes), split_index, path);
+  ds.origin.split = npz.path() + ": arrays 'train_masks', 'val_masks', 'test_masks'";
   check_loaded(ds, {.features = array_name(npz, "node_features"),
                     .edges = array_name(npz, "edges"),
                     .labels = array_name(npz, "node_labels")});
+  ds.origin.features = array_name(npz, "node_features");
+  ds.origin.labels = array_name(npz, "node_labels");
   return ds;
 }
 
@@ -360,7 +471,7 @@ bool is_heterophilous_npz(const std::string& path) {
 Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int split_index) {
   const bool heterophilous = is_heterophilous_npz(path);
   return heterophilous ? load_heterophilous_npz(backend, path, split_index)
-                       : load_csr_npz(backend, path);
+                       : load_csr_npz(backend, path, split_index);
 }
 
 } // namespace tessera::datasets::detail

@@ -116,11 +116,7 @@ RowBlock load_block(const BackendPtr& backend, const std::string& spec, const Lo
                     const std::function<RowRange(std::int64_t num_nodes)>& choose) {
   require_host(backend);
   if (const std::string dir = native_folder(spec); !dir.empty()) {
-    // A native dataset stores one split or none: load_dataset refuses any other index.
-    if (options.split_index != 0) {
-      refuse_split_index(options.split_index, native_split_count(dir), spec);
-    }
-    return load_native_rows(dir, choose);
+    return load_native_rows(dir, choose, options.split_index, options.allow_split_overlap);
   }
   const Dataset ds = load_dataset(backend, spec, options);
   const RowRange rows = choose(ds.num_nodes);

@@ -36,6 +36,24 @@ void add_ids(NpzWriter& out, const std::string& key, const std::vector<std::int3
                         std::span<const std::int32_t>(ids));
 }
 
+/// Every stored split as train_masks, val_masks, test_masks: |b1 [S, N], row k split k's part
+/// (the heterophilous benchmark's layout, which np.load and load_dataset read back).
+void add_masks(NpzWriter& out, const Dataset& dataset) {
+  const auto splits = static_cast<std::int64_t>(dataset.all_splits.size());
+  const std::int64_t n = dataset.num_nodes;
+  const std::pair<const char*, std::vector<std::int32_t> Split::*> parts[] = {
+      {"train_masks", &Split::train}, {"val_masks", &Split::val}, {"test_masks", &Split::test}};
+  std::vector<std::uint8_t> masks(static_cast<std::size_t>(splits * n));
+  for (const auto& [key, part] : parts) {
+    std::fill(masks.begin(), masks.end(), 0);
+    for (std::int64_t k = 0; k < splits; ++k) {
+      for (const std::int32_t id : dataset.all_splits[k].*part)
+        masks[static_cast<std::size_t>(k * n + id)] = 1;
+    }
+    out.add<bool>(key, {splits, n}, std::span<const std::uint8_t>(masks));
+  }
+}
+
 } // namespace
 
 void save_npz(const Dataset& dataset, const std::string& path) {
@@ -63,7 +81,9 @@ void save_npz(const Dataset& dataset, const std::string& path) {
     const std::int64_t num_classes = dataset.num_classes;
     out.add<std::int64_t>("num_classes", {}, std::span<const std::int64_t>(&num_classes, 1));
   }
-  if (dataset.has_split()) {
+  if (dataset.all_splits.size() > 1) {
+    add_masks(out, dataset);
+  } else if (dataset.has_split()) {
     add_ids(out, "train_idx", dataset.train_idx);
     add_ids(out, "val_idx", dataset.val_idx);
     add_ids(out, "test_idx", dataset.test_idx);

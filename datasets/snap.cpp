@@ -136,8 +136,6 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
     std::int64_t line;
   };
   std::vector<Record> records;
-  std::vector<std::int64_t> labelled_nodes;
-  LargestId largest;
   std::vector<std::string_view> fields;
   io::LineReader in(labels_path);
   std::string_view line;
@@ -152,15 +150,14 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
     if (dept < 0 || dept > std::numeric_limits<std::int32_t>::max()) {
       in.fail("department " + std::to_string(dept) + " is not a class id (expected >= 0)");
     }
+    // The edge list makes the graph: a label of a node it does not have would add a node (and
+    // an invented feature row) that no edge file holds.
+    if (node >= edges.num_nodes) {
+      in.fail("node " + std::to_string(node) + " is not in the graph: " + edges_path + " has " +
+              std::to_string(edges.num_nodes) + " nodes (ids 0.." +
+              std::to_string(edges.num_nodes - 1) + "); a labels file may name only those");
+    }
     records.push_back({node, static_cast<std::int32_t>(dept), in.line_number()});
-    labelled_nodes.push_back(node);
-    largest.see(node, in);
-  }
-  if (largest.id >= edges.num_nodes) {
-    // Labelled nodes without edges get rows too; the same bound holds over both files.
-    edges.num_nodes = dense_node_count(
-        largest, count_distinct({edges.src, edges.dst, labelled_nodes}, largest.id),
-        "the edge and label files have");
   }
   ds.num_nodes = edges.num_nodes;
   ds.labels.assign(static_cast<std::size_t>(ds.num_nodes), -1);
@@ -180,6 +177,7 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
   ds.features.sparse = identity_features(backend, ds.num_nodes);
   check_loaded(ds, {.features = labels_path, .edges = edges_path, .labels = labels_path});
+  ds.origin.labels = labels_path;
   return ds;
 }
 

@@ -17,17 +17,27 @@ adj_indices, attr_* or features, labels, train_idx/val_idx/test_idx), with no pi
   python3 scripts/convert_dataset.py planetoid DIR/ind.cora OUT.npz   # or DIR and --name cora
   tessera-train --dataset npz:OUT.npz
 
-Needs numpy and scipy (Debian: python3-numpy python3-scipy). Only the files given are
-unpickled: unpickling runs code, so convert files from sources you trust.
+Needs numpy and scipy (Debian: python3-numpy python3-scipy). Pickles are loaded only through a
+restricted unpickler that builds numpy arrays and dtypes, scipy sparse matrices and arrays (bsr,
+coo, csc, csr, dia, dok, lil) and plain containers (list, tuple, dict, set, frozenset, bytes,
+collections.defaultdict and OrderedDict), as numpy 1 and 2, scipy before and after 1.8 and
+Python 2 name them; a pickle that names anything else (os.system, eval, subprocess.*, ...) is
+refused, naming it and the file, before it runs.
 """
 
 import argparse
+import codecs
+import collections
+import copyreg
+import importlib
 import os
 import pickle
 import sys
+import zipfile
 
 try:
     import numpy as np
+    import numpy.lib.format as npy_format
     import scipy.sparse as sp
 except ImportError as missing:
     sys.exit(f"convert_dataset.py: needs numpy and scipy ({missing}); on Debian: "
@@ -36,6 +46,79 @@ except ImportError as missing:
 
 class ConvertError(Exception):
     """A problem with the input, reported as 'convert_dataset.py: <message>'."""
+
+
+# ---- unpickling only arrays, sparse matrices and containers ---------------------------------
+
+SPARSE_FORMATS = ("bsr", "coo", "csc", "csr", "dia", "dok", "lil")
+
+
+def numpy_core(module):
+    """numpy's numpy._core.MODULE (numpy 2) or, where there is none, numpy.core.MODULE."""
+    try:
+        return importlib.import_module(f"numpy._core.{module}")
+    except ImportError:
+        return importlib.import_module(f"numpy.core.{module}")
+
+
+def allowed_globals():
+    """(module, name) as a pickle names it -> the object it stands for. Every path a version writes
+    maps to this installation's object, so no module named by a file is ever imported."""
+    multiarray, numeric = numpy_core("multiarray"), numpy_core("numeric")
+    allowed = {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("numpy.matrixlib.defmatrix", "matrix"): np.matrix,
+        ("collections", "defaultdict"): collections.defaultdict,
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("_codecs", "encode"): codecs.encode,  # bytes in Python 3 pickles of protocol 0 to 2
+    }
+    for core in ("numpy.core", "numpy._core"):
+        allowed[(f"{core}.multiarray", "_reconstruct")] = multiarray._reconstruct
+        allowed[(f"{core}.multiarray", "scalar")] = multiarray.scalar
+        allowed[(f"{core}.numeric", "_frombuffer")] = numeric._frombuffer  # protocol 5
+    for builtins in ("builtins", "__builtin__"):
+        for kind in (object, list, tuple, dict, set, frozenset, bytes):
+            allowed[(builtins, kind.__name__)] = kind
+    for copyreg_module in ("copyreg", "copy_reg"):
+        allowed[(copyreg_module, "_reconstructor")] = copyreg._reconstructor
+    # scipy.sparse.csr before 1.8, scipy.sparse._csr after; csr_array in _arrays until 1.11.
+    for fmt in SPARSE_FORMATS:
+        modules = (f"scipy.sparse.{fmt}", f"scipy.sparse._{fmt}", "scipy.sparse._arrays")
+        for kind in (getattr(sp, f"{fmt}_matrix", None), getattr(sp, f"{fmt}_array", None)):
+            if kind is not None:
+                allowed.update({(module, kind.__name__): kind for module in modules})
+    return allowed
+
+
+ALLOWED_GLOBALS = allowed_globals()
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickles only what ALLOWED_GLOBALS holds: any other class or function a pickle names is
+    refused before the pickle can call it. Python 2 strings decode as latin1, as numpy asks."""
+
+    def __init__(self, file, where):
+        super().__init__(file, encoding="latin1")
+        self.where = where
+
+    def find_class(self, module, name):
+        allowed = ALLOWED_GLOBALS.get((module, name))
+        if allowed is None:
+            raise ConvertError(f"{self.where} pickles the class '{module}.{name}', which this "
+                               "converter does not load (it loads only numpy arrays, scipy sparse "
+                               "matrices and plain containers): refusing to unpickle it")
+        return allowed
+
+
+def load_pickle(f, where):
+    """The object pickled in the open file `f`, through RestrictedUnpickler."""
+    try:
+        return RestrictedUnpickler(f, where).load()
+    except ConvertError:
+        raise
+    except Exception as e:  # a garbled pickle fails in whatever its allowed classes raise
+        raise ConvertError(f"{where}: not a readable pickle: {e}") from e
 
 
 # ---- writing --------------------------------------------------------------------------------
@@ -168,12 +251,45 @@ def as_ids(value, n, key, where):
     return np.sort(ids)
 
 
-def convert_npz(path, out):
+NPY_HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0,
+                      (2, 0): npy_format.read_array_header_2_0}
+
+
+def read_member(archive, info, where):
+    """One npz member as np.load reads it, but an object array is unpickled by load_pickle."""
+    with archive.open(info) as f:
+        if f.read(len(npy_format.MAGIC_PREFIX)) != npy_format.MAGIC_PREFIX:
+            return archive.read(info)  # not an .npy file: numpy hands back its bytes
+        f.seek(0)
+        read_header = NPY_HEADER_READERS.get(npy_format.read_magic(f))
+        # numpy writes an object array as the pickle of the array after the header.
+        if read_header is not None and read_header(f)[2].hasobject:
+            return load_pickle(f, where)
+        f.seek(0)
+        return npy_format.read_array(f, allow_pickle=False)
+
+
+def read_npz(path):
+    """The arrays of an npz by name (a member's name less .npy). Two members of one name are
+    refused, where numpy would silently take the last."""
+    data, member_of = {}, {}
     try:
-        archive = np.load(path, allow_pickle=True)
-    except (OSError, ValueError, pickle.UnpicklingError) as e:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if key in member_of:
+                    raise ConvertError(f"{path}: members '{member_of[key]}' and '{info.filename}' "
+                                       f"both hold array '{key}'; refusing to pick one")
+                member_of[key] = info.filename
+                data[key] = read_member(archive, info, f"{path}: array '{key}'")
+    # RuntimeError: an encrypted member or a compression zipfile does not know.
+    except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:
         raise ConvertError(f"{path}: not a readable npz: {e}") from e
-    data = {key: archive[key] for key in archive.files}
+    return data
+
+
+def convert_npz(path, out):
+    data = read_npz(path)
     adjacency = csr_from_parts(data, "adj", path)
     if adjacency is None:
         key, adjacency = first_of(data, ADJACENCY_KEYS)
@@ -222,12 +338,10 @@ def planetoid_prefix(path, name):
 def read_pickle(path):
     try:
         with open(path, "rb") as f:
-            return pickle.load(f, encoding="latin1")
+            return load_pickle(f, path)
     except FileNotFoundError as e:
         raise ConvertError(f"{path}: missing (a Planetoid dataset needs x, y, tx, ty, allx, ally, "
                            "graph and test.index)") from e
-    except (pickle.UnpicklingError, EOFError, ValueError, AttributeError, ImportError) as e:
-        raise ConvertError(f"{path}: not a readable pickle: {e}") from e
 
 
 def read_test_index(path):

@@ -11,6 +11,7 @@
 #include <tessera/core/error.hpp>
 #include <tessera/core/timer.hpp>
 #include <tessera/datasets/dataset.hpp>
+#include <tessera/runtime/cli_options.hpp>
 #include <tessera/runtime/progress_display.hpp>
 
 namespace {
@@ -21,36 +22,43 @@ struct Options {
   std::uint64_t seed = 0;
   std::optional<std::uint64_t> split_seed; // not given: seed
   int split_index = 0;
+  bool one_split = false; // --split given: keep that split alone
+  bool allow_split_overlap = false;
   std::string out;
   bool force = false;
   bool add_split = false;
 };
 
 void add_flags(CLI::App& app, Options& o) {
-  app.add_option("--dataset", o.dataset,
-                 "name under --data-dir (cora, cora-linqs, minesweeper, facebook, email-eu-core, "
-                 "slashdot, 4elt, ...), a native folder, FORMAT:PATH (npz:, linqs:, snap:, metis:, "
-                 "musae:, mtx:, native:) "
-                 "or a generator (rmat:scale=S,..., sbm:nodes=N,...)")
+  tessera::runtime::add_path_option(
+      app, "--dataset", o.dataset,
+      "name under --data-dir (cora, cora-linqs, minesweeper, facebook, email-eu-core, "
+      "slashdot, 4elt, ...), a native folder, FORMAT:PATH (npz:, linqs:, snap:, metis:, "
+      "musae:, mtx:, native:) "
+      "or a generator (rmat:scale=S,..., sbm:nodes=N,...)")
       ->required();
-  app.add_option("--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+  tessera::runtime::add_path_option(app, "--data-dir", o.data_dir,
+                                    "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "seed of generated graphs and features")->capture_default_str();
-  app.add_option("--split", o.split_index, "which stored split to keep (minesweeper has 10)")
+  tessera::runtime::add_seed_option(app, "--seed", o.seed, "seed of generated graphs and features")
       ->capture_default_str();
-  app.add_option(
-         "--out", o.out,
-         "output: FILE.npz (numpy-readable, Planetoid-style keys) or a folder in the native "
-         "format, which --dataset DIR loads at disk speed: a new or empty folder, or a "
-         "native dataset with --force")
+  tessera::runtime::add_integer_option(app, "--split", o.split_index, 0, 1000000,
+                                       "keep only this stored split (minesweeper has 10; default: "
+                                       "every split the data stores)");
+  tessera::runtime::add_split_overlap_flag(app, o.allow_split_overlap);
+  tessera::runtime::add_path_option(
+      app, "--out", o.out,
+      "output: FILE.npz (numpy-readable, Planetoid-style keys) or a folder in the native "
+      "format, which --dataset DIR loads at disk speed: a new file or an empty folder, or an "
+      "existing one with --force")
       ->required();
-  app.add_flag("--force", o.force, "replace the native dataset already in --out");
+  app.add_flag("--force", o.force, "replace the .npz file or native dataset already in --out");
   app.add_flag("--add-split", o.add_split,
                "store the default random 60/20/20 split (seed --split-seed) when the data has "
                "none: the split tessera-train --split-seed (or --seed) draws in memory, which "
                "--partition-method parmetis (every rank reading only its rows) cannot draw");
-  app.add_option("--split-seed", o.split_seed,
-                 "seed of the split --add-split draws (default: --seed)")
+  tessera::runtime::add_seed_option(app, "--split-seed", o.split_seed,
+                                    "seed of the split --add-split draws (default: --seed)")
       ->needs("--add-split");
 }
 
@@ -66,6 +74,7 @@ int main(int argc, char** argv) {
   Options o;
   add_flags(app, o);
   CLI11_PARSE(app, argc, argv);
+  o.one_split = app.count("--split") > 0;
 
   try {
     // A bad --out fails now, not after the dataset is loaded.
@@ -73,8 +82,10 @@ int main(int argc, char** argv) {
     const tessera::runtime::StdoutProgress progress(true);
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();
-    const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed};
+    const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed,
+                                              o.allow_split_overlap};
     auto dataset = tessera::datasets::load_dataset(backend, o.dataset, load);
+    if (o.one_split) dataset.all_splits.clear(); // --split K keeps that one alone
     const bool split_added = o.add_split && tessera::datasets::use_default_split_when_missing(
                                                 dataset, o.split_seed.value_or(o.seed));
     fmt::print("{}: {} nodes, {} undirected edges, features {}, {} classes, split {}/{}/{} "

@@ -35,77 +35,77 @@ struct Options {
   int log_every = 10;
   std::string metric = "accuracy";
   std::string report;
+  bool allow_split_overlap = false;
   runtime::OffloadFlags offload;
 };
 
 void add_flags(CLI::App& app, Options& o) {
-  app.add_option("--dataset", o.dataset,
-                 "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
-                 "(sbm:..., rmat:...; their node features) or "
-                 "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
+  runtime::add_path_option(
+      app, "--dataset", o.dataset,
+      "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
+      "(sbm:..., rmat:...; their node features) or "
+      "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
       ->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+  runtime::add_path_option(app, "--data-dir", o.data_dir,
+                           "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
   app.add_option("--layers", o.layers,
                  "layer sizes IN-HIDDEN...-CLASSES, e.g. 4096-8192-8192-16 (overrides --hidden "
                  "and --num-layers; IN and CLASSES must be the data's)");
-  app.add_option("--hidden", o.hidden, "hidden width")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
-  app.add_option("--num-layers", o.num_layers, "number of Linear layers")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  app.add_option("--dropout", o.dropout, "dropout probability before every Linear layer")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.999));
-  app.add_option("--lr", o.lr, "learning rate")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-12, 1e6));
-  app.add_option("--weight-decay", o.weight_decay, "weight decay (weights, not biases)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e6));
+  runtime::add_integer_option(app, "--hidden", o.hidden, 1, std::int64_t{1} << 30, "hidden width")
+      ->capture_default_str();
+  runtime::add_integer_option(app, "--num-layers", o.num_layers, 1, 1000, "number of Linear layers")
+      ->capture_default_str();
+  runtime::add_number_option(app, "--dropout", o.dropout, 0, false, 0.999,
+                             "dropout probability before every Linear layer")
+      ->capture_default_str();
+  runtime::add_number_option(app, "--lr", o.lr, 0, true, 1e6, "learning rate")
+      ->capture_default_str();
+  runtime::add_number_option(app, "--weight-decay", o.weight_decay, 0, false, 1e6,
+                             "weight decay (weights, not biases)")
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"adam", "adamw"}));
-  app.add_option("--batch-size", o.batch_size,
-                 "samples per step over all ranks (each rank takes its share)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31));
-  app.add_option("--epochs", o.epochs, "training epochs")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 100000000));
+  runtime::add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 31,
+                              "samples per step over all ranks (each rank takes its share)")
+      ->capture_default_str();
+  runtime::add_integer_option(app, "--epochs", o.epochs, 0, 100000000, "training epochs")
+      ->capture_default_str();
   app.add_option("--metric", o.metric,
                  "what selects the best validation epoch and leads the summary: accuracy, or "
                  "roc-auc (binary tasks)")
       ->capture_default_str()
       ->check(CLI::IsMember({"accuracy", "roc-auc"}));
-  app.add_option("--eval-every", o.eval_every, "evaluate every k epochs (and after the last)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000000));
-  app.add_option("--seed", o.seed, "seed of weights, batch order, dropout and generated data")
+  runtime::add_integer_option(app, "--eval-every", o.eval_every, 1, 100000000,
+                              "evaluate every k epochs (and after the last)")
       ->capture_default_str();
-  app.add_option("--split-seed", o.split_seed,
-                 "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
-  app.add_option("--threads", o.threads,
-                 "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
+  runtime::add_seed_option(app, "--seed", o.seed,
+                           "seed of weights, batch order, dropout and generated data")
+      ->capture_default_str();
+  runtime::add_seed_option(
+      app, "--split-seed", o.split_seed,
+      "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
+  runtime::add_integer_option(app, "--threads", o.threads, 0, 1 << 20,
+                              "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "where each rank trains: cpu, cuda or auto")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")
+  runtime::add_integer_option(app, "--split", o.split_index, 0, 1000000,
+                              "which stored split to use (minesweeper has 10)")
       ->capture_default_str();
+  runtime::add_split_overlap_flag(app, o.allow_split_overlap);
   app.add_option("--normalize-features", o.normalize_features,
                  "row-normalize the features: true, false, or auto (only when none is negative, "
                  "as bag-of-words)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "true", "false"}));
-  app.add_option("--log-every", o.log_every, "print a line every k epochs when not on a terminal")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000000));
-  app.add_option("--report", o.report, "write a JSON run report to this path");
-  runtime::add_offload_flags(app, o.offload,
-                             "parameters, gradients, Adam state and activations");
+  runtime::add_integer_option(app, "--log-every", o.log_every, 1, 100000000,
+                              "print a line every k epochs when not on a terminal")
+      ->capture_default_str();
+  runtime::add_path_option(app, "--report", o.report, "write a JSON run report to this path");
+  runtime::add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
 }
 
 runtime::MlpJob make_job(const Options& o) {
@@ -113,6 +113,7 @@ runtime::MlpJob make_job(const Options& o) {
   job.dataset = o.dataset;
   job.load.data_dir = o.data_dir;
   job.load.split_index = o.split_index;
+  job.load.allow_split_overlap = o.allow_split_overlap;
   job.load.seed = o.seed;
   if (o.normalize_features != "auto") job.normalize_features = o.normalize_features == "true";
   job.threads = o.threads;

@@ -37,16 +37,20 @@ struct Flags {
   bool compare = false;
   std::string out;
   bool force = false;
+  bool allow_split_overlap = false;
 };
 
 void add_flags(CLI::App& app, Flags& f) {
-  app.add_option("--dataset", f.dataset,
-                 "name under --data-dir (cora, slashdot, 4elt, ...), FORMAT:PATH (npz:, snap:, "
-                 "metis:, ...) or a generator (rmat:scale=S,..., sbm:nodes=N,...)")
+  tessera::runtime::add_path_option(
+      app, "--dataset", f.dataset,
+      "name under --data-dir (cora, slashdot, 4elt, ...), FORMAT:PATH (npz:, snap:, "
+      "metis:, ...) or a generator (rmat:scale=S,..., sbm:nodes=N,...)")
       ->required();
-  app.add_option("--data-dir", f.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+  tessera::runtime::add_path_option(app, "--data-dir", f.data_dir,
+                                    "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
-  app.add_option("--parts", f.parts, "number of parts P")->required()->check(CLI::PositiveNumber);
+  tessera::runtime::add_integer_option(app, "--parts", f.parts, 1, 1 << 20, "number of parts P")
+      ->required();
   app.add_option("--method", f.method,
                  "metis, metis-recursive, block, random, hypergraph (Zoltan PHG: minimizes the "
                  "rows a halo exchange moves) or parmetis (PT-Scotch's distributed k-way). Under "
@@ -63,11 +67,11 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--part-weights", f.part_weights,
                  "target share of each part, e.g. 2,1,1,1 (default: equal)");
-  app.add_option("--row-cost", f.row_cost,
-                 "with --vertex-weights cost: what a row costs beyond its nonzeros, in nonzeros "
-                 "(tessera-train --balance prints the cost model's)")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 1e9));
+  tessera::runtime::add_number_option(
+      app, "--row-cost", f.row_cost, 0, false, 1e9,
+      "with --vertex-weights cost: what a row costs beyond its nonzeros, in nonzeros "
+      "(tessera-train --balance prints the cost model's)")
+      ->capture_default_str();
   app.add_option("--balance", f.balance,
                  "none, or given: part p's share follows the speed of the rank that will load "
                  "it (--rank-speeds), recorded in the store (measured speeds come from a "
@@ -75,17 +79,21 @@ void add_flags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--rank-speeds", f.rank_speeds,
                  "with --balance given: each rank's speed, e.g. 1,1,0.5,0.25 (one per part)");
-  app.add_option("--split-seed", f.split_seed,
-                 "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
-  app.add_option("--seed", f.seed, "seed of METIS, Zoltan, the random baseline and the split")
+  tessera::runtime::add_seed_option(
+      app, "--split-seed", f.split_seed,
+      "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
+  tessera::runtime::add_seed_option(app, "--seed", f.seed,
+                                    "seed of METIS, Zoltan, the random baseline and the split")
       ->capture_default_str();
+  tessera::runtime::add_split_overlap_flag(app, f.allow_split_overlap);
   app.add_option("--reorder", f.reorder, "reordering of each tile's owned rows in the store")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "rcm"}));
   app.add_flag("--compare", f.compare, "partition with every method and print one row each");
-  app.add_option("--out", f.out,
-                 "write the partition store (of --method) to this folder: a new or empty one, "
-                 "or an existing store with --force");
+  tessera::runtime::add_path_option(
+      app, "--out", f.out,
+      "write the partition store (of --method) to this folder: a new or empty one, "
+      "or an existing store with --force");
   app.add_flag("--force", f.force, "replace the partition store already in --out");
 }
 
@@ -118,6 +126,14 @@ tp::Options make_options(const Flags& f) {
   }
   options.seed = f.seed;
   return options;
+}
+
+tessera::datasets::LoadOptions load_options(const Flags& f) {
+  tessera::datasets::LoadOptions load;
+  load.data_dir = f.data_dir;
+  load.seed = f.seed;
+  load.allow_split_overlap = f.allow_split_overlap;
+  return load;
 }
 
 struct Row {
@@ -164,7 +180,7 @@ int run(const Flags& f) {
   const tessera::runtime::StdoutProgress progress(true);
   const tessera::Stopwatch load_time;
   const auto backend = tessera::make_cpu_backend();
-  auto dataset = tessera::datasets::load_dataset(backend, f.dataset, {f.data_dir, 0, f.seed});
+  auto dataset = tessera::datasets::load_dataset(backend, f.dataset, load_options(f));
   // tessera-train's --split-seed (or --seed) picks the same split for this data in memory.
   const std::uint64_t split_seed = f.split_seed.value_or(f.seed);
   const bool split_added = tessera::datasets::use_default_split_when_missing(dataset, split_seed);
@@ -244,8 +260,8 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
   const tessera::Stopwatch load_time;
   try {
     if (root && !f.out.empty()) tp::check_store_folder(f.out, f.force);
-    block = tessera::datasets::load_dataset_share(
-        tessera::make_cpu_backend(), f.dataset, {f.data_dir, 0, f.seed}, comm.rank(), comm.size());
+    block = tessera::datasets::load_dataset_share(tessera::make_cpu_backend(), f.dataset,
+                                                  load_options(f), comm.rank(), comm.size());
   } catch (const std::exception&) {
     failure = std::current_exception();
   }

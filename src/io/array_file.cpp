@@ -25,7 +25,9 @@
 #include "tessera/io/array_file.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/sizes.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/io/input_file.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -177,8 +179,7 @@ template <typename T>
 ArrayReader<T>::ArrayReader(std::string path, bool two_dim, std::int64_t expected_rows,
                             std::int64_t expected_cols)
     : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw IoError("cannot read array file '" + path_ + "': " + std::strerror(errno));
+  fd_ = open_input_file(path_);
   try {
     check_header(two_dim, expected_rows, expected_cols);
   } catch (...) {
@@ -199,7 +200,6 @@ void ArrayReader<T>::check_header(bool two_dim, std::int64_t expected_rows,
   if (::fstat(fd_, &info) != 0) {
     throw IoError("cannot read array file '" + path_ + "': " + std::strerror(errno));
   }
-  if (!S_ISREG(info.st_mode)) fail("not a regular file");
   unsigned char head[kArrayHeaderBytes];
   if (read_at(fd_, head, sizeof head, 0, path_) != sizeof head) {
     fail("truncated header (a header is " + std::to_string(kArrayHeaderBytes) + " bytes)");
@@ -223,10 +223,17 @@ void ArrayReader<T>::check_header(bool two_dim, std::int64_t expected_rows,
   const std::uint64_t rows = get64(head + 16);
   const std::uint64_t cols = get64(head + 24);
   const std::uint64_t payload_bytes = get64(head + 32);
-  constexpr auto kLimit = static_cast<std::uint64_t>(INT64_MAX) / 16;
-  if (rows > kLimit || cols > kLimit || (cols != 0 && rows > kLimit / cols) ||
-      (!two_dim && cols != 1)) {
-    fail("implausible shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
+  // Elements and bytes fit an int64 (checked_product), so the products below cannot wrap.
+  constexpr auto kLimit = static_cast<std::uint64_t>(INT64_MAX);
+  const bool fits =
+      rows <= kLimit && cols <= kLimit &&
+      checked_product({static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols),
+                       static_cast<std::int64_t>(sizeof(T))})
+          .has_value();
+  if (!fits || (!two_dim && cols != 1)) {
+    fail("implausible shape [" + std::to_string(rows) + ", " + std::to_string(cols) + "]" +
+         (fits ? ""
+               : " (its element count times " + std::to_string(sizeof(T)) + " bytes overflows)"));
   }
   const bool rows_ok = expected_rows < 0 || rows == static_cast<std::uint64_t>(expected_rows);
   const bool cols_ok =
@@ -248,6 +255,13 @@ void ArrayReader<T>::check_header(bool two_dim, std::int64_t expected_rows,
   if (present < payload_bytes) {
     fail("truncated: the file holds " + std::to_string(present) +
          " payload bytes, the header says " + std::to_string(payload_bytes));
+  }
+  // Bytes after the payload are no part of the array: something appended them, and a reader
+  // that ignored them would read a file other than the one written (as an npy payload is read).
+  if (present > payload_bytes) {
+    fail(std::to_string(present - payload_bytes) + " bytes after the payload: the file holds " +
+         std::to_string(present) + " payload bytes, the header says " +
+         std::to_string(payload_bytes));
   }
   rows_ = static_cast<std::int64_t>(rows);
   cols_ = two_dim ? static_cast<std::int64_t>(cols) : -1;

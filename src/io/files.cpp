@@ -3,6 +3,7 @@
 #include "tessera/io/files.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/io/input_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -34,17 +35,6 @@ std::string error_text(int error) {
 
 /// What a path is, looked at without following a link.
 enum class Kind { Absent, Regular, CharDevice, Other };
-
-/// "a symbolic link", "a folder", ... for messages; `mode` is st_mode.
-std::string describe(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISCHR(mode)) return "a character device";
-  return "a regular file";
-}
 
 Kind kind_of(mode_t mode) {
   if (S_ISREG(mode)) return Kind::Regular;
@@ -93,7 +83,7 @@ Kind target_kind(int dir_fd, const std::string& name, const std::string& path, m
 }
 
 [[noreturn]] void refuse_target(const std::string& path, mode_t mode) {
-  throw IoError("cannot write '" + path + "': it is " + describe(mode) +
+  throw IoError("cannot write '" + path + "': it is " + describe_file_kind(mode) +
                 "; Tessera replaces only regular files and writes character devices (such as "
                 "/dev/null) in place");
 }
@@ -451,7 +441,7 @@ bool marker_present(int dir_fd, const std::string& dir) {
     throw IoError("cannot read '" + dir + "/" + kMarkerName + "': " + error_text(errno));
   }
   if (!S_ISREG(info.st_mode)) {
-    throw IoError("'" + dir + "/" + kMarkerName + "' is " + describe(info.st_mode) +
+    throw IoError("'" + dir + "/" + kMarkerName + "' is " + describe_file_kind(info.st_mode) +
                   ", not a Tessera output marker: remove it or choose another folder");
   }
   return true;
@@ -472,7 +462,7 @@ int open_output_folder(const std::string& dir, const std::string& folder, const 
   struct stat info {};
   if (::lstat(folder.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) {
     throw IoError("cannot write a " + kind + " into '" + dir + "': it is " +
-                  describe(info.st_mode) + ", not a folder");
+                  describe_file_kind(info.st_mode) + ", not a folder");
   }
   refuse_unreadable(dir, kind, error);
 }

@@ -193,14 +193,25 @@ std::vector<std::int32_t> read_ids_in(const ArrayReader<std::int32_t>& file, std
   if (last == rows && end < file.rows()) fail_row_id(file.path(), id_at(end), end, rows);
   std::vector<std::int32_t> ids = file.read_rows(begin, end);
   for (std::size_t i = 1; i < ids.size(); ++i) {
-    if (ids[i - 1] > ids[i]) {
-      fail(file.path(), "row ids are not ascending at position " +
+    if (ids[i - 1] >= ids[i]) {
+      fail(file.path(), (ids[i - 1] == ids[i]
+                             ? "row id " + std::to_string(ids[i]) + " is listed twice, at position "
+                             : std::string("row ids are not ascending at "
+                                           "position ")) +
                             std::to_string(begin + static_cast<std::int64_t>(i)) + " (" +
                             std::to_string(ids[i]) + " after " + std::to_string(ids[i - 1]) + ")");
     }
   }
   return ids;
 }
+
+/// The three split files of `folder`.
+struct SplitFileSet {
+  explicit SplitFileSet(const std::string& folder)
+      : train(file_in(folder, "train_idx.bin"), false), val(file_in(folder, "val_idx.bin"), false),
+        test(file_in(folder, "test_idx.bin"), false) {}
+  ArrayReader<std::int32_t> train, val, test;
+};
 
 } // namespace
 
@@ -324,6 +335,30 @@ GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& sh
   g.val_idx = read_ids(files.val, shape.rows);
   g.test_idx = read_ids(files.test, shape.rows);
   return g;
+}
+
+void write_split_files(const std::string& folder, std::span<const std::int32_t> train,
+                       std::span<const std::int32_t> val, std::span<const std::int32_t> test) {
+  create_folder(folder);
+  for (const auto& [name, ids] : {std::pair{"train_idx.bin", train}, std::pair{"val_idx.bin", val},
+                                  std::pair{"test_idx.bin", test}}) {
+    write_array(file_in(folder, name), ids, static_cast<std::int64_t>(ids.size()));
+  }
+}
+
+void read_split_files(const std::string& folder, std::int64_t rows, GraphFiles& into) {
+  const SplitFileSet files(folder);
+  into.train_idx = read_ids(files.train, rows);
+  into.val_idx = read_ids(files.val, rows);
+  into.test_idx = read_ids(files.test, rows);
+}
+
+void read_split_file_rows(const std::string& folder, std::int64_t rows, std::int64_t first,
+                          std::int64_t last, GraphFiles& into) {
+  const SplitFileSet files(folder);
+  into.train_idx = read_ids_in(files.train, rows, first, last);
+  into.val_idx = read_ids_in(files.val, rows, first, last);
+  into.test_idx = read_ids_in(files.test, rows, first, last);
 }
 
 GraphFiles read_graph_file_rows(const std::string& folder, const GraphFilesShape& shape,

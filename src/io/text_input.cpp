@@ -2,15 +2,16 @@
 #include "tessera/io/text_input.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/io/input_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 namespace tessera::io {
@@ -18,10 +19,6 @@ namespace tessera::io {
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 20;
-
-[[noreturn]] void throw_open_error(const std::string& path, int error_number) {
-  throw IoError("cannot open '" + path + "': " + std::strerror(error_number));
-}
 
 /// The size of the regular file at `path`, -1 for anything else.
 std::int64_t regular_file_bytes(const std::string& path) {
@@ -33,12 +30,7 @@ std::int64_t regular_file_bytes(const std::string& path) {
 } // namespace
 
 void require_readable(const std::string& path) {
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status)) throw_open_error(path, ENOENT);
-  if (std::filesystem::is_directory(status)) throw_open_error(path, EISDIR);
-  std::ifstream probe(path, std::ios::binary);
-  if (!probe) throw_open_error(path, errno != 0 ? errno : EACCES);
+  const InputFile probe(path);
 }
 
 std::string first_existing(const std::vector<std::string>& candidates) {
@@ -49,22 +41,134 @@ std::string first_existing(const std::vector<std::string>& candidates) {
   return candidates.front();
 }
 
+/// A plain or gzip'd file read as its text. gzip is recognised by its magic bytes; its members
+/// are inflated one after another, zero padding after the last is skipped, and anything else
+/// after the gzip data is refused: zlib's gzread ignores such bytes, which would make a file with
+/// data appended after its stream load as if it ended there.
+class TextSource {
+public:
+  explicit TextSource(const std::string& path) : path_(path), file_(path), input_(kChunk) {
+    fill(0);
+    compressed_ = available() >= 2 && input_[begin_] == 0x1f && input_[begin_ + 1] == 0x8b;
+    if (compressed_ && inflateInit2(&z_, 16 + MAX_WBITS) != Z_OK) {
+      throw FormatError(path_ + ": cannot start zlib's inflate");
+    }
+  }
+  ~TextSource() {
+    if (compressed_) inflateEnd(&z_);
+  }
+  TextSource(const TextSource&) = delete;
+  TextSource& operator=(const TextSource&) = delete;
+
+  bool compressed() const noexcept { return compressed_; }
+  /// Bytes of the file consumed so far.
+  std::uint64_t offset() const noexcept { return file_offset_ - available(); }
+
+  /// Up to `capacity` bytes of text into `out`; 0 at the end of the text.
+  std::size_t read(char* out, std::size_t capacity) {
+    if (!compressed_) {
+      if (available() == 0) fill(0);
+      const std::size_t n = std::min(capacity, available());
+      std::memcpy(out, input_.data() + begin_, n);
+      begin_ += n;
+      return n;
+    }
+    while (true) {
+      if (member_ended_ && !next_member()) return 0;
+      if (available() == 0) fill(0);
+      z_.next_in = input_.data() + begin_;
+      z_.avail_in = static_cast<uInt>(std::min<std::size_t>(available(), UINT32_MAX));
+      z_.next_out = reinterpret_cast<Bytef*>(out);
+      z_.avail_out = static_cast<uInt>(std::min<std::size_t>(capacity, UINT32_MAX));
+      const uInt in_before = z_.avail_in;
+      const int status = inflate(&z_, Z_NO_FLUSH);
+      begin_ += in_before - z_.avail_in;
+      const std::size_t produced = std::min<std::size_t>(capacity, UINT32_MAX) - z_.avail_out;
+      if (status == Z_STREAM_END) {
+        member_ended_ = true;
+      } else if (status == Z_BUF_ERROR && available() == 0 && at_end_) {
+        throw FormatError(path_ +
+                          ": corrupt or truncated gzip data: the file ends inside the "
+                          "gzip stream (at byte " +
+                          std::to_string(offset()) + ")");
+      } else if (status != Z_OK && status != Z_BUF_ERROR) {
+        throw FormatError(path_ + ": corrupt or truncated gzip data at byte " +
+                          std::to_string(offset()) + ": " +
+                          (z_.msg != nullptr ? z_.msg : "zlib error"));
+      }
+      if (produced > 0) return produced;
+    }
+  }
+
+private:
+  std::size_t available() const noexcept { return end_ - begin_; }
+
+  /// Reads more of the file until at least `want` bytes are unconsumed (or the file ends).
+  void fill(std::size_t want) {
+    if (begin_ > 0) {
+      std::memmove(input_.data(), input_.data() + begin_, available());
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    do {
+      if (at_end_) return;
+      const ssize_t got = ::read(file_.fd(), input_.data() + end_, input_.size() - end_);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) throw IoError("cannot read '" + path_ + "': " + std::strerror(errno));
+      if (got == 0) at_end_ = true;
+      end_ += static_cast<std::size_t>(got);
+      file_offset_ += static_cast<std::uint64_t>(got);
+    } while (available() < std::max<std::size_t>(want, 1));
+  }
+
+  /// After a member ended: true when another member follows (inflate reset for it), false at the
+  /// end of the file (zero padding skipped). Anything else is refused.
+  bool next_member() {
+    while (true) {
+      if (available() < 2) fill(2);
+      while (available() > 0 && input_[begin_] == 0)
+        ++begin_;
+      if (available() >= 2 || at_end_) break;
+    }
+    if (available() == 0) return false;
+    if (available() < 2 || input_[begin_] != 0x1f || input_[begin_ + 1] != 0x8b) {
+      const std::uint64_t at = offset();
+      std::uint64_t trailing = available();
+      while (!at_end_) {
+        begin_ = end_;
+        fill(0);
+        trailing += available();
+      }
+      throw FormatError(path_ + ": " + std::to_string(trailing) +
+                        " bytes after the end of the gzip data (from byte " + std::to_string(at) +
+                        "): not gzip data; the file was appended to or is corrupt");
+    }
+    if (inflateReset(&z_) != Z_OK) throw FormatError(path_ + ": cannot restart zlib's inflate");
+    member_ended_ = false;
+    return true;
+  }
+
+  std::string path_;
+  InputFile file_;
+  std::vector<unsigned char> input_;
+  std::size_t begin_ = 0, end_ = 0; // the unconsumed bytes input_[begin_, end_)
+  std::uint64_t file_offset_ = 0;   // bytes read from the file
+  bool at_end_ = false;
+  bool compressed_ = false;
+  bool member_ended_ = false;
+  z_stream z_{};
+};
+
 LineReader::LineReader(std::string path, std::size_t max_line_bytes)
     : path_(std::move(path)), max_line_bytes_(max_line_bytes),
       file_bytes_(regular_file_bytes(path_)),
       progress_("reading " + std::filesystem::path(path_).filename().string(),
                 std::max<std::int64_t>(file_bytes_, 0), "bytes") {
-  require_readable(path_);
-  file_ = gzopen(path_.c_str(), "rb");
-  if (file_ == nullptr) throw_open_error(path_, errno != 0 ? errno : ENOMEM);
-  gzbuffer(file_, 1u << 18);
-  compressed_ = gzdirect(file_) == 0;
+  source_ = std::make_unique<TextSource>(path_);
   buffer_.resize(std::min(kChunk, max_line_bytes_ + 1));
 }
 
-LineReader::~LineReader() {
-  if (file_ != nullptr) gzclose(file_);
-}
+LineReader::~LineReader() = default;
 
 void LineReader::fail(const std::string& message) const {
   throw FormatError(path_ + ":" + std::to_string(line_) + ": " + message);
@@ -76,7 +180,7 @@ std::int64_t LineReader::max_records(std::int64_t min_record_bytes) const noexce
   constexpr std::int64_t kUnbounded = std::numeric_limits<std::int64_t>::max();
   if (file_bytes_ < 0 || min_record_bytes <= 0) return kUnbounded;
   const std::int64_t records = (file_bytes_ + 1) / min_record_bytes;
-  if (!compressed_) return records;
+  if (!source_->compressed()) return records;
   if (file_bytes_ + 1 > kUnbounded / kMaxDeflateRatio) return kUnbounded;
   return (file_bytes_ + 1) * kMaxDeflateRatio / min_record_bytes;
 }
@@ -102,24 +206,19 @@ bool LineReader::refill() {
   begin_ = 0;
   end_ = tail;
   if (end_ == buffer_.size()) buffer_.resize(std::min(buffer_.size() * 2, max_line_bytes_ + 1));
-  const int got =
-      gzread(file_, buffer_.data() + end_, static_cast<unsigned>(buffer_.size() - end_));
-  int status = Z_OK;
-  const char* message = gzerror(file_, &status);
-  if (got < 0 || (status != Z_OK && status != Z_STREAM_END)) {
-    if (status == Z_ERRNO) {
-      throw IoError("cannot read '" + path_ + "': " + std::strerror(errno));
-    }
-    throw FormatError(path_ + ": corrupt or truncated gzip data after line " +
-                      std::to_string(line_) + ": " + message);
+  std::size_t got = 0;
+  try {
+    got = source_->read(buffer_.data() + end_, buffer_.size() - end_);
+  } catch (const FormatError& e) {
+    throw FormatError(std::string(e.what()) + " (after line " + std::to_string(line_) + ")");
   }
   if (got == 0) {
     at_eof_ = true;
     return false;
   }
-  end_ += static_cast<std::size_t>(got);
-  refuse_nul(end_ - static_cast<std::size_t>(got));
-  progress_.advance(gzoffset(file_));
+  end_ += got;
+  refuse_nul(end_ - got);
+  progress_.advance(static_cast<std::int64_t>(source_->offset()));
   return true;
 }
 
@@ -154,42 +253,24 @@ bool LineReader::next(std::string_view& line) {
 }
 
 std::string read_text_file(const std::string& path, std::size_t max_bytes) {
-  require_readable(path);
-  gzFile file = gzopen(path.c_str(), "rb");
-  if (file == nullptr) throw_open_error(path, errno != 0 ? errno : ENOMEM);
+  TextSource source(path);
   std::string text;
   std::vector<char> chunk(kChunk);
-  while (true) {
-    const int got = gzread(file, chunk.data(), static_cast<unsigned>(chunk.size()));
-    int status = Z_OK;
-    const std::string message = gzerror(file, &status);
-    if (got < 0 || (status != Z_OK && status != Z_STREAM_END)) {
-      const int error_number = errno;
-      gzclose(file);
-      if (status == Z_ERRNO) {
-        throw IoError("cannot read '" + path + "': " + std::strerror(error_number));
-      }
-      throw FormatError(path + ": corrupt or truncated gzip data: " + message);
-    }
-    if (got == 0) break;
+  while (const std::size_t got = source.read(chunk.data(), chunk.size())) {
     // Text holds no NUL byte; stopping at one (or at the size bound) keeps a binary file or an
-    // endless stream such as /dev/zero from being read into memory.
-    const auto* nul =
-        static_cast<const char*>(std::memchr(chunk.data(), '\0', static_cast<std::size_t>(got)));
-    if (nul != nullptr || text.size() + static_cast<std::size_t>(got) > max_bytes) {
-      gzclose(file);
-      if (nul != nullptr) {
-        throw FormatError(
-            path + ": NUL byte at byte offset " +
-            std::to_string(text.size() + static_cast<std::size_t>(nul - chunk.data())) +
-            ": not a text file");
-      }
+    // endless stream from being read into memory.
+    const auto* nul = static_cast<const char*>(std::memchr(chunk.data(), '\0', got));
+    if (nul != nullptr) {
+      throw FormatError(path + ": NUL byte at byte offset " +
+                        std::to_string(text.size() + static_cast<std::size_t>(nul - chunk.data())) +
+                        ": not a text file");
+    }
+    if (text.size() + got > max_bytes) {
       throw FormatError(path + ": more than " + std::to_string(max_bytes) +
                         " bytes, the most a text side file may hold");
     }
-    text.append(chunk.data(), static_cast<std::size_t>(got));
+    text.append(chunk.data(), got);
   }
-  gzclose(file);
   return text;
 }
 

@@ -6,14 +6,13 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/io/text_input.hpp"
 
 #include <filesystem>
 #include <fmt/core.h>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <regex>
-#include <sstream>
 
 namespace tessera::runtime {
 
@@ -82,12 +81,11 @@ std::string new_epoch_folder(int epoch, const std::string& current) {
 /// The folder latest.json names now, or "" when there is none (or it cannot be read).
 std::string current_epoch_folder(const std::string& dir) {
   try {
-    std::ifstream in(join(dir, kLatest));
-    if (!in) return {};
-    const json latest = json::parse(in);
+    // Read as an input (a regular file, never a FIFO to wait on) and bounded as read_json does.
+    const json latest = json::parse(io::read_text_file(join(dir, kLatest), kMaxJsonBytes));
     return latest.at("checkpoint").get<std::string>();
   } catch (const std::exception&) {
-    return {}; // a malformed latest.json points at nothing worth keeping
+    return {}; // a missing or malformed latest.json points at nothing worth keeping
   }
 }
 
@@ -97,28 +95,23 @@ std::string current_epoch_folder(const std::string& dir) {
   throw FormatError("checkpoint file '" + file + "': " + problem);
 }
 
-/// The JSON document in `file`, refused before reading when larger than any checkpoint's.
+/// The JSON document in `file`: a regular file (a FIFO is refused, not waited on) of at most
+/// kMaxJsonBytes, refused before it is read into memory when larger.
 json read_json(const std::string& file) {
   std::error_code error;
-  const fs::file_status status = fs::status(file, error);
-  if (error || !fs::exists(status)) {
+  if (!fs::exists(fs::symlink_status(file, error))) {
     throw IoError("cannot read checkpoint file '" + file + "': it does not exist");
   }
-  if (!fs::is_regular_file(status)) {
-    throw IoError("cannot read checkpoint file '" + file + "': it is not a regular file");
-  }
-  const std::uintmax_t bytes = fs::file_size(file, error);
-  if (error) throw IoError("cannot read checkpoint file '" + file + "': " + error.message());
-  if (bytes > kMaxJsonBytes) {
-    malformed(file, fmt::format("{} bytes, more than the {} a checkpoint's JSON file can hold",
-                                bytes, kMaxJsonBytes));
-  }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw IoError("cannot read checkpoint file '" + file + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
   try {
-    return json::parse(text.str());
+    text = io::read_text_file(file, kMaxJsonBytes);
+  } catch (const IoError& e) {
+    throw IoError(std::string("checkpoint: ") + e.what());
+  } catch (const FormatError& e) {
+    malformed(file, e.what());
+  }
+  try {
+    return json::parse(text);
   } catch (const json::exception& e) {
     malformed(file, std::string("not valid JSON (") + e.what() + ")");
   }

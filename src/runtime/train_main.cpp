@@ -6,6 +6,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/progress_display.hpp"
 #include "tessera/runtime/train_job.hpp"
@@ -63,8 +64,8 @@ struct Options {
   std::string halo_precision = "fp32";
   int staleness = 0;
   double staleness_smoothing = -1.0; // not given: the library's (0.95)
-  double skip_threshold = -1.0; // unset: no skipping
-  int skip_max_age = 0;         // unset: ExchangeOptions' default
+  double skip_threshold = -1.0;      // unset: no skipping
+  int skip_max_age = 0;              // unset: ExchangeOptions' default
   std::string schedule = "fixed";
   std::string allow_inexact;
   std::string inject_failure;
@@ -72,6 +73,7 @@ struct Options {
   int checkpoint_every = 0;
   std::string resume;
   bool force = false;
+  bool allow_split_overlap = false;
   OffloadFlags offload;
 };
 
@@ -96,53 +98,28 @@ void catch_stop_signals() {
     sigaction(signal, &action, nullptr);
 }
 
-/// A number flag's accepted range, said in its error ("--lr: expects a number > 0, got 0"):
-/// CLI11's PositiveNumber quotes its bound as a 309-digit number.
-CLI::Validator range_of(double low, bool low_open, double high, const std::string& what) {
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        double value = 0.0;
-        std::size_t used = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        const bool ok =
-            used == text.size() && (low_open ? value > low : value >= low) && value <= high;
-        return ok ? std::string() : "expects " + what + ", got '" + text + "'";
-      },
-      what);
-}
-
 /// The flags every program has, and the GCN's own when `gcn`.
 void add_flags(CLI::App& app, Options& o, bool gcn) {
-  app.add_option("--dataset", o.dataset,
-                 "name under --data-dir (cora, minesweeper, facebook, email-eu-core, ...), "
-                 "FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) or a generator "
-                 "(sbm:nodes=N,..., rmat:scale=S,...)")
+  add_path_option(app, "--dataset", o.dataset,
+                  "name under --data-dir (cora, minesweeper, facebook, email-eu-core, ...), "
+                  "FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) or a generator "
+                  "(sbm:nodes=N,..., rmat:scale=S,...)")
       ->capture_default_str();
-  app.add_option("--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+  add_path_option(app, "--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
   if (gcn) {
     app.add_option("--layers", o.layers,
                    "layer sizes, e.g. 1433-16-7 (overrides --hidden/--num-layers)");
   }
-  app.add_option("--hidden", o.hidden, "hidden width")
-      ->capture_default_str()
-      ->check(range_of(1, false, 1 << 30, "an integer in [1, 2^30]"));
-  app.add_option("--num-layers", o.num_layers, "number of graph layers")
-      ->capture_default_str()
-      ->check(range_of(1, false, 1000, "an integer in [1, 1000]"));
-  app.add_option("--dropout", o.dropout, "dropout probability")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.999));
-  app.add_option("--lr", o.lr, "learning rate")
-      ->capture_default_str()
-      ->check(range_of(0, true, 1e30, "a number > 0"));
-  app.add_option("--weight-decay", o.weight_decay, "weight decay")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1e30, "a number >= 0"));
+  add_integer_option(app, "--hidden", o.hidden, 1, std::int64_t{1} << 30, "hidden width")
+      ->capture_default_str();
+  add_integer_option(app, "--num-layers", o.num_layers, 1, 1000, "number of graph layers")
+      ->capture_default_str();
+  add_number_option(app, "--dropout", o.dropout, 0, false, 0.999, "dropout probability")
+      ->capture_default_str();
+  add_number_option(app, "--lr", o.lr, 0, true, 1e30, "learning rate")->capture_default_str();
+  add_number_option(app, "--weight-decay", o.weight_decay, 0, false, 1e30, "weight decay")
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"adam", "adamw"}));
@@ -151,31 +128,29 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         "--decay-all-layers", o.decay_all_layers,
         "apply weight decay to every layer (default: first layer only, as Kipf & Welling)");
   }
-  app.add_option("--epochs", o.epochs, "training epochs")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1e8, "an integer in [0, 10^8]"));
-  app.add_option("--eval-every", o.eval_every, "evaluate every k epochs")
-      ->capture_default_str()
-      ->check(range_of(1, false, 1e8, "an integer in [1, 10^8]"));
-  app.add_option("--seed", o.seed, "seed of weights, dropout and generated data")
+  add_integer_option(app, "--epochs", o.epochs, 0, 100000000, "training epochs")
+      ->capture_default_str();
+  add_integer_option(app, "--eval-every", o.eval_every, 1, 100000000, "evaluate every k epochs")
+      ->capture_default_str();
+  add_seed_option(app, "--seed", o.seed, "seed of weights, dropout and generated data")
       ->capture_default_str();
   // Its upper bound (4 per core) is checked where threads are set (make_cpu_backend), which
   // covers OMP_NUM_THREADS too.
-  app.add_option("--threads", o.threads,
-                 "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1e9, "an integer >= 0"));
+  add_integer_option(app, "--threads", o.threads, 0, 1000000000,
+                     "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
+      ->capture_default_str();
   app.add_option("--device", o.device,
                  "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
                  "(a GPU when the node has one for the rank, else the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  app.add_option("--split", o.split_index, "which stored split to use (minesweeper has 10)")
+  add_integer_option(app, "--split", o.split_index, 0, 1000000,
+                     "which stored split to use (minesweeper has 10)")
       ->capture_default_str();
-  app.add_option("--split-seed", o.split_seed,
-                 "seed of the random 60/20/20 split drawn for data without one (default: --seed); "
-                 "hold the split fixed while --seed varies")
-      ->check(range_of(0, false, 1.8e19, "an integer >= 0"));
+  add_split_overlap_flag(app, o.allow_split_overlap);
+  add_seed_option(app, "--split-seed", o.split_seed,
+                  "seed of the random 60/20/20 split drawn for data without one (default: "
+                  "--seed); hold the split fixed while --seed varies");
   app.add_option("--metric", o.metric,
                  "what selects the best validation epoch and leads the summary: accuracy, or "
                  "roc-auc (binary tasks, as the heterophilous benchmark and OGB report them)")
@@ -199,14 +174,13 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         ->capture_default_str()
         ->check(CLI::IsMember({"fp32", "bf16"}));
   }
-  app.add_option("--log-every", o.log_every,
-                 "print a log line every k epochs when not on a terminal")
-      ->capture_default_str()
-      ->check(range_of(1, false, 1e8, "an integer in [1, 10^8]"));
-  app.add_option("--report", o.report, "write a JSON run report to this path");
-  app.add_option("--partition-dir", o.partition_dir,
-                 "partition store (tessera-partition --out) with one part per rank; each rank "
-                 "loads only its part (default: rank 0 partitions the graph in memory)");
+  add_integer_option(app, "--log-every", o.log_every, 1, 100000000,
+                     "print a log line every k epochs when not on a terminal")
+      ->capture_default_str();
+  add_path_option(app, "--report", o.report, "write a JSON run report to this path");
+  add_path_option(app, "--partition-dir", o.partition_dir,
+                  "partition store (tessera-partition --out) with one part per rank; each rank "
+                  "loads only its part (default: rank 0 partitions the graph in memory)");
   app.add_option("--partition-method", o.partition_method,
                  "how the graph is cut: metis, metis-recursive, hypergraph (Zoltan), block or "
                  "random by rank 0 holding the whole graph, or parmetis: every rank reads only "
@@ -224,26 +198,24 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->check(CLI::IsMember({"none", "given", "measured"}));
   app.add_option("--rank-speeds", o.rank_speeds,
                  "with --balance given: each rank's relative speed, e.g. 1,1,0.5,0.25");
-  app.add_option("--rebalance-threshold", o.rebalance_threshold,
-                 "with --balance: re-cut the graph at an epoch boundary when max / mean of the "
-                 "ranks' measured compute per epoch exceeds this, for speeds fitted to the "
-                 "measured times (at most 3 times; exact: the losses do not change); 0: never")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1e9, "0 (never) or a ratio > 1"));
+  add_number_option(app, "--rebalance-threshold", o.rebalance_threshold, 0, false, 1e9,
+                    "with --balance: re-cut the graph at an epoch boundary when max / mean of "
+                    "the ranks' measured compute per epoch exceeds this, for speeds fitted to the "
+                    "measured times (at most 3 times; exact: the losses do not change); 0: never")
+      ->capture_default_str();
   app.add_flag("--no-feature-cache", o.no_feature_cache,
                "fetch ghost input features every epoch instead of once (to measure the cache)");
-  app.add_option(
-      "--checkpoint-dir", o.checkpoint_dir,
+  add_path_option(
+      app, "--checkpoint-dir", o.checkpoint_dir,
       "write checkpoints (weights, Adam state, epoch, best validation) to this folder "
       "after every --checkpoint-every epochs, the last epoch, and a stop signal (SIGINT, "
       "SIGTERM; under mpirun: SIGUSR1 to mpirun, or SIGTERM to every rank)");
-  app.add_option("--checkpoint-every", o.checkpoint_every,
-                 "epochs between checkpoints (0: after the last epoch and on a signal only)")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1e8, "an integer in [0, 10^8]"));
-  app.add_option("--resume", o.resume,
-                 "continue from the latest checkpoint in this folder (same data and model; made "
-                 "at any rank count); --epochs counts from the start of the original run");
+  add_integer_option(app, "--checkpoint-every", o.checkpoint_every, 0, 100000000,
+                     "epochs between checkpoints (0: after the last epoch and on a signal only)")
+      ->capture_default_str();
+  add_path_option(app, "--resume", o.resume,
+                  "continue from the latest checkpoint in this folder (same data and model; made "
+                  "at any rank count); --epochs counts from the start of the original run");
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
@@ -251,28 +223,26 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "fp32 (exact), or compressed halo messages: bf16 (half the bytes) or int8 (a "
                  "quarter: per-row scale, stochastic rounding)")
       ->capture_default_str();
-  app.add_option("--staleness", o.staleness,
-                 "0: exact halos; 1: PipeGCN's pipeline: a training step uses the boundary rows "
-                 "and gradients of the epoch before, so this epoch's travel while the next "
-                 "computes (inexact; the first epoch and every evaluation stay exact; a no-op on "
-                 "one process)")
-      ->capture_default_str()
-      ->check(range_of(0, false, 1, "0 (exact) or 1 (one epoch, PipeGCN)"));
-  app.add_option("--staleness-smoothing", o.staleness_smoothing,
-                 "with --staleness 1: the stale rows and gradients used are a running average, "
-                 "s·before + (1 − s)·received (PipeGCN-GF; default 0.95, PipeGCN's); 0: as "
-                 "received")
-      ->check(range_of(0, false, 0.999999, "a number in [0, 1)"));
-  app.add_option("--halo-skip-threshold", o.skip_threshold,
-                 "Sancus: an owner re-sends a boundary row (and a rank a boundary gradient row) "
-                 "only when it changed by more than this fraction (L2, relative) since it was "
-                 "last sent; receivers reuse the row they hold (inexact above 0; evaluation stays "
-                 "exact)")
-      ->check(range_of(0, false, 1e30, "a number >= 0"));
-  app.add_option("--halo-skip-max-age", o.skip_max_age,
-                 "with --halo-skip-threshold: a row is re-sent at least every this many epochs "
-                 "(default 4)")
-      ->check(range_of(1, false, 1e6, "an integer in [1, 10^6]"));
+  add_integer_option(
+      app, "--staleness", o.staleness, 0, 1,
+      "0: exact halos; 1: PipeGCN's pipeline: a training step uses the boundary rows "
+      "and gradients of the epoch before, so this epoch's travel while the next "
+      "computes (inexact; the first epoch and every evaluation stay exact; a no-op on "
+      "one process)")
+      ->capture_default_str();
+  add_number_option(app, "--staleness-smoothing", o.staleness_smoothing, 0, false, 0.999999,
+                    "with --staleness 1: the stale rows and gradients used are a running average, "
+                    "s·before + (1 − s)·received (PipeGCN-GF; default 0.95, PipeGCN's); 0: as "
+                    "received");
+  add_number_option(
+      app, "--halo-skip-threshold", o.skip_threshold, 0, false, 1e30,
+      "Sancus: an owner re-sends a boundary row (and a rank a boundary gradient row) "
+      "only when it changed by more than this fraction (L2, relative) since it was "
+      "last sent; receivers reuse the row they hold (inexact above 0; evaluation stays "
+      "exact)");
+  add_integer_option(app, "--halo-skip-max-age", o.skip_max_age, 1, 1000000,
+                     "with --halo-skip-threshold: a row is re-sent at least every this many epochs "
+                     "(default 4)");
   app.add_option("--schedule", o.schedule,
                  "fixed: every layer exchanges halos as the flags above say; auto: the cost "
                  "model (rates measured at start on each rank's matrix and links) gives each "
@@ -339,6 +309,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.dataset = o.dataset;
   job.load.data_dir = o.data_dir;
   job.load.split_index = o.split_index;
+  job.load.allow_split_overlap = o.allow_split_overlap;
   job.load.seed = o.seed;
   job.split_seed = o.split_seed;
   job.threads = o.threads;

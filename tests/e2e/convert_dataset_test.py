@@ -1,16 +1,22 @@
 #!/usr/bin/env python3
 """scripts/convert_dataset.py: pickled npz files and raw Planetoid files become npz files that
-Tessera loads, with the arrays they held; Tessera's own error names the converter.
+Tessera loads, with the arrays they held; Tessera's own error names the converter; a pickle that
+names anything but arrays, sparse matrices and containers is refused without running it.
 
   convert_dataset_test.py CONVERTER TESSERA_CONVERT DATA_DIR
 """
 
+import collections
+import io
 import os
 import pickle
+import shlex
 import subprocess
 import sys
 import tempfile
 import unittest
+import warnings
+import zipfile
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,9 +48,33 @@ def symmetric(adjacency):
     return a
 
 
-def save_pickle(path, value):
+def save_pickle(path, value, protocol=2):
     with open(path, "wb") as f:
-        pickle.dump(value, f, protocol=2)
+        pickle.dump(value, f, protocol=protocol)
+
+
+class Calls:
+    """Pickles as the call function(*args): what a crafted pickle makes plain unpickling run."""
+
+    def __init__(self, function, *args):
+        self.function, self.args = function, args
+
+    def __reduce__(self):
+        return self.function, self.args
+
+
+def pickled_name(function):
+    return f"{function.__module__}.{function.__name__}"  # os.system is posix.system on Linux
+
+
+def rewrite_members(path, out, replacements):
+    """A copy of the npz at `path` with byte strings of its members replaced."""
+    with zipfile.ZipFile(path) as source, zipfile.ZipFile(out, "w") as copy:
+        for name in source.namelist():
+            member = source.read(name)
+            for old, new in replacements.items():
+                member = member.replace(old, new)
+            copy.writestr(name, member)
 
 
 class PickledNpz(unittest.TestCase):
@@ -122,6 +152,67 @@ class PickledNpz(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("array 'idx_train': node id 99 outside 0..29", result.stderr)
 
+    def test_a_pickled_command_is_refused_and_not_run(self):
+        marker = os.path.join(self.dir.name, "ran")
+        path = os.path.join(self.dir.name, "evil.npz")
+        np.savez(path, adj_matrix=np.array(Calls(os.system, f"touch {shlex.quote(marker)}"),
+                                           dtype=object))
+
+        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{path}: array 'adj_matrix' pickles the class '{pickled_name(os.system)}'",
+                      result.stderr)
+        self.assertFalse(os.path.exists(marker))
+
+    def test_only_arrays_sparse_matrices_and_containers_are_unpickled(self):
+        marker = os.path.join(self.dir.name, "ran")
+        for function, *args in ((subprocess.call, ["touch", marker]),
+                                (eval, f"open({marker!r}, 'w')"), (exec, f"open({marker!r}, 'w')"),
+                                (getattr, "", "join"), (__import__, "shutil")):
+            with self.subTest(pickled_name(function)):
+                path = os.path.join(self.dir.name, "evil.npz")
+                np.savez(path, adj_matrix=self.adjacency,
+                         labels=np.array(Calls(function, *args), dtype=object))
+
+                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"array 'labels' pickles the class '{pickled_name(function)}'",
+                              result.stderr)
+                self.assertFalse(os.path.exists(marker))
+
+    def test_pickles_of_numpy_2_and_scipy_before_1_8_convert(self):
+        # numpy 2 names numpy._core.multiarray, scipy before 1.8 scipy.sparse.csr: the same arrays.
+        path = os.path.join(self.dir.name, "other_versions.npz")
+        rewrite_members(self.path, path, {b"numpy.core.": b"numpy._core.",
+                                          b"scipy.sparse._csr\n": b"scipy.sparse.csr\n"})
+        out, expected = (os.path.join(self.dir.name, f) for f in ("other.npz", "expected.npz"))
+
+        result = convert("npz", path, out)
+
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(convert("npz", self.path, expected).returncode, 0)
+        got, want = np.load(out), np.load(expected)
+        self.assertEqual(sorted(got.files), sorted(want.files))
+        for key in want.files:
+            np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+    def test_two_members_of_one_name_are_refused(self):
+        path = os.path.join(self.dir.name, "twice.npz")
+        np.savez(path, adj_matrix=self.adjacency.toarray(), labels=self.labels)
+        other = io.BytesIO()
+        np.save(other, np.zeros(self.n, dtype=np.int64))
+        with zipfile.ZipFile(path, "a") as archive, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile warns that it writes a duplicate name
+            archive.writestr("labels.npy", other.getvalue())
+
+        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{path}: members 'labels.npy' and 'labels.npy' both hold array 'labels'",
+                      result.stderr)
+
     def test_a_planted_link_is_not_followed(self):
         target = os.path.join(self.dir.name, "victim")
         with open(target, "w") as f:
@@ -135,19 +226,17 @@ class PickledNpz(unittest.TestCase):
             self.assertEqual(f.read(), "keep")
 
 
-def write_planetoid(folder, name, features, labels, graph, num_train, test_ids):
+def write_planetoid(folder, name, features, labels, graph, num_train, test_ids, protocol=2):
     """The ind.NAME.* files of a dataset: allx/ally the rows of nodes below min(test_ids) in order,
     tx/ty the rows of test_ids in the order given, x/y the first num_train rows."""
     known = int(min(test_ids))
     prefix = os.path.join(folder, f"ind.{name}")
     one_hot = np.eye(labels.max() + 1)[labels]
-    save_pickle(prefix + ".x", sp.csr_matrix(features[:num_train]))
-    save_pickle(prefix + ".y", one_hot[:num_train])
-    save_pickle(prefix + ".allx", sp.csr_matrix(features[:known]))
-    save_pickle(prefix + ".ally", one_hot[:known])
-    save_pickle(prefix + ".tx", sp.csr_matrix(features[test_ids]))
-    save_pickle(prefix + ".ty", one_hot[test_ids])
-    save_pickle(prefix + ".graph", graph)
+    for suffix, value in ((".x", sp.csr_matrix(features[:num_train])), (".y", one_hot[:num_train]),
+                          (".allx", sp.csr_matrix(features[:known])), (".ally", one_hot[:known]),
+                          (".tx", sp.csr_matrix(features[test_ids])), (".ty", one_hot[test_ids]),
+                          (".graph", graph)):
+        save_pickle(prefix + suffix, value, protocol)
     with open(prefix + ".test.index", "w") as f:
         f.write("".join(f"{i}\n" for i in test_ids))
     return prefix
@@ -201,6 +290,36 @@ class RawPlanetoid(unittest.TestCase):
         result = convert("planetoid", prefix, os.path.join(self.dir.name, "o.npz"))
         self.assertEqual(result.returncode, 1)
         self.assertIn("ind.toy.ty: missing", result.stderr)
+
+    def test_python_2_style_pickles_convert(self):
+        # Protocol 0 names copy_reg._reconstructor and __builtin__.object, as Python 2 wrote
+        # kimiyoung/planetoid's files; its graph is a collections.defaultdict of lists.
+        features = np.eye(6, dtype=np.float32)
+        graph = collections.defaultdict(list, {0: [1], 1: [2], 2: [0], 3: [4], 4: [5], 5: [3]})
+        prefix = write_planetoid(self.dir.name, "old", features, np.array([0, 1, 2, 0, 1, 2]),
+                                 graph, 2, np.array([5, 4]), protocol=0)
+        out = os.path.join(self.dir.name, "old.npz")
+
+        result = convert("planetoid", prefix, out)
+
+        self.assertEqual(result.returncode, 0, result.stderr)
+        got = np.load(out)
+        np.testing.assert_array_equal(got["adj_indptr"], [0, 2, 4, 6, 8, 10, 12])
+        np.testing.assert_array_equal(got["labels"], [0, 1, 2, 0, 1, 2])
+        np.testing.assert_array_equal(got["test_idx"], [4, 5])
+
+    def test_a_pickled_command_is_refused_and_not_run(self):
+        marker = os.path.join(self.dir.name, "ran")
+        prefix = write_planetoid(self.dir.name, "evil", np.eye(4, dtype=np.float32),
+                                 np.array([0, 1, 0, 1]), {0: [1], 1: [0], 2: [3], 3: [2]}, 1,
+                                 np.array([3, 2]))
+        save_pickle(prefix + ".x", Calls(os.system, f"touch {shlex.quote(marker)}"))
+
+        result = convert("planetoid", prefix, os.path.join(self.dir.name, "o.npz"))
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{prefix}.x pickles the class '{pickled_name(os.system)}'", result.stderr)
+        self.assertFalse(os.path.exists(marker))
 
     @unittest.skipUnless(os.path.isfile(os.path.join(DATA_DIR, "cora_planetoid/cora_planetoid.npz")),
                          "shared datasets absent: cora_planetoid.npz not found")

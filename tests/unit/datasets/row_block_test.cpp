@@ -30,11 +30,15 @@ RowBlock load_rows(const std::string& spec, RowRange rows, int split_index = 0) 
   return load_dataset_rows(cpu(), spec, seed_3(split_index), rows);
 }
 
-/// 200 SBM nodes with dense features, a few labels unknown, and a split.
+/// 200 SBM nodes with dense features, a few labels unknown (and so in no part of the split), and
+/// a split.
 Dataset dense_dataset() {
   Dataset ds = load("sbm:nodes=200,classes=4,avg-degree=6,features=5", 3);
   for (std::size_t i = 0; i < ds.labels.size(); i += 7)
     ds.labels[i] = -1;
+  for (auto* part : {&ds.train_idx, &ds.val_idx, &ds.test_idx}) {
+    std::erase_if(*part, [&](std::int32_t id) { return ds.labels[id] < 0; });
+  }
   return ds;
 }
 

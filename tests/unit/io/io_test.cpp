@@ -156,7 +156,7 @@ TEST_F(Io, RowReaderChecksTheHeaderAsReadArrayDoes) {
   EXPECT_THAT([&] { io::ArrayReader<float>(path("short.bin"), true); },
               ::testing::ThrowsMessage<FormatError>(HasSubstr("short.bin': truncated")));
   EXPECT_THAT([&] { io::ArrayReader<float>(dir_.string(), true); },
-              ::testing::ThrowsMessage<FormatError>(HasSubstr("not a regular file")));
+              ::testing::ThrowsMessage<IoError>(HasSubstr("it is a folder, not a regular file")));
   EXPECT_THROW(io::ArrayReader<float>(path("missing.bin"), true), IoError);
 }
 

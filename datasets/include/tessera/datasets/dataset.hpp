@@ -12,6 +12,11 @@
 
 namespace tessera::datasets {
 
+/// One train/val/test split: the node ids of each part, ascending.
+struct Split {
+  std::vector<std::int32_t> train, val, test;
+};
+
 /// A graph with features, labels and a train/val/test split.
 struct Dataset {
   std::string name; ///< a known name, the generator spec, or the file name without extensions
@@ -23,12 +28,30 @@ struct Dataset {
   /// Class of each node in [0, num_classes), or -1 when unknown. Empty when the data has none.
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
-  /// Node ids of each split, ascending. Empty when the data has no split (see make_random_split).
+  /// Node ids of each part of the split in use, ascending: the stored split the loader was asked
+  /// for (LoadOptions::split_index) or one drawn by make_random_split. Empty without a split.
   std::vector<std::int32_t> train_idx, val_idx, test_idx;
+  /// Whether the data stores a split: any part of one, even an empty one (a key, a file, a mask).
+  /// A stored split is checked when loaded (check_split) and never replaced by a random one.
+  bool split_stored = false;
+  /// Every split the data stores when it stores several (the heterophilous benchmark stores 10),
+  /// in order, so that a converted copy keeps them all; empty when it stores one or none (then
+  /// the split is train_idx / val_idx / test_idx).
+  std::vector<Split> all_splits;
+  /// Where the parts were read from, for messages ("FILE: array 'labels'"); empty when generated.
+  struct Origin {
+    std::string features, labels, split;
+  } origin;
 
   /// Whether labels / a split are present.
   bool has_labels() const { return !labels.empty(); }
-  bool has_split() const { return !train_idx.empty(); }
+  bool has_split() const { return split_stored || !train_idx.empty(); }
+  /// How many splits the data stores: all_splits.size() when several, else 1 with a split and 0
+  /// without.
+  std::int64_t num_splits() const {
+    if (!all_splits.empty()) return static_cast<std::int64_t>(all_splits.size());
+    return has_split() ? 1 : 0;
+  }
 };
 
 /// Options that apply to every loader.
@@ -40,6 +63,9 @@ struct LoadOptions {
   int split_index = 0;
   /// Seed of generated graphs and features.
   std::uint64_t seed = 0;
+  /// Accept a stored split whose parts share nodes (train and test overlapping, say), which is
+  /// refused by default (--allow-split-overlap): its accuracy would mean nothing.
+  bool allow_split_overlap = false;
 };
 
 /// Loads `spec`:

@@ -87,6 +87,17 @@ template <typename Target> void move_graph_files(GraphFiles&& files, Target& tar
 GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& shape,
                             std::vector<std::uint32_t>& crcs);
 
+/// The split files alone (train_idx.bin, val_idx.bin, test_idx.bin) of `folder`: a further split
+/// of a native dataset that stores several. write_split_files creates the folder; read_split_files
+/// reads every id, checked to be a row in [0, rows), into `into`'s split; read_split_file_rows
+/// only the ids in [first, last), as read_graph_file_rows does. Throws IoError / FormatError
+/// naming the file.
+void write_split_files(const std::string& folder, std::span<const std::int32_t> train,
+                       std::span<const std::int32_t> val, std::span<const std::int32_t> test);
+void read_split_files(const std::string& folder, std::int64_t rows, GraphFiles& into);
+void read_split_file_rows(const std::string& folder, std::int64_t rows, std::int64_t first,
+                          std::int64_t last, GraphFiles& into);
+
 /// Rows [first, last) of the file set written by write_graph_files, each file read only where
 /// those rows lie (memory O(last - first + their entries)): their adjacency and feature rows
 /// (row pointers from 0), their labels, and the ids of each split inside [first, last), found by
@@ -94,9 +105,9 @@ GraphFiles read_graph_files(const std::string& folder, const GraphFilesShape& sh
 /// Checks what read_graph_files checks that the rows hold: the headers against `shape`, row
 /// pointers non-decreasing (0 at row 0, nnz at the last), column ids in range, one label per row
 /// or none, split ids ascending (and inside [0, rows) at the ends of the file, for the rows at
-/// the ends of the graph). The CRCs are not checked (array_file.hpp) unless the rows are all
-/// rows. Throws InvalidArgument naming the file and the range when [first, last) is not inside
-/// [0, shape.rows], IoError / FormatError naming the file.
+/// the ends of the graph; and within the rows, each id once). The CRCs are not checked
+/// (array_file.hpp) unless the rows are all rows. Throws InvalidArgument naming the file and the
+/// range when [first, last) is not inside [0, shape.rows], IoError / FormatError naming the file.
 GraphFiles read_graph_file_rows(const std::string& folder, const GraphFilesShape& shape,
                                 std::int64_t first, std::int64_t last);
 

@@ -5,13 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-struct gzFile_s;
-
 namespace tessera::io {
+
+/// The text of a plain or gzip'd file, read in order (text_input.cpp).
+class TextSource;
 
 /// Throws IoError naming `path` unless it is a regular file that can be opened for reading.
 void require_readable(const std::string& path);
@@ -27,12 +29,15 @@ inline constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
 /// The most bytes read_text_file reads by default (JSON side files are a few MiB).
 inline constexpr std::size_t kMaxTextFileBytes = std::size_t{1} << 30;
 
-/// Reads a plain or gzip'd text file (zlib's gzread reads both) one line at a time. Lines come
-/// without their "\n" or "\r\n"; blank lines are returned too (METIS gives them meaning).
-/// Text never holds a NUL byte, and a line never runs past `max_line_bytes`: both are refused
-/// with a FormatError as soon as they are read, so a binary file or a stream such as /dev/zero
-/// fails at once instead of being read into memory. Reading reports progress ("reading NAME", in
-/// bytes of the file as stored) while the reader lives.
+/// Reads a plain or gzip'd text file one line at a time. A gzip'd file may hold several members
+/// (as `cat a.gz b.gz` makes), read as one text, and zero bytes after the last (as Python's gzip
+/// allows); any other byte after the gzip data is refused (FormatError naming the file and the
+/// offset), as is gzip data that ends early. Only regular files are read (open_input_file). Lines
+/// come without their "\n" or "\r\n"; blank lines are returned too (METIS gives them meaning). Text
+/// never holds a NUL byte, and a line never runs past `max_line_bytes`: both are refused with a
+/// FormatError as soon as they are read, so a binary file or a stream such as /dev/zero fails at
+/// once instead of being read into memory. Reading reports progress ("reading NAME", in bytes of
+/// the file as stored) while the reader lives.
 class LineReader {
 public:
   /// Opens `path`; throws IoError when it cannot be opened.
@@ -67,10 +72,9 @@ private:
 
   std::string path_;
   std::size_t max_line_bytes_;
-  std::int64_t file_bytes_ = -1; // -1: not a regular file
-  bool compressed_ = false;
-  std::uint64_t consumed_before_ = 0; // bytes of the file before buffer_[0]
-  gzFile_s* file_ = nullptr;
+  std::int64_t file_bytes_ = -1;      // -1: not a regular file
+  std::uint64_t consumed_before_ = 0; // bytes of the text before buffer_[0]
+  std::unique_ptr<TextSource> source_;
   std::vector<char> buffer_;
   std::size_t begin_ = 0; // first unconsumed byte
   std::size_t end_ = 0;   // one past the last byte read
@@ -79,8 +83,9 @@ private:
   ProgressStage progress_;
 };
 
-/// The whole content of a plain or gzip'd text file. Throws FormatError naming the file when it
-/// holds a NUL byte (not text) or more than `max_bytes` bytes, IoError when it cannot be read.
+/// The whole content of a plain or gzip'd text file (read as LineReader reads it). Throws
+/// FormatError naming the file when it holds a NUL byte (not text), more than `max_bytes` bytes
+/// or bytes after its gzip data, IoError when it cannot be read or is not a regular file.
 std::string read_text_file(const std::string& path, std::size_t max_bytes = kMaxTextFileBytes);
 
 /// Splits `line` at runs of spaces and tabs into `fields` (cleared first); no empty fields.

@@ -1,0 +1,53 @@
+// Flags whose values are checked as they are parsed, the same way in every app: numbers in a
+// range said plainly ("an integer in [1, 2^30]", never a 309-digit bound), whole seeds that do
+// not wrap, and paths that are not empty. Each refusal names the flag, the range and the text.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace CLI {
+class App;
+class Option;
+} // namespace CLI
+
+namespace tessera::runtime {
+
+/// "2^30", "10^8" or "1000": a bound as a person reads it.
+std::string bound_text(double value);
+
+/// Adds `name` (e.g. "--hidden") holding an integer in [low, high]; anything else is refused
+/// with "--hidden: expects an integer in [1, 2^30], got '0'". Returns the option for chaining
+/// (->capture_default_str(), ->group(...)).
+CLI::Option* add_integer_option(CLI::App& app, const std::string& name, int& value,
+                                std::int64_t low, std::int64_t high,
+                                const std::string& description);
+CLI::Option* add_integer_option(CLI::App& app, const std::string& name, std::int64_t& value,
+                                std::int64_t low, std::int64_t high,
+                                const std::string& description);
+
+/// Adds `name` holding a number in [low, high], or (low, high] when `low_open`; "--lr: expects a
+/// number in (0, 10^30], got '1e308'". NaN and infinities are refused.
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, double& value, double low,
+                               bool low_open, double high, const std::string& description);
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, float& value, double low,
+                               bool low_open, double high, const std::string& description);
+
+/// Adds `name` holding a seed: a whole number in [0, 2^64 - 1], written in decimal digits. "-1"
+/// and numbers beyond 2^64 - 1 are refused (a parser that wrapped them would run another seed
+/// than the one the report records).
+CLI::Option* add_seed_option(CLI::App& app, const std::string& name, std::uint64_t& value,
+                             const std::string& description);
+CLI::Option* add_seed_option(CLI::App& app, const std::string& name,
+                             std::optional<std::uint64_t>& value, const std::string& description);
+
+/// Adds `name` holding a path, refusing an empty one ("--report: expects a path, got an empty
+/// string"): an empty path would otherwise read as the flag not given at all.
+CLI::Option* add_path_option(CLI::App& app, const std::string& name, std::string& value,
+                             const std::string& description);
+
+/// Adds --allow-split-overlap: accept a stored split whose parts share nodes.
+void add_split_overlap_flag(CLI::App& app, bool& value);
+
+} // namespace tessera::runtime
