@@ -173,17 +173,13 @@ private:
 void print_result(const runtime::MlpResult& r, const std::string& report) {
   if (r.history.empty()) {
     fmt::print("no epochs trained: no accuracy to report\n");
-  } else if (r.job.metric == gnn::Metric::RocAuc && r.test_samples > 0) {
-    fmt::print("{}\n", runtime::describe_roc_auc_result(r.test_at_best_val, r.best_val,
-                                                        r.final_test, r.best_epoch));
   } else if (r.test_samples == 0) {
     fmt::print("no test samples: validation accuracy {:.2f}% at epoch {}\n",
                100.0 * r.best_val.accuracy, r.best_epoch);
   } else {
-    fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); final test "
-               "accuracy {:.2f}%\n",
-               100.0 * r.test_at_best_val.accuracy, r.best_epoch, 100.0 * r.best_val.accuracy,
-               100.0 * r.final_test.accuracy);
+    fmt::print("{}\n",
+               runtime::describe_final_result({r.job.metric, r.test_at_best_val, r.best_val,
+                                               r.final_test, r.best_epoch, r.val_samples > 0}));
   }
   fmt::print("median step {:.2f} ms ({:.0f} samples/s); peak memory {:.1f} MiB\n", r.median_step_ms,
              r.samples_per_s, static_cast<double>(r.peak_rss_bytes) / (1 << 20));

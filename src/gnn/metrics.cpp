@@ -138,4 +138,27 @@ std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScor
   return result;
 }
 
+void check_roc_auc_splits(std::span<const std::int32_t> labels, RocAucSplits splits,
+                          comm::Communicator* comm) {
+  // [split][class 0 / class 1] over every rank.
+  std::vector<std::int64_t> counts(4, 0);
+  const std::span<const std::int32_t> parts[2] = {splits.val, splits.test};
+  for (std::size_t p = 0; p < 2; ++p) {
+    for (const std::int32_t row : parts[p])
+      ++counts[2 * p + (labels[static_cast<std::size_t>(row)] == 1 ? 1 : 0)];
+  }
+  if (comm != nullptr) comm->allreduce_sum(std::span<std::int64_t>(counts));
+  const char* names[2] = {"validation", "test"};
+  for (std::size_t p = 0; p < 2; ++p) {
+    const std::int64_t negative = counts[2 * p], positive = counts[2 * p + 1];
+    if (negative + positive == 0 || (negative > 0 && positive > 0)) continue;
+    throw InvalidArgument(
+        std::string("ROC-AUC (--metric roc-auc) is undefined on the ") + names[p] + " split: its " +
+        std::to_string(negative + positive) + " nodes are all of class " +
+        (positive > 0 ? "1" : "0") + " (class 0: " + std::to_string(negative) +
+        ", class 1: " + std::to_string(positive) +
+        "); it needs nodes of both classes (use a split that has them, or --metric accuracy)");
+  }
+}
+
 } // namespace tessera::gnn

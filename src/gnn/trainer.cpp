@@ -233,7 +233,11 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   result.history.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
   std::vector<double> step_ms;
   step_ms.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
-  double best_val_score = result.best_epoch > 0 ? result.best_val.score(config.metric) : -1.0;
+  EpochSelection selection(config.metric, counts.val > 0,
+                           result.best_epoch > 0 ? result.best_val.score(config.metric) : -1.0);
+  if (config.metric == Metric::RocAuc) {
+    check_roc_auc_splits(host_labels.labels, {host_labels.val, host_labels.test}, comm);
+  }
   std::vector<float> host_logits; // the evaluation's logits on the host, for ROC-AUC off the CPU
 
   // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
@@ -324,12 +328,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       check_finite(stats.val.loss, "validation loss", epoch, config.adam);
       check_finite(stats.test.loss, "test loss", epoch, config.adam);
       result.phases.evaluate += phase.seconds();
-      if (stats.val.score(config.metric) > best_val_score) {
-        best_val_score = stats.val.score(config.metric);
-        result.best_epoch = epoch;
-        result.best_val = stats.val;
-        result.test_at_best_val = stats.test;
-      }
+      selection.consider(epoch, stats.val, stats.test, result);
       result.final_test = stats.test;
     }
     if (memory != nullptr) stats.offload = memory->end_epoch();

@@ -44,6 +44,7 @@ json metrics_json(const gnn::SplitMetrics& m) {
 
 json run_json(const CheckpointRun& run) {
   return {{"dataset", run.dataset},
+          {"dataset_checksum", run.dataset_checksum},
           {"num_nodes", run.num_nodes},
           {"features", run.features},
           {"classes", run.classes},
@@ -161,13 +162,21 @@ gnn::SplitMetrics read_metrics(const json& object, const char* key, const std::s
   return out;
 }
 
-CheckpointRun read_run(const json& state, const std::string& file) {
+CheckpointRun read_run(const json& state, const std::string& file, int version) {
   if (!state.contains("run") || !state.at("run").is_object()) {
     malformed(file, "missing field 'run'");
   }
   const json& r = state.at("run");
   CheckpointRun run;
   run.dataset = field<std::string>(r, "dataset", file);
+  if (version >= 2) {
+    run.dataset_checksum = field<std::string>(r, "dataset_checksum", file);
+    if (run.dataset_checksum.size() != 8 ||
+        run.dataset_checksum.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      malformed(file,
+                "field 'dataset_checksum' is '" + run.dataset_checksum + "', not 8 hex digits");
+    }
+  }
   run.num_nodes = field<std::int64_t>(r, "num_nodes", file);
   run.features = field<std::int64_t>(r, "features", file);
   run.classes = field<std::int64_t>(r, "classes", file);
@@ -213,8 +222,10 @@ CheckpointRun read_run(const json& state, const std::string& file) {
   return run;
 }
 
-/// One array of a parameter, checked against the shape checkpoint.json gives it; the file's size
-/// is checked first, so a shape in the JSON cannot make this allocate more than the file holds.
+/// One array of a parameter, checked against the shape checkpoint.json gives it and against the
+/// CRC it records for the file (`key`_crc): a file copied in from another run or parameter has
+/// another. The file's size is checked first, so a shape in the JSON cannot make this allocate
+/// more than the file holds.
 std::vector<float> read_tensor(const std::string& folder, const json& entry, const char* key,
                                std::int64_t rows, std::int64_t cols, const std::string& file) {
   const std::string name = field<std::string>(entry, key, file);
@@ -233,7 +244,15 @@ std::vector<float> read_tensor(const std::string& folder, const json& entry, con
     malformed(path, fmt::format("{} bytes, but a [{}, {}] float array file has {}", bytes, rows,
                                 cols, need));
   }
-  return io::read_array<float>(path, true, rows, cols).data;
+  const std::string recorded = field<std::string>(entry, (std::string(key) + "_crc").c_str(), file);
+  io::StoredArray<float> array = io::read_array<float>(path, true, rows, cols);
+  if (io::crc_hex(array.crc) != recorded) {
+    malformed(path, "its payload has CRC-32 " + io::crc_hex(array.crc) + ", but " + file +
+                        " records " + recorded +
+                        " for it: the file is not the one this "
+                        "checkpoint wrote (another run's, or another parameter's)");
+  }
+  return std::move(array.data);
 }
 
 gnn::ParameterState read_parameter(const std::string& folder, const json& entry,
@@ -330,8 +349,9 @@ Checkpoint read_checkpoint(const std::string& dir) {
     malformed(latest_file, std::string("field 'format' is not '") + kFormat + "'");
   }
   const int version = field<int>(latest, "format_version", latest_file);
-  if (version != kCheckpointFormatVersion) {
-    malformed(latest_file, fmt::format("field 'format_version' is {}, this build reads version {}",
+  if (version != 1 && version != kCheckpointFormatVersion) {
+    malformed(latest_file, fmt::format("field 'format_version' is {}, this build reads versions 1 "
+                                       "and {}",
                                        version, kCheckpointFormatVersion));
   }
   const std::string name = field<std::string>(latest, "checkpoint", latest_file);
@@ -343,14 +363,24 @@ Checkpoint read_checkpoint(const std::string& dir) {
   const json state_json = read_json(file);
   Checkpoint checkpoint;
   checkpoint.format_version = field<int>(state_json, "format_version", file);
-  if (checkpoint.format_version != kCheckpointFormatVersion) {
-    malformed(file, fmt::format("field 'format_version' is {}, this build reads version {}",
-                                checkpoint.format_version, kCheckpointFormatVersion));
+  if (checkpoint.format_version != version) {
+    malformed(file, fmt::format("field 'format_version' is {}, {} says {}",
+                                checkpoint.format_version, latest_file, version));
   }
-  checkpoint.run = read_run(state_json, file);
+  checkpoint.run = read_run(state_json, file, version);
   gnn::TrainState& state = checkpoint.state;
   state.epoch = field<int>(state_json, "epoch", file);
   if (state.epoch < 1) malformed(file, fmt::format("field 'epoch' is {}", state.epoch));
+  // latest.json names the epoch it points at: a folder of another epoch under that name (an
+  // older checkpoint copied or renamed over it) would resume from the wrong place.
+  if (latest.contains("epoch") || version >= 2) {
+    const int latest_epoch = field<int>(latest, "epoch", latest_file);
+    if (latest_epoch != state.epoch) {
+      malformed(file, fmt::format("it holds epoch {}, but {} points at it as epoch {}: the "
+                                  "folder is not the checkpoint latest.json was written for",
+                                  state.epoch, latest_file, latest_epoch));
+    }
+  }
   state.adam_steps = field<std::int64_t>(state_json, "adam_steps", file);
   if (state.adam_steps < 0) {
     malformed(file, fmt::format("field 'adam_steps' is {}", state.adam_steps));
@@ -381,6 +411,16 @@ std::vector<std::string> check_resumable(const std::string& dir, const Checkpoin
                           ", this run has " + text_of(is) + ": it cannot be resumed here");
   };
   refuse_if("dataset", saved.dataset, current.dataset);
+  // A version 1 checkpoint records no checksum: its data is matched by name and shape alone.
+  if (!saved.dataset_checksum.empty() && saved.dataset_checksum != current.dataset_checksum) {
+    throw InvalidArgument("checkpoint " + dir + " was made for dataset '" + saved.dataset +
+                          "' with checksum " + saved.dataset_checksum +
+                          " (graph, features and "
+                          "labels); this run's data has checksum " +
+                          current.dataset_checksum +
+                          ": the same name, other data. It cannot be resumed here (running a "
+                          "trained model on other data is another act)");
+  }
   refuse_if("num_nodes", saved.num_nodes, current.num_nodes);
   refuse_if("features (input width)", saved.features, current.features);
   refuse_if("classes", saved.classes, current.classes);

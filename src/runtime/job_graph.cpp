@@ -137,6 +137,12 @@ partition::Partition cut(const TrainJob& job, int ranks, const datasets::Dataset
   return parts;
 }
 
+/// Whether the job records or checks the data's checksum: checkpoints name the data they hold a
+/// model of, and a resumed run must train the same data.
+bool needs_checksum(const TrainJob& job) {
+  return !job.checkpoint_dir.empty() || !job.resume_dir.empty();
+}
+
 /// A split seed for data that has its own split would be ignored: refused, naming the split.
 [[noreturn]] void refuse_split_seed(const datasets::Dataset& data) {
   throw InvalidArgument(fmt::format(
@@ -150,11 +156,12 @@ partition::Partition cut(const TrainJob& job, int ranks, const datasets::Dataset
 /// Only rank 0 ever holds the whole graph, and keeps it when balancing.keep_graph. A dataset
 /// rank 0 cannot load, train on or cut fails on every rank.
 partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& comm,
-                                     const BackendPtr& host, std::string& dataset_name,
-                                     bool& split_drawn, const Log& say, Balancing& balancing) {
+                                     const BackendPtr& host, JobGraph& g, const Log& say,
+                                     Balancing& balancing) {
   datasets::Dataset data;
   std::exception_ptr failure;
   std::int64_t drawn = 0;
+  std::string checksum;
   if (comm.rank() == 0) {
     try {
       const Stopwatch clock;
@@ -170,16 +177,20 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
         refuse_split_seed(data);
       }
       say(describe(data, clock.seconds()));
+      if (needs_checksum(job)) checksum = partition::dataset_checksum(data);
     } catch (const std::exception&) {
       failure = std::current_exception();
     }
   }
   share_failure(comm, 0, failure, "could not prepare the dataset");
-  std::vector<std::byte> name = to_bytes(data.name);
-  comm.broadcast(name, 0);
-  dataset_name = to_text(name);
+  std::vector<std::byte> text = to_bytes(data.name + "\n" + checksum);
+  comm.broadcast(text, 0);
+  const std::string received = to_text(text);
+  const std::size_t end_of_name = received.rfind('\n');
+  g.dataset = received.substr(0, end_of_name);
+  g.dataset_checksum = received.substr(end_of_name + 1);
   comm.allreduce_sum(std::span<std::int64_t>(&drawn, 1));
-  split_drawn = drawn != 0;
+  g.split_drawn = drawn != 0;
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
 
   if (job.balance != partition::Balance::None) {
@@ -214,8 +225,8 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
 /// its split (drawing the default one needs every labelled node in one place). A rank that cannot
 /// read its rows fails every rank.
 partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& comm,
-                                     const BackendPtr& host, std::string& dataset_name,
-                                     const Log& say, Balancing& balancing) {
+                                     const BackendPtr& host, JobGraph& g, const Log& say,
+                                     Balancing& balancing) {
   datasets::RowBlock block;
   std::exception_ptr failure;
   const Stopwatch clock;
@@ -227,7 +238,7 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
     failure = std::current_exception();
   }
   share_first_failure(comm, failure, "could not read its rows of the dataset");
-  dataset_name = block.name;
+  g.dataset = block.name;
   std::vector<std::int64_t> split{static_cast<std::int64_t>(block.train_idx.size()),
                                   static_cast<std::int64_t>(block.val_idx.size()),
                                   static_cast<std::int64_t>(block.test_idx.size()),
@@ -258,10 +269,11 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   }
   const partition::Options options = cut_options(job, comm.size(), block.features.cols(),
                                                  balancing.targets ? &*balancing.targets : nullptr);
+  if (needs_checksum(job)) g.dataset_checksum = partition::dataset_checksum(block, comm);
   const Stopwatch cut_clock;
   const std::vector<std::int32_t> owner = partition::partition_rows(block, options, comm);
   partition::LocalGraph tile = partition::build_tile_from_rows(host, std::move(block), owner, comm);
-  say(cut_summary(dataset_name, comm.size(), "parmetis (every rank its rows)", cut_clock.seconds(),
+  say(cut_summary(g.dataset, comm.size(), "parmetis (every rank its rows)", cut_clock.seconds(),
                   partition::measure_tiles(tile, comm)));
   return tile;
 }
@@ -306,18 +318,15 @@ void check_store_matches_dataset(const TrainJob& job, comm::Communicator& comm,
   }
 }
 
-/// This rank's part of the job's partition store (refused when made for another rank count or,
-/// by name, for another dataset) and its manifest. Not collective: a failure here is reported on
-/// every rank by check_job_facts.
+/// This rank's part of the job's partition store (refused when made for another rank count) and
+/// its manifest. A --dataset given with the store is matched by what identifies the data, its
+/// checksum (check_store_matches_dataset), not by its display name: a store cut from npz:FILE
+/// records the file's stem, and the same spec must still match it. Not collective: a failure
+/// here is reported on every rank by check_job_facts.
 partition::LocalGraph tile_from_store(const TrainJob& job, const comm::Communicator& comm,
                                       partition::Manifest& manifest, TileSource& source,
                                       const Log& say) {
   manifest = partition::read_manifest(job.partition_dir);
-  if (!job.dataset.empty() && job.dataset != manifest.dataset) {
-    throw InvalidArgument(fmt::format("partition store '{}' was made for dataset '{}', this job "
-                                      "names '{}' (omit --dataset to use the store's)",
-                                      job.partition_dir, manifest.dataset, job.dataset));
-  }
   source.file = partition::part_description_path(job.partition_dir, comm.rank());
   source.dataset_crc =
       static_cast<std::uint32_t>(std::stoul(manifest.dataset_checksum, nullptr, 16));
@@ -533,10 +542,10 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   std::exception_ptr failure;
   partition::Manifest manifest;
   if (job.partition_dir.empty() && job.partition.method == partition::Method::ParMetis) {
-    g.tile = tile_from_rows(job, *comm, host, g.dataset, say, balancing);
+    g.tile = tile_from_rows(job, *comm, host, g, say, balancing);
     source.file = "the tile rank " + std::to_string(comm->rank()) + " assembled";
   } else if (job.partition_dir.empty()) {
-    g.tile = tile_in_memory(job, *comm, host, g.dataset, g.split_drawn, say, balancing);
+    g.tile = tile_in_memory(job, *comm, host, g, say, balancing);
     source.file = "the tile rank 0 cut from dataset '" + g.dataset + "'";
   } else {
     // A part that fails to load is reported by every rank (check_job_facts), not by one while
@@ -544,6 +553,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
     try {
       g.tile = tile_from_store(job, *comm, manifest, source, say);
       g.dataset = manifest.dataset;
+      g.dataset_checksum = manifest.dataset_checksum;
     } catch (const std::exception&) {
       failure = std::current_exception();
     }

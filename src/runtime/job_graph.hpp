@@ -25,6 +25,9 @@ using Log = std::function<void(const std::string&)>;
 /// the halo plan over it, and the layer-0 input.
 struct JobGraph {
   std::string dataset; ///< the dataset's name
+  /// partition::dataset_checksum of the whole data, when the job checkpoints or resumes (empty
+  /// otherwise): a checkpoint records it, a resume compares it.
+  std::string dataset_checksum;
   /// The data had no split and rank 0 drew the default one with job.split_seed.
   bool split_drawn = false;
   /// Owned-then-ghost numbering; its features moved into `features`.
@@ -40,8 +43,8 @@ struct JobGraph {
   /// tile store them otherwise than they were loaded.
   double feature_density = 0.0;
   bool features_converted = false;
-  double load_s = 0.0;           ///< loading and, in memory, partitioning and handing out
-  double setup_s = 0.0;          ///< interior ordering, halo plan, ghost input rows
+  double load_s = 0.0;  ///< loading and, in memory, partitioning and handing out
+  double setup_s = 0.0; ///< interior ordering, halo plan, ghost input rows
 };
 
 /// Speed-aware balancing of an in-memory cut (job.balance): where the ranks' speeds are

@@ -18,10 +18,12 @@ struct FinalMetrics {
   const gnn::SplitMetrics& final_test;
   int best_epoch = 0;
   double final_loss = 0.0;
+  bool has_validation = true; ///< false: best_epoch is the last epoch evaluated
 };
 
-/// Sets metrics.{test_accuracy, best_val_accuracy, best_epoch, final_test_accuracy, final_loss}
-/// and, where they were measured, metrics.{test, best_val, final_test}_roc_auc.
+/// Sets metrics.{test_accuracy, best_val_accuracy, best_epoch, final_test_accuracy, final_loss},
+/// metrics.selected_by ("best validation", or "final epoch (no validation split)") and, where
+/// they were measured, metrics.{test, best_val, final_test}_roc_auc.
 void report_final_metrics(RunReport& report, const FinalMetrics& m);
 
 using ReportFields = std::vector<std::pair<std::string, double>>;

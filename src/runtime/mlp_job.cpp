@@ -455,8 +455,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     memory = std::make_unique<ChunkManager>(backend, config);
     say(describe_memory(*memory));
   }
-  const BackendPtr model_backend =
-      memory ? memory->allocator(TensorKind::Activation) : backend;
+  const BackendPtr model_backend = memory ? memory->allocator(TensorKind::Activation) : backend;
   MlpModel m = build_mlp(model_backend, sizes, job.dropout, job.bias, job.seed, job.adam);
   m.model.use_memory(memory.get());
   BatchSchedule schedule(ds.train_idx, job.batch_size, job.seed);
@@ -484,7 +483,11 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   };
   const double train_count = count(ds.train_idx);
   std::vector<double> all_steps_ms;
-  double best_val_score = -1.0;
+  gnn::EpochSelection selection(job.metric, !ds.val_idx.empty());
+  if (job.metric == gnn::Metric::RocAuc) {
+    // Every rank holds the whole dataset: no collective.
+    gnn::check_roc_auc_splits(ds.labels, {ds.val_idx, ds.test_idx}, nullptr);
+  }
   for (int epoch = 1; epoch <= job.epochs; ++epoch) {
     MlpEpoch stats;
     stats.epoch = epoch;
@@ -550,12 +553,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
         stats.test.roc_auc = values[2];
       }
       check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr);
-      if (stats.val.score(job.metric) > best_val_score) {
-        best_val_score = stats.val.score(job.metric);
-        result.best_epoch = epoch;
-        result.best_val = stats.val;
-        result.test_at_best_val = stats.test;
-      }
+      selection.consider(epoch, stats.val, stats.test, result);
       result.final_test = stats.test;
     }
     if (memory) stats.offload = memory->end_epoch();
@@ -645,8 +643,9 @@ std::string mlp_report_json(const MlpResult& r) {
   report.set("timing.samples_per_s", r.samples_per_s);
   report.set("timing.load_s", r.load_s);
   report.set("timing.setup_s", r.setup_s);
-  report_final_metrics(report, {r.best_val, r.test_at_best_val, r.final_test, r.best_epoch,
-                                r.history.empty() ? 0.0 : r.history.back().train_loss});
+  report_final_metrics(report,
+                       {r.best_val, r.test_at_best_val, r.final_test, r.best_epoch,
+                        r.history.empty() ? 0.0 : r.history.back().train_loss, r.val_samples > 0});
   for (const MlpEpoch& e : r.history) {
     ReportFields fields{{"epoch", e.epoch},
                         {"loss", e.train_loss},

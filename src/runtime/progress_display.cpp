@@ -156,16 +156,29 @@ std::string describe_split_metric(const gnn::SplitMetrics& m) {
                    : fmt::format("{:6.2f}%", 100.0 * m.accuracy);
 }
 
-std::string describe_roc_auc_result(const gnn::SplitMetrics& test_at_best_val,
-                                    const gnn::SplitMetrics& best_val,
-                                    const gnn::SplitMetrics& final_test, int best_epoch) {
+std::string describe_final_result(const FinalResult& r) {
   const auto auc = [](const std::optional<double>& value) {
     return value ? fmt::format("{:.4f}", *value) : std::string("undefined (one class)");
   };
-  return fmt::format("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); final test "
-                     "ROC-AUC {}; test accuracy {:.2f}%",
-                     auc(test_at_best_val.roc_auc), best_epoch, auc(best_val.roc_auc),
-                     auc(final_test.roc_auc), 100.0 * test_at_best_val.accuracy);
+  const bool roc_auc = r.metric == gnn::Metric::RocAuc;
+  if (!r.has_validation) {
+    const std::string test =
+        roc_auc ? fmt::format("test ROC-AUC {}; test accuracy {:.2f}%", auc(r.final_test.roc_auc),
+                              100.0 * r.final_test.accuracy)
+                : fmt::format("test accuracy {:.2f}%", 100.0 * r.final_test.accuracy);
+    return fmt::format("no validation split: {} at the final epoch {} (no epoch is selected)", test,
+                       r.best_epoch);
+  }
+  if (roc_auc) {
+    return fmt::format("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); final test "
+                       "ROC-AUC {}; test accuracy {:.2f}%",
+                       auc(r.test_at_best_val.roc_auc), r.best_epoch, auc(r.best_val.roc_auc),
+                       auc(r.final_test.roc_auc), 100.0 * r.test_at_best_val.accuracy);
+  }
+  return fmt::format("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); final "
+                     "test accuracy {:.2f}%",
+                     100.0 * r.test_at_best_val.accuracy, r.best_epoch, 100.0 * r.best_val.accuracy,
+                     100.0 * r.final_test.accuracy);
 }
 
 } // namespace tessera::runtime

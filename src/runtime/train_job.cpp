@@ -474,6 +474,7 @@ CheckpointRun checkpoint_run(const TrainJob& job, const comm::Communicator& comm
                              const JobModel& m) {
   CheckpointRun run;
   run.dataset = g.dataset;
+  run.dataset_checksum = g.dataset_checksum;
   run.num_nodes = g.tile.num_global_nodes;
   run.features = m.graph->in_features();
   run.classes = m.graph->num_classes();
@@ -691,8 +692,10 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     const Stopwatch clock;
     model.reset();
     const bool split_drawn = graph.split_drawn;
+    std::string checksum = std::move(graph.dataset_checksum);
     graph = recut_job_graph(job, comm, host, balancing, next_shares, step);
     graph.split_drawn = split_drawn;
+    graph.dataset_checksum = std::move(checksum);
     model.emplace(build_job_model(job, comm, backend, graph, [](const std::string&) {}));
     step.seconds = clock.seconds();
     say(fmt::format("rebalanced after epoch {}: compute imbalance {:.2f} (max / mean over the "

@@ -454,14 +454,9 @@ void check_failure(int rank, int epoch, int ranks, int epochs) {
   }
 }
 
-/// The final metrics line: test accuracy (and ROC-AUC with --metric roc-auc) at the best
-/// validation epoch, or why there is none.
+/// The final metrics line: test accuracy (and ROC-AUC with --metric roc-auc) at the selected
+/// epoch, or why there is none.
 void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric) {
-  if (!result.history.empty() && result.test_rows > 0 && metric == gnn::Metric::RocAuc) {
-    fmt::print("{}\n", describe_roc_auc_result(result.test_at_best_val, result.best_val,
-                                               result.final_test, result.best_epoch));
-    return;
-  }
   if (result.history.empty()) {
     fmt::print("no epochs trained (--epochs {}): no test accuracy to report\n", epochs);
   } else if (result.test_rows == 0) {
@@ -469,10 +464,9 @@ void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric
                "(validation accuracy {:.2f}% at epoch {})\n",
                100.0 * result.best_val.accuracy, result.best_epoch);
   } else {
-    fmt::print("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); "
-               "final test accuracy {:.2f}%\n",
-               100.0 * result.test_at_best_val.accuracy, result.best_epoch,
-               100.0 * result.best_val.accuracy, 100.0 * result.final_test.accuracy);
+    fmt::print("{}\n",
+               describe_final_result({metric, result.test_at_best_val, result.best_val,
+                                      result.final_test, result.best_epoch, result.val_rows > 0}));
   }
 }
 

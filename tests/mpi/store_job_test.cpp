@@ -127,6 +127,28 @@ TEST(StoreJob, AStoreCutFromAnotherGraphOfTheSameNameIsRefused) {
   EXPECT_EQ(runtime::run_train_job(job).result.history.size(), 2u);
 }
 
+// Issue 37: the store of npz:FILE records the name "FILE's stem", which is no dataset name; the
+// same spec must still match it (by checksum), and another file of that stem must not.
+TEST(StoreJob, AStoreIsMatchedToItsSpecByChecksumNotByTheNameItRecorded) {
+  const SharedFolder folder("spec");
+  const std::string path = folder.file("het_ok.npz"), other = folder.file("other/het_ok.npz");
+  const std::string store = folder.file("store");
+  if (world()->rank() == 0) {
+    datasets::save_npz(graph(1), path);
+    fs::create_directories(fs::path(other).parent_path());
+    datasets::save_npz(graph(2), other);
+    write_store_of(datasets::load_dataset(make_cpu_backend(1), "npz:" + path, {}), store);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = store;
+  job.dataset = "npz:" + path;
+
+  EXPECT_EQ(runtime::run_train_job(job).result.history.size(), 2u);
+  job.dataset = "npz:" + other;
+  expect_refused<InvalidArgument>(job, {"was cut from a graph with checksum"});
+}
+
 TEST(StoreJob, ADatasetOfOneClassSaysSoOnEveryRank) {
   runtime::TrainJob job = small_job();
   job.dataset = "sbm:nodes=300,classes=1,avg-degree=6,p-in=0.8,features=8,noise=1";

@@ -11,6 +11,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
 
@@ -26,10 +27,10 @@ constexpr const char* kSbm = "sbm:nodes=1500,classes=4,avg-degree=8,p-in=0.8,fea
 /// A fresh folder for one test, removed at the end.
 class CheckpointFolder {
 public:
-  CheckpointFolder() {
+  explicit CheckpointFolder(const std::string& suffix = "") {
     const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = (fs::temp_directory_path() /
-             ("tessera-ckpt-" + std::to_string(getpid()) + "-" + test->name()))
+             ("tessera-ckpt-" + std::to_string(getpid()) + "-" + test->name() + suffix))
                 .string();
     fs::remove_all(path_);
   }
@@ -194,12 +195,86 @@ TEST(Checkpoint, CheckpointOfAnotherFormatVersionIsRefusedNamingTheField) {
   const CheckpointFolder dir;
   train_until_stopped(small_job(10), 2, dir.path());
   nlohmann::json latest = read_json(dir.file("latest.json"));
-  latest["format_version"] = 2;
+  latest["format_version"] = 3;
   write_json(dir.file("latest.json"), latest);
 
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(
-                  AllOf(HasSubstr("latest.json"), HasSubstr("format_version' is 2"))));
+                  AllOf(HasSubstr("latest.json"), HasSubstr("format_version' is 3"))));
+}
+
+// ---- issue 37: checkpoints checked against themselves and the data ----------------------------
+
+TEST(Checkpoint, ParameterFileFromAnotherRunIsRefusedByTheRecordedCrc) {
+  const CheckpointFolder dir, other("-other");
+  train_until_stopped(small_job(10), 2, dir.path());
+  runtime::TrainJob reseeded = small_job(10);
+  reseeded.train.seed = 6; // the same shapes, other values
+  train_until_stopped(reseeded, 2, other.path());
+  // A well-formed file of the right shape and a valid header CRC: only the CRC that
+  // checkpoint.json records tells it apart.
+  fs::copy_file(other.file("epoch-000002/param-1.value.bin"),
+                dir.file("epoch-000002/param-1.value.bin"), fs::copy_options::overwrite_existing);
+
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("param-1.value.bin"), HasSubstr("records"),
+                        HasSubstr("not the one this checkpoint wrote"))));
+}
+
+TEST(Checkpoint, LatestNamingAnotherEpochThanItsFolderHoldsIsRefused) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  // An older checkpoint renamed as if it were the one latest.json names.
+  nlohmann::json latest = read_json(dir.file("latest.json"));
+  latest["epoch"] = 6;
+  latest["checkpoint"] = "epoch-000006";
+  write_json(dir.file("latest.json"), latest);
+  fs::rename(dir.file("epoch-000002"), dir.file("epoch-000006"));
+
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("holds epoch 2"), HasSubstr("as epoch 6"))));
+}
+
+TEST(Checkpoint, LatestJsonThatIsAFifoIsRefusedNotWaitedOn) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  fs::remove(dir.file("latest.json"));
+  ASSERT_EQ(::mkfifo(dir.file("latest.json").c_str(), 0600), 0);
+
+  // Reading it blocked forever (no writer), and so did the next checkpoint's write into the
+  // folder, which reads it first.
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<IoError>(
+                  AllOf(HasSubstr("latest.json"), HasSubstr("FIFO (named pipe)"))));
+  runtime::TrainJob job = small_job(3);
+  job.checkpoint_dir = dir.path();
+  job.replace_checkpoints = true;
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<IoError>(
+                  AllOf(HasSubstr("latest.json"), HasSubstr("FIFO (named pipe)"))));
+}
+
+TEST(Checkpoint, ResumingOnOtherDataOfTheSameNameIsRefusedByTheChecksum) {
+  const CheckpointFolder dir;
+  const std::string data = dir.path() + "-data.npz";
+  datasets::Dataset original = datasets::load_dataset(make_cpu_backend(1), kSbm, {});
+  datasets::save_npz(original, data);
+  runtime::TrainJob job = small_job(10);
+  job.dataset = "npz:" + data;
+  train_until_stopped(job, 2, dir.path());
+  // The same file name, nodes, widths and classes; other labels.
+  std::swap(original.labels[0], original.labels[1]);
+  std::swap(original.labels[2], original.labels[7]);
+  datasets::save_npz(original, data);
+  job.resume_dir = dir.path();
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr(dir.path()), HasSubstr("with checksum"),
+                        HasSubstr("the same name, other data"))));
+  fs::remove(data);
 }
 
 TEST(Checkpoint, ResumingAtOrPastTheLastEpochIsRefused) {

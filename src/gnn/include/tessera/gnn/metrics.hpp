@@ -56,4 +56,17 @@ struct BinaryScores {
 std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScores> splits,
                                                       comm::Communicator* comm);
 
+/// The splits a binary task's ROC-AUC is measured on (validation, which selects the epoch, and
+/// test), as node ids into `labels`.
+struct RocAucSplits {
+  std::span<const std::int32_t> val, test;
+};
+
+/// Refuses (InvalidArgument, before any training) a validation or test split whose nodes, over
+/// all ranks, are all of one class: ROC-AUC is undefined there, so the metric could neither
+/// select an epoch nor report one. An empty split passes (nothing is measured on it). Names the
+/// split and its class counts. Collective with `comm` (one allreduce; null: this process only).
+void check_roc_auc_splits(std::span<const std::int32_t> labels, RocAucSplits splits,
+                          comm::Communicator* comm);
+
 } // namespace tessera::gnn

@@ -97,13 +97,41 @@ struct TrainState {
   SplitMetrics best_val, test_at_best_val, final_test;
 };
 
+/// Which evaluated epoch a run reports: the one of best validation score (the earliest on ties),
+/// or, for data without a validation split, the last one evaluated (an empty split scores 0
+/// every epoch, which would otherwise select the first).
+class EpochSelection {
+public:
+  /// `best_so_far` continues a resumed run: the score of its selected epoch (-1: none yet).
+  EpochSelection(Metric metric, bool has_validation, double best_so_far = -1.0)
+      : metric_(metric), has_validation_(has_validation), best_(best_so_far) {}
+
+  /// Takes `epoch` with these metrics into `result` (best_epoch, best_val, test_at_best_val)
+  /// when it is better than the selected one, or, without validation, later.
+  template <typename Result>
+  void consider(int epoch, const SplitMetrics& val, const SplitMetrics& test, Result& result) {
+    if (has_validation_ && !(val.score(metric_) > best_)) return;
+    best_ = val.score(metric_);
+    result.best_epoch = epoch;
+    result.best_val = val;
+    result.test_at_best_val = test;
+  }
+
+private:
+  Metric metric_;
+  bool has_validation_;
+  double best_;
+};
+
 /// A whole run: every epoch and the metrics that matter at its end.
 struct TrainResult {
   std::vector<EpochStats> history; ///< one entry per epoch, in order
-  int best_epoch = 0; ///< epoch of the best validation TrainConfig::metric (earliest on ties)
-  SplitMetrics best_val;           ///< validation metrics at best_epoch
-  SplitMetrics test_at_best_val;   ///< test metrics at best_epoch (what papers report)
-  SplitMetrics final_test;         ///< test metrics after the last epoch
+  /// Epoch of the best validation TrainConfig::metric (earliest on ties); without a validation
+  /// split (val_rows 0), the last epoch evaluated.
+  int best_epoch = 0;
+  SplitMetrics best_val;         ///< validation metrics at best_epoch
+  SplitMetrics test_at_best_val; ///< test metrics at best_epoch (what papers report)
+  SplitMetrics final_test;       ///< test metrics after the last epoch
   PhaseTimes phases;
   double median_step_ms = 0.0; ///< median of EpochStats::step_ms
   /// Rows of each split over all ranks (a split without rows has no metrics to report).

@@ -23,13 +23,19 @@
 
 namespace tessera::runtime {
 
-/// Version of the checkpoint format; a checkpoint of another version is refused.
-inline constexpr int kCheckpointFormatVersion = 1;
+/// Version of the checkpoint format; a checkpoint of another version is refused. Version 2
+/// records the data's checksum (version 1 checkpoints are read, matched to data by name and
+/// shape only).
+inline constexpr int kCheckpointFormatVersion = 2;
 
 /// The run a checkpoint belongs to. Resuming requires the same data (dataset, nodes, feature
-/// width, classes) and model (name, layer sizes); the training settings may differ.
+/// width, classes, and the checksum of its graph, features and labels) and model (name, layer
+/// sizes); the training settings may differ.
 struct CheckpointRun {
   std::string dataset; ///< the dataset's name
+  /// partition::dataset_checksum of the data trained on (8 hex digits; empty in a version 1
+  /// checkpoint): another graph under the same name is refused by it.
+  std::string dataset_checksum;
   std::int64_t num_nodes = 0, features = 0, classes = 0;
   std::string model_name;
   std::vector<std::int64_t> layer_sizes; ///< {in, hidden..., classes}
@@ -53,10 +59,12 @@ struct Checkpoint {
 /// written; the previous checkpoint is then still the latest.
 void write_checkpoint(const std::string& dir, const Checkpoint& checkpoint);
 
-/// Reads the latest complete checkpoint of folder `dir`. Throws IoError when a file is missing
-/// or unreadable and FormatError when one is malformed, of another format version, or
-/// inconsistent with the others (each naming the file and the field); it allocates no more than
-/// the files hold.
+/// Reads the latest complete checkpoint of folder `dir`. Throws IoError when a file is missing,
+/// unreadable or not a regular file, and FormatError when one is malformed, of another format
+/// version, or inconsistent with the others, each naming the file and the field: latest.json's
+/// epoch must be the checkpoint's, and every parameter file must hold the CRC checkpoint.json
+/// records for it (so a file from another run, or of another parameter, is refused). It
+/// allocates no more than the files hold.
 Checkpoint read_checkpoint(const std::string& dir);
 
 /// Throws InvalidArgument naming the first field of the data or model shape where `saved` (a

@@ -96,11 +96,21 @@ std::string describe_progress(std::int64_t done, std::int64_t total, const std::
 /// A split's metric for an epoch line: "AUC 0.8123" where ROC-AUC was measured, else " 81.23%".
 std::string describe_split_metric(const gnn::SplitMetrics& m);
 
-/// The ROC-AUC summary of a run: "test ROC-AUC 0.7123 (epoch 12 of best validation ROC-AUC
-/// 0.7345); final test ROC-AUC 0.7012; test accuracy 75.12%" ("undefined (one class)" for an
-/// AUC a split could not give).
-std::string describe_roc_auc_result(const gnn::SplitMetrics& test_at_best_val,
-                                    const gnn::SplitMetrics& best_val,
-                                    const gnn::SplitMetrics& final_test, int best_epoch);
+/// What a run that trained and has test rows reports last.
+struct FinalResult {
+  gnn::Metric metric = gnn::Metric::Accuracy;
+  const gnn::SplitMetrics& test_at_best_val;
+  const gnn::SplitMetrics& best_val;
+  const gnn::SplitMetrics& final_test;
+  int best_epoch = 0;
+  bool has_validation = true; ///< false: best_epoch is the final epoch
+};
+
+/// The summary line of a run: "test accuracy 81.20% (epoch 112 of best validation accuracy
+/// 79.60%); final test accuracy 80.90%", with ROC-AUC "test ROC-AUC 0.7123 (epoch 12 of best
+/// validation ROC-AUC 0.7345); final test ROC-AUC 0.7012; test accuracy 75.12%" ("undefined
+/// (one class)" for an AUC a split could not give), and for data without a validation split
+/// "no validation split: test accuracy 80.90% at the final epoch 200 (no epoch is selected)".
+std::string describe_final_result(const FinalResult& r);
 
 } // namespace tessera::runtime

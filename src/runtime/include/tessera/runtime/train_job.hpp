@@ -53,7 +53,8 @@ struct TrainJob {
   /// The job's ranks; null: this process alone, a one-rank job that never starts MPI.
   std::shared_ptr<comm::Communicator> comm;
   /// A partition store with one part per rank: each rank loads only its part (and `dataset`,
-  /// when given, must be the store's). Empty: rank 0 loads the graph, cuts it with `partition`
+  /// when given, must be the data the store was cut from: the same checksum, whatever its name).
+  /// Empty: rank 0 loads the graph, cuts it with `partition`
   /// (not at all for one rank) and sends every rank its tile.
   std::string partition_dir;
   partition::Options partition;
