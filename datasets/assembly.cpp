@@ -188,7 +188,9 @@ void check_finite(const Csr& adjacency, const graph::Features& features, const S
   io::require_finite(adjacency, sources.edges, "edge value", first_row);
 }
 
-void check_loaded(const Dataset& dataset, const Sources& sources) {
+void check_loaded(Dataset& dataset, const Sources& sources) {
+  if (dataset.origin.features.empty()) dataset.origin.features = sources.features;
+  if (dataset.origin.labels.empty()) dataset.origin.labels = sources.labels;
   check_finite(dataset.adjacency, dataset.features, sources, 0);
   if (dataset.has_labels()) {
     check_classes(dataset.labels, dataset.num_classes, sources.labels,

@@ -106,8 +106,9 @@ struct Sources {
 
 /// The checks every loader runs on the dataset it built, naming the file each array came from:
 /// features and adjacency values finite (row and column named), labels in [-1, num_classes) and
-/// num_classes within max_class_count. Throws FormatError.
-void check_loaded(const Dataset& dataset, const Sources& sources);
+/// num_classes within max_class_count. Throws FormatError. Records the sources of the features
+/// and labels in dataset.origin where the loader has not named them already.
+void check_loaded(Dataset& dataset, const Sources& sources);
 
 /// The part of check_loaded that holds for rows [first_row, ...) of a dataset: features and
 /// adjacency values finite. Messages number the rows from `first_row`. Throws FormatError.

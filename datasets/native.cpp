@@ -200,10 +200,9 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir, int split
     ds.val_idx = chosen.val;
     ds.test_idx = chosen.test;
   }
-  const Sources sources = sources_of(dir, d);
-  check_loaded(ds, sources);
-  ds.origin = {description_path(dir) + ": feature_width", sources.labels,
+  ds.origin = {description_path(dir) + ": feature_width", "",
                num_splits > 1 ? dir + ": split folders" : split_origin(dir, 0)};
+  check_loaded(ds, sources_of(dir, d));
   return ds;
 }
 

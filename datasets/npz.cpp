@@ -684,6 +684,12 @@ NpyInfo NpzReader::info(const std::string& key) const {
   return read_npy_header(stream, *this, key);
 }
 
+NpyInfo NpzReader::readable_info(const std::string& key) const {
+  const NpyInfo header = info(key);
+  check_readable(header, member(key).uncompressed_size, *this, key);
+  return header;
+}
+
 template <typename T>
 void NpzReader::read_converted(MemberStream& stream, DType dtype, std::span<T> out,
                                const std::string& key) const {
@@ -752,8 +758,7 @@ template <typename T> void NpzReader::read_into(const std::string& key, std::spa
 }
 
 template <typename T> NpyArray<T> NpzReader::read(const std::string& key) const {
-  const NpyInfo header = info(key);
-  check_readable(header, member(key).uncompressed_size, *this, key);
+  const NpyInfo header = readable_info(key);
   NpyArray<T> array;
   array.shape = header.shape;
   array.data.resize(static_cast<std::size_t>(header.size()));

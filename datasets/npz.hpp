@@ -68,6 +68,9 @@ public:
   bool contains(const std::string& key) const noexcept;
   /// The header of `key` (reads only the header).
   NpyInfo info(const std::string& key) const;
+  /// info(key), checked as a read checks it before sizing anything by it: a numeric dtype, and
+  /// exactly the payload bytes the shape needs. Throws FormatError naming the array.
+  NpyInfo readable_info(const std::string& key) const;
 
   /// Reads `key` converted to T (std::int64_t, std::int32_t, std::uint8_t, float or double).
   template <typename T> NpyArray<T> read(const std::string& key) const;

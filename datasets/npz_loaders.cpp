@@ -323,7 +323,8 @@ std::optional<Csr> as_canonical_adjacency(const BackendPtr& backend,
 
 Dense read_dense(const BackendPtr& backend, const NpzReader& npz, const std::string& key,
                  std::int64_t num_nodes) {
-  const NpyInfo info = npz.info(key);
+  // Checked against the member's bytes before the matrix is sized by the header's shape.
+  const NpyInfo info = npz.readable_info(key);
   expect_shape(npz, key, info, {num_nodes, -1});
   Dense out(backend, num_nodes, info.shape[1]);
   npz.read_into<float>(key, std::span<float>(out.data(), static_cast<std::size_t>(out.size())));

@@ -176,8 +176,8 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
   });
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
   ds.features.sparse = identity_features(backend, ds.num_nodes);
+  ds.origin.features = edges_path + " (one-hot identity features: one column per node)";
   check_loaded(ds, {.features = labels_path, .edges = edges_path, .labels = labels_path});
-  ds.origin.labels = labels_path;
   return ds;
 }
 

@@ -21,6 +21,11 @@ std::vector<std::int64_t> parse_layer_sizes(const std::string& text) {
       throw InvalidArgument("layer sizes '" + text +
                             "' must be positive integers joined by '-', like 1433-16-7");
     }
+    // A width is a column count of 32-bit ids; products of widths then stay far from wrapping.
+    if (value > kMaxLayerWidth) {
+      throw InvalidArgument("layer sizes '" + text + "': width " + std::to_string(value) +
+                            " is above the largest a layer may have, 2^31 - 1");
+    }
     sizes.push_back(value);
     p = next == end ? end : next + 1;
   }

@@ -2,6 +2,7 @@
 // fetch the ghost input rows once.
 #include "job_graph.hpp"
 
+#include "model_memory.hpp"
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/progress.hpp"
@@ -58,6 +59,23 @@ std::vector<std::byte> to_bytes(const std::string& text) {
 }
 std::string to_text(const std::vector<std::byte>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+/// `root`'s `texts` on every rank (any bytes in them: each goes with its length). Collective.
+void broadcast_texts(comm::Communicator& comm, std::vector<std::string>& texts, int root) {
+  std::string packed;
+  for (const std::string& text : texts)
+    packed += std::to_string(text.size()) + ":" + text;
+  std::vector<std::byte> bytes = to_bytes(packed);
+  comm.broadcast(bytes, root);
+  packed = to_text(bytes);
+  texts.clear();
+  for (std::size_t at = 0; at < packed.size();) {
+    const std::size_t colon = packed.find(':', at);
+    const std::size_t length = std::stoul(packed.substr(at, colon - at));
+    texts.push_back(packed.substr(colon + 1, length));
+    at = colon + 1 + length;
+  }
 }
 
 /// The options rank 0 cuts the graph with for the job's ranks: the job's, balanced for
@@ -183,12 +201,11 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
     }
   }
   share_failure(comm, 0, failure, "could not prepare the dataset");
-  std::vector<std::byte> text = to_bytes(data.name + "\n" + checksum);
-  comm.broadcast(text, 0);
-  const std::string received = to_text(text);
-  const std::size_t end_of_name = received.rfind('\n');
-  g.dataset = received.substr(0, end_of_name);
-  g.dataset_checksum = received.substr(end_of_name + 1);
+  std::vector<std::string> facts{data.name, checksum, data.origin.features};
+  broadcast_texts(comm, facts, 0);
+  g.dataset = facts[0];
+  g.dataset_checksum = facts[1];
+  g.feature_source = facts[2];
   comm.allreduce_sum(std::span<std::int64_t>(&drawn, 1));
   g.split_drawn = drawn != 0;
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
@@ -239,6 +256,7 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   }
   share_first_failure(comm, failure, "could not read its rows of the dataset");
   g.dataset = block.name;
+  g.feature_source = "dataset '" + block.name + "' (its feature width)";
   std::vector<std::int64_t> split{static_cast<std::int64_t>(block.train_idx.size()),
                                   static_cast<std::int64_t>(block.val_idx.size()),
                                   static_cast<std::int64_t>(block.test_idx.size()),
@@ -492,6 +510,22 @@ graph::Features input_features(partition::LocalGraph& tile,
 
 namespace {
 
+/// check_model_memory for the job's model on this tile: its rows, its widths, and its input
+/// features when they are or will be dense. Skipped with a disk tier (--offload-dir), which can
+/// hold more than memory.
+void check_tile_memory(const TrainJob& job, const JobGraph& g) {
+  if (!job.offload.offload_dir.empty()) return;
+  const partition::LocalGraph& tile = g.tile;
+  const std::vector<std::int64_t> sizes = job.shape.resolve(tile.features.cols(), tile.num_classes);
+  const double rows = static_cast<double>(tile.n_owned() + tile.n_ghost());
+  const bool dense = tile.features.dense || job.feature_layout == graph::FeatureLayout::Dense;
+  const double input_bytes =
+      dense ? rows * static_cast<double>(tile.features.cols()) * sizeof(float) : 0.0;
+  check_model_memory(sizes, tile.n_owned() + tile.n_ghost(), input_bytes,
+                     {g.feature_source, job.shape.layer_sizes.empty() ? "--hidden" : "--layers",
+                      "dataset '" + g.dataset + "'"});
+}
+
 /// Stores the tile's features as `layout` asks, dense or sparse the same on every rank: by the
 /// density of the whole matrix (every rank's owned rows; collective), so P ranks train what one
 /// process trains. Records the density and the layout in `g`.
@@ -520,6 +554,16 @@ void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>
                   const BackendPtr& host, JobGraph& g) {
   check_trainable(g.dataset, g.tile.num_global_nodes, g.tile.features, !g.tile.labels.empty(),
                   g.tile.num_classes);
+  // Before the layout below densifies the features or a model is built: a width from a file
+  // or a flag that no memory holds is refused naming it. Each rank checks its tile; one that
+  // cannot hold it fails every rank.
+  std::exception_ptr failure;
+  try {
+    check_tile_memory(job, g);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  share_first_failure(*comm, failure, "cannot hold the model");
   if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
   choose_feature_layout(job.feature_layout, *comm, g);
   const Stopwatch clock;
@@ -554,6 +598,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
       g.tile = tile_from_store(job, *comm, manifest, source, say);
       g.dataset = manifest.dataset;
       g.dataset_checksum = manifest.dataset_checksum;
+      g.feature_source = source.file + " (feature_width)";
     } catch (const std::exception&) {
       failure = std::current_exception();
     }

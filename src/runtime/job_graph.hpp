@@ -28,6 +28,9 @@ struct JobGraph {
   /// partition::dataset_checksum of the whole data, when the job checkpoints or resumes (empty
   /// otherwise): a checkpoint records it, a resume compares it.
   std::string dataset_checksum;
+  /// Where the feature width comes from, for messages ("FILE: array 'attr_shape'"; empty when
+  /// generated).
+  std::string feature_source;
   /// The data had no split and rank 0 drew the default one with job.split_seed.
   bool split_drawn = false;
   /// Owned-then-ghost numbering; its features moved into `features`.

@@ -5,6 +5,7 @@
 
 #include "job_graph.hpp"
 #include "metric_report.hpp"
+#include "model_memory.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/rng.hpp"
@@ -435,6 +436,13 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   try {
     data = load_data(job, host);
     sizes = layer_sizes_for(job, data.ds);
+    // Before the model is built: a width from the data or a flag that no memory holds is refused
+    // naming it. Each rank holds one batch share of activations.
+    if (job.offload.offload_dir.empty()) {
+      check_model_memory(sizes, std::min<std::int64_t>(job.batch_size, data.ds.num_nodes), 0.0,
+                         {data.ds.origin.features,
+                          job.shape.layer_sizes.empty() ? "--hidden" : "--layers", "--batch-size"});
+    }
   } catch (...) {
     failure = std::current_exception();
   }

@@ -37,6 +37,22 @@ TEST(Dense, RowSliceViewsTheSameMemory) {
   EXPECT_EQ(m(1, 1), 7.0f);
 }
 
+// Issue 37: a shape from a file whose product wraps (2^62 x 200 is 0 mod 2^64) must not become a
+// small allocation that the writes past it overrun.
+TEST(Dense, ShapeWhoseElementCountOverflowsIsRefusedNamingIt) {
+  try {
+    const Dense m(make_cpu_backend(), 200, std::int64_t{1} << 62);
+    FAIL() << "expected a refusal";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("[200, 4611686018427387904]"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Dense, ElementCountWhoseBytesOverflowIsRefused) {
+  EXPECT_THROW(Buffer<float>(make_cpu_backend(), std::int64_t{1} << 62), InvalidArgument);
+}
+
 TEST(Dense, NegativeShapeThrowsInvalidArgument) {
   EXPECT_THROW(Dense(make_cpu_backend(), -1, 2), InvalidArgument);
 }

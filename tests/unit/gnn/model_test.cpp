@@ -7,6 +7,7 @@
 namespace tessera {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -29,6 +30,14 @@ TEST(ParseLayerSizes, RejectsMalformedText) {
   for (const char* bad : {"", "16", "16-", "a-7", "16--7", "0-7", "-3-7"}) {
     EXPECT_THROW(gnn::parse_layer_sizes(bad), InvalidArgument) << bad;
   }
+}
+
+// Issue 37: --layers 4611686018427387904-16-3 segfaulted in weight initialisation.
+TEST(ParseLayerSizes, WidthAbove32BitsIsRefusedNamingIt) {
+  EXPECT_THAT([] { gnn::parse_layer_sizes("4611686018427387904-16-3"); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr("width 4611686018427387904"), HasSubstr("2^31 - 1"))));
+  EXPECT_EQ(gnn::parse_layer_sizes("2147483647-1"), (std::vector<std::int64_t>{2147483647, 1}));
 }
 
 TEST(ModelShape, HiddenAndLayersResolveBetweenTheDatasWidths) {

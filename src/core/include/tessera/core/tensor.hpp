@@ -3,11 +3,13 @@
 
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/sizes.hpp"
 #include "tessera/core/types.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -27,6 +29,12 @@ public:
   Buffer(BackendPtr backend, std::int64_t size) : backend_(std::move(backend)), size_(size) {
     if (size < 0)
       throw InvalidArgument("Buffer size must be non-negative, got " + std::to_string(size));
+    if (!checked_product({size, static_cast<std::int64_t>(sizeof(T))})) {
+      throw InvalidArgument("a buffer of " + std::to_string(size) + " elements of " +
+                            std::to_string(sizeof(T)) +
+                            " bytes holds more bytes than a 64-bit "
+                            "size");
+    }
     if (size > 0) data_ = static_cast<T*>(backend_->allocate(bytes()));
   }
   Buffer(const Buffer&) = delete;
@@ -179,7 +187,12 @@ private:
   static std::int64_t checked_size(std::int64_t rows, std::int64_t cols) {
     if (rows < 0 || cols < 0)
       throw InvalidArgument("negative matrix shape " + shape_string(rows, cols));
-    return rows * cols;
+    const std::optional<std::int64_t> size = checked_product({rows, cols});
+    if (!size) {
+      throw InvalidArgument("matrix shape " + shape_string(rows, cols) +
+                            " holds more elements than a 64-bit count");
+    }
+    return *size;
   }
 
   Buffer<T> buffer_;

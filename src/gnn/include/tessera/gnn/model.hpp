@@ -29,6 +29,9 @@ struct ModelShape {
 /// Parses "1433-16-7" into {1433, 16, 7}. Throws InvalidArgument on malformed text.
 std::vector<std::int64_t> parse_layer_sizes(const std::string& text);
 
+/// The widest a layer may be (its columns are 32-bit ids); parse_layer_sizes refuses more.
+inline constexpr std::int64_t kMaxLayerWidth = 2147483647;
+
 /// The settings every graph model reads, whatever its layers (GCN, GraphSAGE, GIN or a custom
 /// builder's): a builder applies those that mean something for its layers. A builder's own
 /// settings (GIN's initial ε, say) are its own to carry.

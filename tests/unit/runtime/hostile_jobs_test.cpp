@@ -1,0 +1,157 @@
+// Jobs given hostile sizes and splits (issue 37): sizes from a file or a flag that no memory
+// holds are refused naming where they came from before anything is allocated; a run without a
+// validation split reports its final epoch; a one-class split cannot be scored by ROC-AUC.
+#include "model_memory.hpp"
+#include "tessera/tessera.hpp"
+
+#include <filesystem>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace tessera {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+constexpr const char* kSbm = "sbm:nodes=400,classes=2,avg-degree=6,p-in=0.8,features=6,noise=1";
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+/// A temporary file path for one test, removed at the end.
+class TempFile {
+public:
+  explicit TempFile(const std::string& name)
+      : path_((fs::temp_directory_path() /
+               ("tessera-hostile-" + std::to_string(getpid()) + "-" + name))
+                  .string()) {}
+  ~TempFile() {
+    std::error_code ignored;
+    fs::remove(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+runtime::TrainJob small_job(const std::string& dataset) {
+  runtime::TrainJob job;
+  job.dataset = dataset;
+  job.threads = 1;
+  job.shape.hidden = 8;
+  job.train.epochs = 4;
+  return job;
+}
+
+// ---- sizes that no memory holds are named before anything is allocated -------------------------
+
+TEST(ModelMemory, WideFirstLayerIsRefusedNamingWhereTheInputWidthComesFrom) {
+  EXPECT_THAT(
+      [] {
+        runtime::check_model_memory({1000000000, 16, 3}, 100, 0.0,
+                                    {"FILE: array 'attr_shape'", "--hidden", "the data"}, 8 * kGiB);
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(
+          AllOf(HasSubstr("layer 1's weights [1000000000, 16]"), HasSubstr("238.4 GiB"),
+                HasSubstr("input width 1000000000 (FILE: array 'attr_shape')"),
+                HasSubstr("more than this machine's 8.0 GiB"))));
+}
+
+TEST(ModelMemory, WideHiddenLayerIsRefusedNamingTheFlag) {
+  EXPECT_THAT(
+      [] {
+        runtime::check_model_memory({64, 10000000, 10000000, 3}, 10, 0.0, {"", "--hidden", ""},
+                                    8 * kGiB);
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(
+          AllOf(HasSubstr("[10000000, 10000000]"), HasSubstr("--hidden 10000000"))));
+}
+
+TEST(ModelMemory, ManyRowsOfAWideLayerAreRefusedNamingRowsAndWidth) {
+  EXPECT_THAT(
+      [] {
+        runtime::check_model_memory({8, 4096, 2}, 1000000, 0.0, {"", "--hidden", "dataset 'big'"},
+                                    8 * kGiB);
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(
+          AllOf(HasSubstr("1000000 rows (dataset 'big') at --hidden 4096"))));
+}
+
+TEST(ModelMemory, ModelThatFitsPasses) {
+  EXPECT_NO_THROW(runtime::check_model_memory({1433, 16, 7}, 2708, 2708.0 * 1433 * 4,
+                                              {"", "--hidden", ""}, 8 * kGiB));
+}
+
+TEST(ModelMemory, TrainJobOfAnAttrShapeOfABillionColumnsIsRefusedNamingTheArray) {
+  // The sparse features hold a few entries: only the model's first layer is huge.
+  const TempFile file("wide.npz");
+  datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kSbm, {});
+  Csr wide(make_cpu_backend(1), data.num_nodes, 1000000000, data.num_nodes);
+  for (std::int64_t i = 0; i < data.num_nodes; ++i) {
+    wide.row_ptr()[i + 1] = i + 1;
+    wide.col()[i] = static_cast<LocalId>(i * 1000);
+    wide.val()[i] = 1.0f;
+  }
+  data.features = {};
+  data.features.sparse = std::move(wide);
+  datasets::save_npz(data, file.path());
+
+  EXPECT_THAT([&] { runtime::run_train_job(small_job("npz:" + file.path())); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr("[1000000000, 8]"), HasSubstr("wide.npz: array 'attr_shape'"),
+                        HasSubstr("Nothing was allocated"))));
+}
+
+TEST(ModelMemory, HiddenWidthOfTenMillionIsRefusedNamingTheFlag) {
+  runtime::TrainJob job = small_job(kSbm);
+  job.shape.hidden = 10000000;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("--hidden 10000000")));
+}
+
+// ---- a split without validation, and a split of one class under ROC-AUC -----------------------
+
+TEST(HostileSplits, RunWithoutValidationReportsItsFinalEpoch) {
+  const TempFile file("noval.npz");
+  datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kSbm, {});
+  data.val_idx.clear();
+  datasets::save_npz(data, file.path());
+  runtime::TrainJob job = small_job("npz:" + file.path());
+  job.train.eval_every = 3; // evaluated at epochs 3 and 4
+
+  const runtime::RunSummary summary = runtime::run_train_job(job);
+
+  EXPECT_EQ(summary.result.val_rows, 0);
+  EXPECT_EQ(summary.result.best_epoch, 4);
+  EXPECT_EQ(summary.result.test_at_best_val.accuracy, summary.result.final_test.accuracy);
+  EXPECT_THAT(runtime::describe_final_result(
+                  {gnn::Metric::Accuracy, summary.result.test_at_best_val, summary.result.best_val,
+                   summary.result.final_test, summary.result.best_epoch, false}),
+              AllOf(HasSubstr("no validation split"), HasSubstr("at the final epoch 4"),
+                    ::testing::Not(HasSubstr("0.00"))));
+}
+
+TEST(HostileSplits, ValidationOfOneClassIsRefusedUnderRocAucBeforeTraining) {
+  const TempFile file("oneclass.npz");
+  datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kSbm, {});
+  std::vector<std::int32_t> val;
+  for (const std::int32_t id : data.val_idx) {
+    if (data.labels[id] == 1) val.push_back(id);
+  }
+  data.val_idx = val;
+  datasets::save_npz(data, file.path());
+  runtime::TrainJob job = small_job("npz:" + file.path());
+  job.train.metric = gnn::Metric::RocAuc;
+  int epochs = 0;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job, {}, [&](const gnn::EpochStats&) { ++epochs; }); },
+              ::testing::ThrowsMessage<InvalidArgument>(AllOf(
+                  HasSubstr("undefined on the validation split"), HasSubstr("all of class 1"))));
+  EXPECT_EQ(epochs, 0);
+}
+
+} // namespace
+} // namespace tessera
