@@ -160,7 +160,9 @@ public:
       if (e.epoch == epochs_) fmt::print("\n");
       std::fflush(stdout);
     } else if (e.epoch % log_every_ == 0 || e.epoch == epochs_ || e.epoch == 1) {
+      // Flushed: a log file of a long run shows each line when it happens, not blocks later.
       fmt::print("{}\n", line);
+      std::fflush(stdout);
     }
   }
 
@@ -227,7 +229,11 @@ int main(int argc, char** argv) {
     const runtime::StdoutProgress loading(rank == 0);
     Progress progress(options.epochs, options.log_every);
     const runtime::MlpResult result = runtime::run_mlp_job(
-        job, [](const std::string& line) { fmt::print("{}\n", line); },
+        job,
+        [](const std::string& line) {
+          fmt::print("{}\n", line);
+          std::fflush(stdout);
+        },
         [&](const runtime::MlpEpoch& e) {
           if (rank == 0) progress(e);
         });

@@ -666,6 +666,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     };
   }
 
+  if (job.training_starts) job.training_starts();
   gnn::TrainResult result, last; // the whole run, and the run on the current tiling
   std::vector<RebalanceStep> steps;
   gnn::TrainState paused;

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fmt/core.h>
 #include <memory>
 #include <stdexcept>
@@ -79,22 +80,54 @@ struct Options {
 
 /// The signal that asked training to stop (0: none), set by the handler below.
 volatile std::sig_atomic_t stop_signal = 0;
+/// Set once the data and the model are ready and the first epoch starts: before that a stop
+/// signal has nothing to save and ends the process at once.
+volatile std::sig_atomic_t training_started = 0;
+/// What the handler writes when it ends the process before training: made before it may run (a
+/// handler may only write(2) bytes it already has). One per signal it catches.
+char early_stop_message[3][160];
+constexpr int kStopSignals[3] = {SIGINT, SIGTERM, SIGUSR1};
 
 extern "C" void on_stop_signal(int signal) {
+  // Any later stop signal gets its default action: a second one always ends the process.
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  sigemptyset(&fallback.sa_mask);
+  for (const int other : kStopSignals)
+    sigaction(other, &fallback, nullptr);
+  if (training_started == 0) {
+    // Loading, cutting or waiting on a read: nothing to checkpoint yet, and a blocked read would
+    // never reach an epoch's end. Say so and die of the signal, as without the handler.
+    for (int i = 0; i < 3; ++i) {
+      if (kStopSignals[i] != signal) continue;
+      const ssize_t ignored =
+          ::write(STDERR_FILENO, early_stop_message[i], std::strlen(early_stop_message[i]));
+      (void)ignored;
+    }
+    ::raise(signal);
+    return;
+  }
   stop_signal = signal;
 }
 
-/// SIGINT, SIGTERM and SIGUSR1 ask training to stop after the current epoch (and checkpoint);
-/// the handler is reset by the first, so a second signal ends the process at once as usual.
-/// Open MPI's mpirun answers SIGINT/SIGTERM by killing the ranks (SIGTERM, then SIGKILL one
-/// second later: MCA odls_base_sigkill_timeout) but forwards SIGUSR1 to every rank, so under
-/// mpirun the graceful stop is SIGUSR1 to mpirun, or SIGTERM to every rank's process.
-void catch_stop_signals() {
+/// SIGINT, SIGTERM and SIGUSR1: before training starts they end the process at once (with a
+/// line saying so); during training the first asks to stop after the current epoch (and
+/// checkpoint), and any second one ends the process at once. Open MPI's mpirun answers
+/// SIGINT/SIGTERM by killing the ranks (SIGTERM, then SIGKILL one second later: MCA
+/// odls_base_sigkill_timeout) but forwards SIGUSR1 to every rank, so under mpirun the graceful
+/// stop is SIGUSR1 to mpirun, or SIGTERM to every rank's process.
+void catch_stop_signals(int rank) {
+  const char* names[3] = {"SIGINT", "SIGTERM", "SIGUSR1"};
+  for (int i = 0; i < 3; ++i) {
+    std::snprintf(early_stop_message[i], sizeof early_stop_message[i],
+                  "[rank %d] error: stopped by %s before training started (nothing to save)\n",
+                  rank, names[i]);
+  }
   struct sigaction action {};
   action.sa_handler = on_stop_signal;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESETHAND | SA_RESTART;
-  for (const int signal : {SIGINT, SIGTERM, SIGUSR1})
+  action.sa_flags = SA_RESTART;
+  for (const int signal : kStopSignals)
     sigaction(signal, &action, nullptr);
 }
 
@@ -375,6 +408,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.resume_dir = o.resume;
   job.offload = offload_config(o.offload);
   job.stop_requested = [] { return static_cast<int>(stop_signal); };
+  job.training_starts = [] { training_started = 1; };
   return job;
 }
 
@@ -420,7 +454,9 @@ public:
       if (s.epoch == epochs_) fmt::print("\n");
       std::fflush(stdout);
     } else if (s.epoch % log_every_ == 0 || s.epoch == epochs_ || s.epoch == 1) {
+      // Flushed: a log file of a long run shows each line when it happens, not blocks later.
       fmt::print("{}\n", line);
+      std::fflush(stdout);
     }
   }
 
@@ -508,7 +544,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     check_failure(fail_rank, fail_epoch, comm->size(), options.epochs);
     // A report that cannot be written fails now, not after hours of training.
     if (rank == 0 && !options.report.empty()) io::check_output_file(options.report);
-    catch_stop_signals();
+    catch_stop_signals(rank);
     const StdoutProgress loading(rank == 0);
     ProgressPrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const gnn::EpochStats& s) {
@@ -518,7 +554,12 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
       }
     };
     const RunSummary summary = run_train_job(
-        job, [](const std::string& line) { fmt::print("{}\n", line); }, on_epoch);
+        job,
+        [](const std::string& line) {
+          fmt::print("{}\n", line);
+          std::fflush(stdout);
+        },
+        on_epoch);
     if (rank == 0) {
       const gnn::TrainResult& result = summary.result;
       print_result(result, options.epochs, gnn::parse_metric(options.metric));

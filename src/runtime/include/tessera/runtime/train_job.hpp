@@ -119,6 +119,10 @@ struct TrainJob {
   /// Polled after every epoch on every rank: a nonzero signal number stops training after that
   /// epoch on every rank (with a checkpoint when checkpoint_dir is set); see gnn::TrainControl.
   std::function<int()> stop_requested;
+  /// Called on every rank once the data and the model are ready, just before the first epoch
+  /// (tessera-train's signal handler ends the process at once before it, and asks for a stop
+  /// after an epoch from then on).
+  std::function<void()> training_starts;
 };
 
 /// Runs `job` in four steps — this rank's graph (the whole graph on one rank, else its tile);
