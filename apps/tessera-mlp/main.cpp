@@ -36,6 +36,7 @@ struct Options {
   std::string metric = "accuracy";
   std::string report;
   bool allow_split_overlap = false;
+  std::optional<double> peer_timeout;
   runtime::OffloadFlags offload;
 };
 
@@ -105,6 +106,10 @@ void add_flags(CLI::App& app, Options& o) {
                               "print a line every k epochs when not on a terminal")
       ->capture_default_str();
   runtime::add_path_option(app, "--report", o.report, "write a JSON run report to this path");
+  runtime::add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
+                             "seconds a rank may wait for another before the job ends naming it "
+                             "(default: the larger of 60 and 50 x the slowest epoch so far; 600 "
+                             "before the first epoch ends)");
   runtime::add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
 }
 
@@ -138,6 +143,7 @@ runtime::MlpJob make_job(const Options& o) {
   job.seed = o.seed;
   job.split_seed = o.split_seed;
   job.offload = runtime::offload_config(o.offload);
+  job.peer_timeout = o.peer_timeout;
   return job;
 }
 

@@ -122,6 +122,7 @@ public:
                                  gpu_ranks_, *gpu_);
   }
 
+  PeerWatch& peer_watch() override { return host_->peer_watch(); }
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
   int local_rank() const override { return host_->local_rank(); }

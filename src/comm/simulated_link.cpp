@@ -95,6 +95,7 @@ public:
         out_free_(static_cast<std::size_t>(inner_->size()), 0.0),
         in_free_(static_cast<std::size_t>(inner_->size()), 0.0) {}
 
+  PeerWatch& peer_watch() override { return inner_->peer_watch(); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   int local_rank() const override { return inner_->local_rank(); }

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fmt/core.h>
 #include <optional>
 #include <string>
 #include <utility>
@@ -243,8 +244,13 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
   // eviction policy and the prefetcher read).
   ChunkManager* memory = model.memory();
+  // Where the job stands, for the watchdog's messages, and how long epochs take, for its limit.
+  const auto at_step = [&](int epoch, const char* phase) {
+    if (comm != nullptr) comm->peer_watch().set_step(fmt::format("epoch {} ({})", epoch, phase));
+  };
   for (int epoch = first_epoch; epoch <= config.epochs; ++epoch) {
     if (memory != nullptr) memory->begin_epoch();
+    at_step(epoch, "forward");
     EpochStats stats;
     stats.epoch = epoch;
     const Step train_step{config.seed, static_cast<std::uint32_t>(epoch), true, row_ids};
@@ -274,6 +280,7 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     }
     result.phases.loss += phase.seconds();
     phase.restart();
+    at_step(epoch, "backward and gradient sum");
     model.backward(d_logits.cview(), GradientMode::Overwrite, on_gradient);
     result.phases.backward += phase.seconds();
     for (std::size_t i = 0; i < module_before.size(); ++i)
@@ -297,7 +304,9 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     stats.halo_bytes_received = halo_after.bytes_received - halo_before.bytes_received;
     step_ms.push_back(stats.step_ms);
 
+    if (comm != nullptr) comm->peer_watch().epoch_ended(stats.step_ms / 1e3);
     if (epoch % config.eval_every == 0 || epoch == config.epochs) {
+      at_step(epoch, "evaluation");
       phase.restart();
       const Step eval_step{config.seed, static_cast<std::uint32_t>(epoch), false, row_ids};
       const ConstDenseView<float> eval_logits = model.forward(eval_step, features);

@@ -114,6 +114,12 @@ CLI::Option* add_number_option(CLI::App& app, const std::string& name, float& va
   return add_number(app, name, value, low, low_open, high, description);
 }
 
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, std::optional<double>& value,
+                               double low, bool low_open, double high,
+                               const std::string& description) {
+  return add_number(app, name, value, low, low_open, high, description);
+}
+
 CLI::Option* add_seed_option(CLI::App& app, const std::string& name, std::uint64_t& value,
                              const std::string& description) {
   return app.add_option(name, value, description)->check(seed_range());

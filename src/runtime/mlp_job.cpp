@@ -428,6 +428,8 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     say("warning: " + warning);
   }
 
+  comm->peer_watch().set_limit(job.peer_timeout);
+  comm->peer_watch().set_step("loading the data");
   // Every rank loads the whole data set: any rank's batches reach any sample. A failure on one
   // rank (a file it cannot read) fails every rank with its message instead of a hang.
   MlpData data;
@@ -504,6 +506,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     std::vector<double> steps_ms;
     double loss_share = 0.0, wait_s = 0.0;
     if (memory) memory->begin_epoch();
+    comm->peer_watch().set_step(fmt::format("epoch {}", epoch));
     const Stopwatch epoch_clock;
     for (std::int64_t b = 0; b < schedule.num_batches(); ++b) {
       const Stopwatch step_clock;
@@ -529,6 +532,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     }
     be.synchronize();
     stats.epoch_ms = epoch_clock.seconds() * 1e3;
+    comm->peer_watch().epoch_ended(stats.epoch_ms / 1e3);
     stats.step_ms = median(steps_ms);
     stats.comm_ms = wait_s * 1e3;
     all_steps_ms.insert(all_steps_ms.end(), steps_ms.begin(), steps_ms.end());

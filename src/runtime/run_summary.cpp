@@ -184,6 +184,15 @@ void report_figures(RunReport& r, const RunSummary& s) {
   if (s.offloaded) set_offload_report(r, "memory", s.offload, s.offload_total);
 }
 
+void report_stalls(RunReport& r, const std::vector<RankStall>& stalls) {
+  r.set("comm.stalls", static_cast<std::int64_t>(stalls.size()));
+  for (const RankStall& s : stalls) {
+    r.append("stalls", {{"rank", static_cast<double>(s.rank)},
+                        {"seconds", s.stall.seconds},
+                        {"epochs", s.stall.epochs}});
+  }
+}
+
 void report_result(RunReport& r, const gnn::TrainResult& result) {
   r.set("split.train", result.train_rows);
   r.set("split.val", result.val_rows);
@@ -236,11 +245,49 @@ std::vector<RankFigures> gather_rank_figures(comm::Communicator& comm, const Ran
   return all;
 }
 
+std::vector<RankStall> gather_stalls(comm::Communicator& comm,
+                                     const std::vector<comm::Stall>& mine) {
+  std::vector<RankStall> all;
+  for (int root = 0; root < comm.size(); ++root) {
+    // Each stall as four lines: step, what, seconds and epochs (steps hold no newline).
+    std::string text;
+    if (root == comm.rank()) {
+      for (const comm::Stall& s : mine)
+        text += fmt::format("{}\n{}\n{}\n{}\n", s.step, s.what, s.seconds, s.epochs);
+    }
+    std::vector<std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()),
+                                 reinterpret_cast<const std::byte*>(text.data()) + text.size());
+    comm.broadcast(bytes, root);
+    text.assign(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    std::vector<std::string> lines;
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = text.find('\n', at);
+      lines.push_back(text.substr(at, end - at));
+      at = end + 1;
+    }
+    for (std::size_t i = 0; i + 3 < lines.size(); i += 4) {
+      all.push_back(
+          {root, {lines[i], lines[i + 1], std::stod(lines[i + 2]), std::stod(lines[i + 3])}});
+    }
+  }
+  return all;
+}
+
+std::string describe_stalls(const std::vector<RankStall>& stalls) {
+  std::string text;
+  for (const RankStall& s : stalls) {
+    text += fmt::format("stall: rank {} waited {:.1f} s ({:.0f} median epochs) for {} during {}\n",
+                        s.rank, s.stall.seconds, s.stall.epochs, s.stall.what, s.stall.step);
+  }
+  return text;
+}
+
 std::string report_json(const RunSummary& summary) {
   RunReport report;
   report_config(report, summary);
   report_figures(report, summary);
   report_result(report, summary.result);
+  report_stalls(report, summary.stalls);
   return report.dump() + "\n";
 }
 

@@ -222,6 +222,39 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
   }
 }
 
+/// Refuses a --simulate-link so slow that one epoch of this job would take more than a day on
+/// it: the gradient sum (a ring allreduce of the parameters) and each layer's halo rows, forward
+/// and backward, on the slowest rank. Checked before any message goes through the link (setting
+/// up would already take that long). Collective (one allreduce).
+void check_simulated_link(const TrainJob& job, comm::Communicator& comm, const JobGraph& g) {
+  const comm::LinkModel& link = job.simulated_link;
+  if (!(link.gigabits_per_second > 0) || comm.size() == 1) return;
+  const double ranks = comm.size(), latency = link.latency_us * 1e-6;
+  const double bytes_per_second = link.gigabits_per_second * 1e9 / 8.0;
+  const std::vector<std::int64_t> sizes = job.shape.resolve(g.features.cols(), g.tile.num_classes);
+  double parameters = 0.0; // a GCN's weights and biases (other models' are alike)
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
+    parameters += static_cast<double>(sizes[i] + 1) * static_cast<double>(sizes[i + 1]);
+  const double gradient_bytes = 4.0 * parameters;
+  double widths = 0.0; // of the layers whose rows cross the link
+  for (std::size_t i = job.cache_input_features ? 1 : 0; i + 1 < sizes.size(); ++i)
+    widths += static_cast<double>(std::min(sizes[i], sizes[i + 1]));
+  const double halo_bytes =
+      2.0 * 4.0 * widths * static_cast<double>(g.plan ? g.plan->num_send_rows() : 0);
+  const double peers = g.plan ? static_cast<double>(g.plan->send_blocks().size()) : 0.0;
+  double seconds[] = {2 * (ranks - 1) * latency +
+                      (2 * (ranks - 1) / ranks * gradient_bytes + halo_bytes) / bytes_per_second +
+                      2.0 * static_cast<double>(sizes.size()) * peers * latency};
+  comm.allreduce_max(std::span<double>(seconds));
+  constexpr double kDay = 86400.0;
+  if (seconds[0] <= kDay) return;
+  throw InvalidArgument(fmt::format(
+      "--simulate-link {}: an epoch of this job would spend about {:.3g} days on that link (its "
+      "gradient sums and halo rows, {:.3g} MiB on this rank): expects a link that carries an "
+      "epoch within a day",
+      comm::to_string(link), seconds[0] / kDay, (gradient_bytes + halo_bytes) / (1 << 20)));
+}
+
 JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                          const BackendPtr& backend, JobGraph& g, const Log& say) {
   const Stopwatch clock;
@@ -241,6 +274,7 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   comm->allreduce_sum(std::span<std::int64_t>(gpu_ranks));
   const bool nccl = gpu_ranks[0] >= 2 && comm::nccl_compiled();
   m.device_comm = nccl ? comm::make_nccl_communicator(comm, backend) : comm;
+  check_simulated_link(job, *comm, g);
   if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
     m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
   }
@@ -580,6 +614,8 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     if (log && comm->rank() == 0) log(line);
   };
   check_balancing(job, comm->size());
+  comm->peer_watch().set_limit(job.peer_timeout);
+  comm->peer_watch().set_step("loading the data");
   if (job.checkpoint_every < 0) {
     throw InvalidArgument("checkpoint_every must be >= 0 (0: after the last epoch only), got " +
                           std::to_string(job.checkpoint_every));
@@ -627,8 +663,10 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         "on rank 0); the first cut follows the ranks' speeds");
   }
   balancing.keep_graph = rebalancing;
+  comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
   std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order
+  comm->peer_watch().set_step("building the model");
   model.emplace(build_job_model(job, comm, backend, graph, say));
   const CheckpointRun run = checkpoint_run(job, *comm, graph, *model);
   gnn::TrainControl control;
@@ -667,6 +705,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
 
   if (job.training_starts) job.training_starts();
+  comm->peer_watch().set_step("the start of training");
   gnn::TrainResult result, last; // the whole run, and the run on the current tiling
   std::vector<RebalanceStep> steps;
   gnn::TrainState paused;
@@ -712,6 +751,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   for (std::size_t i = 0; i < steps.size(); ++i) // one measurement (or 0) per move
     steps[i].imbalance_after = rebalancer->imbalance_after()[i];
   RunSummary summary = summarize(job, *comm, backend, graph, *model, std::move(result), last);
+  summary.stalls = gather_stalls(*comm, comm->peer_watch().stalls());
   summary.balance = partition::to_string(job.balance);
   if (balancing.targets) summary.rank_speeds = balancing.targets->speeds; // the first cut's
   summary.row_cost = row_cost;

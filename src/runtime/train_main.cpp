@@ -75,6 +75,7 @@ struct Options {
   std::string resume;
   bool force = false;
   bool allow_split_overlap = false;
+  std::optional<double> peer_timeout;
   OffloadFlags offload;
 };
 
@@ -231,6 +232,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->check(CLI::IsMember({"none", "given", "measured"}));
   app.add_option("--rank-speeds", o.rank_speeds,
                  "with --balance given: each rank's relative speed, e.g. 1,1,0.5,0.25");
+  add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
+                    "seconds a rank may wait for another (a halo, a collective, a gradient sum) "
+                    "before the job ends naming the rank it waits for (default: the larger of 60 "
+                    "and 50 x the slowest epoch so far; 600 before the first epoch ends)");
   add_number_option(app, "--rebalance-threshold", o.rebalance_threshold, 0, false, 1e9,
                     "with --balance: re-cut the graph at an epoch boundary when max / mean of "
                     "the ranks' measured compute per epoch exceeds this, for speeds fitted to the "
@@ -407,6 +412,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.replace_checkpoints = o.force;
   job.resume_dir = o.resume;
   job.offload = offload_config(o.offload);
+  job.peer_timeout = o.peer_timeout;
   job.stop_requested = [] { return static_cast<int>(stop_signal); };
   job.training_starts = [] { training_started = 1; };
   return job;
@@ -575,6 +581,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
                                      : std::string("not measured after (training ended first)"));
       }
       if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
+      fmt::print("{}", describe_stalls(summary.stalls));
       if (summary.offloaded && summary.ranks == 1) {
         fmt::print("offload: {}\n", describe_offload(summary.offload_total));
       }

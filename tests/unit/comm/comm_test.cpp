@@ -8,6 +8,7 @@
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 
+#include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <set>
@@ -235,6 +236,57 @@ TEST(HaloExchange, WithoutPeersMovesNothingAndLeavesTheRows) {
   EXPECT_EQ(x(1, 2), 4.0f);
   EXPECT_EQ(halo.stats().bytes_sent, 0);
   EXPECT_EQ(halo.stats().bytes_received, 0);
+}
+
+// ---- the watchdog of waits on peers (issue 37) -------------------------------------------------
+
+TEST(PeerWatch, LimitIsTenMinutesBeforeTheFirstEpochThenFiftyTimesTheSlowestOrAMinute) {
+  comm::PeerWatch watch;
+
+  EXPECT_EQ(watch.limit(), 600.0);
+  watch.epoch_ended(0.5);
+  EXPECT_EQ(watch.limit(), 60.0);
+  watch.epoch_ended(3.0);
+  watch.epoch_ended(1.0);
+  EXPECT_EQ(watch.limit(), 150.0);
+  EXPECT_THAT(watch.describe_limit(), HasSubstr("50 x the slowest epoch, 3 s"));
+}
+
+TEST(PeerWatch, FixedLimitWinsAndMustBePositive) {
+  comm::PeerWatch watch;
+  watch.set_limit(2.5);
+  watch.epoch_ended(100.0);
+
+  EXPECT_EQ(watch.limit(), 2.5);
+  EXPECT_EQ(watch.describe_limit(), "--peer-timeout 2.5");
+  EXPECT_THROW(watch.set_limit(0.0), InvalidArgument);
+  EXPECT_THROW(watch.set_limit(std::nan("")), InvalidArgument);
+  watch.set_limit(std::nullopt);
+  EXPECT_EQ(watch.limit(), 5000.0);
+}
+
+TEST(PeerWatch, AWaitOfMoreThanTenMedianEpochsIsAStallAndNotBeforeTraining) {
+  comm::PeerWatch watch;
+  watch.set_step("loading");
+  watch.wait_ended(100.0, "the hand-out of tiles"); // loading waits are expected
+
+  for (const double seconds : {0.1, 0.2, 0.1})
+    watch.epoch_ended(seconds);
+  watch.set_step("epoch 4 (forward)");
+  watch.wait_ended(0.9, "a quick wait");
+  watch.wait_ended(2.5, "the halo exchange of layer 1 (forward)");
+
+  ASSERT_EQ(watch.stalls().size(), 1u);
+  EXPECT_EQ(watch.stalls()[0].step, "epoch 4 (forward)");
+  EXPECT_EQ(watch.stalls()[0].what, "the halo exchange of layer 1 (forward)");
+  EXPECT_DOUBLE_EQ(watch.stalls()[0].epochs, 25.0);
+}
+
+TEST(PeerWatch, TagsAreDescribedForTheWatchdogsMessages) {
+  EXPECT_EQ(comm::tags::describe(comm::tags::layer(2, comm::tags::Channel::Backward)),
+            "the halo exchange of layer 2 (backward)");
+  EXPECT_EQ(comm::tags::describe(comm::tags::kTiles), "the hand-out of tiles");
+  EXPECT_EQ(comm::tags::describe(9), "messages of tag 9");
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 // point-to-point exchanges) and its MPI implementation, with an RAII MPI environment.
 #pragma once
 
+#include "tessera/comm/peer_watch.hpp"
 #include "tessera/core/device.hpp"
 
 #include <cstddef>
@@ -39,9 +40,17 @@ public:
 
 /// The ranks of one job. Collective calls must be made by every rank in the same order.
 /// Not thread-safe: one thread (the main one) makes every call.
+///
+/// Waits on peers are watched (peer_watch()): a blocking call or Pending::wait that waits longer
+/// than its limit throws PeerTimeout naming the rank waited for and the step; the communicator
+/// is then unusable, and the job should end (abort()).
 class Communicator {
 public:
   virtual ~Communicator() = default;
+
+  /// The watchdog of this rank's waits: its limit, where the job stands, the stalls so far. A
+  /// communicator that wraps another shares that one's.
+  virtual PeerWatch& peer_watch() { return watch_; }
 
   /// This rank, in [0, size()), and the number of ranks.
   virtual int rank() const = 0;
@@ -104,6 +113,9 @@ public:
 
   /// "MPI (4 ranks)" and the like.
   virtual std::string describe() const = 0;
+
+private:
+  PeerWatch watch_;
 };
 
 /// Initializes MPI (thread level FUNNELED: only the main thread calls MPI while OpenMP threads

@@ -11,6 +11,8 @@ namespace tessera::comm::tags {
 inline constexpr int kSparseRowCounts = 7010; ///< gather_sparse_rows: row lengths
 inline constexpr int kSparseRows = 7011;      ///< gather_sparse_rows: columns and values
 inline constexpr int kLinkProbe = 7020;       ///< measure_links
+inline constexpr int kWatchdogPing = 7030;    ///< a timed-out rank asking who still answers
+inline constexpr int kWatchdogPong = 7031;    ///< ... and the answers
 inline constexpr int kHaloPlan = 7100;        ///< HaloPlan::build
 inline constexpr int kTiles = 7200;           ///< rank 0 handing out tiles
 inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost input features
@@ -29,6 +31,32 @@ inline int layer(int layer, Channel channel = Channel::Forward) {
     throw InvalidArgument("no message tag for layer " + std::to_string(layer));
   }
   return kLayersBegin + kChannels * layer + static_cast<int>(channel);
+}
+
+/// What exchanges with `tag`, for messages: "the halo exchange of layer 2 (forward)", "the
+/// hand-out of tiles", "messages of tag 9".
+inline std::string describe(int tag) {
+  switch (tag) {
+  case kSparseRowCounts:
+  case kSparseRows:
+    return "the fetch of sparse ghost rows";
+  case kLinkProbe:
+    return "the measurement of the links";
+  case kHaloPlan:
+    return "the building of the halo plan";
+  case kTiles:
+    return "the hand-out of tiles";
+  case kFeatures:
+    return "the fetch of the ghost input features";
+  default:
+    break;
+  }
+  if (tag >= kLayersBegin && tag < kLayersEnd) {
+    static const char* const kChannelNames[kChannels] = {"forward", "backward", "evaluation"};
+    return "the halo exchange of layer " + std::to_string((tag - kLayersBegin) / kChannels) + " (" +
+           kChannelNames[(tag - kLayersBegin) % kChannels] + ")";
+  }
+  return "messages of tag " + std::to_string(tag);
 }
 
 } // namespace tessera::comm::tags

@@ -11,7 +11,7 @@ namespace tessera {
 /// Base of every exception Tessera throws. what() is the user-facing message; file(), line()
 /// and function() locate the throw in Tessera's sources for bug reports.
 class Error : public std::runtime_error {
- public:
+public:
   /// `where` defaults to the throw site; pass it on when throwing for a caller's location.
   explicit Error(const std::string& message,
                  std::source_location where = std::source_location::current())
@@ -22,13 +22,13 @@ class Error : public std::runtime_error {
   unsigned line() const noexcept { return where_.line(); }
   const char* function() const noexcept { return where_.function_name(); }
 
- private:
+private:
   std::source_location where_;
 };
 
 #define TESSERA_DEFINE_ERROR(Name)                                                                 \
   class Name : public Error {                                                                      \
-   public:                                                                                         \
+  public:                                                                                          \
     using Error::Error;                                                                            \
   }
 
@@ -50,6 +50,9 @@ TESSERA_DEFINE_ERROR(CublasError);
 TESSERA_DEFINE_ERROR(NcclError);
 /// An MPI call failed.
 TESSERA_DEFINE_ERROR(MpiError);
+/// A rank waited for a peer longer than the watchdog allows (comm::PeerWatch); the message names
+/// the rank waited for and the step.
+TESSERA_DEFINE_ERROR(PeerTimeout);
 /// METIS returned an error or the graph does not fit its index type.
 TESSERA_DEFINE_ERROR(MetisError);
 /// Another partitioner failed: PT-Scotch (the ParMETIS API) or Zoltan; the message names the call
@@ -60,4 +63,4 @@ TESSERA_DEFINE_ERROR(NotCompiled);
 
 #undef TESSERA_DEFINE_ERROR
 
-}  // namespace tessera
+} // namespace tessera

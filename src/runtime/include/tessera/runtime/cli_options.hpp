@@ -33,6 +33,9 @@ CLI::Option* add_number_option(CLI::App& app, const std::string& name, double& v
                                bool low_open, double high, const std::string& description);
 CLI::Option* add_number_option(CLI::App& app, const std::string& name, float& value, double low,
                                bool low_open, double high, const std::string& description);
+CLI::Option* add_number_option(CLI::App& app, const std::string& name, std::optional<double>& value,
+                               double low, bool low_open, double high,
+                               const std::string& description);
 
 /// Adds `name` holding a seed: a whole number in [0, 2^64 - 1], written in decimal digits. "-1"
 /// and numbers beyond 2^64 - 1 are refused (a parser that wrapped them would run another seed

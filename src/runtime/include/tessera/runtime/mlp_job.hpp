@@ -43,6 +43,9 @@ struct MlpJob {
   OffloadConfig offload;
   /// The job's ranks; null: this process alone, a one-rank job that never starts MPI.
   std::shared_ptr<comm::Communicator> comm;
+  /// How long a rank may wait for another before the job ends naming it (comm::PeerWatch;
+  /// --peer-timeout); unset: derived from the epochs so far.
+  std::optional<double> peer_timeout;
 
   // ---- the model ----
   /// Widths {in, hidden..., classes} (in and classes must be the data's), or hidden ×
@@ -55,8 +58,8 @@ struct MlpJob {
   int epochs = 20;
   /// Samples per optimizer step over all ranks (the last batch of an epoch may be smaller).
   std::int64_t batch_size = 256;
-  AdamConfig adam{};      ///< weight decay applies to the weights, not the biases
-  int eval_every = 1;     ///< evaluate (dropout off) every this many epochs and after the last
+  AdamConfig adam{};  ///< weight decay applies to the weights, not the biases
+  int eval_every = 1; ///< evaluate (dropout off) every this many epochs and after the last
   /// What selects the best validation epoch; RocAuc (binary tasks only: refused at setup for
   /// data of another class count) also measures each split's ROC-AUC at every evaluation.
   gnn::Metric metric = gnn::Metric::Accuracy;

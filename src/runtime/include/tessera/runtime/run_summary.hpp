@@ -38,6 +38,20 @@ struct RankFigures {
   std::vector<double> layer_predicted_ms, layer_measured_ms;
 };
 
+/// A stall of one rank (comm::Stall), for the summary.
+struct RankStall {
+  int rank = 0;
+  comm::Stall stall;
+};
+
+/// Every rank's stalls, in rank order. Collective over `comm` (one broadcast per rank).
+std::vector<RankStall> gather_stalls(comm::Communicator& comm,
+                                     const std::vector<comm::Stall>& mine);
+
+/// "rank 1 waited 12.3 s (15 median epochs) for the halo exchange of layer 1 (forward) during
+/// epoch 7", one line per stall.
+std::string describe_stalls(const std::vector<RankStall>& stalls);
+
 /// One re-cut of the graph while training (TrainJob::rebalance_threshold).
 struct RebalanceStep {
   int epoch = 0;                 ///< after this epoch
@@ -84,8 +98,8 @@ struct RunSummary {
 
   // ---- the ranks ----
   int ranks = 1;
-  std::string communicator; ///< "one process", "MPI (4 ranks)", "NCCL ... over MPI ..."
-  std::string partition;    ///< "metis (in memory)", the store's folder, or "none (one rank)"
+  std::string communicator;  ///< "one process", "MPI (4 ranks)", "NCCL ... over MPI ..."
+  std::string partition;     ///< "metis (in memory)", the store's folder, or "none (one rank)"
   std::string halo_exchange; ///< "exact, fp32 messages", "stale, ...", or "none (one rank)"
   /// Per aggregating layer: how it exchanged ("no halo" for cached inputs; the scheduler's
   /// pick under --schedule auto).
@@ -114,6 +128,9 @@ struct RunSummary {
 
   // ---- what training did ----
   gnn::TrainResult result; ///< metrics, best epoch, per-epoch history, phase times
+  /// Waits on peers longer than comm::PeerWatch::kStallEpochs median epochs that ended, on
+  /// every rank (a stopped rank that was continued, a node that paused): what no limit ended.
+  std::vector<RankStall> stalls;
 };
 
 /// Every rank's figures, in rank order, from each rank's own (`mine`; every rank must have the

@@ -119,6 +119,10 @@ struct TrainJob {
   /// Polled after every epoch on every rank: a nonzero signal number stops training after that
   /// epoch on every rank (with a checkpoint when checkpoint_dir is set); see gnn::TrainControl.
   std::function<int()> stop_requested;
+  /// How long a rank may wait for a peer (a halo, a collective, a gradient sum) before the job
+  /// ends naming it (comm::PeerWatch; --peer-timeout). Unset: the larger of 60 s and 50 x the
+  /// slowest epoch so far, 10 minutes before the first epoch ends.
+  std::optional<double> peer_timeout;
   /// Called on every rank once the data and the model are ready, just before the first epoch
   /// (tessera-train's signal handler ends the process at once before it, and asks for a stop
   /// after an epoch from then on).
