@@ -59,6 +59,11 @@ void throw_not_native(const std::string& dir) {
 void check_save_target(const std::string& out, bool replace) {
   if (out.ends_with(".npz")) {
     io::check_output_file(out);
+    // An existing file is replaced only when asked, as an existing folder is.
+    std::error_code error;
+    if (!replace && fs::exists(fs::symlink_status(out, error))) {
+      throw IoError("'" + out + "' already exists: pass --force to replace it");
+    }
   } else {
     io::check_output_folder(out, "native dataset", replace);
   }

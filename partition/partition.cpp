@@ -263,7 +263,8 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
   idx_t metis_options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(metis_options);
   metis_options[METIS_OPTION_SEED] = metis_seed(options.seed);
-  if (options.objective == Objective::Volume) metis_options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_VOL;
+  if (options.objective == Objective::Volume)
+    metis_options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_VOL;
 
   idx_t nvtxs = static_cast<idx_t>(a.rows());
   idx_t ncon = 1;
@@ -365,9 +366,8 @@ constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
 constexpr std::pair<std::string_view, Balance> kBalances[] = {
     {"none", Balance::None}, {"given", Balance::Given}, {"measured", Balance::Measured}};
 
-constexpr std::pair<std::string_view, Objective> kObjectives[] = {
-    {"cut", Objective::EdgeCut},
-    {"volume", Objective::Volume}};
+constexpr std::pair<std::string_view, Objective> kObjectives[] = {{"cut", Objective::EdgeCut},
+                                                                  {"volume", Objective::Volume}};
 
 } // namespace
 
@@ -407,7 +407,9 @@ Partition partition_graph(const Csr& a, const Options& options) {
   return result;
 }
 
-std::string to_string(Method method) { return choice_name(method, kMethods, "partition method"); }
+std::string to_string(Method method) {
+  return choice_name(method, kMethods, "partition method");
+}
 
 std::string to_string(VertexWeight weight) {
   return choice_name(weight, kVertexWeights, "vertex weight");
@@ -479,6 +481,16 @@ std::vector<double> parse_part_weights(const std::string& text, const std::strin
     }
     weights.push_back(value);
     start = end + 1;
+  }
+  // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
+  // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
+  const double largest = *std::max_element(weights.begin(), weights.end());
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    if (weights[i] < kMinPartWeightRatio * largest) {
+      throw fail(fmt::format("item {} ({:g}) is below 10^-6 of the largest ({:g}), too small a "
+                             "share for a part to hold any row",
+                             i + 1, weights[i], largest));
+    }
   }
   return weights;
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <map>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -150,6 +151,48 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+/// "a character device", "a regular file", ... for the disk tier's messages.
+std::string kind_of_file(mode_t mode) {
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISREG(mode)) return "a regular file";
+  return "not a folder";
+}
+
+/// Checks the disk tier's folder `dir`: a writable folder, created (with its missing parents,
+/// listed in `made`, outermost first) when absent, as --checkpoint-dir is. Throws IoError naming
+/// the flag, the folder and what it is otherwise.
+void open_disk_folder(const std::string& dir, std::vector<std::string>& made) {
+  const std::string flag = "--offload-dir " + dir + ": ";
+  struct stat info {};
+  if (stat(dir.c_str(), &info) != 0) {
+    if (errno != ENOENT) throw IoError(flag + "cannot look at it (" + errno_text() + ")");
+    std::vector<std::string> missing;
+    for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
+         !p.empty() && stat(p.c_str(), &info) != 0 && errno == ENOENT; p = p.parent_path()) {
+      missing.push_back(p.string());
+      if (p == p.parent_path()) break;
+    }
+    for (auto folder = missing.rbegin(); folder != missing.rend(); ++folder) {
+      if (mkdir(folder->c_str(), 0777) != 0 && errno != EEXIST) {
+        throw IoError(flag + "cannot create '" + *folder + "' (" + errno_text() + ")");
+      }
+      made.push_back(*folder);
+    }
+    if (stat(dir.c_str(), &info) != 0) {
+      throw IoError(flag + "cannot look at it (" + errno_text() + ")");
+    }
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    throw IoError(flag + "it is " + kind_of_file(info.st_mode) + ", not a folder");
+  }
+  if (access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw IoError(flag + "cannot write there (" + errno_text() + ")");
+  }
+}
+
 /// Forwards every call to the backend it wraps, except that Buffer memory comes from a manager.
 class ManagedAllocator final : public Backend {
 public:
@@ -186,14 +229,14 @@ public:
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
     in_pieces(nullptr, src, bytes, [&](std::size_t o, std::size_t n) {
-      target_.copy_to_host(static_cast<std::byte*>(dst) + o,
-                           static_cast<const std::byte*>(src) + o, n);
+      target_.copy_to_host(static_cast<std::byte*>(dst) + o, static_cast<const std::byte*>(src) + o,
+                           n);
     });
   }
   void copy_within(void* dst, const void* src, std::size_t bytes) const override {
     in_pieces(dst, src, bytes, [&](std::size_t o, std::size_t n) {
-      target_.copy_within(static_cast<std::byte*>(dst) + o,
-                          static_cast<const std::byte*>(src) + o, n);
+      target_.copy_within(static_cast<std::byte*>(dst) + o, static_cast<const std::byte*>(src) + o,
+                          n);
     });
   }
   void zero_bytes(void* dst, std::size_t bytes) const override {
@@ -280,6 +323,7 @@ struct ChunkManager::State {
   // Disk tier.
   std::string disk_path;
   int disk_fd = -1;
+  std::vector<std::string> made_folders; // the disk tier's folders this manager created
   std::vector<std::int64_t> free_disk;
   std::int64_t disk_slots = 0;
   std::uint64_t disk_written = 0;
@@ -331,17 +375,7 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
     }
     s.host_limit = config_.host_bytes / s.chunk;
   }
-  if (!config_.offload_dir.empty()) {
-    struct stat info {};
-    if (stat(config_.offload_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-      throw IoError("--offload-dir " + config_.offload_dir + ": not a folder (" +
-                    (errno != 0 ? errno_text() : "another kind of file") + ")");
-    }
-    if (access(config_.offload_dir.c_str(), W_OK | X_OK) != 0) {
-      throw IoError("--offload-dir " + config_.offload_dir + ": cannot write there (" +
-                    errno_text() + ")");
-    }
-  }
+  if (!config_.offload_dir.empty()) open_disk_folder(config_.offload_dir, s.made_folders);
   s.space = backend_->reserve_address_space(s.region * kTensorKinds, s.chunk, s.slots);
   for (int k = 0; k < kTensorKinds; ++k)
     s.next[k] = static_cast<std::size_t>(k) * s.region;
@@ -362,6 +396,10 @@ ChunkManager::~ChunkManager() {
   for (std::byte* buffer : s.free_host)
     backend_->deallocate_pinned(buffer, s.chunk);
   if (s.disk_fd >= 0) close(s.disk_fd);
+  // The folders this manager made for its disk tier, deepest first; rmdir leaves one that holds
+  // anything else (another rank's file, say) alone.
+  for (auto made = s.made_folders.rbegin(); made != s.made_folders.rend(); ++made)
+    rmdir(made->c_str());
   s.space.reset();
 }
 

@@ -2,6 +2,7 @@
 // fetch the ghost input rows once.
 #include "job_graph.hpp"
 
+#include "feature_range.hpp"
 #include "model_memory.hpp"
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
@@ -565,6 +566,9 @@ void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>
   }
   share_first_failure(*comm, failure, "cannot hold the model");
   if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
+  double largest[] = {max_abs_feature(g.tile.features)};
+  comm->allreduce_max(std::span<double>(largest));
+  g.feature_max_abs = largest[0];
   choose_feature_layout(job.feature_layout, *comm, g);
   const Stopwatch clock;
   g.n_interior = partition::order_interior_first(g.tile);

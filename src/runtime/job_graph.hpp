@@ -45,6 +45,8 @@ struct JobGraph {
   /// Nonzeros / entries of the whole feature matrix, and whether job.feature_layout made this
   /// tile store them otherwise than they were loaded.
   double feature_density = 0.0;
+  /// The largest absolute value of the layer-0 input over every rank (after normalization).
+  double feature_max_abs = 0.0;
   bool features_converted = false;
   double load_s = 0.0;  ///< loading and, in memory, partitioning and handing out
   double setup_s = 0.0; ///< interior ordering, halo plan, ghost input rows

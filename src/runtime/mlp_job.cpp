@@ -3,6 +3,7 @@
 // report. One path for any rank count.
 #include "tessera/runtime/mlp_job.hpp"
 
+#include "feature_range.hpp"
 #include "job_graph.hpp"
 #include "metric_report.hpp"
 #include "model_memory.hpp"
@@ -393,12 +394,19 @@ gnn::SplitMetrics measure_share(Sequential<float>& model, BatchInput& input, con
 }
 
 /// Throws TrainingStopped when `value` is not finite; every rank holds the same (summed) value,
-/// so every rank throws at the same epoch.
-void check_finite(double value, const char* what, int epoch, float lr) {
+/// so every rank throws at the same epoch. `features_note` (describe_extreme_features) says when
+/// the features, not the learning rate, are to blame.
+void check_finite(double value, const char* what, int epoch, float lr,
+                  const std::string& features_note) {
   if (std::isfinite(value)) return;
   throw gnn::TrainingStopped(fmt::format("the {} is {} at epoch {}: training diverged; try a "
-                                         "lower learning rate (--lr, now {:g})",
-                                         what, value, epoch, lr),
+                                         "lower learning rate (--lr, now {:g}){}",
+                                         what,
+                                         std::isnan(value) ? "nan"
+                                         : value > 0       ? "inf"
+                                                           : "-inf",
+                                         epoch, lr,
+                                         features_note.empty() ? "" : "; but " + features_note),
                              epoch, 0);
 }
 
@@ -450,6 +458,9 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   }
   share_first_failure(*comm, failure, "could not prepare the data");
   const datasets::Dataset& ds = data.ds;
+  const std::string features_note =
+      describe_extreme_features(max_abs_feature(ds.features), data.normalized);
+  if (!features_note.empty()) say("warning: " + features_note);
   say(fmt::format("dataset {}: {} samples, {} {} features{}, {} classes; {} train, {} val, {} test",
                   ds.name, ds.num_nodes, ds.features.cols(),
                   ds.features.is_sparse() ? "sparse" : "dense",
@@ -538,7 +549,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     all_steps_ms.insert(all_steps_ms.end(), steps_ms.begin(), steps_ms.end());
     comm->allreduce_sum(std::span<double>(&loss_share, 1));
     stats.train_loss = loss_share;
-    check_finite(stats.train_loss, "training loss", epoch, job.adam.lr);
+    check_finite(stats.train_loss, "training loss", epoch, job.adam.lr, features_note);
 
     if (epoch % job.eval_every == 0 || epoch == job.epochs) {
       const Step eval{job.seed, static_cast<std::uint32_t>(epoch), false, {}};
@@ -564,7 +575,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
         stats.val.roc_auc = values[1];
         stats.test.roc_auc = values[2];
       }
-      check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr);
+      check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr, features_note);
       selection.consider(epoch, stats.val, stats.test, result);
       result.final_test = stats.test;
     }

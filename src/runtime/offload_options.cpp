@@ -1,6 +1,8 @@
 // Memory-budget flags, log line and report keys shared by the training programs.
 #include "tessera/runtime/offload_options.hpp"
 
+#include "tessera/runtime/cli_options.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -13,23 +15,46 @@ void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& te
   app.add_option("--host-memory", flags.host_memory,
                  "host tier budget (pinned memory), e.g. 4GiB; beyond it chunks go to "
                  "--offload-dir");
-  app.add_option("--offload-dir", flags.offload_dir,
-                 "folder for the disk tier (one file per rank, removed at exit)");
-  app.add_option("--chunk-size", flags.chunk_size, "bytes per chunk")->capture_default_str();
+  add_path_option(app, "--offload-dir", flags.offload_dir,
+                  "folder for the disk tier (one file per rank, removed at exit; the folder is "
+                  "created when missing, and removed again if the run made it)");
+  app.add_option("--chunk-size", flags.chunk_size, "bytes per chunk (default 64MiB)");
   app.add_option("--eviction-policy", flags.eviction_policy, "lru or farthest-next-use")
       ->capture_default_str();
 }
 
+namespace {
+
+/// A size flag that must be above 0: 0 would read as "no budget" or be ignored.
+std::size_t positive_byte_size(const std::string& text, const std::string& flag,
+                               const std::string& without) {
+  const std::size_t bytes = parse_byte_size(text, flag);
+  if (bytes == 0) {
+    throw InvalidArgument(flag + " " + text + ": expects a size above 0 (" + without + ")");
+  }
+  return bytes;
+}
+
+} // namespace
+
 OffloadConfig offload_config(const OffloadFlags& flags) {
   OffloadConfig config;
   if (!flags.device_memory.empty()) {
-    config.device_bytes = parse_byte_size(flags.device_memory, "--device-memory");
+    config.device_bytes = positive_byte_size(flags.device_memory, "--device-memory",
+                                             "leave the flag out for no device budget");
   }
   if (!flags.host_memory.empty()) {
-    config.host_bytes = parse_byte_size(flags.host_memory, "--host-memory");
+    config.host_bytes = positive_byte_size(flags.host_memory, "--host-memory",
+                                           "leave the flag out for an unbounded host tier");
   }
-  config.chunk_bytes = parse_byte_size(flags.chunk_size, "--chunk-size");
   config.offload_dir = flags.offload_dir;
+  if (!flags.chunk_size.empty()) {
+    config.chunk_bytes = positive_byte_size(flags.chunk_size, "--chunk-size", "64MiB by default");
+    if (!uses_chunks(config)) {
+      throw InvalidArgument("--chunk-size sizes the chunks of a memory budget: it needs "
+                            "--device-memory, --host-memory or --offload-dir");
+    }
+  }
   config.policy = parse_eviction_policy(flags.eviction_policy);
   return config;
 }

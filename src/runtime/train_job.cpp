@@ -2,6 +2,7 @@
 // any rank count (a process on its own is a one-rank job over the self communicator).
 #include "tessera/runtime/train_job.hpp"
 
+#include "feature_range.hpp"
 #include "job_graph.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
@@ -665,6 +666,11 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   balancing.keep_graph = rebalancing;
   comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
+  if (const std::string note =
+          describe_extreme_features(graph.feature_max_abs, job.normalize_features);
+      !note.empty()) {
+    say("warning: " + note);
+  }
   std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order
   comm->peer_watch().set_step("building the model");
   model.emplace(build_job_model(job, comm, backend, graph, say));
@@ -717,9 +723,17 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     distribution.slowdown = balancing.slowdown;
     const partition::LocalGraph& tile = graph.tile;
     const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
-    last = gnn::train_node_classifier(model->model_backend, model->model,
-                                      input_of(model->input(graph)), labels, job.train, on_epoch,
-                                      &distribution, control);
+    try {
+      last = gnn::train_node_classifier(model->model_backend, model->model,
+                                        input_of(model->input(graph)), labels, job.train, on_epoch,
+                                        &distribution, control);
+    } catch (const gnn::TrainingStopped& e) {
+      // A diverged loss on extreme features is no matter of the learning rate: say so.
+      const std::string note =
+          describe_extreme_features(graph.feature_max_abs, job.normalize_features);
+      if (e.signal() != 0 || note.empty()) throw;
+      throw gnn::TrainingStopped(std::string(e.what()) + "; but " + note, e.epoch(), 0);
+    }
     join(result, last);
     if (!last.paused) break;
 

@@ -34,7 +34,8 @@ def convert(*args):
 
 def tessera_loads(path):
     """What tessera-convert prints for npz:PATH (it loads, then writes an npz)."""
-    result = run(TESSERA_CONVERT, "--dataset", f"npz:{path}", "--out", path + ".back.npz")
+    result = run(TESSERA_CONVERT, "--dataset", f"npz:{path}", "--out", path + ".back.npz",
+                 "--force")
     if result.returncode != 0:
         raise AssertionError(f"tessera-convert failed on {path}: {result.stderr}")
     return result.stdout

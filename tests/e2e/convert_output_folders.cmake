@@ -1,5 +1,6 @@
 # tessera-convert's outputs: a bad --out is refused before anything is loaded and leaves nothing
-# behind ("--out /" is left to the unit tests: a regression here would write into /); an existing dataset is replaced only with --force; file and folder names that are not
+# behind ("--out /" is left to the unit tests: a regression here would write into /); an existing
+# dataset, folder or .npz file, is replaced only with --force; file and folder names that are not
 # valid UTF-8 (the bytes 'caf\351') work as input and as output, never aborting the process.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -41,6 +42,17 @@ endif()
 
 convert(--dataset "'${DATASET}'" --out ${WORK_DIR}/no/such/graph.npz)
 expect_refused("an .npz in a missing folder" "no/such/graph.npz")
+
+# An existing .npz file is replaced only with --force (issue 37), and kept as it was without.
+file(WRITE ${WORK_DIR}/kept.npz "not replaced")
+convert(--dataset "'${DATASET}'" --out ${WORK_DIR}/kept.npz)
+expect_refused("an existing .npz without --force" "kept.npz' already exists: pass --force")
+file(READ ${WORK_DIR}/kept.npz kept)
+if(NOT kept STREQUAL "not replaced")
+  message(FATAL_ERROR "the refused .npz changed: it holds '${kept}'")
+endif()
+convert(--dataset "'${DATASET}'" --out ${WORK_DIR}/kept.npz --force)
+expect_success("an existing .npz with --force")
 
 # A non-UTF-8 folder name as output, then as input, then a dataset named after a non-UTF-8 file.
 convert(--dataset "'${DATASET}'" --out ${bad})

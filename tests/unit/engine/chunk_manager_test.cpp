@@ -359,17 +359,40 @@ TEST(ChunkManager, AShortDiskWriteNamesTheOffloadFile) {
   }
 }
 
-TEST(ChunkManager, AnOffloadDirThatIsNotAFolderIsRefused) {
-  OffloadConfig config = small_config(1);
-  config.offload_dir = "/nonexistent/offload";
+TEST(ChunkManager, AnOffloadDirThatIsNotAFolderIsRefusedSayingWhatItIs) {
+  const fs::path file =
+      fs::temp_directory_path() / ("tessera-offload-file-" + std::to_string(getpid()));
+  std::ofstream(file) << "a file";
+  for (const std::string& dir : {file.string(), std::string("/dev/null")}) {
+    OffloadConfig config = small_config(1);
+    config.offload_dir = dir;
 
-  try {
-    ChunkManager m(make_cpu_backend(1), config);
-    FAIL() << "expected IoError";
-  } catch (const IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("--offload-dir /nonexistent/offload"), std::string::npos)
-        << e.what();
+    try {
+      ChunkManager m(make_cpu_backend(1), config);
+      ADD_FAILURE() << "expected IoError for " << dir;
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("--offload-dir " + dir + ": it is a "),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find(", not a folder"), std::string::npos) << e.what();
+    }
   }
+  fs::remove(file);
+}
+
+// Issue 37: a folder that does not exist yet is made, as --checkpoint-dir's is, and removed
+// again with the manager that made it.
+TEST(ChunkManager, AMissingOffloadDirIsMadeAndRemovedWithTheManager) {
+  const fs::path root =
+      fs::temp_directory_path() / ("tessera-offload-made-" + std::to_string(getpid()));
+  OffloadConfig config = small_config(1);
+  config.offload_dir = (root / "a" / "b").string();
+  {
+    const ChunkManager m(make_cpu_backend(1), config);
+
+    EXPECT_TRUE(fs::is_directory(root / "a" / "b"));
+  }
+  EXPECT_FALSE(fs::exists(root));
 }
 
 TEST(ChunkManagerDeathTest, TouchingAnEvictedChunkFaultsInsteadOfReadingStaleBytes) {

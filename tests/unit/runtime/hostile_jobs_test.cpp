@@ -153,5 +153,25 @@ TEST(HostileSplits, ValidationOfOneClassIsRefusedUnderRocAucBeforeTraining) {
   EXPECT_EQ(epochs, 0);
 }
 
+// ---- a loss that diverges on extreme features says so -----------------------------------------
+
+TEST(HostileFeatures, DivergenceOnFeaturesOf1e38NamesTheirRangeNotOnlyTheLearningRate) {
+  const TempFile file("huge.npz");
+  datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kSbm, {});
+  Dense& x = *data.features.dense;
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    x.data()[i] = x.data()[i] >= 0 ? 1e38f : -1e38f;
+  datasets::save_npz(data, file.path());
+  runtime::TrainJob job = small_job("npz:" + file.path());
+  job.normalize_features = false;
+  job.train.adam.lr = 100.0f;
+
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ::testing::ThrowsMessage<gnn::TrainingStopped>(
+                  AllOf(HasSubstr("training diverged"),
+                        HasSubstr("the input features reach 1e+38 in absolute value"),
+                        HasSubstr("--normalize-features true"))));
+}
+
 } // namespace
 } // namespace tessera

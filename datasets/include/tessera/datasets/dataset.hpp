@@ -120,7 +120,8 @@ void save_native(const Dataset& dataset, const std::string& dir, bool replace = 
 /// The preflight of save_npz (`out` ends in ".npz") or save_native (any other `out`), for a caller
 /// about to load or compute what goes there: throws IoError naming `out` now when the write would
 /// be refused later (a missing folder, a foreign non-empty folder, an existing native dataset
-/// without `replace`, ...). Creates nothing.
+/// without `replace`, ...) or when `out` is an existing file and not `replace` (what was written
+/// there is replaced only when asked). Creates nothing.
 void check_save_target(const std::string& out, bool replace);
 
 /// The split a dataset without a published one is trained with, the same for every path that

@@ -45,16 +45,16 @@ enum class Balance {
 
 /// What METIS k-way minimizes. Recursive bisection always minimizes the edge cut.
 enum class Objective {
-  EdgeCut,  ///< edges between parts (METIS's default; fastest)
-  Volume    ///< total communication volume, the rows a halo exchange moves (about 2x slower)
+  EdgeCut, ///< edges between parts (METIS's default; fastest)
+  Volume   ///< total communication volume, the rows a halo exchange moves (about 2x slower)
 };
 
 /// Options of partition_graph.
 struct Options {
-  int num_parts = 2;                                   ///< in [1, nodes]
-  Method method = Method::MetisKway;                   ///< see Method
-  Objective objective = Objective::EdgeCut;            ///< Volume needs Method::MetisKway
-  VertexWeight vertex_weight = VertexWeight::Uniform;  ///< ignored by Method::Random
+  int num_parts = 2;                                  ///< in [1, nodes]
+  Method method = Method::MetisKway;                  ///< see Method
+  Objective objective = Objective::EdgeCut;           ///< Volume needs Method::MetisKway
+  VertexWeight vertex_weight = VertexWeight::Uniform; ///< ignored by Method::Random
   /// Feature width used by VertexWeight::Compute (>= 0).
   std::int64_t feature_width = 0;
   /// VertexWeight::Cost: what one row costs beyond its nonzeros, in units of one nonzero's
@@ -72,8 +72,8 @@ struct Options {
 
 /// Which part owns each vertex.
 struct Partition {
-  int num_parts = 0;                ///< P
-  std::vector<std::int32_t> owner;  ///< [num_nodes], each in [0, num_parts)
+  int num_parts = 0;               ///< P
+  std::vector<std::int32_t> owner; ///< [num_nodes], each in [0, num_parts)
 };
 
 /// Partitions the symmetric adjacency `a`: [n, n] in host memory (self-loops are ignored).
@@ -96,17 +96,17 @@ Partition partition_graph(const Csr& a, const Options& options);
 /// part q != owner(v) when some neighbour of v is owned by q — exactly the rows one halo
 /// exchange moves per layer.
 struct Quality {
-  std::int64_t edge_cut = 0;             ///< undirected edges whose endpoints differ in part
-  std::int64_t total_volume = 0;         ///< sum over parts of rows sent
+  std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints differ in part
+  std::int64_t total_volume = 0; ///< sum over parts of rows sent
   /// Most rows one part sends / receives per exchange.
   std::int64_t max_send = 0, max_recv = 0;
   /// Rows per part sent / received, on average (equal: every row sent is received).
   double mean_send = 0.0, mean_recv = 0.0;
-  double vertex_balance = 0.0;           ///< max part size / mean part size
-  double edge_balance = 0.0;             ///< max part nonzeros / mean
-  std::vector<std::int64_t> part_nodes;  ///< [P] owned vertices
-  std::vector<std::int64_t> ghosts;      ///< [P] distinct remote vertices each part reads
-  std::vector<std::int64_t> send, recv;  ///< [P] rows each part sends / receives per exchange
+  double vertex_balance = 0.0;          ///< max part size / mean part size
+  double edge_balance = 0.0;            ///< max part nonzeros / mean
+  std::vector<std::int64_t> part_nodes; ///< [P] owned vertices
+  std::vector<std::int64_t> ghosts;     ///< [P] distinct remote vertices each part reads
+  std::vector<std::int64_t> send, recv; ///< [P] rows each part sends / receives per exchange
   /// Rows moved when every part receives every other part's rows (CAGNET 1D broadcast):
   /// (P - 1) · num_nodes.
   std::int64_t broadcast_volume = 0;
@@ -120,8 +120,8 @@ Quality measure(const Csr& a, const Partition& partition);
 /// Connected components of the symmetric `a` (Boost.Graph): the number and the size of the
 /// largest. An isolated vertex is a component of its own.
 struct Components {
-  std::int64_t count = 0;    ///< number of components (0 for an empty graph)
-  std::int64_t largest = 0;  ///< vertices in the largest
+  std::int64_t count = 0;   ///< number of components (0 for an empty graph)
+  std::int64_t largest = 0; ///< vertices in the largest
 };
 /// a: [n, n] in host memory. Throws InvalidArgument when it is not square.
 Components connected_components(const Csr& a);
@@ -134,16 +134,20 @@ std::string to_string(Objective objective);
 std::string to_string(Balance balance);
 /// metis, metis-recursive, block, random, hypergraph, parmetis
 Method parse_method(const std::string& text);
-VertexWeight parse_vertex_weight(const std::string& text);   ///< uniform, degree, compute, cost
-Objective parse_objective(const std::string& text);          ///< cut, volume
-Balance parse_balance(const std::string& text);              ///< none, given, measured
+VertexWeight parse_vertex_weight(const std::string& text); ///< uniform, degree, compute, cost
+Objective parse_objective(const std::string& text);        ///< cut, volume
+Balance parse_balance(const std::string& text);            ///< none, given, measured
 /// Refuses rank speeds (--rank-speeds) that cannot cut `parts` parts under `balance`: Given needs
 /// one positive, finite speed per part (one per rank), the other balances none. Throws
 /// InvalidArgument naming --rank-speeds and the speeds.
 void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts);
-/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text or a non-positive item,
-/// naming `what` (the flag: "--part-weights", "--rank-speeds") and the text.
+/// The smallest a part's weight may be next to the largest: METIS reads shares as 32-bit floats.
+inline constexpr double kMinPartWeightRatio = 1e-6;
+
+/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text, a non-positive item or one
+/// below kMinPartWeightRatio of the largest, naming `what` (the flag: "--part-weights",
+/// "--rank-speeds") and the text.
 std::vector<double> parse_part_weights(const std::string& text,
                                        const std::string& what = "--part-weights");
 
-}  // namespace tessera::partition
+} // namespace tessera::partition

@@ -16,14 +16,16 @@ namespace tessera::runtime {
 /// The flags as typed, parsed by offload_config.
 struct OffloadFlags {
   std::string device_memory, host_memory, offload_dir;
-  std::string chunk_size = "64MiB";
+  std::string chunk_size; ///< empty: 64MiB
   std::string eviction_policy = "farthest-next-use";
 };
 
 /// Adds --device-memory, --host-memory, --offload-dir, --chunk-size and --eviction-policy;
 /// `tensors` says what moves ("parameters, gradients, Adam state and activations").
 void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& tensors);
-/// The configuration the flags ask for. Throws InvalidArgument naming the flag and its text.
+/// The configuration the flags ask for. Throws InvalidArgument naming the flag and its text: a
+/// budget or chunk size of 0 (the flags are left out for no budget), and a --chunk-size or
+/// --eviction-policy without a budget or tier for it to apply to.
 OffloadConfig offload_config(const OffloadFlags& flags);
 /// Whether `config` asks for a chunk manager at all (a budget or a tier).
 bool uses_chunks(const OffloadConfig& config) noexcept;
@@ -34,7 +36,7 @@ std::string describe_memory(const ChunkManager& memory);
 std::string describe_offload(const OffloadStats& stats);
 /// The budgets under `prefix` ("memory": chunk_bytes, device_budget_bytes, host_budget_bytes,
 /// eviction_policy) and the statistics under `prefix`.offload (hits, moved bytes, ...).
-void set_offload_report(RunReport& report, const std::string& prefix,
-                        const OffloadConfig& config, const OffloadStats& stats);
+void set_offload_report(RunReport& report, const std::string& prefix, const OffloadConfig& config,
+                        const OffloadStats& stats);
 
 } // namespace tessera::runtime
