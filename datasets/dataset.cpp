@@ -40,46 +40,87 @@ void require_dataset_files(const std::string& name, const std::string& data_dir,
   }
 }
 
-Dataset load_named(const BackendPtr& backend, const std::string& name, const LoadOptions& options) {
-  const std::string dir = options.data_dir.empty() ? default_data_dir() : options.data_dir;
-  const auto at = [&](const char* relative) { return (fs::path(dir) / relative).string(); };
-  const auto need = [&](std::vector<std::string> paths) {
-    require_dataset_files(name, dir, paths);
-    return paths;
+/// A dataset known by name: its files under the data folder, and how they load (paths in the
+/// order of `files`).
+struct NamedDataset {
+  const char* name;
+  std::vector<const char*> files;
+  Dataset (*load)(const BackendPtr&, const std::vector<std::string>& paths, int split_index);
+};
+
+const std::vector<NamedDataset>& named_datasets() {
+  static const std::vector<NamedDataset> table = {
+      {"cora",
+       {"cora_planetoid/cora_planetoid.npz"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int split) {
+         return load_csr_npz(b, p[0], split);
+       }},
+      {"cora-linqs",
+       {"cora_linqs/cora.content.gz", "cora_linqs/cora.cites"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int) {
+         return load_linqs(b, p[0]);
+       }},
+      {"cora-gnnbench",
+       {"gnn_benchmark/cora.npz"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int split) {
+         return load_csr_npz(b, p[0], split);
+       }},
+      {"minesweeper",
+       {"heterophilous_graphs/minesweeper.npz"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int split) {
+         return load_heterophilous_npz(b, p[0], split);
+       }},
+      {"facebook",
+       {"facebook_page_page/facebook_edges.csv.gz", "facebook_page_page/facebook_target.csv.gz",
+        "facebook_page_page/facebook.json.gz"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int) {
+         return load_musae(b, p[0]);
+       }},
+      {"email-eu-core",
+       {"email_eu_core/email-Eu-core.txt.gz", "email_eu_core/email-Eu-core-department-labels"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int) {
+         return load_email_eu_core(b, p[0], p[1]);
+       }},
+      {"slashdot",
+       {"snap_soc_slashdot0902/soc-Slashdot0902.txt.gz"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int) {
+         return load_snap(b, p[0]);
+       }},
+      {"4elt",
+       {"metis_4elt/4elt.graph"},
+       [](const BackendPtr& b, const std::vector<std::string>& p, int) {
+         return load_metis_graph(b, p[0]);
+       }},
   };
-  Dataset ds;
-  if (name == "cora") {
-    ds = load_csr_npz(backend, need({at("cora_planetoid/cora_planetoid.npz")})[0],
-                      options.split_index);
-  } else if (name == "cora-linqs") {
-    const auto content = at("cora_linqs/cora.content.gz");
-    need({content, at("cora_linqs/cora.cites")});
-    ds = load_linqs(backend, content);
-  } else if (name == "cora-gnnbench") {
-    ds = load_csr_npz(backend, need({at("gnn_benchmark/cora.npz")})[0], options.split_index);
-  } else if (name == "minesweeper") {
-    ds = load_heterophilous_npz(backend, need({at("heterophilous_graphs/minesweeper.npz")})[0],
-                                options.split_index);
-  } else if (name == "facebook") {
-    const auto paths = need({at("facebook_page_page/facebook_edges.csv.gz"),
-                             at("facebook_page_page/facebook_target.csv.gz"),
-                             at("facebook_page_page/facebook.json.gz")});
-    ds = load_musae(backend, paths[0]);
-  } else if (name == "email-eu-core") {
-    const auto paths = need({at("email_eu_core/email-Eu-core.txt.gz"),
-                             at("email_eu_core/email-Eu-core-department-labels")});
-    ds = load_email_eu_core(backend, paths[0], paths[1]);
-  } else if (name == "slashdot") {
-    ds = load_snap(backend, need({at("snap_soc_slashdot0902/soc-Slashdot0902.txt.gz")})[0]);
-  } else if (name == "4elt") {
-    ds = load_metis_graph(backend, need({at("metis_4elt/4elt.graph")})[0]);
-  } else {
+  return table;
+}
+
+/// The named dataset `name` (nullptr when unknown) and its files under the data folder.
+const NamedDataset* find_named(const std::string& name, const LoadOptions& options,
+                               std::vector<std::string>& paths) {
+  const std::string dir = options.data_dir.empty() ? default_data_dir() : options.data_dir;
+  for (const NamedDataset& named : named_datasets()) {
+    if (name != named.name) continue;
+    for (const char* file : named.files)
+      paths.push_back((fs::path(dir) / file).string());
+    return &named;
+  }
+  return nullptr;
+}
+
+Dataset load_named(const BackendPtr& backend, const std::string& name, const LoadOptions& options) {
+  std::vector<std::string> paths;
+  const NamedDataset* named = find_named(name, options, paths);
+  if (named == nullptr) {
     std::error_code ec;
     if (fs::is_directory(name, ec)) throw_not_native(name);
     throw InvalidArgument("unknown dataset '" + name + "'; known names: " + std::string(kNames) +
                           "; or FORMAT:PATH with FORMAT one of " + std::string(kFormats) +
                           "; or a generator rmat:... / sbm:... / blobs:...");
   }
+  require_dataset_files(name, options.data_dir.empty() ? default_data_dir() : options.data_dir,
+                        paths);
+  Dataset ds = named->load(backend, paths, options.split_index);
   ds.name = name;
   return ds;
 }
@@ -145,6 +186,25 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   check_split_index(options.split_index, ds.num_splits(), spec);
   check_stored_splits(ds, options.allow_split_overlap);
   return ds;
+}
+
+std::vector<std::string> dataset_inputs(const std::string& spec, const LoadOptions& options) {
+  const std::size_t colon = spec.find(':');
+  const std::string head = spec.substr(0, colon);
+  const std::string path = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (head == "rmat" || head == "sbm" || head == "blobs" || spec.empty()) return {};
+  if (colon == std::string::npos) {
+    std::vector<std::string> paths;
+    if (find_named(spec, options, paths) != nullptr) return paths;
+    return {spec}; // a native dataset folder (or nothing load_dataset knows)
+  }
+  if (head == "linqs") return {path, cites_path_for(path)};
+  if (head == "musae" && path.find("_edges.csv") != std::string::npos) {
+    const MusaePaths files = musae_paths(path);
+    return {files.edges, files.target, files.features};
+  }
+  // native and ogb name a folder; the other formats one file.
+  return {path};
 }
 
 std::string default_data_dir() {

@@ -10,17 +10,12 @@
 
 namespace tessera::datasets::detail {
 
-namespace {
-
-/// The .cites file beside a .content file: cora.content[.gz] -> cora.cites[.gz].
 std::string cites_path_for(const std::string& content_path) {
   std::string base = content_path;
   if (base.ends_with(".gz")) base.resize(base.size() - 3);
   if (base.ends_with(".content")) base.resize(base.size() - 8);
   return io::first_existing({base + ".cites", base + ".cites.gz"});
 }
-
-} // namespace
 
 Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
   require_host(backend);

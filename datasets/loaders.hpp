@@ -34,6 +34,16 @@ Dataset load_any_npz(const BackendPtr& backend, const std::string& path, int spl
 /// LINQS text: `content_path` (id, features..., class per line), the .cites file beside it.
 Dataset load_linqs(const BackendPtr& backend, const std::string& content_path);
 
+/// The .cites file beside a .content file: cora.content[.gz] -> cora.cites[.gz].
+std::string cites_path_for(const std::string& content_path);
+
+/// The three files of a MUSAE dataset from its edges file. Throws InvalidArgument when the name
+/// is not <prefix>_edges.csv[.gz].
+struct MusaePaths {
+  std::string edges, target, features;
+};
+MusaePaths musae_paths(const std::string& edges_path);
+
 /// A SNAP edge list (`#` comments, whitespace-separated ids); num_nodes = largest id + 1.
 graph::EdgeList read_snap_edges(const std::string& path);
 

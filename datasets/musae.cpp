@@ -10,11 +10,7 @@
 
 namespace tessera::datasets::detail {
 
-namespace {
-
-struct MusaePaths {
-  std::string edges, target, features;
-};
+namespace {} // namespace
 
 MusaePaths musae_paths(const std::string& edges_path) {
   std::string prefix = edges_path;
@@ -28,6 +24,8 @@ MusaePaths musae_paths(const std::string& edges_path) {
   return {edges_path, io::first_existing({prefix + "_target.csv", prefix + "_target.csv.gz"}),
           io::first_existing({prefix + ".json", prefix + ".json.gz"})};
 }
+
+namespace {
 
 /// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1 for N
 /// rows, so the node count comes from the rows, never from an id.

@@ -12,6 +12,7 @@
 #include <tessera/core/timer.hpp>
 #include <tessera/datasets/dataset.hpp>
 #include <tessera/runtime/cli_options.hpp>
+#include <tessera/runtime/job_paths.hpp>
 #include <tessera/runtime/progress_display.hpp>
 
 namespace {
@@ -77,13 +78,16 @@ int main(int argc, char** argv) {
   o.one_split = app.count("--split") > 0;
 
   try {
-    // A bad --out fails now, not after the dataset is loaded.
+    // A bad --out fails now, not after the dataset is loaded; nor may it write over an input.
+    const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed,
+                                              o.allow_split_overlap};
+    tessera::runtime::refuse_outputs_over_inputs(
+        {{"--out", o.out, !o.out.ends_with(".npz")}},
+        tessera::datasets::dataset_inputs(o.dataset, load));
     tessera::datasets::check_save_target(o.out, o.force);
     const tessera::runtime::StdoutProgress progress(true);
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();
-    const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed,
-                                              o.allow_split_overlap};
     auto dataset = tessera::datasets::load_dataset(backend, o.dataset, load);
     if (o.one_split) dataset.all_splits.clear(); // --split K keeps that one alone
     const bool split_added = o.add_split && tessera::datasets::use_default_split_when_missing(

@@ -230,7 +230,10 @@ int main(int argc, char** argv) {
   try {
     runtime::MlpJob job = make_job(options);
     job.comm = comm;
-    // A report that cannot be written fails now, not after the training.
+    // A report that cannot be written, or would overwrite an input, fails now.
+    runtime::refuse_outputs_over_inputs(
+        {{"--report", options.report, false}, {"--offload-dir", job.offload.offload_dir, true}},
+        datasets::dataset_inputs(job.dataset, job.load));
     if (rank == 0 && !options.report.empty()) runtime::check_report_path(options.report);
     const runtime::StdoutProgress loading(rank == 0);
     Progress progress(options.epochs, options.log_every);

@@ -175,7 +175,9 @@ void print_table(const std::vector<Row>& rows) {
 
 int run(const Flags& f) {
   tp::Options options = make_options(f);
-  // A bad --out fails now, not after loading and partitioning.
+  // A bad --out fails now, not after loading and partitioning; nor may it hold an input.
+  tessera::runtime::refuse_outputs_over_inputs(
+      {{"--out", f.out, true}}, tessera::datasets::dataset_inputs(f.dataset, load_options(f)));
   if (!f.out.empty()) tp::check_store_folder(f.out, f.force);
   const tessera::runtime::StdoutProgress progress(true);
   const tessera::Stopwatch load_time;
@@ -259,6 +261,8 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
   tessera::datasets::RowBlock block;
   const tessera::Stopwatch load_time;
   try {
+    tessera::runtime::refuse_outputs_over_inputs(
+        {{"--out", f.out, true}}, tessera::datasets::dataset_inputs(f.dataset, load_options(f)));
     if (root && !f.out.empty()) tp::check_store_folder(f.out, f.force);
     block = tessera::datasets::load_dataset_share(tessera::make_cpu_backend(), f.dataset,
                                                   load_options(f), comm.rank(), comm.size());

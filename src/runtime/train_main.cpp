@@ -7,6 +7,7 @@
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/cli_options.hpp"
+#include "tessera/runtime/job_paths.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/progress_display.hpp"
 #include "tessera/runtime/train_job.hpp"
@@ -418,6 +419,19 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   return job;
 }
 
+/// Refuses outputs that name an input of the job (the report written over the dataset's file, a
+/// checkpoint folder inside the store): before anything is read or written. Resuming into the
+/// folder the checkpoint comes from is what --resume with the same --checkpoint-dir does.
+void check_outputs(const TrainJob& job, const std::string& report) {
+  std::vector<std::string> inputs = datasets::dataset_inputs(job.dataset, job.load);
+  inputs.push_back(job.partition_dir);
+  refuse_outputs_over_inputs({{"--checkpoint-dir", job.checkpoint_dir, true},
+                              {"--offload-dir", job.offload.offload_dir, true}},
+                             inputs);
+  inputs.push_back(job.resume_dir);
+  refuse_outputs_over_inputs({{"--report", report, false}}, inputs);
+}
+
 /// Refuses flags that would be ignored with the others given: a user who passes them expects
 /// them to do something.
 void check_flag_combinations(const CLI::App& app, const Options& o) {
@@ -546,6 +560,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     job.comm = comm;
     // With a store, the dataset is the store's unless named explicitly (then it must match).
     if (!options.partition_dir.empty() && app.count("--dataset") == 0) job.dataset.clear();
+    check_outputs(job, options.report);
     const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
     check_failure(fail_rank, fail_epoch, comm->size(), options.epochs);
     // A report that cannot be written fails now, not after hours of training.

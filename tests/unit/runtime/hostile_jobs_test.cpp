@@ -5,6 +5,7 @@
 #include "tessera/tessera.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -171,6 +172,51 @@ TEST(HostileFeatures, DivergenceOnFeaturesOf1e38NamesTheirRangeNotOnlyTheLearnin
                   AllOf(HasSubstr("training diverged"),
                         HasSubstr("the input features reach 1e+38 in absolute value"),
                         HasSubstr("--normalize-features true"))));
+}
+
+// ---- no output over an input ----------------------------------------------------------------
+
+TEST(JobPaths, AnOutputThatIsAnInputOrLiesInsideOneIsRefusedNamingBoth) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("tessera-job-paths-" + std::to_string(getpid()));
+  fs::create_directories(dir / "store");
+  const std::string data = (dir / "data.npz").string(), store = (dir / "store").string();
+  std::ofstream(data) << "the dataset";
+  fs::create_hard_link(data, dir / "link.npz");
+  const std::vector<std::string> inputs{data, store};
+  const auto refused = [&](const runtime::JobOutput& output, const std::string& relation) {
+    EXPECT_THAT([&] { runtime::refuse_outputs_over_inputs({output}, inputs); },
+                ::testing::ThrowsMessage<IoError>(
+                    AllOf(HasSubstr(output.flag + " '" + output.path + "' " + relation),
+                          HasSubstr("an input of this job"))))
+        << output.path;
+  };
+
+  refused({"--report", data, false}, "is");
+  refused({"--report", (dir / "." / "data.npz").string(), false}, "is");
+  refused({"--report", (dir / "link.npz").string(), false}, "is"); // the same inode
+  refused({"--report", (dir / "store" / "manifest.json").string(), false}, "lies inside");
+  refused({"--checkpoint-dir", (dir / "store" / "new").string(), true}, "lies inside");
+  refused({"--out", dir.string(), true}, "holds");
+  EXPECT_NO_THROW(runtime::refuse_outputs_over_inputs(
+      {{"--report", (dir / "report.json").string(), false},
+       {"--checkpoint-dir", (dir / "storefront").string(), true},
+       {"--offload-dir", "", true}},
+      inputs));
+  fs::remove_all(dir);
+}
+
+TEST(JobPaths, DatasetInputsAreTheFilesALoadWouldRead) {
+  datasets::LoadOptions options;
+  options.data_dir = "/data";
+
+  EXPECT_EQ(datasets::dataset_inputs("cora", options),
+            (std::vector<std::string>{"/data/cora_planetoid/cora_planetoid.npz"}));
+  EXPECT_EQ(datasets::dataset_inputs("npz:/x/g.npz", options),
+            (std::vector<std::string>{"/x/g.npz"}));
+  EXPECT_EQ(datasets::dataset_inputs("musae:/m/fb_edges.csv.gz", options),
+            (std::vector<std::string>{"/m/fb_edges.csv.gz", "/m/fb_target.csv", "/m/fb.json"}));
+  EXPECT_TRUE(datasets::dataset_inputs(kSbm, options).empty());
 }
 
 } // namespace

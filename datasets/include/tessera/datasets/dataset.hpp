@@ -86,6 +86,11 @@ struct LoadOptions {
 Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
                      const LoadOptions& options);
 
+/// The files and folders load_dataset(spec, options) reads (a named dataset's files under the data
+/// folder, FORMAT:PATH's file and the files beside it, a native or OGB folder), without reading
+/// them: what a job's outputs must not overwrite. Empty for a generator.
+std::vector<std::string> dataset_inputs(const std::string& spec, const LoadOptions& options);
+
 /// The default data folder: $TESSERA_DATA_DIR, else $XDG_CACHE_HOME/tessera/datasets, else
 /// ~/.cache/tessera/datasets.
 std::string default_data_dir();
