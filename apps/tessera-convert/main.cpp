@@ -81,10 +81,10 @@ int main(int argc, char** argv) {
     // A bad --out fails now, not after the dataset is loaded; nor may it write over an input.
     const tessera::datasets::LoadOptions load{o.data_dir, o.split_index, o.seed,
                                               o.allow_split_overlap};
+    tessera::datasets::check_save_target(o.out, o.force);
     tessera::runtime::refuse_outputs_over_inputs(
         {{"--out", o.out, !o.out.ends_with(".npz")}},
         tessera::datasets::dataset_inputs(o.dataset, load));
-    tessera::datasets::check_save_target(o.out, o.force);
     const tessera::runtime::StdoutProgress progress(true);
     const tessera::Stopwatch load_time;
     const auto backend = tessera::make_cpu_backend();

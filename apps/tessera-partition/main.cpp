@@ -176,9 +176,9 @@ void print_table(const std::vector<Row>& rows) {
 int run(const Flags& f) {
   tp::Options options = make_options(f);
   // A bad --out fails now, not after loading and partitioning; nor may it hold an input.
+  if (!f.out.empty()) tp::check_store_folder(f.out, f.force);
   tessera::runtime::refuse_outputs_over_inputs(
       {{"--out", f.out, true}}, tessera::datasets::dataset_inputs(f.dataset, load_options(f)));
-  if (!f.out.empty()) tp::check_store_folder(f.out, f.force);
   const tessera::runtime::StdoutProgress progress(true);
   const tessera::Stopwatch load_time;
   const auto backend = tessera::make_cpu_backend();
@@ -261,9 +261,9 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
   tessera::datasets::RowBlock block;
   const tessera::Stopwatch load_time;
   try {
+    if (root && !f.out.empty()) tp::check_store_folder(f.out, f.force);
     tessera::runtime::refuse_outputs_over_inputs(
         {{"--out", f.out, true}}, tessera::datasets::dataset_inputs(f.dataset, load_options(f)));
-    if (root && !f.out.empty()) tp::check_store_folder(f.out, f.force);
     block = tessera::datasets::load_dataset_share(tessera::make_cpu_backend(), f.dataset,
                                                   load_options(f), comm.rank(), comm.size());
   } catch (const std::exception&) {

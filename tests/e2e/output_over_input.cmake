@@ -1,6 +1,6 @@
 # An output that names an input of the same job is refused before anything is read or written,
 # and the input is left as it was (issue 37): --report over the dataset's file, tessera-convert
-# --out over its own input (even with --force), tessera-partition --out around the data folder.
+# --out over its own input (even with --force), tessera-partition --out inside the data folder.
 file(REMOVE_RECURSE ${WORK_DIR})
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(data ${WORK_DIR}/data.npz)
@@ -23,7 +23,9 @@ endfunction()
 
 expect_refused(--report ${TRAIN} --dataset npz:${data} --epochs 1 --report ${data})
 expect_refused(--out ${CONVERT} --dataset npz:${data} --out ${data} --force)
-expect_refused(--out ${PARTITION} --dataset npz:${data} --parts 2 --out ${WORK_DIR} --force)
+execute_process(COMMAND ${CONVERT} --dataset npz:${data} --out ${WORK_DIR}/native OUTPUT_QUIET)
+expect_refused(--out ${PARTITION} --dataset ${WORK_DIR}/native --parts 2
+               --out ${WORK_DIR}/native/store)
 file(SHA256 ${data} after)
 if(NOT before STREQUAL after)
   message(FATAL_ERROR "${data} changed")
