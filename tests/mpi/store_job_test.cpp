@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string>
+#include <sys/stat.h>
 #include <tessera/tessera.hpp>
 #include <vector>
 
@@ -147,6 +148,29 @@ TEST(StoreJob, AStoreIsMatchedToItsSpecByChecksumNotByTheNameItRecorded) {
   EXPECT_EQ(runtime::run_train_job(job).result.history.size(), 2u);
   job.dataset = "npz:" + other;
   expect_refused<InvalidArgument>(job, {"was cut from a graph with checksum"});
+}
+
+// Issue 37: a part file that is a FIFO blocked its rank forever in open() while the others
+// waited in the first collective; it is refused before it is opened, on every rank.
+TEST(StoreJob, APartFileThatIsAFifoFailsEveryRankNamingItInsteadOfBlocking) {
+  const SharedFolder folder("fifo");
+  const std::string store = folder.file("store");
+  const int last = world()->size() - 1;
+  const std::string labels = partition::part_description_path(store, last);
+  const std::string fifo = (fs::path(labels).parent_path() / "labels.bin").string();
+  if (world()->rank() == 0) {
+    write_store_of(graph(1), store);
+    fs::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = store;
+
+  // The rank that read it names the file; every other one also names that rank.
+  std::vector<std::string> parts{fifo, "FIFO (named pipe), not a regular file"};
+  if (world()->rank() != last) parts.push_back("rank " + std::to_string(last));
+  expect_refused<IoError>(job, parts);
 }
 
 TEST(StoreJob, ADatasetOfOneClassSaysSoOnEveryRank) {
