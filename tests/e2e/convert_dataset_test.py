@@ -153,22 +153,10 @@ class PickledNpz(unittest.TestCase):
         self.assertEqual(result.returncode, 1)
         self.assertIn("array 'idx_train': node id 99 outside 0..29", result.stderr)
 
-    def test_a_pickled_command_is_refused_and_not_run(self):
-        marker = os.path.join(self.dir.name, "ran")
-        path = os.path.join(self.dir.name, "evil.npz")
-        np.savez(path, adj_matrix=np.array(Calls(os.system, f"touch {shlex.quote(marker)}"),
-                                           dtype=object))
-
-        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-        self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertIn(f"{path}: array 'adj_matrix' pickles the class '{pickled_name(os.system)}'",
-                      result.stderr)
-        self.assertFalse(os.path.exists(marker))
-
     def test_only_arrays_sparse_matrices_and_containers_are_unpickled(self):
         marker = os.path.join(self.dir.name, "ran")
-        for function, *args in ((subprocess.call, ["touch", marker]),
+        for function, *args in ((os.system, f"touch {shlex.quote(marker)}"),
+                                (subprocess.call, ["touch", marker]),
                                 (eval, f"open({marker!r}, 'w')"), (exec, f"open({marker!r}, 'w')"),
                                 (getattr, "", "join"), (__import__, "shutil")):
             with self.subTest(pickled_name(function)):
@@ -179,8 +167,8 @@ class PickledNpz(unittest.TestCase):
                 result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
 
                 self.assertEqual(result.returncode, 1, result.stderr)
-                self.assertIn(f"array 'labels' pickles the class '{pickled_name(function)}'",
-                              result.stderr)
+                self.assertIn(f"{path}: array 'labels' pickles the class "
+                              f"'{pickled_name(function)}'", result.stderr)
                 self.assertFalse(os.path.exists(marker))
 
     def test_pickles_of_numpy_2_and_scipy_before_1_8_convert(self):
