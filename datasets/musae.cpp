@@ -133,6 +133,7 @@ Dataset load_musae(const BackendPtr& backend, const std::string& edges_path) {
   ds.adjacency = graph::build_symmetric_csr(
       backend, read_edge_csv(paths.edges, ds.num_nodes, true, "the target file"));
   ds.features.sparse = read_feature_lists(backend, paths.features, ds.num_nodes);
+  ds.origin.features = paths.features + ": its largest feature id + 1";
   check_loaded(ds, {.features = paths.features, .edges = paths.edges, .labels = paths.target});
   return ds;
 }

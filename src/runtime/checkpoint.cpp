@@ -6,8 +6,10 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/io/graph_files.hpp"
 #include "tessera/io/text_input.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <fmt/core.h>
 #include <limits>
@@ -96,9 +98,15 @@ std::string current_epoch_folder(const std::string& dir) {
   throw FormatError("checkpoint file '" + file + "': " + problem);
 }
 
+/// "0a1b2c3d": the CRC-32 of `text`, as latest.json records checkpoint.json's.
+std::string text_crc(const std::string& text) {
+  return io::crc_hex(io::crc32_update(0, text.data(), text.size()));
+}
+
 /// The JSON document in `file`: a regular file (a FIFO is refused, not waited on) of at most
-/// kMaxJsonBytes, refused before it is read into memory when larger.
-json read_json(const std::string& file) {
+/// kMaxJsonBytes, refused before it is read into memory when larger. Its text's CRC goes to
+/// `crc` when given.
+json read_json(const std::string& file, std::string* crc = nullptr) {
   std::error_code error;
   if (!fs::exists(fs::symlink_status(file, error))) {
     throw IoError("cannot read checkpoint file '" + file + "': it does not exist");
@@ -111,6 +119,7 @@ json read_json(const std::string& file) {
   } catch (const FormatError& e) {
     malformed(file, e.what());
   }
+  if (crc != nullptr) *crc = text_crc(text);
   try {
     return json::parse(text);
   } catch (const json::exception& e) {
@@ -159,6 +168,16 @@ gnn::SplitMetrics read_metrics(const json& object, const char* key, const std::s
   const json& m = object.at(key);
   gnn::SplitMetrics out{field<double>(m, "loss", file), field<double>(m, "accuracy", file), {}};
   if (m.contains("roc_auc")) out.roc_auc = field<double>(m, "roc_auc", file);
+  // What a run measured: a finite loss, accuracy and ROC-AUC fractions (a resumed run reports
+  // them as its best epoch's).
+  const auto refuse = [&](const char* what, double value, const char* range) {
+    malformed(file, fmt::format("field '{}.{}' is {}, not {}", key, what, value, range));
+  };
+  if (!(std::isfinite(out.loss) && out.loss >= 0)) refuse("loss", out.loss, "a finite loss >= 0");
+  if (!(out.accuracy >= 0 && out.accuracy <= 1)) refuse("accuracy", out.accuracy, "in [0, 1]");
+  if (out.roc_auc && !(*out.roc_auc >= 0 && *out.roc_auc <= 1)) {
+    refuse("roc_auc", *out.roc_auc, "in [0, 1]");
+  }
   return out;
 }
 
@@ -246,6 +265,11 @@ std::vector<float> read_tensor(const std::string& folder, const json& entry, con
   }
   const std::string recorded = field<std::string>(entry, (std::string(key) + "_crc").c_str(), file);
   io::StoredArray<float> array = io::read_array<float>(path, true, rows, cols);
+  if (const std::size_t bad = io::first_non_finite(array.data); bad < array.data.size()) {
+    malformed(path, fmt::format("value {} at index {} is not finite: a checkpoint holds the "
+                                "weights of a run that had not diverged",
+                                array.data[bad], bad));
+  }
   if (io::crc_hex(array.crc) != recorded) {
     malformed(path, "its payload has CRC-32 " + io::crc_hex(array.crc) + ", but " + file +
                         " records " + recorded +
@@ -323,11 +347,14 @@ void write_checkpoint(const std::string& dir, const Checkpoint& checkpoint) {
                          {"test_at_best_val", metrics_json(state.test_at_best_val)},
                          {"final_test", metrics_json(state.final_test)},
                          {"parameters", std::move(parameters)}};
-  // Written last: an epoch folder with checkpoint.json holds every array it names.
-  io::write_text_file(join(folder, kState), io::json_text(document));
+  // Written last: an epoch folder with checkpoint.json holds every array it names. latest.json
+  // seals it by its CRC, as a store's manifest seals its parts: an edit is refused on resume.
+  const std::string state_text = io::json_text(document);
+  io::write_text_file(join(folder, kState), state_text);
   const json latest = {{"format", kFormat},
                        {"format_version", checkpoint.format_version},
                        {"checkpoint", name},
+                       {"checkpoint_crc", text_crc(state_text)},
                        {"epoch", state.epoch}};
   io::write_text_file(join(dir, kLatest), io::json_text(latest));
 
@@ -360,7 +387,15 @@ Checkpoint read_checkpoint(const std::string& dir) {
   }
   const std::string folder = join(dir, name);
   const std::string file = join(folder, kState);
-  const json state_json = read_json(file);
+  std::string crc;
+  const json state_json = read_json(file, &crc);
+  if (version >= 2) {
+    const std::string sealed = field<std::string>(latest, "checkpoint_crc", latest_file);
+    if (sealed != crc) {
+      malformed(file, "its CRC-32 is " + crc + ", but " + latest_file + " records " + sealed +
+                          ": it was changed after the checkpoint was written");
+    }
+  }
   Checkpoint checkpoint;
   checkpoint.format_version = field<int>(state_json, "format_version", file);
   if (checkpoint.format_version != version) {
@@ -382,8 +417,11 @@ Checkpoint read_checkpoint(const std::string& dir) {
     }
   }
   state.adam_steps = field<std::int64_t>(state_json, "adam_steps", file);
-  if (state.adam_steps < 0) {
-    malformed(file, fmt::format("field 'adam_steps' is {}", state.adam_steps));
+  // Full-graph training takes one Adam step per epoch.
+  if (state.adam_steps != state.epoch) {
+    malformed(file, fmt::format("field 'adam_steps' is {}, but training takes one Adam step per "
+                                "epoch and this checkpoint is of epoch {}",
+                                state.adam_steps, state.epoch));
   }
   state.best_epoch = field<int>(state_json, "best_epoch", file);
   if (state.best_epoch < 0 || state.best_epoch > state.epoch) {

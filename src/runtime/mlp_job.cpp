@@ -628,6 +628,7 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
 std::string mlp_report_json(const MlpResult& r) {
   RunReport report;
   const MlpJob& job = r.job;
+  report.set("format", kReportFormat);
   report.set("config.program", "tessera-mlp");
   report.set("config.dataset", job.dataset);
   report.set("config.layer_sizes", std::vector<double>(r.layer_sizes.begin(), r.layer_sizes.end()));
@@ -683,10 +684,6 @@ std::string mlp_report_json(const MlpResult& r) {
 
 void write_mlp_report(const MlpResult& result, const std::string& path) {
   io::write_text_file(path, mlp_report_json(result));
-}
-
-void check_report_path(const std::string& path) {
-  io::check_output_file(path);
 }
 
 } // namespace tessera::runtime

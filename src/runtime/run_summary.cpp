@@ -5,11 +5,14 @@
 #include "metric_report.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/io/text_input.hpp"
 #include "tessera/runtime/offload_options.hpp"
 
 #include <algorithm>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <sys/stat.h>
 #include <type_traits>
 #include <variant>
 
@@ -284,11 +287,46 @@ std::string describe_stalls(const std::vector<RankStall>& stalls) {
 
 std::string report_json(const RunSummary& summary) {
   RunReport report;
+  report.set("format", kReportFormat);
   report_config(report, summary);
   report_figures(report, summary);
   report_result(report, summary.result);
   report_stalls(report, summary.stalls);
   return report.dump() + "\n";
+}
+
+namespace {
+
+/// Whether `text` is a run report: one that says so, or one written before reports did (a JSON
+/// object with the config and metrics a report always has).
+bool is_run_report(const std::string& text) {
+  const nlohmann::json report = nlohmann::json::parse(text, nullptr, false);
+  if (report.is_discarded() || !report.is_object()) return false;
+  if (report.value("format", "") == kReportFormat) return true;
+  return report.contains("config") && report["config"].is_object() && report.contains("metrics") &&
+         report["metrics"].is_object();
+}
+
+} // namespace
+
+void check_report_path(const std::string& path) {
+  io::check_output_file(path);
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode) || info.st_size == 0) return;
+  // Bounded: a report holds a few MiB of epochs; anything larger is no report of ours.
+  constexpr std::size_t kMaxReportBytes = std::size_t{256} << 20;
+  bool report = false;
+  try {
+    report = is_run_report(io::read_text_file(path, kMaxReportBytes));
+  } catch (const Error&) {
+    report = false; // binary, too large or unreadable: not a report
+  }
+  if (!report) {
+    throw IoError("--report '" + path +
+                  "' is an existing file that is not a Tessera run report: "
+                  "a report replaces only an earlier report; remove the file or choose another "
+                  "path");
+  }
 }
 
 void write_report(const RunSummary& summary, const std::string& path) {

@@ -564,7 +564,7 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
     check_failure(fail_rank, fail_epoch, comm->size(), options.epochs);
     // A report that cannot be written fails now, not after hours of training.
-    if (rank == 0 && !options.report.empty()) io::check_output_file(options.report);
+    if (rank == 0 && !options.report.empty()) check_report_path(options.report);
     catch_stop_signals(rank);
     const StdoutProgress loading(rank == 0);
     ProgressPrinter progress(options.epochs, options.log_every);

@@ -1,6 +1,7 @@
 // Checkpoints on one rank (several: tests/mpi): a stopped and resumed run trains exactly as an
 // uninterrupted one, the folder keeps one complete checkpoint, and checkpoints of other data,
 // shapes or versions, or damaged ones, are refused naming what is wrong.
+#include "tessera/io/array_file.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
@@ -10,6 +11,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,6 +72,17 @@ nlohmann::json read_json(const std::string& path) {
 
 void write_json(const std::string& path, const nlohmann::json& value) {
   std::ofstream(path) << value.dump();
+}
+
+/// Writes `value` as the checkpoint.json at `state` and seals it in `dir`'s latest.json, as an
+/// edit by someone who knows the format would: what the reader checks beyond the seal.
+void write_sealed(const std::string& dir, const std::string& state, const nlohmann::json& value) {
+  const std::string text = value.dump();
+  std::ofstream(state) << text;
+  const std::string latest_file = (fs::path(dir) / "latest.json").string();
+  nlohmann::json latest = read_json(latest_file);
+  latest["checkpoint_crc"] = io::crc_hex(io::crc32_update(0, text.data(), text.size()));
+  write_json(latest_file, latest);
 }
 
 /// Runs `job` until the stop hook fires after `epoch`, writing a checkpoint to `dir`.
@@ -307,10 +320,10 @@ TEST(Checkpoint, ActivationDTypeIsSavedResumedWithANoteWhenItChangesAndFp32WhenA
   const std::string state = dir.file("epoch-000004/checkpoint.json");
   nlohmann::json document = read_json(state);
   document["run"]["model"].erase("activation_dtype");
-  write_json(state, document);
+  write_sealed(dir.path(), state, document);
   EXPECT_EQ(runtime::read_checkpoint(dir.path()).run.model.activation_dtype, ActivationDType::Fp32);
   document["run"]["model"]["activation_dtype"] = "fp8";
-  write_json(state, document);
+  write_sealed(dir.path(), state, document);
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(
                   AllOf(HasSubstr("checkpoint.json"), HasSubstr("activation_dtype"))));
@@ -323,25 +336,54 @@ TEST(Checkpoint, DamagedCheckpointsAreRefusedWithTheFileNamed) {
   const std::string state = folder + "/checkpoint.json";
   const nlohmann::json good = read_json(state);
 
-  // A shape in the JSON far beyond what the files hold: refused before any allocation.
+  // Any edit of checkpoint.json breaks the seal latest.json keeps.
+  nlohmann::json better = good;
+  better["best_val"]["accuracy"] = 0.99;
+  write_json(state, better);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("checkpoint.json"), HasSubstr("changed after"))));
+  // Edits sealed again are checked field by field. A shape in the JSON far beyond what the files
+  // hold: refused before any allocation.
   nlohmann::json huge = good;
   huge["parameters"][1]["rows"] = std::int64_t{1} << 30;
-  write_json(state, huge);
+  write_sealed(dir.path(), state, huge);
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(HasSubstr("param-1.value.bin")));
-  // A field of the wrong type, then text that is not JSON.
+  // A field of the wrong type, a metric no run measures, Adam steps that are not the epochs'.
   nlohmann::json wrong = good;
   wrong["epoch"] = "two";
-  write_json(state, wrong);
+  write_sealed(dir.path(), state, wrong);
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(
                   AllOf(HasSubstr("checkpoint.json"), HasSubstr("'epoch'"))));
+  nlohmann::json impossible = good;
+  impossible["best_val"]["accuracy"] = 1.5;
+  write_sealed(dir.path(), state, impossible);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("'best_val.accuracy' is 1.5")));
+  nlohmann::json steps = good;
+  steps["adam_steps"] = 7;
+  write_sealed(dir.path(), state, steps);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("'adam_steps' is 7")));
+  // Text that is not JSON.
   std::ofstream(state) << "{\"format\": ";
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(HasSubstr("not valid JSON")));
-  // A truncated weight file.
-  write_json(state, good);
-  fs::resize_file(folder + "/param-0.value.bin", 70);
+  // A weight that is not finite, written with a valid header and CRC and sealed again; then a
+  // truncated weight file.
+  const std::string weights = folder + "/param-0.value.bin";
+  io::StoredArray<float> stored = io::read_array<float>(weights, true);
+  stored.data.back() = std::numeric_limits<float>::quiet_NaN();
+  nlohmann::json diverged = good;
+  diverged["parameters"][0]["value_crc"] =
+      io::crc_hex(io::write_array<float>(weights, stored.data, stored.rows, stored.cols));
+  write_sealed(dir.path(), state, diverged);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("param-0.value.bin"), HasSubstr("not finite"))));
+  fs::resize_file(weights, 70);
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
               ::testing::ThrowsMessage<FormatError>(HasSubstr("param-0.value.bin")));
   // latest.json naming a folder outside the checkpoint folder, then no latest.json at all.

@@ -219,5 +219,30 @@ TEST(JobPaths, DatasetInputsAreTheFilesALoadWouldRead) {
   EXPECT_TRUE(datasets::dataset_inputs(kSbm, options).empty());
 }
 
+TEST(JobPaths, AReportReplacesOnlyAnEarlierReport) {
+  const TempFile file("report.json");
+  // Nothing there yet, an empty file, a report of tessera-train: replaced.
+  EXPECT_NO_THROW(runtime::check_report_path(file.path()));
+  std::ofstream(file.path()).flush();
+  EXPECT_NO_THROW(runtime::check_report_path(file.path()));
+  std::ofstream(file.path()) << runtime::report_json(runtime::RunSummary{});
+  EXPECT_NO_THROW(runtime::check_report_path(file.path()));
+  // A report written before reports said what they are: its config and metrics tell it.
+  std::ofstream(file.path()) << R"({"config": {"dataset": "cora"}, "metrics": {}})";
+  EXPECT_NO_THROW(runtime::check_report_path(file.path()));
+  // Anything else is kept: JSON of another tool, text, binary bytes.
+  for (const std::string& other :
+       std::vector<std::string>{R"({"name": "my notes"})", "ids,labels\n0,1\n",
+                                std::string("\x7f"
+                                            "ELF\0\1",
+                                            6)}) {
+    std::ofstream(file.path(), std::ios::binary) << other;
+    EXPECT_THAT([&] { runtime::check_report_path(file.path()); },
+                ::testing::ThrowsMessage<IoError>(
+                    AllOf(HasSubstr(file.path()), HasSubstr("not a Tessera run report"))))
+        << other;
+  }
+}
+
 } // namespace
 } // namespace tessera

@@ -193,8 +193,4 @@ std::string mlp_report_json(const MlpResult& result);
 /// IoError naming the file.
 void write_mlp_report(const MlpResult& result, const std::string& path);
 
-/// The preflight of write_mlp_report, for before training: throws IoError naming `path` when it
-/// could not be written later. Creates nothing that stays.
-void check_report_path(const std::string& path);
-
 } // namespace tessera::runtime

@@ -145,6 +145,15 @@ std::string report_json(const RunSummary& summary);
 /// naming the file.
 void write_report(const RunSummary& summary, const std::string& path);
 
+/// The "format" every run report (tessera-train's, tessera-mlp's) carries.
+inline constexpr const char* kReportFormat = "tessera-run-report";
+
+/// The preflight of a report, for before training: throws IoError naming `path` when it could not
+/// be written later (io::check_output_file's rules), or when it is an existing file that is not a
+/// Tessera run report — a report replaces only an earlier report (or an empty file), never a
+/// dataset, a program or any other file. Creates nothing that stays.
+void check_report_path(const std::string& path);
+
 /// The per-rank spread of the figures (max, mean, min over ranks), one line each, and the
 /// halo bytes all ranks move: what train_main prints after a run of several ranks.
 std::string rank_table(const RunSummary& summary);
