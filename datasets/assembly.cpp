@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fmt/core.h>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -81,7 +82,10 @@ graph::EdgeList read_edge_csv(const std::string& path, std::int64_t num_nodes, b
     io::split_on(line, ',', fields);
     // A header ("id_1,id_2"): a first field that is no number at all (one beyond 64 bits, or a
     // negative one, is a record, and refused below).
-    const bool header = header_allowed && first && fields[0].find_first_of("-0123456789") != 0;
+    // Spaces before a number do not make it a header (the record is refused as such below).
+    const std::string_view lead =
+        fields[0].substr(std::min(fields[0].find_first_not_of(" \t"), fields[0].size()));
+    const bool header = header_allowed && first && lead.find_first_of("-0123456789") != 0;
     first = false;
     if (header) continue;
     if (fields.size() != 2) in.fail("expected 'source,target', found " + io::quote(line));
@@ -186,6 +190,87 @@ void check_finite(const Csr& adjacency, const graph::Features& features, const S
     io::require_finite(*features.sparse, sources.features, "feature", first_row);
   }
   io::require_finite(adjacency, sources.edges, "edge value", first_row);
+}
+
+std::uint64_t pair_hash(std::int64_t r, std::int64_t c) noexcept {
+  std::uint64_t x = (static_cast<std::uint64_t>(r) << 32) ^ static_cast<std::uint64_t>(c);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+namespace {
+
+/// The first entry of `a`'s row r that breaks the form check_adjacency_rows names, as a message;
+/// empty when the row is in that form.
+std::string adjacency_row_problem(const Csr& a, std::int64_t r, std::int64_t row,
+                                  const std::string& col_file, const std::string& val_file) {
+  for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+    const std::int64_t c = a.col()[k];
+    const std::string at = " at row " + std::to_string(row) + ", column " + std::to_string(c);
+    if (c < 0 || c >= a.cols()) {
+      return col_file + ": column" + at + " is outside the graph's " + std::to_string(a.cols()) +
+             " nodes";
+    }
+    if (c == row) {
+      return col_file + ": self-loop" + at +
+             ": a dataset's adjacency holds none (models add their own)";
+    }
+    if (k > a.row_ptr()[r] && c <= a.col()[k - 1]) {
+      return col_file + ": column" + at + " follows column " + std::to_string(a.col()[k - 1]) +
+             ": a row's columns are ascending and unique (no edge twice)";
+    }
+    if (a.val()[k] != 1.0f) {
+      return val_file + ": edge value " + fmt::format("{}", a.val()[k]) + at +
+             ": every edge of a dataset weighs 1";
+    }
+  }
+  return {};
+}
+
+} // namespace
+
+void check_adjacency_rows(const Csr& adjacency, std::int64_t first_row, const std::string& col_file,
+                          const std::string& val_file) {
+  bool good = true;
+#pragma omp parallel for reduction(&& : good) schedule(static)
+  for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
+    good = good && adjacency_row_problem(adjacency, r, first_row + r, col_file, val_file).empty();
+  }
+  if (good) return;
+  for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
+    const std::string problem =
+        adjacency_row_problem(adjacency, r, first_row + r, col_file, val_file);
+    if (!problem.empty()) throw FormatError(problem);
+  }
+}
+
+void check_adjacency(const Csr& adjacency, const std::string& col_file,
+                     const std::string& val_file) {
+  check_adjacency_rows(adjacency, 0, col_file, val_file);
+  const Offset* row_ptr = adjacency.row_ptr();
+  const LocalId* col = adjacency.col();
+  std::uint64_t forward = 0, backward = 0;
+#pragma omp parallel for reduction(+ : forward, backward) schedule(static)
+  for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
+    for (Offset k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+      forward += pair_hash(r, col[k]);
+      backward += pair_hash(col[k], r);
+    }
+  }
+  if (forward == backward) return;
+  // Asymmetric: find the entry without its mirror (rows are sorted, so by binary search).
+  for (std::int64_t r = 0; r < adjacency.rows(); ++r) {
+    for (Offset k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
+      const std::int64_t c = col[k];
+      if (!std::binary_search(col + row_ptr[c], col + row_ptr[c + 1], static_cast<LocalId>(r))) {
+        throw FormatError(col_file + ": edge (" + std::to_string(r) + ", " + std::to_string(c) +
+                          ") has no mirror (" + std::to_string(c) + ", " + std::to_string(r) +
+                          "): a dataset's adjacency is symmetric (each undirected edge stored "
+                          "both ways)");
+      }
+    }
+  }
 }
 
 void check_loaded(Dataset& dataset, const Sources& sources) {

@@ -115,6 +115,23 @@ void check_loaded(Dataset& dataset, const Sources& sources);
 void check_finite(const Csr& adjacency, const graph::Features& features, const Sources& sources,
                   std::int64_t first_row);
 
+/// A 64-bit hash of the ordered pair (r, c) (the splitmix64 finalizer): summed over a matrix's
+/// entries as (r, c) and as (c, r), the two sums agree exactly when its pattern is symmetric (up
+/// to a 2^-64 chance), in one streaming pass.
+std::uint64_t pair_hash(std::int64_t r, std::int64_t c) noexcept;
+
+/// The form a Dataset's adjacency has, checked on rows [first_row, ...) of one read from a file
+/// that claims it (a native dataset): columns in [0, cols), ascending and unique in each row, no
+/// self-loop, every value 1. Throws FormatError naming `col_file` or `val_file`, the row (numbered
+/// from `first_row`) and the column.
+void check_adjacency_rows(const Csr& adjacency, std::int64_t first_row, const std::string& col_file,
+                          const std::string& val_file);
+
+/// check_adjacency_rows over a whole [N, N] adjacency, and its symmetry: an entry (r, c) without
+/// (c, r) is refused naming it.
+void check_adjacency(const Csr& adjacency, const std::string& col_file,
+                     const std::string& val_file);
+
 /// Throws InvalidArgument "split index 3 (--split) is out of range: 'SOURCE' stores 1 split
 /// (accepted: 0)" for `split_index` (LoadOptions::split_index, the --split flag).
 [[noreturn]] void refuse_split_index(int split_index, std::int64_t num_splits,

@@ -7,6 +7,8 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 namespace tessera::datasets::detail {
 
@@ -27,8 +29,50 @@ MusaePaths musae_paths(const std::string& edges_path) {
 
 namespace {
 
-/// Class name per node from "id,...,label" lines after a header; node ids must be 0..N-1 for N
-/// rows, so the node count comes from the rows, never from an id.
+/// The fields of one CSV record (RFC 4180): a field in double quotes may hold commas and doubled
+/// quotes (""), which stand for one. An unterminated quote, or text after a closing quote, is
+/// refused naming the line.
+void split_csv(const io::LineReader& in, std::string_view line, std::vector<std::string>& fields) {
+  fields.assign(1, std::string());
+  std::size_t i = 0;
+  bool quoted_field = false;
+  while (i < line.size()) {
+    const char c = line[i];
+    if (c == ',') {
+      fields.emplace_back();
+      quoted_field = false;
+      ++i;
+    } else if (c == '"' && fields.back().empty() && !quoted_field) {
+      quoted_field = true;
+      const std::size_t open = i++;
+      while (true) {
+        if (i >= line.size()) {
+          in.fail("the quote at column " + std::to_string(open + 1) + " is never closed");
+        }
+        if (line[i] == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+          fields.back().push_back('"');
+          i += 2;
+        } else if (line[i] == '"') {
+          ++i;
+          break;
+        } else {
+          fields.back().push_back(line[i++]);
+        }
+      }
+      if (i < line.size() && line[i] != ',') {
+        in.fail("text after the closing quote at column " + std::to_string(i) + ": " +
+                io::quote(line));
+      }
+    } else {
+      fields.back().push_back(c);
+      ++i;
+    }
+  }
+}
+
+/// Class name per node from "id,...,label" lines after a header (CSV: a quoted label may hold
+/// commas); node ids must be 0..N-1 for N rows, so the node count comes from the rows, never
+/// from an id.
 std::vector<std::string> read_targets(const std::string& path) {
   struct Row {
     std::int64_t id;
@@ -38,27 +82,22 @@ std::vector<std::string> read_targets(const std::string& path) {
   std::vector<Row> rows;
   io::LineReader in(path);
   std::string_view line;
+  std::vector<std::string> fields;
   bool header = true;
   while (in.next(line)) {
     if (io::is_blank(line)) continue;
-    const std::size_t first = line.find(','), last = line.rfind(',');
+    split_csv(in, line, fields);
     if (header) {
-      if (line.substr(0, first) != "id") {
+      if (fields.front() != "id") {
         in.fail("expected the header 'id,...,<label column>', found " + io::quote(line));
       }
       header = false;
       continue;
     }
-    if (first == std::string_view::npos) {
-      in.fail("expected 'id,...,label', found " + io::quote(line));
-    }
-    const std::int64_t id = io::parse_int(in, line.substr(0, first), "a node id");
-    std::string_view label = line.substr(last + 1);
-    if (label.size() >= 2 && label.front() == '"' && label.back() == '"') {
-      label = label.substr(1, label.size() - 2);
-    }
-    if (label.empty()) in.fail("empty label after the last comma");
-    rows.push_back({id, std::string(label), in.line_number()});
+    if (fields.size() < 2) in.fail("expected 'id,...,label', found " + io::quote(line));
+    const std::int64_t id = io::parse_int(in, fields.front(), "a node id");
+    if (fields.back().empty()) in.fail("empty label in the last column");
+    rows.push_back({id, std::move(fields.back()), in.line_number()});
   }
   const auto num_nodes = static_cast<std::int64_t>(rows.size());
   std::vector<std::string> name_of_node(rows.size());

@@ -20,6 +20,7 @@
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
+#include "tessera/io/json_fields.hpp"
 #include "tessera/io/text_input.hpp"
 
 #include <filesystem>
@@ -115,15 +116,15 @@ Description read_description(const std::string& dir) {
   int version = 0;
   try {
     const nlohmann::json description = nlohmann::json::parse(io::read_text_file(path));
-    description.at("format_version").get_to(version);
+    io::get_integer(description, "format_version", version, path);
     if (version != kNativeFormatVersion) {
       throw FormatError(path + ": native dataset format version " + std::to_string(version) +
                         ", this build reads version " + std::to_string(kNativeFormatVersion));
     }
     description.at("name").get_to(d.name);
-    description.at("num_nodes").get_to(d.num_nodes);
+    io::get_integer(description, "num_nodes", d.num_nodes, path);
     std::int64_t num_classes = 0; // 64 bits: get_to an int32 would wrap a huge count silently
-    description.at("num_classes").get_to(num_classes);
+    io::get_integer(description, "num_classes", num_classes, path);
     d.shape = io::read_shape(description, d.num_nodes, d.num_nodes, path);
     detail::check_node_count(d.num_nodes, path);
     // A first bound before anything is read; check_loaded applies the one of the labelled rows.
@@ -134,7 +135,7 @@ Description read_description(const std::string& dir) {
     }
     d.num_classes = static_cast<std::int32_t>(num_classes);
     if (description.contains("num_splits")) {
-      description.at("num_splits").get_to(d.num_splits);
+      io::get_integer(description, "num_splits", d.num_splits, path);
       // Each split is a folder of three files: far more than nodes cannot be this data's.
       if (d.num_splits < 0 || d.num_splits > d.num_nodes + 1) {
         throw FormatError(path + ": num_splits is " + std::to_string(d.num_splits) + " for " +
@@ -205,6 +206,8 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir, int split
     ds.val_idx = chosen.val;
     ds.test_idx = chosen.test;
   }
+  const auto file = [&](const char* name) { return (fs::path(dir) / name).string(); };
+  check_adjacency(ds.adjacency, file("adj_col.bin"), file("adj_val.bin"));
   ds.origin = {description_path(dir) + ": feature_width", "",
                num_splits > 1 ? dir + ": split folders" : split_origin(dir, 0)};
   check_loaded(ds, sources_of(dir, d));
@@ -229,6 +232,9 @@ RowBlock load_native_rows(const std::string& dir,
   const Sources sources = sources_of(dir, d);
   // The class count was bounded by the node count; its bound by the labelled rows needs them all.
   check_finite(files.adjacency, files.features, sources, rows.first);
+  // Symmetry needs every row: the blocks of all ranks check it together (symmetry_sums).
+  check_adjacency_rows(files.adjacency, rows.first, (fs::path(dir) / "adj_col.bin").string(),
+                       sources.edges);
   check_labels(files.labels, d.num_classes, sources.labels, sources.class_count,
                [&](std::int64_t i) { return "row " + std::to_string(rows.first + i); });
   check_split_parts({files.train_idx, files.val_idx, files.test_idx}, files.labels, rows.first,

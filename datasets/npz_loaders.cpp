@@ -257,14 +257,6 @@ Csr read_sparse_features(const BackendPtr& backend, const NpzReader& npz, std::i
   return build_csr(backend, num_nodes, cols, entries);
 }
 
-/// A 64-bit hash of the ordered pair (r, c) (the splitmix64 finalizer).
-std::uint64_t pair_hash(std::int64_t r, std::int64_t c) noexcept {
-  std::uint64_t x = (static_cast<std::uint64_t>(r) << 32) ^ static_cast<std::uint64_t>(c);
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 /// The CSR arrays as an adjacency when they already are one in the form load_dataset promises
 /// (sorted unique columns, no self-loops, symmetric: Planetoid files and save_npz output), which
 /// spares rebuilding it; nullopt otherwise. Ids must be in range. With unique entries, symmetry

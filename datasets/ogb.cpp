@@ -199,6 +199,10 @@ Dataset load_ogb(const BackendPtr& backend, const std::string& dir) {
       *out[k] = read_split(io::first_existing({base + ".csv.gz", base + ".csv"}), ds.num_nodes,
                            owner, static_cast<std::uint8_t>(k + 1), kNames);
     }
+    // Checked as stored (check_stored_splits): an empty train file is refused, not replaced by
+    // a random split, and a node of the split without a label is named with its file.
+    ds.split_stored = true;
+    ds.origin.split = split + ": train, valid, test";
   }
   check_loaded(ds, {.features = feature_source, .edges = edges_path, .labels = labels_path});
   return ds;

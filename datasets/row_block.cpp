@@ -137,4 +137,27 @@ RowBlock load_dataset_share(const BackendPtr& backend, const std::string& spec,
                     [=](std::int64_t num_nodes) { return row_share(num_nodes, rank, ranks); });
 }
 
+std::array<std::int64_t, 2> symmetry_sums(const RowBlock& block) {
+  std::int64_t high = 0, low = 0;
+  constexpr std::uint64_t kLow = 0xFFFFFFFFull;
+#pragma omp parallel for reduction(+ : high, low) schedule(static)
+  for (std::int64_t i = 0; i < block.rows.size(); ++i) {
+    const std::int64_t r = block.rows.first + i;
+    for (std::int64_t k = block.row_ptr[i]; k < block.row_ptr[i + 1]; ++k) {
+      const std::uint64_t there = pair_hash(r, block.col[k]), back = pair_hash(block.col[k], r);
+      high += static_cast<std::int64_t>(there >> 32) - static_cast<std::int64_t>(back >> 32);
+      low += static_cast<std::int64_t>(there & kLow) - static_cast<std::int64_t>(back & kLow);
+    }
+  }
+  return {high, low};
+}
+
+void check_symmetry_sums(std::span<const std::int64_t> sums, const std::string& name) {
+  if (std::all_of(sums.begin(), sums.end(), [](std::int64_t s) { return s == 0; })) return;
+  throw FormatError("dataset '" + name +
+                    "': its adjacency is not symmetric: some edge (r, c) is stored without its "
+                    "mirror (c, r) (a dataset stores each undirected edge both ways); load it in "
+                    "one process (tessera-train without mpirun) to have the edge named");
+}
+
 } // namespace tessera::datasets

@@ -44,6 +44,7 @@
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
+#include "tessera/io/json_fields.hpp"
 #include "tessera/io/text_input.hpp"
 #include "tessera/partition/distributed.hpp"
 
@@ -515,7 +516,7 @@ Manifest read_manifest(const std::string& dir) {
   const ordered_json j = parse_json(io::read_text_file(path), path);
   Manifest m;
   try {
-    j.at("format_version").get_to(m.format_version);
+    io::get_integer(j, "format_version", m.format_version, path);
     if (m.format_version != kStoreFormatVersion) {
       fail(path, "format version " + std::to_string(m.format_version) +
                      ", this build reads version " + std::to_string(kStoreFormatVersion) +
@@ -532,9 +533,9 @@ Manifest read_manifest(const std::string& dir) {
     m.rank_speeds = j.value("rank_speeds", std::vector<double>{});
     m.row_cost = j.value("row_cost", 0.0);
     j.at("reorder").get_to(m.reorder);
-    j.at("seed").get_to(m.seed);
-    j.at("num_parts").get_to(m.num_parts);
-    j.at("num_nodes").get_to(m.num_nodes);
+    io::get_integer(j, "seed", m.seed, path);
+    io::get_integer(j, "num_parts", m.num_parts, path);
+    io::get_integer(j, "num_nodes", m.num_nodes, path);
     j.at("part_nodes").get_to(m.part_nodes);
     j.at("part_checksums").get_to(m.part_checksums);
     j.at("part_json_checksums").get_to(m.part_json_checksums);
@@ -594,12 +595,12 @@ LocalGraph load_part(const std::string& dir, int part, int expected_parts,
   io::GraphFilesShape shape;
   LocalGraph tile;
   try {
-    info.at("part").get_to(tile.part);
-    info.at("num_parts").get_to(tile.num_parts);
-    info.at("num_global_nodes").get_to(tile.num_global_nodes);
-    info.at("n_owned").get_to(n_owned);
-    info.at("n_ghost").get_to(n_ghost);
-    info.at("num_classes").get_to(tile.num_classes);
+    io::get_integer(info, "part", tile.part, info_path);
+    io::get_integer(info, "num_parts", tile.num_parts, info_path);
+    io::get_integer(info, "num_global_nodes", tile.num_global_nodes, info_path);
+    io::get_integer(info, "n_owned", n_owned, info_path);
+    io::get_integer(info, "n_ghost", n_ghost, info_path);
+    io::get_integer(info, "num_classes", tile.num_classes, info_path);
     shape = io::read_shape(info, n_owned, n_owned + n_ghost, info_path);
   } catch (const ordered_json::exception& e) {
     fail(info_path, std::string("malformed part description: ") + e.what());
@@ -716,10 +717,10 @@ void check_degrees(const LocalGraph& tile, const std::string& path) {
   }
   for (std::int64_t g = 0; g < tile.n_ghost(); ++g) {
     const std::int64_t d = tile.degree[tile.n_owned() + g];
-    if (d < 1) {
+    if (d < 1 || d >= tile.num_global_nodes) {
       fail(path, fmt::format("ghost row {} (global id {}) has degree {}; a ghost neighbours an "
-                             "owned row, so at least 1",
-                             tile.n_owned() + g, tile.ghost_ids[g], d));
+                             "owned row, so at least 1, and at most the graph's {} other nodes",
+                             tile.n_owned() + g, tile.ghost_ids[g], d, tile.num_global_nodes - 1));
     }
   }
 }
@@ -758,6 +759,16 @@ auto csr_row_of(const Csr& m) {
   };
 }
 
+/// Every edge of a tile weighs 1, as in the dataset it was cut from (layers normalise by degree).
+void check_unit_weights(const Csr& adjacency, const std::string& path) {
+  for (std::int64_t k = 0; k < adjacency.nnz(); ++k) {
+    if (adjacency.val()[k] != 1.0f) {
+      fail(path, fmt::format("entry {} (row {}) is {}: every edge of a tile weighs 1", k,
+                             csr_row_of(adjacency)(k), adjacency.val()[k]));
+    }
+  }
+}
+
 } // namespace
 
 void check_tile(const LocalGraph& tile, const std::string& folder, bool owned_reordered) {
@@ -778,8 +789,7 @@ void check_tile(const LocalGraph& tile, const std::string& folder, bool owned_re
   check_ghost_order(tile, file("ghost_ids.bin"), file("ghost_owner.bin"));
   check_ids_unique(tile, file("owned_ids.bin"), file("ghost_ids.bin"));
   check_degrees(tile, file("degree.bin"));
-  check_finite(tile.adjacency.val(), tile.adjacency.nnz(), file("adj_val.bin"),
-               csr_row_of(tile.adjacency));
+  check_unit_weights(tile.adjacency, file("adj_val.bin"));
 
   if (tile.num_classes < 0 || tile.num_classes > std::max<std::int64_t>(n, 2)) {
     fail(file("part.json"),

@@ -8,7 +8,10 @@ Two layouts hold pickled Python objects, which only Python can unpickle:
   planetoid  the raw Planetoid files ind.NAME.{x,y,tx,ty,allx,ally,graph,test.index}
              (kimiyoung/planetoid), assembled the standard way (Kipf & Welling's load_data):
              features and labels are allx/ally then tx/ty placed by test.index, train = the
-             len(y) first nodes, val = the next 500, test = the ids of test.index.
+             len(y) first nodes, val = the next 500, test = the ids of test.index. A set whose
+             allx has fewer than len(y) + 500 rows is refused, as PyG's Planetoid and load_data
+             fail on it (their val would name test nodes or nodes that do not exist): no split
+             is clipped or made up.
 
 Both are written as the npz layout of shared/datasets' cora_planetoid.npz (adj_indptr,
 adj_indices, attr_* or features, labels, train_idx/val_idx/test_idx), with no pickles:
@@ -17,12 +20,19 @@ adj_indices, attr_* or features, labels, train_idx/val_idx/test_idx), with no pi
   python3 scripts/convert_dataset.py planetoid DIR/ind.cora OUT.npz   # or DIR and --name cora
   tessera-train --dataset npz:OUT.npz
 
+An existing OUT is replaced only with --force, and never when it is an input file (a link or a
+second name of it included). Inputs must be regular files: a FIFO, device or folder is refused.
+Every array is checked before anything is written: shapes, integral node ids within the graph,
+a stored num_classes above every label (kept in OUT).
+
 Needs numpy and scipy (Debian: python3-numpy python3-scipy). Pickles are loaded only through a
 restricted unpickler that builds numpy arrays and dtypes, scipy sparse matrices and arrays (bsr,
 coo, csc, csr, dia, dok, lil) and plain containers (list, tuple, dict, set, frozenset, bytes,
 collections.defaultdict and OrderedDict), as numpy 1 and 2, scipy before and after 1.8 and
 Python 2 name them; a pickle that names anything else (os.system, eval, subprocess.*, ...) is
-refused, naming it and the file, before it runs.
+refused, naming it and the file, before it runs. What a pickle builds is checked before use: a
+sparse matrix by its format's own check (its arrays bypass the constructor's), numbers in lists
+only up to 2 levels deep and 10^8 numbers once shared sub-lists are expanded.
 """
 
 import argparse
@@ -32,7 +42,9 @@ import copyreg
 import importlib
 import os
 import pickle
+import stat
 import sys
+import warnings
 import zipfile
 
 try:
@@ -46,6 +58,11 @@ except ImportError as missing:
 
 class ConvertError(Exception):
     """A problem with the input, reported as 'convert_dataset.py: <message>'."""
+
+
+def reason(e):
+    """An exception's message, or its type's name where it has none (MemoryError)."""
+    return str(e) or type(e).__name__
 
 
 # ---- unpickling only arrays, sparse matrices and containers ---------------------------------
@@ -118,26 +135,163 @@ def load_pickle(f, where):
     except ConvertError:
         raise
     except Exception as e:  # a garbled pickle fails in whatever its allowed classes raise
-        raise ConvertError(f"{where}: not a readable pickle: {e}") from e
+        raise ConvertError(f"{where}: not a readable pickle: {reason(e)}") from e
+
+
+# ---- checking what a pickle built -----------------------------------------------------------
+
+MAX_NESTING = 2  # every array here is 1-D or 2-D
+MAX_NUMBERS = 10**8  # numbers nested lists may expand to, a sub-list shared k times counted k times
+NUMBERS = (bool, int, float, np.bool_, np.number)
+NUMERIC_KINDS = "biuf"  # bool, int, unsigned, float dtypes
+
+
+def count_numbers(value, where, depth=0, counted=None):
+    """How many numbers `value` (a number, a numeric array, or lists/tuples of them) expands to,
+    refusing anything else, nesting deeper than MAX_NESTING and more than MAX_NUMBERS. A pickle
+    can share one list many times ("billion laughs": 57 KB asking for 16 GiB); `counted` memoizes
+    each list by id so that costs one visit, and the depth limit stops a cycle."""
+    if isinstance(value, NUMBERS):
+        return 1
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in NUMERIC_KINDS:
+            raise ConvertError(f"{where}: holds an array of {value.dtype} among its numbers")
+        if depth + value.ndim > MAX_NESTING:
+            raise ConvertError(f"{where}: numbers nested {depth + value.ndim} levels deep, "
+                               f"expected at most {MAX_NESTING} (an array here is 1-D or 2-D)")
+        return value.size
+    if not isinstance(value, (list, tuple)):
+        raise ConvertError(f"{where}: holds a {type(value).__name__} among its numbers")
+    if depth >= MAX_NESTING:
+        raise ConvertError(f"{where}: lists nested deeper than {MAX_NESTING} levels (an array "
+                           f"here is 1-D or 2-D); refusing them")
+    counted = {} if counted is None else counted
+    if id(value) not in counted:
+        counted[id(value)] = sum(count_numbers(item, where, depth + 1, counted) for item in value)
+        if counted[id(value)] > MAX_NUMBERS:
+            raise ConvertError(f"{where}: lists that expand to {counted[id(value)]} numbers (a "
+                               "sub-list counts each time it is shared), over the limit of "
+                               f"{MAX_NUMBERS}; refusing them")
+    return counted[id(value)]
+
+
+def as_array(value, where):
+    """A numeric ndarray from an array, or from numbers in lists or tuples (at most 2 deep) or in
+    an object array."""
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        array = np.asarray(value)  # an np.matrix as a plain ndarray
+    elif isinstance(value, (np.ndarray, list, tuple)):
+        items = value.tolist() if isinstance(value, np.ndarray) else value
+        count_numbers(items, where)
+        try:
+            array = np.asarray(items)
+        except (ValueError, TypeError, OverflowError) as e:  # ragged lists, ints beyond 64 bits
+            raise ConvertError(f"{where}: not an array: {reason(e)}") from e
+    else:
+        raise ConvertError(f"{where}: holds a {type(value).__name__}, expected an array")
+    if array.dtype.kind not in NUMERIC_KINDS:
+        raise ConvertError(f"{where}: holds {array.dtype} values, expected real numbers")
+    return array
+
+
+def checked_csr(matrix, where):
+    """An unpickled scipy sparse matrix as a CSR matrix that passed scipy's full check. A pickle
+    sets a matrix's arrays directly, past its constructor's checks, and scipy's conversions index
+    by them unchecked: the format's own check runs first, called through the class so that a
+    forged attribute cannot stand in for it, and its warnings (float indices) refuse."""
+    check = getattr(type(matrix), "check_format", None) or getattr(type(matrix), "_check", None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if check is not None:  # csr, csc, bsr: check_format; coo: _check
+                check(matrix)
+            csr = sp.csr_matrix(matrix)
+            csr.check_format(full_check=True)
+    except Exception as e:  # forged parts fail in ValueError, TypeError, IndexError, ...
+        raise ConvertError(f"{where}: not a valid {type(matrix).__name__}: {reason(e)}") from e
+    return csr
+
+
+def matrix_or_array(value, where):
+    """An unpickled value as a checked CSR matrix (from any scipy sparse format) or an ndarray."""
+    return checked_csr(value, where) if sp.issparse(value) else as_array(value, where)
+
+
+def matrix_2d(value, where, what):
+    """A checked CSR matrix or a 2-D ndarray, refusing any other shape."""
+    matrix = matrix_or_array(value, where)
+    if matrix.ndim != 2:
+        raise ConvertError(f"{where}: {what} of shape {matrix.shape}, expected 2-D")
+    return matrix
+
+
+def as_integers(values, where, what):
+    """`values` as int64, refusing fractions, NaN and infinities (3.0 is 3; 0.9 is refused, not
+    truncated to 0)."""
+    if values.dtype.kind == "f":
+        flat = values.ravel()
+        bad = np.flatnonzero(~np.isfinite(flat) | (flat != np.round(flat)))
+        if bad.size:
+            raise ConvertError(f"{where}: {what} {flat[bad[0]]} at index {bad[0]} is not an "
+                               "integer")
+    return values.astype(np.int64)
+
+
+def check_in_range(values, limit, where, what):
+    """Refuses the first of `values` (int64) outside 0..limit-1."""
+    bad = np.flatnonzero((values < 0) | (values >= limit))
+    if bad.size:
+        raise ConvertError(f"{where}: {what} {values[bad[0]]} outside 0..{limit - 1} "
+                           f"(at index {bad[0]})")
+
+
+# ---- files ----------------------------------------------------------------------------------
+
+FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISSOCK, "a socket"))
+
+
+def require_regular_file(path):
+    """Refuses `path` unless it is a regular file (or a link to one), before it is opened: a FIFO
+    blocks the read and /dev/zero never ends. A missing file raises FileNotFoundError."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = next((name for is_kind, name in FILE_KINDS if is_kind(mode)), "a special file")
+        raise ConvertError(f"{path}: is {kind}, not a regular file")
+
+
+def check_output(out, inputs, force):
+    """Refuses an `out` that is a link or not a regular file (never written through), that is one
+    of the `inputs` (even with --force), or that exists, unless `force`."""
+    if not os.path.lexists(out):
+        return
+    if os.path.islink(out) or not os.path.isfile(out):
+        raise ConvertError(f"{out}: exists and is not a regular file; refusing to replace it")
+    for path in inputs:
+        if os.path.exists(path) and os.path.samefile(path, out):
+            raise ConvertError(f"{out}: is the input {path} (the same file); refusing to replace "
+                               "it, even with --force")
+    if not force:
+        raise ConvertError(f"{out}: exists; pass --force to replace it")
 
 
 # ---- writing --------------------------------------------------------------------------------
 
 
-def write_npz(out, adjacency, features, labels, split):
-    """Writes the loader's npz layout to `out` (through a temporary file, then renamed)."""
-    adjacency = sp.csr_matrix(adjacency)
+def write_npz(out, adjacency, features, labels, split, num_classes=None):
+    """Writes the loader's npz layout to `out` (through a temporary file, then renamed). Every
+    argument was checked by its reader: a square CSR adjacency [N, N], features [N, F] (CSR or
+    dense) or None, labels [N] or None, sorted ids in 0..N-1 or None, and the num_classes the input
+    stored (kept) or None."""
     n = adjacency.shape[0]
-    if adjacency.shape != (n, n):
-        raise ConvertError(f"the adjacency is {adjacency.shape}, not square")
     arrays = {
         "adj_indptr": adjacency.indptr.astype("<i8"),
         "adj_indices": adjacency.indices.astype("<i8"),
         "adj_shape": np.array(adjacency.shape, dtype="<i8"),
     }
+    summary = f"{n} nodes, {adjacency.nnz} adjacency entries"
     if features is not None:
-        if features.shape[0] != n:
-            raise ConvertError(f"{features.shape[0]} feature rows for {n} nodes")
         if sp.issparse(features):
             x = sp.csr_matrix(features)
             x.sort_indices()
@@ -145,17 +299,21 @@ def write_npz(out, adjacency, features, labels, split):
                           attr_data=x.data.astype("<f4"), attr_shape=np.array(x.shape, dtype="<i8"))
         else:
             arrays["features"] = np.ascontiguousarray(features, dtype="<f4")
+        summary += f", {features.shape[1]} features"
+    if num_classes is not None:
+        arrays["num_classes"] = np.array(num_classes, dtype="<i8")
     if labels is not None:
-        if labels.shape[0] != n:
-            raise ConvertError(f"{labels.shape[0]} labels for {n} nodes")
         arrays["labels"] = labels.astype("<i8")
+        if num_classes is None:
+            num_classes = int(labels.max()) + 1 if labels.size else 0
+        summary += f", {num_classes} classes"
     for name, ids in split.items():
         if ids is not None:
             arrays[name] = np.asarray(ids, dtype="<i8")
-    # Never write through a planted link or onto a device node: a fresh file beside `out`, then a
-    # rename onto a regular file (or nothing).
-    if os.path.lexists(out) and (os.path.islink(out) or not os.path.isfile(out)):
-        raise ConvertError(f"{out}: exists and is not a regular file; refusing to replace it")
+    if split.get("train_idx") is not None:
+        summary += ", split " + " / ".join(str(len(split[k]) if split[k] is not None else 0)
+                                           for k in ("train_idx", "val_idx", "test_idx"))
+    # A fresh file beside `out`, then a rename onto it: check_output refused links and devices.
     temporary = f"{out}.{os.getpid()}.tmp"
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
@@ -166,20 +324,13 @@ def write_npz(out, adjacency, features, labels, split):
         if os.path.lexists(temporary):
             os.unlink(temporary)
         raise ConvertError(f"{out}: cannot write: {e.strerror}") from e
-    summary = f"{n} nodes, {adjacency.nnz} adjacency entries"
-    if features is not None:
-        summary += f", {features.shape[1]} features"
-    if labels is not None:
-        summary += f", {int(labels.max()) + 1 if labels.size else 0} classes"
-    if split.get("train_idx") is not None:
-        summary += ", split " + " / ".join(str(len(split[k]) if split[k] is not None else 0)
-                                           for k in ("train_idx", "val_idx", "test_idx"))
     print(f"wrote {out}: {summary}")
 
 
 def class_ids(labels, where):
-    """Class ids from integer labels or one-hot rows (a row without a 1 becomes -1)."""
-    labels = labels.toarray() if sp.issparse(labels) else np.asarray(labels)
+    """Class ids [N] from integer labels [N] (or [N, 1]) or one-hot rows [N, C] (a row without a 1
+    becomes -1)."""
+    labels = labels.toarray() if sp.issparse(labels) else labels
     if labels.ndim == 2:
         if labels.shape[1] == 1:
             labels = labels[:, 0]
@@ -188,11 +339,9 @@ def class_ids(labels, where):
             ids[labels.max(axis=1) <= 0] = -1
             return ids
     if labels.ndim != 1:
-        raise ConvertError(f"{where}: labels of shape {labels.shape}, expected [N] or one-hot [N, C]")
-    if not np.issubdtype(labels.dtype, np.integer):
-        if not np.all(np.isfinite(labels)) or np.any(labels != np.round(labels)):
-            raise ConvertError(f"{where}: labels are not integers")
-    return labels.astype(np.int64)
+        raise ConvertError(f"{where}: labels of shape {labels.shape}, expected [N] or one-hot "
+                           "[N, C]")
+    return as_integers(labels, where, "label")
 
 
 # ---- npz with pickled objects ---------------------------------------------------------------
@@ -215,22 +364,32 @@ def unwrap(value):
 
 
 def csr_from_parts(data, prefix, where):
-    """A CSR matrix stored as PREFIX_data/indices/indptr/shape arrays, or None."""
+    """A checked CSR matrix stored as PREFIX_indptr/indices[/data/shape] arrays, or None."""
     if f"{prefix}_indptr" not in data:
         return None
-    indptr, indices = data[f"{prefix}_indptr"], data[f"{prefix}_indices"]
-    values = data[f"{prefix}_data"] if f"{prefix}_data" in data else np.ones(len(indices), np.float32)
-    if f"{prefix}_shape" in data:
-        shape = tuple(int(s) for s in data[f"{prefix}_shape"])
+    if f"{prefix}_indices" not in data:
+        raise ConvertError(f"{where}: array '{prefix}_indptr' without '{prefix}_indices'")
+    part = {k: as_array(unwrap(data[f"{prefix}_{k}"]), f"{where}: array '{prefix}_{k}'")
+            for k in ("indptr", "indices", "data", "shape") if f"{prefix}_{k}" in data}
+    indptr = as_integers(part["indptr"], f"{where}: array '{prefix}_indptr'", "offset")
+    indices = as_integers(part["indices"], f"{where}: array '{prefix}_indices'", "column")
+    values = part["data"] if "data" in part else np.ones(len(indices), np.float32)
+    if "shape" in part:
+        shape = tuple(as_integers(part["shape"], f"{where}: array '{prefix}_shape'", "size"))
     else:
         shape = (len(indptr) - 1, int(indices.max()) + 1 if len(indices) else 0)
+    if len(shape) != 2 or min(shape) < 0:
+        raise ConvertError(f"{where}: array '{prefix}_shape' is {shape}, expected 2 sizes")
+    check_in_range(indices, shape[1], f"{where}: array '{prefix}_indices'", "column")
     try:
-        return sp.csr_matrix((values, indices, indptr), shape=shape)
-    except ValueError as e:
-        raise ConvertError(f"{where}: {prefix}_* is not a valid CSR matrix: {e}") from e
+        matrix = sp.csr_matrix((values, indices, indptr), shape=shape)
+    except (ValueError, TypeError) as e:
+        raise ConvertError(f"{where}: {prefix}_* is not a valid CSR matrix: {reason(e)}") from e
+    return checked_csr(matrix, f"{where}: {prefix}_*")
 
 
 def first_of(data, keys):
+    """(the first of `keys` that `data` holds, its value), or (None, None)."""
     for key in keys:
         if key in data:
             return key, unwrap(data[key])
@@ -238,16 +397,14 @@ def first_of(data, keys):
 
 
 def as_ids(value, n, key, where):
-    """Node ids from an id list, or from a boolean (or *_mask) mask of length n."""
-    value = np.asarray(value)
+    """Sorted node ids from an id list, or from a boolean (or *_mask) mask of length n."""
+    value = as_array(value, where)
     if value.dtype == bool or key.endswith("_mask"):
         if value.shape != (n,):
             raise ConvertError(f"{where}: a mask of shape {value.shape} for {n} nodes")
         return np.flatnonzero(value)
-    ids = value.astype(np.int64).ravel()
-    bad = ids[(ids < 0) | (ids >= n)]
-    if bad.size:
-        raise ConvertError(f"{where}: node id {bad[0]} outside 0..{n - 1}")
+    ids = as_integers(value.ravel(), where, "node id")
+    check_in_range(ids, n, where, "node id")
     return np.sort(ids)
 
 
@@ -274,6 +431,7 @@ def read_npz(path):
     refused, where numpy would silently take the last."""
     data, member_of = {}, {}
     try:
+        require_regular_file(path)
         with zipfile.ZipFile(path) as archive:
             for info in archive.infolist():
                 key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
@@ -284,37 +442,85 @@ def read_npz(path):
                 data[key] = read_member(archive, info, f"{path}: array '{key}'")
     # RuntimeError: an encrypted member or a compression zipfile does not know.
     except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:
-        raise ConvertError(f"{path}: not a readable npz: {e}") from e
+        raise ConvertError(f"{path}: not a readable npz: {reason(e)}") from e
     return data
 
 
-def convert_npz(path, out):
-    data = read_npz(path)
+def read_adjacency(data, path):
+    """The adjacency as a checked square CSR matrix [N, N]."""
     adjacency = csr_from_parts(data, "adj", path)
+    where = f"{path}: adj_*"
     if adjacency is None:
         key, adjacency = first_of(data, ADJACENCY_KEYS)
-        if adjacency is None:
+        if key is None:
             raise ConvertError(f"{path}: no adjacency (looked for {', '.join(ADJACENCY_KEYS)} or "
                                f"adj_indptr/adj_indices); the archive holds: {', '.join(data)}")
-        if not sp.issparse(adjacency):
-            adjacency = sp.csr_matrix(np.asarray(adjacency))
+        where = f"{path}: array '{key}'"
+        adjacency = sp.csr_matrix(matrix_2d(adjacency, where, "an adjacency"))
     n = adjacency.shape[0]
+    if adjacency.shape != (n, n):
+        raise ConvertError(f"{where}: an adjacency of shape {adjacency.shape}, expected square")
+    return adjacency
+
+
+def read_features(data, n, path):
+    """Features [N, F] as a checked CSR matrix or a float32 array, or None."""
     features = csr_from_parts(data, "attr", path)
+    where = f"{path}: attr_*"
     if features is None:
-        _, features = first_of(data, FEATURE_KEYS)
-        if features is not None and not sp.issparse(features):
-            features = np.asarray(features, dtype=np.float32)
+        key, features = first_of(data, FEATURE_KEYS)
+        if key is None:
+            return None
+        where = f"{path}: array '{key}'"
+        features = matrix_2d(features, where, "features")
+        if not sp.issparse(features):
+            features = features.astype(np.float32)
+    if features.shape[0] != n:
+        raise ConvertError(f"{where}: features of shape {features.shape} for {n} nodes, "
+                           f"expected [{n}, F]")
+    return features
+
+
+def read_labels(data, n, path):
+    """(class ids [N] or None, the stored num_classes or None)."""
     key, labels = first_of(data, LABEL_KEYS)
-    if labels is not None:
-        labels = class_ids(labels, f"{path}: array '{key}'")
+    if key is not None:
+        where = f"{path}: array '{key}'"
+        labels = class_ids(matrix_or_array(labels, where), where)
+        if labels.shape[0] != n:
+            raise ConvertError(f"{where}: {labels.shape[0]} labels for {n} nodes")
+    if "num_classes" not in data:
+        return labels, None
+    where = f"{path}: array 'num_classes'"
+    stored = as_array(unwrap(data["num_classes"]), where)
+    if stored.size != 1:
+        raise ConvertError(f"{where}: of shape {stored.shape}, expected one class count")
+    num_classes = int(as_integers(stored.ravel(), where, "class count")[0])
+    least = int(labels.max()) + 1 if labels is not None and labels.size else 0
+    if num_classes < least:
+        raise ConvertError(f"{where}: is {num_classes}, but the labels need at least {least} "
+                           "classes")
+    return labels, num_classes
+
+
+def convert_npz(path, out, force):
+    check_output(out, [path], force)
+    data = read_npz(path)
+    adjacency = read_adjacency(data, path)
+    n = adjacency.shape[0]
+    features = read_features(data, n, path)
+    labels, num_classes = read_labels(data, n, path)
     split = {}
     for name, keys in SPLIT_KEYS.items():
         key, ids = first_of(data, keys)
-        split[name] = None if ids is None else as_ids(ids, n, key, f"{path}: array '{key}'")
-    write_npz(out, adjacency, features, labels, split)
+        split[name] = None if key is None else as_ids(ids, n, key, f"{path}: array '{key}'")
+    write_npz(out, adjacency, features, labels, split, num_classes)
 
 
 # ---- raw Planetoid --------------------------------------------------------------------------
+
+PLANETOID_PICKLES = ("x", "y", "tx", "ty", "allx", "ally", "graph")
+PLANETOID_VAL_SIZE = 500  # Planetoid's val: the 500 nodes after the len(y) train nodes
 
 
 def planetoid_prefix(path, name):
@@ -337,16 +543,20 @@ def planetoid_prefix(path, name):
 
 def read_pickle(path):
     try:
+        require_regular_file(path)
         with open(path, "rb") as f:
             return load_pickle(f, path)
     except FileNotFoundError as e:
         raise ConvertError(f"{path}: missing (a Planetoid dataset needs x, y, tx, ty, allx, ally, "
                            "graph and test.index)") from e
+    except OSError as e:
+        raise ConvertError(f"{path}: cannot read: {e.strerror}") from e
 
 
 def read_test_index(path):
     ids = []
     try:
+        require_regular_file(path)
         with open(path) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
@@ -355,21 +565,59 @@ def read_test_index(path):
                     ids.append(int(line))
                 except ValueError as e:
                     raise ConvertError(f"{path}:{number}: not a node id: {line.strip()!r}") from e
+                if not 0 <= ids[-1] < 2**63:
+                    raise ConvertError(f"{path}:{number}: node id {ids[-1]} is negative or "
+                                       "beyond 64 bits")
     except FileNotFoundError as e:
         raise ConvertError(f"{path}: missing") from e
+    except OSError as e:
+        raise ConvertError(f"{path}: cannot read: {e.strerror}") from e
     return np.array(ids, dtype=np.int64)
 
 
-def convert_planetoid(path, name, out):
+def is_node_id(value):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 0
+
+
+def check_graph(graph, where):
+    """Planetoid's graph: a dict (or defaultdict) of node id -> list of neighbour ids, every id a
+    non-negative integer."""
+    if not isinstance(graph, dict):
+        raise ConvertError(f"{where}: holds a {type(graph).__name__}, expected a dict of node id "
+                           "-> list of neighbour ids")
+    for node, neighbours in graph.items():
+        if not is_node_id(node):
+            raise ConvertError(f"{where}: key {node!r:.40} is not a node id (a non-negative "
+                               "integer)")
+        if not isinstance(neighbours, (list, tuple)):
+            raise ConvertError(f"{where}: node {node} maps to a {type(neighbours).__name__}, "
+                               "expected a list of neighbour ids")
+        for other in neighbours:
+            if not is_node_id(other):
+                raise ConvertError(f"{where}: node {node} lists neighbour {other!r:.40}, not a "
+                                   "node id (a non-negative integer)")
+
+
+def convert_planetoid(path, name, out, force):
     prefix = planetoid_prefix(path, name)
-    objects = {k: read_pickle(f"{prefix}.{k}") for k in ("x", "y", "tx", "ty", "allx", "ally", "graph")}
+    check_output(out, [f"{prefix}.{k}" for k in (*PLANETOID_PICKLES, "test.index")], force)
+    objects = {k: read_pickle(f"{prefix}.{k}") for k in PLANETOID_PICKLES}
     test_index = read_test_index(f"{prefix}.test.index")
-    allx, tx = sp.csr_matrix(objects["allx"]), sp.csr_matrix(objects["tx"])
-    ally, ty = np.asarray(objects["ally"]), np.asarray(objects["ty"])
+    allx, tx, ally, ty, y = (matrix_2d(objects[k], f"{prefix}.{k}", "a matrix")
+                             for k in ("allx", "tx", "ally", "ty", "y"))
+    allx, tx = sp.csr_matrix(allx), sp.csr_matrix(tx)
+    ally, ty = (m.toarray() if sp.issparse(m) else m for m in (ally, ty))
     if len(test_index) != tx.shape[0] or ty.shape[0] != tx.shape[0]:
         raise ConvertError(f"{prefix}.test.index has {len(test_index)} ids for {tx.shape[0]} rows "
                            f"of tx and {ty.shape[0]} of ty")
+    if ally.shape[0] != allx.shape[0]:
+        raise ConvertError(f"{prefix}.ally: {ally.shape[0]} rows for the {allx.shape[0]} of allx")
+    if tx.shape[1] != allx.shape[1] or ty.shape[1] != ally.shape[1]:
+        raise ConvertError(f"{prefix}.tx, ty: {tx.shape[1]} feature and {ty.shape[1]} class "
+                           f"columns, where allx and ally have {allx.shape[1]} and "
+                           f"{ally.shape[1]}")
     graph = objects["graph"]
+    check_graph(graph, f"{prefix}.graph")
     n_known = allx.shape[0]
     if len(np.unique(test_index)) != len(test_index):
         raise ConvertError(f"{prefix}.test.index lists a node twice")
@@ -380,6 +628,14 @@ def convert_planetoid(path, name, out):
     # row (citeseer's isolated nodes) get a zero feature row and no label.
     n = max(n_known, int(test_index.max()) + 1 if test_index.size else 0,
             max(graph) + 1 if graph else 0)
+    # PyG's Planetoid and Kipf & Welling's load_data take val = the 500 ids after train, and
+    # fail when those are not all nodes of the graph; the test nodes start after allx's rows.
+    num_train = y.shape[0]
+    if num_train + PLANETOID_VAL_SIZE > n_known:
+        raise ConvertError(f"{prefix}.y: Planetoid's split takes train = nodes 0..{num_train - 1} "
+                           f"and val = the next {PLANETOID_VAL_SIZE}, but only nodes "
+                           f"0..{n_known - 1} (the rows of allx) are neither test nodes nor "
+                           "missing; refusing a val that would name those (PyG fails here too)")
     node_of_row = np.concatenate([np.arange(n_known), test_index])
     stacked = sp.vstack([allx, tx]).tocsr()
     place = sp.csr_matrix((np.ones(len(node_of_row), np.float32),
@@ -390,7 +646,7 @@ def convert_planetoid(path, name, out):
     rows, cols = [], []
     for node, neighbours in graph.items():
         for other in neighbours:
-            if not 0 <= other < n:
+            if other >= n:
                 raise ConvertError(f"{prefix}.graph: node {node} lists neighbour {other} outside "
                                    f"0..{n - 1}")
             rows.append(node)
@@ -401,8 +657,8 @@ def convert_planetoid(path, name, out):
     adjacency.eliminate_zeros()
     adjacency = sp.csr_matrix(adjacency)
     adjacency.sort_indices()
-    num_train = np.asarray(objects["y"]).shape[0]
-    split = {"train_idx": np.arange(num_train), "val_idx": np.arange(num_train, num_train + 500),
+    split = {"train_idx": np.arange(num_train),
+             "val_idx": np.arange(num_train, num_train + PLANETOID_VAL_SIZE),
              "test_idx": np.sort(test_index)}
     write_npz(out, adjacency, features, class_ids(labels, f"{prefix}.ally"), split)
 
@@ -412,18 +668,24 @@ def main(argv):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("layout", choices=("npz", "planetoid"), help="what the input holds")
     parser.add_argument("input", help="the .npz (npz) or a folder / ind.NAME path (planetoid)")
-    parser.add_argument("out", help="the .npz to write")
+    parser.add_argument("out", help="the .npz to write (new, or an existing one with --force)")
     parser.add_argument("--name", help="planetoid: which ind.NAME.* set of a folder")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an existing OUT (never an input file, nor through a link)")
     args = parser.parse_args(argv)
     if not args.out.endswith(".npz"):
         parser.error(f"the output must be an .npz file, got '{args.out}'")
     try:
         if args.layout == "npz":
-            convert_npz(args.input, args.out)
+            convert_npz(args.input, args.out, args.force)
         else:
-            convert_planetoid(args.input, args.name, args.out)
+            convert_planetoid(args.input, args.name, args.out, args.force)
     except ConvertError as e:
         print(f"convert_dataset.py: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a fault no check above foresaw: still one line naming the input
+        print(f"convert_dataset.py: {args.input}: cannot convert it: {type(e).__name__}"
+              f"{': ' + str(e) if str(e) else ''}", file=sys.stderr)
         return 1
     return 0
 

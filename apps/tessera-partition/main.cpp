@@ -270,9 +270,12 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
     failure = std::current_exception();
   }
   tessera::comm::share_first_failure(comm, failure, "could not read its rows");
+  const auto symmetry = tessera::datasets::symmetry_sums(block);
   std::vector<std::int64_t> totals{block.row_ptr.back(),
-                                   static_cast<std::int64_t>(block.train_idx.size())};
+                                   static_cast<std::int64_t>(block.train_idx.size()), symmetry[0],
+                                   symmetry[1]};
   comm.allreduce_sum(std::span<std::int64_t>(totals));
+  tessera::datasets::check_symmetry_sums(std::span(totals).last(2), block.name);
   if (!f.out.empty() && totals[1] == 0) {
     throw tessera::InvalidArgument(fmt::format(
         "dataset '{}' has no split: a store needs one, and the default random split needs every "

@@ -4,6 +4,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
+#include "tessera/io/json_fields.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -290,10 +291,10 @@ GraphFilesShape read_shape(const nlohmann::json& description, std::int64_t rows,
   GraphFilesShape shape;
   shape.rows = rows;
   shape.cols = cols;
-  description.at("nnz").get_to(shape.nnz);
+  get_integer(description, "nnz", shape.nnz, path);
   description.at("feature_kind").get_to(shape.feature_kind);
-  description.at("feature_width").get_to(shape.feature_width);
-  description.at("feature_nnz").get_to(shape.feature_nnz);
+  get_integer(description, "feature_width", shape.feature_width, path);
+  get_integer(description, "feature_nnz", shape.feature_nnz, path);
   if (rows < 0 || cols < 0 || shape.nnz < 0 || shape.feature_width < 0 || shape.feature_nnz < 0) {
     throw FormatError(path + ": negative size in the description");
   }

@@ -222,6 +222,12 @@ bool LineReader::refill() {
   return true;
 }
 
+void LineReader::skip_byte_order_mark(std::string_view& line) const noexcept {
+  // The UTF-8 byte order mark some editors and spreadsheet exports put before the first line.
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  if (line_ == 1 && line.starts_with(kBom)) line.remove_prefix(kBom.size());
+}
+
 bool LineReader::next(std::string_view& line) {
   while (true) {
     const char* start = buffer_.data() + begin_;
@@ -237,6 +243,7 @@ bool LineReader::next(std::string_view& line) {
       if (length > 0 && start[length - 1] == '\r') --length;
       line = {start, length};
       ++line_;
+      skip_byte_order_mark(line);
       return true;
     }
     if (!refill()) {
@@ -247,6 +254,7 @@ bool LineReader::next(std::string_view& line) {
       line = {buffer_.data() + begin_, length};
       begin_ = end_;
       ++line_;
+      skip_byte_order_mark(line);
       return true;
     }
   }
@@ -339,7 +347,23 @@ std::string quote(std::string_view text) {
   std::string out;
   out.reserve(std::min(text.size(), kMax) + 5);
   out.push_back('\'');
-  out.append(text.substr(0, kMax));
+  // Control characters escaped: a raw carriage return would make the terminal overwrite the
+  // message with what follows it.
+  for (const char c : text.substr(0, kMax)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\r') {
+      out.append("\\r");
+    } else if (c == '\t') {
+      out.append("\\t");
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out.append("\\x");
+      out.push_back(kHex[byte >> 4]);
+      out.push_back(kHex[byte & 15]);
+    } else {
+      out.push_back(c);
+    }
+  }
   if (shorten) out.append("...");
   out.push_back('\'');
   return out;

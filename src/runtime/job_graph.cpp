@@ -4,6 +4,7 @@
 
 #include "feature_range.hpp"
 #include "model_memory.hpp"
+#include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/progress.hpp"
@@ -262,7 +263,10 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
                                   static_cast<std::int64_t>(block.val_idx.size()),
                                   static_cast<std::int64_t>(block.test_idx.size()),
                                   block.row_ptr.back()};
+  const auto symmetry = datasets::symmetry_sums(block);
+  split.insert(split.end(), symmetry.begin(), symmetry.end());
   comm.allreduce_sum(std::span<std::int64_t>(split));
+  datasets::check_symmetry_sums(std::span(split).last(2), block.name);
   if (split[0] == 0) {
     throw InvalidArgument(fmt::format(
         "dataset '{}' has no split, and --partition-method parmetis reads the rows on every rank: "
@@ -514,6 +518,33 @@ namespace {
 /// check_model_memory for the job's model on this tile: its rows, its widths, and its input
 /// features when they are or will be dense. Skipped with a disk tier (--offload-dir), which can
 /// hold more than memory.
+/// A ghost row's degree (what normalises its column) is its owner's degree of that vertex. A tile
+/// records both; one exchange of the owned degrees checks them, so a tile whose degree.bin was
+/// edited (and its store re-sealed), or came from another store, is refused on every rank
+/// instead of training on another graph's normalisation. Collective.
+void check_ghost_degrees(const std::shared_ptr<comm::Communicator>& comm,
+                         const std::shared_ptr<const comm::HaloPlan>& plan, const BackendPtr& host,
+                         const partition::LocalGraph& tile) {
+  DenseT<double> degree(host, plan->n_local(), 1);
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r)
+    degree.data()[r] = static_cast<double>(tile.degree[static_cast<std::size_t>(r)]);
+  comm::HaloExchange<double>(comm, plan, host, comm::tags::kGhostDegrees).gather(degree.view());
+  std::exception_ptr failure;
+  for (std::int64_t g = 0; g < tile.n_ghost() && !failure; ++g) {
+    const std::int64_t row = tile.n_owned() + g;
+    const auto stored = tile.degree[static_cast<std::size_t>(row)];
+    if (static_cast<double>(stored) != degree.data()[row]) {
+      failure = std::make_exception_ptr(FormatError(fmt::format(
+          "part {}: ghost row {} (global id {}) has degree {} in its degree.bin, but rank {}, "
+          "which owns the vertex, gives it degree {}: the tiles are not of one graph (a part "
+          "edited, or from another store)",
+          tile.part, row, tile.ghost_ids[static_cast<std::size_t>(g)], stored,
+          tile.ghost_owner[static_cast<std::size_t>(g)], degree.data()[row])));
+    }
+  }
+  share_first_failure(*comm, failure, "holds a ghost degree its owner does not");
+}
+
 void check_tile_memory(const TrainJob& job, const JobGraph& g) {
   if (!job.offload.offload_dir.empty()) return;
   const partition::LocalGraph& tile = g.tile;
@@ -574,6 +605,7 @@ void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>
   g.n_interior = partition::order_interior_first(g.tile);
   g.plan = std::make_shared<const comm::HaloPlan>(
       comm::HaloPlan::build(*comm, g.tile.owned_ids, g.tile.ghost_ids, g.tile.ghost_owner));
+  check_ghost_degrees(comm, g.plan, host, g.tile);
   g.features =
       input_features(g.tile, comm, g.plan, host, job.cache_input_features, g.feature_fetch);
   g.tile.features = {};

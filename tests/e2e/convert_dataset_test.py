@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """scripts/convert_dataset.py: pickled npz files and raw Planetoid files become npz files that
 Tessera loads, with the arrays they held; Tessera's own error names the converter; a pickle that
-names anything but arrays, sparse matrices and containers is refused without running it.
+names anything but arrays, sparse matrices and containers is refused without running it, and what
+a pickle builds (a billion laughs, a forged matrix, a dict for an array) is refused in one line
+naming the file, before anything is written; an output never replaces an input or, without
+--force, an existing file.
 
   convert_dataset_test.py CONVERTER TESSERA_CONVERT DATA_DIR
 """
@@ -10,6 +13,7 @@ import collections
 import io
 import os
 import pickle
+import resource
 import shlex
 import subprocess
 import sys
@@ -19,17 +23,20 @@ import warnings
 import zipfile
 
 import numpy as np
+import numpy.lib.format as npy_format
 import scipy.sparse as sp
 
 CONVERTER, TESSERA_CONVERT, DATA_DIR = sys.argv[1:4]
 
 
-def run(*args):
-    return subprocess.run([*args], capture_output=True, text=True, check=False)
+def run(*args, **options):
+    # The timeout turns a converter that blocks (on a FIFO, say) into a failure, not a hang.
+    return subprocess.run([*args], capture_output=True, text=True, check=False, timeout=120,
+                          **options)
 
 
-def convert(*args):
-    return run(sys.executable, CONVERTER, *args)
+def convert(*args, **options):
+    return run(sys.executable, CONVERTER, *args, **options)
 
 
 def tessera_loads(path):
@@ -66,6 +73,33 @@ class Calls:
 
 def pickled_name(function):
     return f"{function.__module__}.{function.__name__}"  # os.system is posix.system on Linux
+
+
+def boxed(value):
+    """A 0-d object array holding `value`: how np.savez stores (pickles) a Python object."""
+    box = np.empty((), dtype=object)
+    box[()] = value
+    return box
+
+
+def add_pickled_member(path, key, pickled):
+    """Adds KEY.npy to the npz at `path`: a 0-d object array whose pickle is the bytes `pickled`,
+    for pickles Python's pickler would not write (too deep, or calling a function)."""
+    header = io.BytesIO()
+    npy_format.write_array_header_1_0(header, {"descr": "|O", "fortran_order": False, "shape": ()})
+    with zipfile.ZipFile(path, "a") as archive:
+        archive.writestr(f"{key}.npy", header.getvalue() + pickled)
+
+
+def nested_lists_pickle(depth):
+    """A pickle of [[[...]]] nested `depth` deep, built by opcodes (no recursion to write it)."""
+    return b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b"."
+
+
+def limit_memory():
+    """Run in the converter's process: 4 GiB of address space, so that a pickle asking for far
+    more fails in MemoryError here as it would on any machine."""
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 
 
 def rewrite_members(path, out, replacements):
@@ -214,6 +248,170 @@ class PickledNpz(unittest.TestCase):
         with open(target) as f:
             self.assertEqual(f.read(), "keep")
 
+    def test_a_billion_laughs_pickle_is_refused_before_it_expands(self):
+        # A list of itself twice, 30 levels deep, is 2^31 numbers from a tiny pickle; so is one
+        # 10,000-number list shared 20,000 times at a depth of 2.
+        deep = [1, 1]
+        for _ in range(29):
+            deep = [deep, deep]
+        wide = [list(range(10_000))] * 20_000
+        for name, value, message in (("deep", deep, "lists nested deeper than 2 levels"),
+                                     ("wide", wide, "lists that expand to 200000000 numbers")):
+            with self.subTest(name):
+                path = os.path.join(self.dir.name, f"laughs_{name}.npz")
+                np.savez(path, adj_matrix=self.adjacency, labels=boxed(value))
+
+                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{path}: array 'labels': {message}", result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
+
+    def test_unpickled_objects_of_the_wrong_kind_or_structure_are_refused(self):
+        forged = sp.csr_matrix((3, 3))
+        forged._shape = (10**12, 10**12)  # what a pickle sets, past the constructor's checks
+        cases = {"dict": ({"adj_matrix": boxed({"a": 1})},
+                          "array 'adj_matrix': holds a dict, expected an array"),
+                 "forged_shape": ({"adj_matrix": boxed(forged)},
+                                  "array 'adj_matrix': not a valid csr_matrix: index pointer"),
+                 "string_labels": ({"adj_matrix": self.adjacency, "labels": boxed(["a"] * 30)},
+                                   "array 'labels': holds a str among its numbers")}
+        for name, (arrays, message) in cases.items():
+            with self.subTest(name):
+                path = os.path.join(self.dir.name, f"{name}.npz")
+                np.savez(path, **arrays)
+
+                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{path}: {message}", result.stderr)
+        with self.subTest("a million levels deep"):
+            path = os.path.join(self.dir.name, "deep.npz")
+            np.savez(path, adj_matrix=self.adjacency)
+            add_pickled_member(path, "labels", nested_lists_pickle(10**6))
+
+            result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn(f"{path}: array 'labels': lists nested deeper than 2 levels",
+                          result.stderr)
+
+    def test_shapes_are_checked_before_anything_is_written(self):
+        path = os.path.join(self.dir.name, "flat_features.npz")
+        np.savez(path, adj_matrix=self.adjacency, attr_matrix=np.ones(self.n, np.float32),
+                 labels=self.labels)
+        out = os.path.join(self.dir.name, "o.npz")
+
+        result = convert("npz", path, out)
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{path}: array 'attr_matrix': features of shape ({self.n},), expected 2-D",
+                      result.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_fractional_and_out_of_range_ids_are_refused(self):
+        cases = {"fractional": ({"adj_matrix": self.adjacency, "train_idx": np.arange(5) + 0.9},
+                                "array 'train_idx': node id 0.9 at index 0 is not an integer"),
+                 "negative": ({"adj_matrix": self.adjacency, "train_idx": np.array([3, -1])},
+                              "array 'train_idx': node id -1 outside 0..29"),
+                 "column": ({"adj_indptr": np.array([0, 1, 2, 2]), "adj_indices": np.array([5, -1]),
+                             "adj_shape": np.array([3, 3])},
+                            "array 'adj_indices': column 5 outside 0..2")}
+        for name, (arrays, message) in cases.items():
+            with self.subTest(name):
+                path = os.path.join(self.dir.name, f"{name}.npz")
+                np.savez(path, **arrays)
+                out = os.path.join(self.dir.name, "o.npz")
+
+                result = convert("npz", path, out)
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{path}: {message}", result.stderr)
+                self.assertFalse(os.path.exists(out))
+
+    def test_integral_float_ids_are_ids(self):
+        path = os.path.join(self.dir.name, "float_ids.npz")
+        np.savez(path, adj_matrix=self.adjacency, train_idx=np.array([3.0, 1.0]))
+        out = os.path.join(self.dir.name, "o.npz")
+
+        result = convert("npz", path, out)
+
+        self.assertEqual(result.returncode, 0, result.stderr)
+        np.testing.assert_array_equal(np.load(out)["train_idx"], [1, 3])
+
+    def test_an_error_without_a_message_is_named_by_its_type(self):
+        # bytes(2^44): a 16 TiB request whose MemoryError has an empty message.
+        path = os.path.join(self.dir.name, "huge_bytes.npz")
+        np.savez(path, adj_matrix=self.adjacency)
+        add_pickled_member(path, "labels", b"\x80\x02c__builtin__\nbytes\n\x8a\x06"
+                           b"\x00\x00\x00\x00\x00\x10\x85R.")
+        one_thread = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"),
+                         preexec_fn=limit_memory, env=one_thread)
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{path}: array 'labels': not a readable pickle: MemoryError", result.stderr)
+
+    def test_the_output_never_replaces_an_input(self):
+        with open(self.path, "rb") as f:
+            original = f.read()
+        hard_link = os.path.join(self.dir.name, "second_name.npz")
+        os.link(self.path, hard_link)
+        for out in (self.path, hard_link):
+            with self.subTest(out):
+                result = convert("npz", self.path, out, "--force")
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{out}: is the input {self.path} (the same file); refusing to "
+                              "replace it, even with --force", result.stderr)
+                with open(self.path, "rb") as f:
+                    self.assertEqual(f.read(), original)
+
+    def test_an_existing_output_is_replaced_only_with_force(self):
+        out = os.path.join(self.dir.name, "precious.npz")
+        with open(out, "w") as f:
+            f.write("keep")
+
+        refused = convert("npz", self.path, out)
+        with open(out) as f:
+            kept = f.read()
+        forced = convert("npz", self.path, out, "--force")
+
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn(f"{out}: exists; pass --force to replace it", refused.stderr)
+        self.assertEqual(kept, "keep")
+        self.assertEqual(forced.returncode, 0, forced.stderr)
+        self.assertEqual(np.load(out)["labels"].shape, (self.n,))
+
+    def test_inputs_that_are_not_regular_files_are_refused_unopened(self):
+        fifo = os.path.join(self.dir.name, "fifo.npz")
+        os.mkfifo(fifo)  # opening it would block until a writer came
+        for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device"),
+                           (self.dir.name, "a folder")):
+            with self.subTest(kind):
+                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{path}: is {kind}, not a regular file", result.stderr)
+
+    def test_a_stored_class_count_is_kept_and_checked(self):
+        path = os.path.join(self.dir.name, "classes.npz")
+        np.savez(path, adj_matrix=self.adjacency, labels=self.labels, num_classes=np.array(1000))
+        too_few = os.path.join(self.dir.name, "too_few.npz")
+        np.savez(too_few, adj_matrix=self.adjacency, labels=self.labels, num_classes=np.array(2))
+        out = os.path.join(self.dir.name, "o.npz")
+
+        kept = convert("npz", path, out)
+        refused = convert("npz", too_few, os.path.join(self.dir.name, "o2.npz"))
+
+        self.assertEqual(kept.returncode, 0, kept.stderr)
+        self.assertEqual(int(np.load(out)["num_classes"]), 1000)
+        self.assertIn("1000 classes", tessera_loads(out))
+        self.assertEqual(refused.returncode, 1, refused.stderr)
+        self.assertIn(f"{too_few}: array 'num_classes': is 2, but the labels need at least 3 "
+                      "classes", refused.stderr)
+
 
 def write_planetoid(folder, name, features, labels, graph, num_train, test_ids, protocol=2):
     """The ind.NAME.* files of a dataset: allx/ally the rows of nodes below min(test_ids) in order,
@@ -282,20 +480,67 @@ class RawPlanetoid(unittest.TestCase):
 
     def test_python_2_style_pickles_convert(self):
         # Protocol 0 names copy_reg._reconstructor and __builtin__.object, as Python 2 wrote
-        # kimiyoung/planetoid's files; its graph is a collections.defaultdict of lists.
-        features = np.eye(6, dtype=np.float32)
-        graph = collections.defaultdict(list, {0: [1], 1: [2], 2: [0], 3: [4], 4: [5], 5: [3]})
-        prefix = write_planetoid(self.dir.name, "old", features, np.array([0, 1, 2, 0, 1, 2]),
-                                 graph, 2, np.array([5, 4]), protocol=0)
+        # kimiyoung/planetoid's files; its graph is a collections.defaultdict of lists. A ring of
+        # 512 nodes: 2 train, the 500 val nodes after them, 2 test nodes after those.
+        n = 512
+        graph = collections.defaultdict(list, {i: [(i + 1) % n] for i in range(n)})
+        prefix = write_planetoid(self.dir.name, "old", np.eye(n, dtype=np.float32),
+                                 np.arange(n) % 3, graph, 2, np.array([n - 1, n - 2]), protocol=0)
         out = os.path.join(self.dir.name, "old.npz")
 
         result = convert("planetoid", prefix, out)
 
         self.assertEqual(result.returncode, 0, result.stderr)
         got = np.load(out)
-        np.testing.assert_array_equal(got["adj_indptr"], [0, 2, 4, 6, 8, 10, 12])
-        np.testing.assert_array_equal(got["labels"], [0, 1, 2, 0, 1, 2])
-        np.testing.assert_array_equal(got["test_idx"], [4, 5])
+        np.testing.assert_array_equal(got["adj_indptr"], np.arange(0, 2 * n + 1, 2))
+        np.testing.assert_array_equal(got["labels"], np.arange(n) % 3)
+        np.testing.assert_array_equal(got["val_idx"], np.arange(2, 502))
+        np.testing.assert_array_equal(got["test_idx"], [n - 2, n - 1])
+
+    def test_a_val_beyond_the_non_test_nodes_is_refused(self):
+        # 50 nodes: Planetoid's val (the 500 after the 10 train nodes) would be test nodes and
+        # nodes that do not exist; PyG's Planetoid fails on it too.
+        graph = {i: [(i + 1) % 50] for i in range(50)}
+        prefix = write_planetoid(self.dir.name, "small", np.eye(50, dtype=np.float32),
+                                 np.arange(50) % 3, graph, 10, np.arange(40, 50))
+        out = os.path.join(self.dir.name, "small.npz")
+
+        result = convert("planetoid", prefix, out)
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{prefix}.y: Planetoid's split takes train = nodes 0..9 and val = the next "
+                      "500, but only nodes 0..39 (the rows of allx) are neither test nodes nor "
+                      "missing", result.stderr)
+        self.assertFalse(os.path.exists(out))
+
+    def test_a_graph_that_is_not_a_dict_of_node_id_lists_is_refused(self):
+        ring = {i: [(i + 1) % 4] for i in range(4)}
+        for name, graph, message in (
+                ("list", [[1, 2], [0]], "holds a list, expected a dict of node id -> list"),
+                ("negative_key", {**ring, -3: [1]}, "key -3 is not a node id"),
+                ("string_key", {**ring, "5": [1]}, "key '5' is not a node id"),
+                ("set_of_neighbours", {**ring, 2: {1}}, "node 2 maps to a set")):
+            with self.subTest(name):
+                prefix = write_planetoid(self.dir.name, name, np.eye(4, dtype=np.float32),
+                                         np.array([0, 1, 0, 1]), graph, 1, np.array([3, 2]))
+
+                result = convert("planetoid", prefix, os.path.join(self.dir.name, "o.npz"))
+
+                self.assertEqual(result.returncode, 1, result.stderr)
+                self.assertIn(f"{prefix}.graph: {message}", result.stderr)
+                self.assertNotIn("Traceback", result.stderr)
+
+    def test_a_part_that_is_not_a_regular_file_is_refused_unopened(self):
+        prefix = write_planetoid(self.dir.name, "toy", np.eye(4, dtype=np.float32),
+                                 np.array([0, 1, 0, 1]), {0: [1], 1: [0], 2: [3], 3: [2]}, 1,
+                                 np.array([3, 2]))
+        os.unlink(prefix + ".ty")
+        os.mkfifo(prefix + ".ty")
+
+        result = convert("planetoid", prefix, os.path.join(self.dir.name, "o.npz"))
+
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{prefix}.ty: is a FIFO, not a regular file", result.stderr)
 
     def test_a_pickled_command_is_refused_and_not_run(self):
         marker = os.path.join(self.dir.name, "ran")

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <string>
 #include <sys/stat.h>
+#include <tessera/io/array_file.hpp>
 #include <tessera/tessera.hpp>
 #include <vector>
 
@@ -171,6 +172,40 @@ TEST(StoreJob, APartFileThatIsAFifoFailsEveryRankNamingItInsteadOfBlocking) {
   std::vector<std::string> parts{fifo, "FIFO (named pipe), not a regular file"};
   if (world()->rank() != last) parts.push_back("rank " + std::to_string(last));
   expect_refused<IoError>(job, parts);
+}
+
+// Issue 37: a ghost row's degree (its column's normalisation) came from the part file alone; one
+// edited within range, with the store re-sealed, trained on another graph without a word.
+TEST(StoreJob, AGhostDegreeItsOwnerDoesNotHaveFailsEveryRank) {
+  if (world()->size() < 2) GTEST_SKIP() << "a ghost needs a second part";
+  const SharedFolder folder("degree");
+  const std::string store = folder.file("store");
+  const std::string part = fs::path(partition::part_description_path(store, 1)).parent_path();
+  if (world()->rank() == 0) {
+    write_store_of(graph(1), store);
+    // The last ghost row's degree, one more; the part's checksum and the manifest sealed again.
+    const std::string file = (fs::path(part) / "degree.bin").string();
+    io::StoredArray<std::int64_t> degree = io::read_array<std::int64_t>(file, false);
+    degree.data.back() += 1;
+    io::write_array<std::int64_t>(file, degree.data, degree.rows);
+    std::uint32_t crc = 0;
+    for (const char* name : {"owned_ids.bin", "ghost_ids.bin", "ghost_owner.bin", "degree.bin",
+                             "adj_row_ptr.bin", "adj_col.bin", "adj_val.bin", "features.bin",
+                             "labels.bin", "train_idx.bin", "val_idx.bin", "test_idx.bin"}) {
+      std::ifstream in(fs::path(part) / name, std::ios::binary);
+      char header[44];
+      in.read(header, sizeof header);
+      crc = io::crc32_update(crc, header + 40, 4);
+    }
+    partition::Manifest manifest = partition::read_manifest(store);
+    manifest.part_checksums[1] = io::crc_hex(crc);
+    partition::write_manifest(store, manifest);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = store;
+
+  expect_refused<FormatError>(job, {"part 1: ghost row", "in its degree.bin, but rank"});
 }
 
 TEST(StoreJob, ADatasetOfOneClassSaysSoOnEveryRank) {

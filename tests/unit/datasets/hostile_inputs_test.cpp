@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/stat.h>
 #include <vector>
 #include <zlib.h>
@@ -428,6 +429,179 @@ TEST(DatasetsHostileInputs, NativeRowsReadTheChosenSplit) {
 
   EXPECT_EQ(block.train_idx, (std::vector<std::int64_t>{2, 3}));
   EXPECT_EQ(block.test_idx, (std::vector<std::int64_t>{5}));
+}
+
+// ---- a native adjacency in the form a Dataset promises -----------------------------------------
+
+/// The path graph of planetoid_npz with its adjacency replaced by `rows` (a list of (column,
+/// value) pairs per row), saved as a native folder: what a hand-edited or foreign file set holds.
+std::string native_with_rows(const TempDir& dir,
+                             const std::vector<std::vector<std::pair<int, float>>>& rows) {
+  Dataset ds = load("npz:" + planetoid_npz(dir, {}));
+  std::int64_t nnz = 0;
+  for (const auto& row : rows)
+    nnz += static_cast<std::int64_t>(row.size());
+  Csr a(cpu(), ds.num_nodes, ds.num_nodes, nnz);
+  a.row_ptr()[0] = 0;
+  Offset k = 0;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (const auto& [c, v] : rows[r]) {
+      a.col()[k] = c;
+      a.val()[k++] = v;
+    }
+    a.row_ptr()[r + 1] = k;
+  }
+  ds.adjacency = std::move(a);
+  save_native(ds, dir.file("native"), true);
+  return dir.file("native");
+}
+
+/// The path graph 0-1-2-3-4-5 as rows of (column, value).
+std::vector<std::vector<std::pair<int, float>>> path_rows() {
+  return {{{1, 1.f}},           {{0, 1.f}, {2, 1.f}}, {{1, 1.f}, {3, 1.f}},
+          {{2, 1.f}, {4, 1.f}}, {{3, 1.f}, {5, 1.f}}, {{4, 1.f}}};
+}
+
+TEST(DatasetsHostileInputs, NativeAdjacencyOutOfTheDatasetFormIsRefusedNamingFileRowAndColumn) {
+  const TempDir dir;
+  EXPECT_NO_THROW(load(native_with_rows(dir, path_rows())));
+  const auto refused = [&](std::vector<std::vector<std::pair<int, float>>> rows,
+                           const std::string& file, const std::string& problem) {
+    const std::string native = native_with_rows(dir, rows);
+    EXPECT_THAT([&] { load(native); },
+                ThrowsMessage<FormatError>(AllOf(HasSubstr(file), HasSubstr(problem))))
+        << problem;
+    // The rows a rank reads are checked the same way, row numbers global.
+    LoadOptions options;
+    EXPECT_THAT(
+        [&] {
+          load_dataset_rows(cpu(), native, options, {2, 6});
+        },
+        ThrowsMessage<FormatError>(AllOf(HasSubstr(file), HasSubstr(problem))))
+        << problem;
+  };
+  auto rows = path_rows();
+  rows[3].insert(rows[3].begin() + 1, {3, 1.f}); // a self-loop
+  refused(rows, "adj_col.bin", "self-loop at row 3, column 3");
+  rows = path_rows();
+  rows[4].push_back({5, 1.f}); // an edge twice
+  refused(rows, "adj_col.bin", "column at row 4, column 5 follows column 5");
+  rows = path_rows();
+  rows[2][1].second = -1.f; // a negative weight, then one of 1e30
+  refused(rows, "adj_val.bin", "edge value -1 at row 2, column 3");
+  rows[2][1].second = 1e30f;
+  refused(rows, "adj_val.bin", "edge value 1e+30 at row 2, column 3");
+}
+
+TEST(DatasetsHostileInputs, AsymmetricNativeAdjacencyIsRefusedInOneProcessAndByTheSumsOfBlocks) {
+  const TempDir dir;
+  auto rows = path_rows();
+  rows[5].clear(); // (4, 5) without (5, 4)
+  const std::string native = native_with_rows(dir, rows);
+  EXPECT_THAT([&] { load(native); },
+              ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("adj_col.bin"), HasSubstr("edge (4, 5) has no mirror (5, 4)"))));
+  // Two ranks' blocks: neither sees the asymmetry alone; their sums do.
+  const auto summed = [&](const std::string& spec) {
+    LoadOptions options;
+    std::vector<std::int64_t> total(2, 0);
+    for (const RowRange block : {RowRange{0, 3}, RowRange{3, 6}}) {
+      const auto sums = symmetry_sums(load_dataset_rows(cpu(), spec, options, block));
+      total[0] += sums[0];
+      total[1] += sums[1];
+    }
+    return total;
+  };
+  EXPECT_THAT([&] { check_symmetry_sums(summed(native), "g"); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("'g'"), HasSubstr("not symmetric"))));
+  EXPECT_NO_THROW(check_symmetry_sums(summed(native_with_rows(dir, path_rows())), "g"));
+}
+
+TEST(DatasetsHostileInputs, NativeDescriptionCountsMustBeIntegersNotTruncated) {
+  const TempDir dir;
+  save_native(load("sbm:nodes=60,classes=2,avg-degree=4,features=3", 1), dir.file("g"));
+  const std::string path = dir.file("g/dataset.json");
+  const std::string text = read_bytes(path);
+  for (const auto& [field, value] :
+       std::vector<std::pair<std::string, std::string>>{{"num_classes", "7.9"},
+                                                        {"num_classes", "2.0"},
+                                                        {"num_nodes", "\"60\""},
+                                                        {"feature_width", "3.5"},
+                                                        {"num_splits", "1e0"}}) {
+    nlohmann::json description = nlohmann::json::parse(text);
+    description[field] = nlohmann::json::parse(value);
+    dir.write("g/dataset.json", description.dump());
+    EXPECT_THAT([&] { load(dir.file("g")); },
+                ThrowsMessage<FormatError>(AllOf(HasSubstr(path), HasSubstr("'" + field + "'"),
+                                                 HasSubstr("not an integer"))))
+        << field << " = " << value;
+  }
+}
+
+// ---- text a spreadsheet or another editor writes
+// -------------------------------------------------
+
+/// A MUSAE triple "toy" in `dir` with the given edges and target text.
+std::string musae_files(const TempDir& dir, const std::string& edges, const std::string& target) {
+  dir.write("toy_target.csv", target);
+  dir.write("toy.json", R"({"0": [0], "1": [1], "2": [0], "3": [1]})");
+  return "musae:" + dir.write("toy_edges.csv", edges);
+}
+
+constexpr const char* kTarget = "id,name,type\n0,a,x\n1,b,y\n2,c,x\n3,d,y\n";
+
+TEST(DatasetsHostileInputs, AByteOrderMarkBeforeTheFirstEdgeDoesNotMakeItAHeader) {
+  const TempDir dir;
+  const Dataset plain = load(musae_files(dir, "0,1\n1,2\n2,3\n", kTarget));
+  const Dataset marked = load(musae_files(dir,
+                                          "\xEF\xBB\xBF"
+                                          "0,1\n1,2\n2,3\n",
+                                          kTarget));
+  EXPECT_EQ(plain.adjacency.nnz(), 6);
+  EXPECT_EQ(marked.adjacency.nnz(), 6); // was 4: "\xEF\xBB\xBF0,1" taken for a header
+  // A header after the mark is still a header; a target file with one reads the same.
+  EXPECT_EQ(load(musae_files(dir,
+                             "\xEF\xBB\xBF"
+                             "id_1,id_2\n0,1\n1,2\n2,3\n",
+                             std::string("\xEF\xBB\xBF") + kTarget))
+                .adjacency.nnz(),
+            6);
+}
+
+TEST(DatasetsHostileInputs, AFirstEdgeAfterSpacesIsRefusedNotDroppedAsAHeader) {
+  const TempDir dir;
+  EXPECT_THAT([&] { load(musae_files(dir, " 0,1\n1,2\n2,3\n", kTarget)); },
+              ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("toy_edges.csv:1:"), HasSubstr("expected a node id"))));
+}
+
+TEST(DatasetsHostileInputs, QuotedLabelsWithCommasAreWholeLabels) {
+  const TempDir dir;
+  // Three classes, two of which hold a comma: reading after the last comma merged them into two.
+  const Dataset ds =
+      load(musae_files(dir, "0,1\n1,2\n2,3\n",
+                       "id,name,type\n0,a,\"state, gov\"\n1,b,\"city, gov\"\n2,c,company\n"
+                       "3,d,\"state, gov\"\n"));
+  EXPECT_EQ(ds.num_classes, 3);
+  EXPECT_EQ(ds.labels[0], ds.labels[3]);
+  EXPECT_NE(ds.labels[0], ds.labels[1]);
+  EXPECT_THAT(
+      [&] { load(musae_files(dir, "0,1\n", "id,name,type\n0,a,\"open\n1,b,x\n")); },
+      ThrowsMessage<FormatError>(AllOf(HasSubstr("toy_target.csv:2:"), HasSubstr("never closed"))));
+}
+
+TEST(DatasetsHostileInputs, ControlCharactersAreEscapedInMessages) {
+  const TempDir dir;
+  // Old Mac line endings: one line holding carriage returns, which a terminal would obey.
+  const std::string path = dir.write("cr.txt", "28 0\r1 2\r");
+  try {
+    load("snap:" + path);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const FormatError& e) {
+    const std::string message = e.what();
+    EXPECT_THAT(message, HasSubstr("found '0\\r1'"));
+    EXPECT_EQ(message.find('\r'), std::string::npos);
+  }
 }
 
 } // namespace

@@ -179,5 +179,20 @@ TEST(DatasetsOgb, ANodeInTwoSplitsOrTwoSchemesAreRefused) {
                                        "one split scheme folder, found 2 (random, time)")));
 }
 
+// Issue 37: an empty train file was taken for "no split" and replaced by a random one; a node of
+// the split labelled nan failed later inside the loss, naming no file.
+TEST(DatasetsOgb, AStoredSplitIsKeptAndCheckedAsStored) {
+  const OgbFixture ogb;
+  EXPECT_TRUE(ogb.load().split_stored);
+  write_gz(ogb.split("train"), "");
+  EXPECT_THAT([&] { ogb.load(); },
+              ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("split/time: train, valid, test"), HasSubstr("no train"))));
+  write_gz(ogb.split("train"), "0\n2\n"); // node 2 is labelled nan
+  EXPECT_THAT([&] { ogb.load(); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("split/time: train, valid, test"),
+                                               HasSubstr("node-label.csv.gz"), HasSubstr("2"))));
+}
+
 } // namespace
 } // namespace tessera::datasets::tests

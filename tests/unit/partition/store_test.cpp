@@ -681,6 +681,30 @@ TEST(PartitionStoreContents, RefusesAZeroOrWrongDegree) {
                               {store.part_file(2, "degree.bin"), "degree -3"});
 }
 
+TEST(PartitionStoreContents, RefusesAGhostDegreeBeyondTheGraph) {
+  const StoreFixture store;
+  auto huge = written(store, 2).degree;
+  huge.back() = std::int64_t{1} << 40;
+
+  forge(store, 2, "degree.bin", huge);
+  expect_refused<FormatError>([&] { load_part(store.dir, 2); },
+                              {store.part_file(2, "degree.bin"), "degree 1099511627776",
+                               "at most the graph's 11 other nodes"});
+}
+
+TEST(PartitionStoreContents, RefusesAnEdgeThatDoesNotWeighOne) {
+  const StoreFixture store;
+  const Csr& a = written(store, 1).adjacency;
+  for (const float weight : {-1.0f, 1e30f, 0.0f}) {
+    std::vector<float> values(a.val(), a.val() + a.nnz());
+    values[2] = weight;
+    forge(store, 1, "adj_val.bin", values);
+
+    expect_refused<FormatError>([&] { load_part(store.dir, 1); },
+                                {store.part_file(1, "adj_val.bin"), "entry 2", "weighs 1"});
+  }
+}
+
 TEST(PartitionStoreContents, RefusesALabelOutOfRangeNamingTheFile) {
   const StoreFixture store;
   auto labels = written(store, 1).labels;

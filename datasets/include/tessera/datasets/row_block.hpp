@@ -6,7 +6,9 @@
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/graph/features.hpp"
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,8 +55,7 @@ struct RowBlock {
 /// what needs a whole file is left out: the CRCs (checked only when the rows are all rows), the
 /// bound of the class count by the labelled rows (its bound by the node count holds), and the order
 /// and range of the split ids outside the block's window (the blocks of all ranks of row_share
-/// together check every id). The adjacency's symmetry cannot be checked from one block;
-/// load_dataset does not check it for a native dataset either.
+/// together check every id). The adjacency's symmetry needs every block: see symmetry_sums.
 ///
 /// Throws like load_dataset, and InvalidArgument naming the file (the spec when not native), the
 /// range and the row count when `rows` is not inside [0, num_nodes].
@@ -66,5 +67,14 @@ RowBlock load_dataset_rows(const BackendPtr& backend, const std::string& spec,
 /// dataset.json before any row is read). Throws as load_dataset_rows and row_share.
 RowBlock load_dataset_share(const BackendPtr& backend, const std::string& spec,
                             const LoadOptions& options, int rank, int ranks);
+
+/// The block's terms of a symmetry test of the whole adjacency: summed over the blocks of every
+/// row (an allreduce), both sums are 0 exactly when each entry (r, c) has its mirror (c, r) (up
+/// to a 2^-64 chance). Each entry adds the difference of 32 bits of hash(r, c) and of hash(c, r),
+/// so no sum over fewer than 2^31 entries overflows.
+std::array<std::int64_t, 2> symmetry_sums(const RowBlock& block);
+
+/// Throws FormatError naming `name` unless the symmetry_sums of all blocks, summed, are 0.
+void check_symmetry_sums(std::span<const std::int64_t> sums, const std::string& name);
 
 } // namespace tessera::datasets

@@ -16,6 +16,7 @@ inline constexpr int kWatchdogPong = 7031;    ///< ... and the answers
 inline constexpr int kHaloPlan = 7100;        ///< HaloPlan::build
 inline constexpr int kTiles = 7200;           ///< rank 0 handing out tiles
 inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost input features
+inline constexpr int kGhostDegrees = 7310;    ///< the check of ghost rows' degrees at setup
 inline constexpr int kLayersBegin = 7401;     ///< layers' halo exchanges, kChannels per layer
 inline constexpr int kLayersEnd = 32768;      ///< MPI guarantees tags up to 32767
 
@@ -48,6 +49,8 @@ inline std::string describe(int tag) {
     return "the hand-out of tiles";
   case kFeatures:
     return "the fetch of the ghost input features";
+  case kGhostDegrees:
+    return "the check of the ghost rows' degrees";
   default:
     break;
   }

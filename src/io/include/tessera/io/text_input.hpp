@@ -46,8 +46,9 @@ public:
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
-  /// Sets `line` to the next line (valid until the next call) and returns true, or returns false
-  /// at the end of the file. Throws IoError on a read error and FormatError on corrupt gzip data.
+  /// Sets `line` to the next line (valid until the next call; without its line ending, and without
+  /// a UTF-8 byte order mark on line 1) and returns true, or returns false at the end of the file.
+  /// Throws IoError on a read error and FormatError on corrupt gzip data.
   bool next(std::string_view& line);
 
   /// 1-based number of the line last returned by next().
@@ -65,6 +66,8 @@ public:
   [[noreturn]] void fail(const std::string& message) const;
 
 private:
+  /// Drops a UTF-8 byte order mark from the start of the first line.
+  void skip_byte_order_mark(std::string_view& line) const noexcept;
   /// Reads more bytes after the unconsumed tail; false at the end of the file.
   bool refill();
   /// Throws FormatError when bytes [from, end_) of the buffer hold a NUL byte.
@@ -107,7 +110,8 @@ double parse_double(const LineReader& in, std::string_view field, std::string_vi
 /// `field` as an integer, or false when it is not one (no exception).
 bool try_parse_int(std::string_view field, std::int64_t& value) noexcept;
 
-/// `text` quoted for an error message, shortened when long.
+/// `text` quoted for an error message, shortened when long, control characters escaped (\r, \t,
+/// \xNN).
 std::string quote(std::string_view text);
 
 } // namespace tessera::io
