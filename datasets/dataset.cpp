@@ -7,12 +7,14 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/progress.hpp"
 #include "tessera/core/rng.hpp"
+#include "tessera/io/input_file.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
+#include <sys/stat.h>
 
 namespace tessera::datasets {
 
@@ -30,6 +32,13 @@ constexpr std::string_view kFormats =
 void require_dataset_files(const std::string& name, const std::string& data_dir,
                            const std::vector<std::string>& paths) {
   for (const auto& path : paths) {
+    // There but not a regular file (a folder, a device, a FIFO, also through a link): say so.
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+      throw IoError("dataset '" + name + "': '" + path + "' is " +
+                    io::describe_file_kind(info.st_mode) +
+                    ", not a regular file (under data folder '" + data_dir + "')");
+    }
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
       throw IoError("dataset '" + name + "': file '" + path + "' not found under data folder '" +

@@ -4,6 +4,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/text_input.hpp"
 
+#include <cmath>
 #include <filesystem>
 #include <string_view>
 #include <unordered_map>
@@ -56,6 +57,11 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
       const std::string_view field = fields[static_cast<std::size_t>(j) + 1];
       if (field == "0") continue;
       const double value = field == "1" ? 1.0 : io::parse_double(content, field, "a feature value");
+      if (!std::isfinite(static_cast<float>(value))) {
+        content.fail("feature value " + io::quote(field) + " at row " + std::to_string(node) +
+                     ", column " + std::to_string(j) + " (paper " + io::quote(fields[0]) + ") " +
+                     io::not_finite_reason(value));
+      }
       if (value != 0.0) entries.add(node, static_cast<LocalId>(j), static_cast<float>(value));
     }
     class_of_node.emplace_back(fields.back());

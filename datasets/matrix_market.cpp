@@ -116,7 +116,7 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
       const double value = io::parse_double(in, fields[2], "a value");
       if (!std::isfinite(static_cast<float>(value))) {
         in.fail("value " + io::quote(fields[2]) + " of entry (" + std::to_string(ends[0]) + ", " +
-                std::to_string(ends[1]) + ") is not finite (NaN and infinite values are refused)");
+                std::to_string(ends[1]) + ") " + io::not_finite_reason(value));
       }
     }
     edges.add(ends[0] - 1, ends[1] - 1);

@@ -97,11 +97,33 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
               " for vertex " + std::to_string(vertex + 1) + ", found " +
               std::to_string(fields.size()) + " fields");
     }
+    // Sizes and weights are not used (edges weigh 1 in a Dataset), but they are the file's: a
+    // field that is not one is a file that is not what its header says.
+    for (std::size_t k = 0; k < skip; ++k) {
+      const bool size = layout.has_size && k == 0;
+      const std::int64_t value =
+          io::parse_int(in, fields[k], size ? "a vertex size" : "a vertex weight");
+      if (value < 0) {
+        in.fail(std::string(size ? "vertex size " : "vertex weight ") + std::to_string(value) +
+                " of vertex " + std::to_string(vertex + 1) + " is negative");
+      }
+    }
     for (std::size_t k = skip; k < fields.size(); k += stride) {
       const std::int64_t neighbour = io::parse_int(in, fields[k], "a neighbour id");
       if (neighbour < 1 || neighbour > n) {
         in.fail("neighbour " + std::to_string(neighbour) + " of vertex " +
                 std::to_string(vertex + 1) + " is outside [1, " + std::to_string(n) + "]");
+      }
+      if (neighbour == vertex + 1) {
+        in.fail("vertex " + std::to_string(vertex + 1) +
+                " lists itself: a METIS graph holds no self-loops");
+      }
+      if (layout.has_edge_weights) {
+        const std::int64_t weight = io::parse_int(in, fields[k + 1], "an edge weight");
+        if (weight < 1) {
+          in.fail("edge weight " + std::to_string(weight) + " of (" + std::to_string(vertex + 1) +
+                  ", " + std::to_string(neighbour) + ") is not positive");
+        }
       }
       edges.add(vertex, neighbour - 1);
     }

@@ -23,6 +23,8 @@
 #include "tessera/io/json_fields.hpp"
 #include "tessera/io/text_input.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -57,8 +59,17 @@ void throw_not_native(const std::string& dir) {
 
 } // namespace detail
 
+bool is_npz_path(std::string_view out) noexcept {
+  constexpr std::string_view kSuffix = ".npz";
+  if (out.size() < kSuffix.size()) return false;
+  const std::string_view end = out.substr(out.size() - kSuffix.size());
+  return std::equal(end.begin(), end.end(), kSuffix.begin(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == b;
+  });
+}
+
 void check_save_target(const std::string& out, bool replace) {
-  if (out.ends_with(".npz")) {
+  if (is_npz_path(out)) {
     io::check_output_file(out);
     // An existing file is replaced only when asked, as an existing folder is.
     std::error_code error;

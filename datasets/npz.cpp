@@ -9,9 +9,11 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <fmt/core.h>
 #include <limits>
 #include <map>
 #include <string_view>
@@ -459,6 +461,13 @@ void convert(const S* src, T* dst, std::size_t n, std::uint64_t first_index,
         reader.fail(key, "value " + std::to_string(src[i]) + " at index " +
                              std::to_string(first_index + i) + " does not fit " + type_name<T>());
       }
+    } else if constexpr (std::is_same_v<T, float> && std::is_same_v<S, double>) {
+      // A finite float64 beyond float32's range would read as infinite and be refused as such.
+      if (std::isfinite(src[i]) && std::abs(src[i]) > std::numeric_limits<float>::max()) {
+        reader.fail(key, "value " + fmt::format("{}", src[i]) + " at index " +
+                             std::to_string(first_index + i) +
+                             " is beyond float32's range (+-3.4e38), in which Tessera computes");
+      }
     }
     dst[i] = static_cast<T>(src[i]);
   }
@@ -610,10 +619,10 @@ void NpzReader::read_central_directory() {
     members_.push_back(std::move(m));
     pos += kCentralHeaderBytes + name_length + extra_length + comment_length;
   }
-  check_member_names();
+  check_members(cd_offset);
 }
 
-void NpzReader::check_member_names() const {
+void NpzReader::check_members(std::uint64_t cd_offset) const {
   // numpy's np.load reads an array by name from Python's zipfile, which keeps the last of two
   // members of one name, and reads "key" before "key.npy"; a reader that took the first would
   // see other data in the same file. Neither is a file numpy writes: refused.
@@ -629,7 +638,13 @@ void NpzReader::check_member_names() const {
                       "name is refused");
   }
   // The name in each member's local header must be the central directory's, as Python's zipfile
-  // (and so numpy) requires.
+  // (and so numpy) requires. Each member's bytes, local header to the end of its data, are its
+  // own: they end before the next member's header and before the central directory.
+  struct Extent {
+    std::uint64_t begin, end;
+    std::size_t member;
+  };
+  std::vector<Extent> extents;
   for (std::size_t i = 0; i < members_.size(); ++i) {
     const Member& m = members_[i];
     std::array<unsigned char, kLocalHeaderBytes> header{};
@@ -652,6 +667,24 @@ void NpzReader::check_member_names() const {
       throw FormatError(path_ + ": member " + std::to_string(i) + " is named '" + m.name +
                         "' in the zip directory but '" + local +
                         "' in its own header; numpy refuses such an archive, and so does Tessera");
+    }
+    extents.push_back({m.local_header_offset,
+                       m.local_header_offset + kLocalHeaderBytes + length + get16(&header[28]) +
+                           m.compressed_size,
+                       i});
+  }
+  std::sort(extents.begin(), extents.end(),
+            [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
+  for (std::size_t k = 0; k < extents.size(); ++k) {
+    const bool last = k + 1 == extents.size();
+    const std::uint64_t limit = last ? cd_offset : extents[k + 1].begin;
+    if (extents[k].end > limit) {
+      fail(key_of(members_[extents[k].member].name),
+           "its data runs to offset " + std::to_string(extents[k].end) + ", into " +
+               (last ? "the zip central directory at offset " + std::to_string(cd_offset)
+                     : "member '" + members_[extents[k + 1].member].name + "' at offset " +
+                           std::to_string(limit)) +
+               ": its stored size is wrong (corrupt or forged archive)");
     }
   }
 }

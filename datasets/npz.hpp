@@ -98,8 +98,9 @@ private:
                       const std::string& key) const;
 
   void read_central_directory();
-  /// Refuses two members of one array name and a local header naming another file.
-  void check_member_names() const;
+  /// Refuses two members of one array name, a local header naming another file, and a member
+  /// whose bytes run into the next member or into the central directory at `cd_offset`.
+  void check_members(std::uint64_t cd_offset) const;
   const Member& member(const std::string& key) const;
   void read_exact(std::uint64_t offset, void* out, std::size_t bytes) const;
 

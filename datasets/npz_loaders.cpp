@@ -236,6 +236,9 @@ Csr read_sparse_features(const BackendPtr& backend, const NpzReader& npz, std::i
                                  std::to_string(num_nodes) + " nodes");
     }
     cols = shape[1];
+    if (cols < 0) {
+      npz.fail("attr_shape", "has " + std::to_string(cols) + " columns: a feature count is >= 0");
+    }
   } else {
     for (const auto c : indices)
       cols = std::max(cols, c + 1);

@@ -92,7 +92,12 @@ Dense read_features(const BackendPtr& backend, const std::string& path, std::int
     }
     float* out = x.data() + row * x.cols();
     for (std::size_t c = 0; c < fields.size(); ++c) {
-      out[c] = static_cast<float>(io::parse_double(in, fields[c], "a feature value"));
+      const double value = io::parse_double(in, fields[c], "a feature value");
+      if (!std::isfinite(static_cast<float>(value))) {
+        in.fail("feature value " + io::quote(fields[c]) + " in column " + std::to_string(c + 1) +
+                " " + io::not_finite_reason(value));
+      }
+      out[c] = static_cast<float>(value);
     }
     ++row;
   }

@@ -482,6 +482,10 @@ std::vector<double> parse_part_weights(const std::string& text, const std::strin
     weights.push_back(value);
     start = end + 1;
   }
+  // Shares are relative: their sum must still be a number (1e308,1e308 sums to infinity).
+  if (!std::isfinite(std::accumulate(weights.begin(), weights.end(), 0.0))) {
+    throw fail("the items sum beyond the range of a double; give relative shares such as 2,1");
+  }
   // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
   // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
   const double largest = *std::max_element(weights.begin(), weights.end());

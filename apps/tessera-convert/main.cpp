@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
                                               o.allow_split_overlap};
     tessera::datasets::check_save_target(o.out, o.force);
     tessera::runtime::refuse_outputs_over_inputs(
-        {{"--out", o.out, !o.out.ends_with(".npz")}},
+        {{"--out", o.out, !tessera::datasets::is_npz_path(o.out)}},
         tessera::datasets::dataset_inputs(o.dataset, load));
     const tessera::runtime::StdoutProgress progress(true);
     const tessera::Stopwatch load_time;
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     }
 
     const tessera::Stopwatch save_time;
-    if (o.out.ends_with(".npz")) {
+    if (tessera::datasets::is_npz_path(o.out)) {
       tessera::datasets::save_npz(dataset, o.out);
     } else {
       tessera::datasets::save_native(dataset, o.out, o.force);

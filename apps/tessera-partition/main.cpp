@@ -107,6 +107,11 @@ tp::Options make_options(const Flags& f) {
   options.objective = tp::parse_objective(f.objective);
   if (!f.part_weights.empty()) options.part_weights = tp::parse_part_weights(f.part_weights);
   options.row_cost = f.row_cost;
+  if (f.row_cost != 0.0 && options.vertex_weight != tp::VertexWeight::Cost) {
+    throw tessera::InvalidArgument(fmt::format(
+        "--row-cost {:g} is used only with --vertex-weights cost (given: --vertex-weights {})",
+        f.row_cost, f.vertex_weights));
+  }
   options.balance = tp::parse_balance(f.balance);
   if (options.balance == tp::Balance::Measured) {
     throw tessera::InvalidArgument(

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -339,6 +340,11 @@ double parse_double(const LineReader& in, std::string_view field, std::string_vi
     in.fail("expected " + std::string(what) + ", found " + quote(field));
   }
   return value;
+}
+
+std::string not_finite_reason(double value) {
+  return std::isfinite(value) ? "is beyond float32's range (+-3.4e38), in which Tessera computes"
+                              : "is not finite (NaN and infinite values are refused)";
 }
 
 std::string quote(std::string_view text) {

@@ -4,20 +4,25 @@
 namespace tessera::runtime {
 
 void report_final_metrics(RunReport& report, const FinalMetrics& m) {
-  report.set("metrics.test_accuracy", m.test_at_best_val.accuracy);
+  report.set("metrics.epochs_trained", m.epochs_trained);
+  if (m.epochs_trained == 0) {
+    report.set("metrics.selected_by", std::string("none: no epochs trained"));
+    return;
+  }
+  if (m.has_test) report.set("metrics.test_accuracy", m.test_at_best_val.accuracy);
   if (m.has_validation) report.set("metrics.best_val_accuracy", m.best_val.accuracy);
   report.set("metrics.best_epoch", m.best_epoch);
   report.set(
       "metrics.selected_by",
       std::string(m.has_validation ? "best validation" : "final epoch (no validation split)"));
-  report.set("metrics.final_test_accuracy", m.final_test.accuracy);
+  if (m.has_test) report.set("metrics.final_test_accuracy", m.final_test.accuracy);
   report.set("metrics.final_loss", m.final_loss);
   const auto set_auc = [&report](const char* key, const gnn::SplitMetrics& s) {
     if (s.roc_auc) report.set(key, *s.roc_auc);
   };
-  set_auc("metrics.test_roc_auc", m.test_at_best_val);
+  if (m.has_test) set_auc("metrics.test_roc_auc", m.test_at_best_val);
   if (m.has_validation) set_auc("metrics.best_val_roc_auc", m.best_val);
-  set_auc("metrics.final_test_roc_auc", m.final_test);
+  if (m.has_test) set_auc("metrics.final_test_roc_auc", m.final_test);
 }
 
 void add_epoch_fields(ReportFields& fields, const gnn::SplitMetrics& train,

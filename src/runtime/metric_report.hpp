@@ -19,11 +19,16 @@ struct FinalMetrics {
   int best_epoch = 0;
   double final_loss = 0.0;
   bool has_validation = true; ///< false: best_epoch is the last epoch evaluated
+  int epochs_trained = 0;     ///< the last epoch trained (a resumed run counts those before it)
+  bool has_test = true;       ///< false: the test split is empty
 };
 
-/// Sets metrics.{test_accuracy, best_val_accuracy, best_epoch, final_test_accuracy, final_loss},
-/// metrics.selected_by ("best validation", or "final epoch (no validation split)") and, where
-/// they were measured, metrics.{test, best_val, final_test}_roc_auc.
+/// Sets metrics.epochs_trained, metrics.{test_accuracy, best_val_accuracy, best_epoch,
+/// final_test_accuracy, final_loss}, metrics.selected_by ("best validation", or "final epoch (no
+/// validation split)") and, where they were measured, metrics.{test, best_val,
+/// final_test}_roc_auc. What was not measured is left out rather than written as 0: after no
+/// epoch, only epochs_trained (and selected_by "none: no epochs trained"); without test rows, no
+/// test metric.
 void report_final_metrics(RunReport& report, const FinalMetrics& m);
 
 using ReportFields = std::vector<std::pair<std::string, double>>;

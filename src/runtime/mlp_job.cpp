@@ -168,6 +168,11 @@ MlpData load_data(const MlpJob& job, const BackendPtr& host) {
   if (!d.ds.has_labels() || d.ds.num_classes < 1) {
     throw InvalidArgument("dataset '" + d.ds.name + "' has no labels to train a classifier on");
   }
+  if (d.ds.num_classes < 2) {
+    // One class: every prediction is right, and a 100% accuracy would say nothing.
+    throw InvalidArgument("dataset '" + d.ds.name +
+                          "' has 1 class: at least 2 are needed to train a classifier");
+  }
   if (!datasets::use_default_split_when_missing(d.ds, job.split_seed.value_or(job.load.seed)) &&
       job.split_seed) {
     throw InvalidArgument("a split seed (--split-seed) draws a random split, but dataset '" +
@@ -669,7 +674,9 @@ std::string mlp_report_json(const MlpResult& r) {
   report.set("timing.setup_s", r.setup_s);
   report_final_metrics(report,
                        {r.best_val, r.test_at_best_val, r.final_test, r.best_epoch,
-                        r.history.empty() ? 0.0 : r.history.back().train_loss, r.val_samples > 0});
+                        r.history.empty() ? 0.0 : r.history.back().train_loss, r.val_samples > 0,
+                        r.history.empty() ? 0 : static_cast<int>(r.history.back().epoch),
+                        r.test_samples > 0});
   for (const MlpEpoch& e : r.history) {
     ReportFields fields{{"epoch", e.epoch},
                         {"loss", e.train_loss},

@@ -202,7 +202,8 @@ void report_result(RunReport& r, const gnn::TrainResult& result) {
   r.set("split.test", result.test_rows);
   report_final_metrics(
       r, {result.best_val, result.test_at_best_val, result.final_test, result.best_epoch,
-          result.history.empty() ? 0.0 : result.history.back().train_loss, result.val_rows > 0});
+          result.history.empty() ? 0.0 : result.history.back().train_loss, result.val_rows > 0,
+          result.history.empty() ? 0 : result.history.back().epoch, result.test_rows > 0});
   for (const gnn::EpochStats& e : result.history) {
     ReportFields fields{{"epoch", e.epoch}, {"loss", e.train_loss}, {"step_ms", e.step_ms}};
     add_epoch_fields(fields, e.train, e.val, e.test, e.offload);

@@ -604,5 +604,118 @@ TEST(DatasetsHostileInputs, ControlCharactersAreEscapedInMessages) {
   }
 }
 
+TEST(DatasetsHostileInputs, MetisWeightsThatAreNotNumbersAndSelfLoopsAreRefused) {
+  const TempDir dir;
+  const auto refused = [&](const std::string& text, const std::string& line,
+                           const std::string& problem) {
+    const std::string path = dir.write("g.graph", text);
+    EXPECT_THAT(
+        [&] { load("metis:" + path); },
+        ThrowsMessage<FormatError>(AllOf(HasSubstr("g.graph:" + line + ":"), HasSubstr(problem))))
+        << text;
+  };
+  refused("3 2 010\n5 2\nabc 1 3\n1 2\n", "3", "expected a vertex weight, found 'abc'");
+  refused("3 2 010\n5 2\n-4 1 3\n1 2\n", "3", "vertex weight -4 of vertex 2 is negative");
+  refused("3 2 001\n2 1\n1 xyz 3 1\n2 1\n", "3", "expected an edge weight, found 'xyz'");
+  refused("3 2 001\n2 1\n1 0 3 1\n2 1\n", "3", "edge weight 0 of (2, 1) is not positive");
+  refused("2 1\n1\n2\n", "2", "vertex 1 lists itself");
+  // The same files with numbers load.
+  EXPECT_EQ(
+      load("metis:" + dir.write("g.graph", "3 2 011\n5 2 1\n4 1 1 3 2\n1 2 2\n")).adjacency.nnz(),
+      4);
+}
+
+TEST(DatasetsHostileInputs, NpzMemberWhoseSizeRunsIntoTheNextMemberIsRefused) {
+  const TempDir dir;
+  std::string bytes = read_bytes(planetoid_npz(dir, {}));
+  // The first member's sizes in the central directory, 8 bytes more: its data would take the
+  // start of the next member's local header as its last values.
+  const auto get32 = [&](std::size_t at) {
+    std::uint32_t v = 0;
+    for (int b = 3; b >= 0; --b)
+      v = (v << 8) | static_cast<unsigned char>(bytes[at + static_cast<std::size_t>(b)]);
+    return v;
+  };
+  const auto put32 = [&](std::size_t at, std::uint32_t v) {
+    for (int b = 0; b < 4; ++b)
+      bytes[at + static_cast<std::size_t>(b)] = static_cast<char>((v >> (8 * b)) & 0xFF);
+  };
+  const std::size_t cd = get32(bytes.size() - 22 + 16);
+  put32(cd + 20, get32(cd + 20) + 8);
+  put32(cd + 24, get32(cd + 24) + 8);
+  const std::string path = dir.write("overlap.npz", bytes);
+
+  EXPECT_THAT([&] { load("npz:" + path); },
+              ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("adj_indptr"), HasSubstr("into member 'adj_indices.npy'"))));
+}
+
+TEST(DatasetsHostileInputs, ValuesBeyondFloat32AreNamedAsSuchNotAsInfinite) {
+  const TempDir dir;
+  // Matrix Market, LINQS: 1e39 and 1e300 are finite numbers Tessera cannot hold.
+  const std::string mtx =
+      dir.write("v.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 1\n2 1 1e39\n");
+  EXPECT_THAT([&] { load("mtx:" + mtx); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("v.mtx:3:"), HasSubstr("'1e39'"),
+                                               HasSubstr("beyond float32's range"))));
+  dir.write("t.cites", "a b\n");
+  const std::string content = dir.write("t.content", "a 1 1e300 x\nb 0 1 y\n");
+  EXPECT_THAT([&] { load("linqs:" + content); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("t.content:1:"), HasSubstr("'1e300'"),
+                                               HasSubstr("beyond float32's range"))));
+  // npz: a float64 feature of 1e300 (was "feature inf at row 0").
+  std::vector<double> features(12, 0.5);
+  features[5] = 1e300;
+  const std::string npz =
+      dir.write("f8.npz", npz_bytes({i64("adj_indptr", {0, 1, 3, 5, 7, 9, 10}),
+                                     i64("adj_indices", {1, 0, 2, 1, 3, 2, 4, 3, 5, 4}),
+                                     {"features", "<f8", "(6, 2)", bytes_of(features)},
+                                     i64("labels", {0, 1, 0, 1, 0, 1})}));
+  EXPECT_THAT([&] { load("npz:" + npz); },
+              ThrowsMessage<FormatError>(AllOf(HasSubstr("'features'"), HasSubstr("1e+300"),
+                                               HasSubstr("at index 5"),
+                                               HasSubstr("beyond float32's range"))));
+}
+
+TEST(DatasetsHostileInputs, NegativeFeatureCountInAttrShapeIsNamed) {
+  const TempDir dir;
+  const std::string path = dir.write(
+      "neg.npz", npz_bytes({i64("adj_indptr", {0, 1, 3, 5, 7, 9, 10}),
+                            i64("adj_indices", {1, 0, 2, 1, 3, 2, 4, 3, 5, 4}),
+                            i64("attr_indptr", {0, 0, 0, 0, 0, 0, 0}), i64("attr_indices", {}),
+                            i64("attr_shape", {6, -5}), i64("labels", {0, 1, 0, 1, 0, 1})}));
+  // Was "negative CSR shape [6, -5]", naming neither the file nor the array.
+  EXPECT_THAT([&] { load("npz:" + path); },
+              ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr(path), HasSubstr("'attr_shape'"), HasSubstr("-5 columns"))));
+}
+
+TEST(DatasetsHostileInputs, ANamedDatasetFileThatIsAFolderOrADeviceIsNamedAsSuch) {
+  const TempDir dir;
+  const std::filesystem::path file =
+      std::filesystem::path(dir.file("email_eu_core")) / "email-Eu-core.txt.gz";
+  std::filesystem::create_directories(file);
+  LoadOptions options;
+  options.data_dir = dir.file("");
+  // Was "not found under data folder" for a file that is there.
+  EXPECT_THAT([&] { load_dataset(cpu(), "email-eu-core", options); },
+              ThrowsMessage<IoError>(AllOf(HasSubstr(file.string()), HasSubstr("is a folder"))));
+  std::filesystem::remove(file);
+  std::filesystem::create_symlink("/dev/zero", file);
+  EXPECT_THAT(
+      [&] { load_dataset(cpu(), "email-eu-core", options); },
+      ThrowsMessage<IoError>(AllOf(HasSubstr(file.string()), HasSubstr("a character device"))));
+}
+
+TEST(DatasetsHostileInputs, AnNpzOutputIsKnownByItsSuffixInAnyCase) {
+  // "G.NPZ" was written as a native folder of that name.
+  EXPECT_TRUE(is_npz_path("g.npz"));
+  EXPECT_TRUE(is_npz_path("/data/G.NPZ"));
+  EXPECT_TRUE(is_npz_path("x.Npz"));
+  EXPECT_FALSE(is_npz_path("npz"));
+  EXPECT_FALSE(is_npz_path("/data/g.npz/"));
+  EXPECT_FALSE(is_npz_path("/data/native"));
+}
+
 } // namespace
 } // namespace tessera::datasets::tests

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 namespace tessera {
@@ -242,6 +243,34 @@ TEST(JobPaths, AReportReplacesOnlyAnEarlierReport) {
                     AllOf(HasSubstr(file.path()), HasSubstr("not a Tessera run report"))))
         << other;
   }
+}
+
+TEST(HostileSplits, MlpOnOneClassIsRefusedNotReportedAsPerfect) {
+  runtime::MlpJob job;
+  job.dataset = "blobs:samples=100,features=8,classes=1";
+  job.epochs = 1;
+  // Was "test accuracy 100.00%": every prediction of a one-class model is right.
+  EXPECT_THAT([&] { runtime::run_mlp_job(job); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("1 class: at least 2")));
+}
+
+TEST(HostileSplits, AReportOfNoEpochsHoldsNoMetricsNotZeros) {
+  runtime::TrainJob job = small_job(kSbm);
+  job.train.epochs = 0;
+  // Was test_accuracy 0.0 and best_val_accuracy 0.0: numbers no run measured.
+  const nlohmann::json report =
+      nlohmann::json::parse(runtime::report_json(runtime::run_train_job(job)));
+  const nlohmann::json& metrics = report.at("metrics");
+  EXPECT_EQ(metrics.at("epochs_trained"), 0);
+  EXPECT_EQ(metrics.at("selected_by"), "none: no epochs trained");
+  EXPECT_FALSE(metrics.contains("test_accuracy"));
+  EXPECT_FALSE(metrics.contains("best_val_accuracy"));
+
+  job.train.epochs = 2;
+  const nlohmann::json trained =
+      nlohmann::json::parse(runtime::report_json(runtime::run_train_job(job)));
+  EXPECT_EQ(trained.at("metrics").at("epochs_trained"), 2);
+  EXPECT_TRUE(trained.at("metrics").contains("test_accuracy"));
 }
 
 } // namespace

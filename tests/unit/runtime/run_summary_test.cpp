@@ -37,6 +37,7 @@ runtime::RunSummary two_ranks() {
   s.halo_bytes_per_epoch = 4 << 20;
   s.broadcast_1d_bytes_per_epoch = 40 << 20;
   s.result.median_step_ms = 12.5;
+  s.result.test_rows = 20;
   s.result.history.resize(3);
   for (int e = 0; e < 3; ++e)
     s.result.history[e].epoch = e + 1;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tessera::datasets {
@@ -122,7 +123,10 @@ void save_npz(const Dataset& dataset, const std::string& path);
 /// folder another process is writing are refused. Throws IoError naming the folder or file.
 void save_native(const Dataset& dataset, const std::string& dir, bool replace = false);
 
-/// The preflight of save_npz (`out` ends in ".npz") or save_native (any other `out`), for a caller
+/// Whether `out` names an .npz file (".npz" in any case: "G.NPZ" too) rather than a native folder.
+bool is_npz_path(std::string_view out) noexcept;
+
+/// The preflight of save_npz (is_npz_path(out)) or save_native (any other `out`), for a caller
 /// about to load or compute what goes there: throws IoError naming `out` now when the write would
 /// be refused later (a missing folder, a foreign non-empty folder, an existing native dataset
 /// without `replace`, ...) or when `out` is an existing file and not `replace` (what was written

@@ -110,6 +110,11 @@ double parse_double(const LineReader& in, std::string_view field, std::string_vi
 /// `field` as an integer, or false when it is not one (no exception).
 bool try_parse_int(std::string_view field, std::int64_t& value) noexcept;
 
+/// Why `value`, read from text, cannot be used as a float32: "is not finite (NaN and infinite
+/// values are refused)" or, for a finite value beyond +-3.4e38, "is beyond float32's range
+/// (+-3.4e38), in which Tessera computes".
+std::string not_finite_reason(double value);
+
 /// `text` quoted for an error message, shortened when long, control characters escaped (\r, \t,
 /// \xNN).
 std::string quote(std::string_view text);
