@@ -376,9 +376,9 @@ Checkpoint read_checkpoint(const std::string& dir) {
     malformed(latest_file, std::string("field 'format' is not '") + kFormat + "'");
   }
   const int version = field<int>(latest, "format_version", latest_file);
-  if (version != 1 && version != kCheckpointFormatVersion) {
+  if (version < 1 || version > kCheckpointFormatVersion) {
     malformed(latest_file, fmt::format("field 'format_version' is {}, this build reads versions 1 "
-                                       "and {}",
+                                       "to {}",
                                        version, kCheckpointFormatVersion));
   }
   const std::string name = field<std::string>(latest, "checkpoint", latest_file);
@@ -389,7 +389,7 @@ Checkpoint read_checkpoint(const std::string& dir) {
   const std::string file = join(folder, kState);
   std::string crc;
   const json state_json = read_json(file, &crc);
-  if (version >= 2) {
+  if (version >= 3) {
     const std::string sealed = field<std::string>(latest, "checkpoint_crc", latest_file);
     if (sealed != crc) {
       malformed(file, "its CRC-32 is " + crc + ", but " + latest_file + " records " + sealed +

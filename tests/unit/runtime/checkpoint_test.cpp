@@ -208,12 +208,37 @@ TEST(Checkpoint, CheckpointOfAnotherFormatVersionIsRefusedNamingTheField) {
   const CheckpointFolder dir;
   train_until_stopped(small_job(10), 2, dir.path());
   nlohmann::json latest = read_json(dir.file("latest.json"));
-  latest["format_version"] = 3;
+  latest["format_version"] = runtime::kCheckpointFormatVersion + 1;
   write_json(dir.file("latest.json"), latest);
 
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
-              ::testing::ThrowsMessage<FormatError>(
-                  AllOf(HasSubstr("latest.json"), HasSubstr("format_version' is 3"))));
+              ::testing::ThrowsMessage<FormatError>(AllOf(
+                  HasSubstr("latest.json"),
+                  HasSubstr("format_version' is " +
+                            std::to_string(runtime::kCheckpointFormatVersion + 1)))));
+}
+
+TEST(Checkpoint, AVersion2CheckpointWithoutTheSealStillResumes) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path());
+  // What a build before the seal wrote: version 2 in both files, no checkpoint_crc.
+  nlohmann::json latest = read_json(dir.file("latest.json"));
+  latest["format_version"] = 2;
+  latest.erase("checkpoint_crc");
+  write_json(dir.file("latest.json"), latest);
+  const std::string state = dir.file("epoch-000002/checkpoint.json");
+  nlohmann::json document = read_json(state);
+  document["format_version"] = 2;
+  write_json(state, document);
+
+  EXPECT_EQ(runtime::read_checkpoint(dir.path()).state.epoch, 2);
+  // A version 3 latest.json without its seal is refused.
+  latest["format_version"] = 3;
+  document["format_version"] = 3;
+  write_json(dir.file("latest.json"), latest);
+  write_json(state, document);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(HasSubstr("checkpoint_crc")));
 }
 
 // ---- issue 37: checkpoints checked against themselves and the data ----------------------------

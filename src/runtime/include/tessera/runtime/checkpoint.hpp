@@ -3,8 +3,9 @@
 //
 // Layout of a checkpoint folder DIR:
 //   DIR/.tessera-output           the output-folder claim (io::OutputFolder, kind "checkpoint")
-//   DIR/latest.json               {"format": "tessera-checkpoint", "format_version": 1,
-//                                  "checkpoint": "epoch-000050"}: the complete checkpoint
+//   DIR/latest.json               {"format": "tessera-checkpoint", "format_version": 3,
+//                                  "checkpoint": "epoch-000050", "checkpoint_crc": CRC of its
+//                                  checkpoint.json, "epoch": 50}: the complete checkpoint
 //   DIR/epoch-000050/checkpoint.json   configuration, epoch, Adam step count, best validation,
 //                                      and per parameter its name, shape and three array files:
 //   DIR/epoch-000050/param-0.value.bin, param-0.adam_m.bin, param-0.adam_v.bin, ...
@@ -25,8 +26,9 @@ namespace tessera::runtime {
 
 /// Version of the checkpoint format; a checkpoint of another version is refused. Version 2
 /// records the data's checksum (version 1 checkpoints are read, matched to data by name and
-/// shape only).
-inline constexpr int kCheckpointFormatVersion = 2;
+/// shape only); version 3 seals checkpoint.json by its CRC in latest.json ("checkpoint_crc";
+/// version 2 checkpoints are read without it).
+inline constexpr int kCheckpointFormatVersion = 3;
 
 /// The run a checkpoint belongs to. Resuming requires the same data (dataset, nodes, feature
 /// width, classes, and the checksum of its graph, features and labels) and model (name, layer
