@@ -130,6 +130,13 @@ class PickledNpz(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
+    def assert_refused(self, path, message):
+        """Converting `path` exits 1 with "PATH: MESSAGE" on stderr, and no traceback."""
+        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn(f"{path}: {message}", result.stderr)
+        self.assertNotIn("Traceback", result.stderr)
+
     def test_tessera_names_the_converter(self):
         result = run(TESSERA_CONVERT, "--dataset", f"npz:{self.path}", "--out",
                      os.path.join(self.dir.name, "x.npz"))
@@ -230,11 +237,7 @@ class PickledNpz(unittest.TestCase):
             warnings.simplefilter("ignore")  # zipfile warns that it writes a duplicate name
             archive.writestr("labels.npy", other.getvalue())
 
-        result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-        self.assertEqual(result.returncode, 1, result.stderr)
-        self.assertIn(f"{path}: members 'labels.npy' and 'labels.npy' both hold array 'labels'",
-                      result.stderr)
+        self.assert_refused(path, "members 'labels.npy' and 'labels.npy' both hold array 'labels'")
 
     def test_a_planted_link_is_not_followed(self):
         target = os.path.join(self.dir.name, "victim")
@@ -261,11 +264,7 @@ class PickledNpz(unittest.TestCase):
                 path = os.path.join(self.dir.name, f"laughs_{name}.npz")
                 np.savez(path, adj_matrix=self.adjacency, labels=boxed(value))
 
-                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-                self.assertEqual(result.returncode, 1, result.stderr)
-                self.assertIn(f"{path}: array 'labels': {message}", result.stderr)
-                self.assertNotIn("Traceback", result.stderr)
+                self.assert_refused(path, f"array 'labels': {message}")
 
     def test_unpickled_objects_of_the_wrong_kind_or_structure_are_refused(self):
         forged = sp.csr_matrix((3, 3))
@@ -281,20 +280,13 @@ class PickledNpz(unittest.TestCase):
                 path = os.path.join(self.dir.name, f"{name}.npz")
                 np.savez(path, **arrays)
 
-                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-                self.assertEqual(result.returncode, 1, result.stderr)
-                self.assertIn(f"{path}: {message}", result.stderr)
+                self.assert_refused(path, message)
         with self.subTest("a million levels deep"):
             path = os.path.join(self.dir.name, "deep.npz")
             np.savez(path, adj_matrix=self.adjacency)
             add_pickled_member(path, "labels", nested_lists_pickle(10**6))
 
-            result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-            self.assertEqual(result.returncode, 1, result.stderr)
-            self.assertIn(f"{path}: array 'labels': lists nested deeper than 2 levels",
-                          result.stderr)
+            self.assert_refused(path, "array 'labels': lists nested deeper than 2 levels")
 
     def test_shapes_are_checked_before_anything_is_written(self):
         path = os.path.join(self.dir.name, "flat_features.npz")
@@ -390,10 +382,7 @@ class PickledNpz(unittest.TestCase):
         for path, kind in ((fifo, "a FIFO"), ("/dev/zero", "a character device"),
                            (self.dir.name, "a folder")):
             with self.subTest(kind):
-                result = convert("npz", path, os.path.join(self.dir.name, "o.npz"))
-
-                self.assertEqual(result.returncode, 1, result.stderr)
-                self.assertIn(f"{path}: is {kind}, not a regular file", result.stderr)
+                self.assert_refused(path, f"is {kind}, not a regular file")
 
     def test_a_stored_class_count_is_kept_and_checked(self):
         path = os.path.join(self.dir.name, "classes.npz")
