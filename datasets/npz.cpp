@@ -616,6 +616,13 @@ void NpzReader::read_central_directory() {
       fail(key, "zip compression method " + std::to_string(m.method) +
                     " is not supported (only stored and deflated)");
     }
+    // A stored member's bytes are its data: its two sizes are one (the reader reads the
+    // uncompressed size; the extent check below measures the compressed one).
+    if (m.method == kMethodStored && m.compressed_size != m.uncompressed_size) {
+      fail(key, "stored (uncompressed) member with compressed size " +
+                    std::to_string(m.compressed_size) + " but uncompressed size " +
+                    std::to_string(m.uncompressed_size) + " (corrupt or forged archive)");
+    }
     members_.push_back(std::move(m));
     pos += kCentralHeaderBytes + name_length + extra_length + comment_length;
   }

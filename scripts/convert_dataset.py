@@ -327,21 +327,39 @@ def write_npz(out, adjacency, features, labels, split, num_classes=None):
     print(f"wrote {out}: {summary}")
 
 
+MAX_CLASS_SLACK = 1024  # a class count may exceed the labelled nodes by this much (as Tessera's)
+
+
 def class_ids(labels, where):
-    """Class ids [N] from integer labels [N] (or [N, 1]) or one-hot rows [N, C] (a row without a 1
-    becomes -1)."""
+    """Class ids [N] from integer labels [N] (or [N, 1]) or one-hot rows [N, C] (a row of zeros
+    becomes -1, unlabelled). A row with more than one 1, or values other than 0 and 1, is refused;
+    so are ids below -1 and ids beyond the labelled nodes + MAX_CLASS_SLACK (a class count far
+    beyond the data would size a model by a number, not by the data)."""
     labels = labels.toarray() if sp.issparse(labels) else labels
     if labels.ndim == 2:
         if labels.shape[1] == 1:
             labels = labels[:, 0]
         else:
+            bad = np.flatnonzero(((labels != 0) & (labels != 1)).any(axis=1) |
+                                 ((labels == 1).sum(axis=1) > 1))
+            if bad.size:
+                row = bad[0]
+                raise ConvertError(f"{where}: row {row} ({labels[row].tolist()[:10]}) is not "
+                                   "one-hot: a label row holds one 1 (or only zeros, unlabelled)")
             ids = labels.argmax(axis=1).astype(np.int64)
             ids[labels.max(axis=1) <= 0] = -1
             return ids
     if labels.ndim != 1:
         raise ConvertError(f"{where}: labels of shape {labels.shape}, expected [N] or one-hot "
                            "[N, C]")
-    return as_integers(labels, where, "label")
+    ids = as_integers(labels, where, "label")
+    limit = int((ids >= 0).sum()) + MAX_CLASS_SLACK
+    bad = np.flatnonzero((ids < -1) | (ids >= limit))
+    if bad.size:
+        raise ConvertError(f"{where}: label {ids[bad[0]]} at index {bad[0]} is outside -1.."
+                           f"{limit - 1} (-1: unlabelled; at most the labelled nodes + "
+                           f"{MAX_CLASS_SLACK} classes)")
+    return ids
 
 
 # ---- npz with pickled objects ---------------------------------------------------------------

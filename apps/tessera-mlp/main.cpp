@@ -215,6 +215,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   const int rank = comm->rank();
+  runtime::keep_running_without_stdout();
+  try {
+    runtime::check_same_command(*comm, argc, argv);
+  } catch (const InvalidArgument& e) {
+    if (rank == 0) fmt::print(stderr, "[rank 0] error: {}\n", e.what());
+    return 1;
+  }
 
   CLI::App app{"Train a plain MLP classifier in shuffled mini-batches on the node features of a "
                "dataset or on generated blobs; under mpirun -np P, data-parallel over P ranks "

@@ -331,6 +331,7 @@ int main(int argc, char** argv) {
   Flags flags;
   add_flags(app, flags);
   CLI11_PARSE(app, argc, argv);
+  tessera::runtime::keep_running_without_stdout();
 
   // PT-Scotch needs MPI; under mpirun with several ranks the cut is distributed.
   std::optional<tessera::comm::MpiEnvironment> mpi;
@@ -341,6 +342,7 @@ int main(int argc, char** argv) {
       comm = tessera::comm::make_mpi_communicator();
     }
     if (comm && comm->size() > 1) {
+      tessera::runtime::check_same_command(*comm, argc, argv);
       if (flags.method == "metis" || flags.method == "metis-recursive") {
         throw tessera::InvalidArgument(fmt::format(
             "--method {} cuts the whole graph in one process: run it without mpirun, or cut "

@@ -13,6 +13,7 @@
 #include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 #include <zlib.h>
 
 namespace tessera::io {
@@ -347,17 +348,38 @@ std::string not_finite_reason(double value) {
                               : "is not finite (NaN and infinite values are refused)";
 }
 
+namespace {
+
+/// The UTF-8 encodings of characters a terminal shows as nothing or as a space, and their names:
+/// in a message they would make "found '1'" look like valid input.
+constexpr std::pair<std::string_view, std::string_view> kInvisible[] = {
+    {"\xC2\xA0", "\\u00a0"},     {"\xC2\xAD", "\\u00ad"},     {"\xE2\x80\x8B", "\\u200b"},
+    {"\xE2\x80\x8C", "\\u200c"}, {"\xE2\x80\x8D", "\\u200d"}, {"\xE2\x80\x8E", "\\u200e"},
+    {"\xE2\x80\x8F", "\\u200f"}, {"\xE2\x80\xA8", "\\u2028"}, {"\xE2\x80\xA9", "\\u2029"},
+    {"\xE2\x81\xA0", "\\u2060"}, {"\xEF\xBB\xBF", "\\ufeff"}};
+
+} // namespace
+
 std::string quote(std::string_view text) {
   constexpr std::size_t kMax = 60;
   const bool shorten = text.size() > kMax;
+  text = text.substr(0, kMax);
   std::string out;
-  out.reserve(std::min(text.size(), kMax) + 5);
+  out.reserve(text.size() + 5);
   out.push_back('\'');
-  // Control characters escaped: a raw carriage return would make the terminal overwrite the
-  // message with what follows it.
-  for (const char c : text.substr(0, kMax)) {
+  // Control and invisible characters escaped: a raw carriage return would make the terminal
+  // overwrite the message with what follows it, a no-break space or a byte order mark would not
+  // show at all.
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
-    if (c == '\r') {
+    const auto* invisible =
+        std::find_if(std::begin(kInvisible), std::end(kInvisible),
+                     [&](const auto& entry) { return text.substr(i).starts_with(entry.first); });
+    if (invisible != std::end(kInvisible)) {
+      out.append(invisible->second);
+      i += invisible->first.size() - 1;
+    } else if (c == '\r') {
       out.append("\\r");
     } else if (c == '\t') {
       out.append("\\t");

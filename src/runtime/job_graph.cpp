@@ -308,6 +308,43 @@ struct TileSource {
   std::uint32_t dataset_crc = 0;
 };
 
+/// A 64-bit hash of a vertex id (the splitmix64 finalizer).
+std::uint64_t id_hash(std::int64_t id) noexcept {
+  auto x = static_cast<std::uint64_t>(id) + 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// The tiles of a store own every vertex once: each rank sums a hash of its owned ids and
+/// subtracts that of its share of [0, N), and the sums over all ranks vanish exactly when the
+/// owned ids are [0, N) once each (up to a 2^-64 chance; 32 bits per sum, so none overflows).
+/// A part whose owned_ids.bin was edited and re-sealed (a vertex owned twice, another by no
+/// one) is refused on every rank. Collective.
+void check_owned_cover(comm::Communicator& comm, const partition::LocalGraph& tile,
+                       const std::string& store) {
+  std::int64_t sums[2] = {0, 0};
+  const auto add = [&](std::int64_t id, std::int64_t sign) {
+    const std::uint64_t h = id_hash(id);
+    sums[0] += sign * static_cast<std::int64_t>(h >> 32);
+    sums[1] += sign * static_cast<std::int64_t>(h & 0xFFFFFFFFull);
+  };
+  for (const GlobalId id : tile.owned_ids)
+    add(id, 1);
+  const datasets::RowRange share =
+      datasets::row_share(tile.num_global_nodes, comm.rank(), comm.size());
+  for (std::int64_t id = share.first; id < share.last; ++id)
+    add(id, -1);
+  comm.allreduce_sum(std::span<std::int64_t>(sums));
+  if (sums[0] != 0 || sums[1] != 0) {
+    throw FormatError(fmt::format(
+        "partition store '{}': its parts' owned ids do not cover the graph's {} vertices once "
+        "each (a vertex owned by two parts, or by none): its owned_ids.bin files were edited or "
+        "come from different stores",
+        store, tile.num_global_nodes));
+  }
+}
+
 /// Refuses a store that was not cut from the job's --dataset: rank 0 loads the dataset and
 /// hashes it as write_store did, every rank compares the result with the manifest. A store is
 /// otherwise matched by name only, and another graph saved under the same name would train.
@@ -640,6 +677,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
     }
   }
   check_job_facts(*comm, &g.tile, source, failure);
+  if (!job.partition_dir.empty()) check_owned_cover(*comm, g.tile, job.partition_dir);
   // Every rank now holds the same manifest (its dataset checksum is one of the facts).
   if (!job.partition_dir.empty() && !job.dataset.empty()) {
     check_store_matches_dataset(job, *comm, manifest, host);

@@ -8,6 +8,7 @@
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/job_paths.hpp"
+#include "tessera/runtime/job_start.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/progress_display.hpp"
 #include "tessera/runtime/train_job.hpp"
@@ -544,6 +545,14 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     return 1;
   }
   const int rank = comm->rank();
+  keep_running_without_stdout();
+  try {
+    check_same_command(*comm, argc, argv);
+  } catch (const InvalidArgument& e) {
+    // Every rank knows; one says it.
+    if (rank == 0) fmt::print(stderr, "[rank 0] error: {}\n", e.what());
+    return 1;
+  }
 
   CLI::App app{program.description};
   Options options = defaults_of(program);

@@ -288,6 +288,23 @@ class PickledNpz(unittest.TestCase):
 
             self.assert_refused(path, "array 'labels': lists nested deeper than 2 levels")
 
+    def test_labels_that_are_no_classes_are_refused(self):
+        two_ones = np.zeros((self.n, 3), np.int64)
+        two_ones[:, 0] = 1
+        two_ones[4, 1] = 1
+        huge = self.labels.copy()
+        huge[7] = 2**62
+        negative = self.labels.copy()
+        negative[2] = -5
+        for name, labels, message in (
+                ("two_ones", two_ones, "row 4 ([1, 1, 0]) is not one-hot"),
+                ("huge", huge, f"label {2**62} at index 7 is outside -1..{self.n - 1 + 1024}"),
+                ("negative", negative, "label -5 at index 2 is outside")):
+            with self.subTest(name):
+                path = os.path.join(self.dir.name, f"{name}.npz")
+                np.savez(path, adj_matrix=self.adjacency, labels=boxed(labels))
+                self.assert_refused(path, f"array 'labels': {message}")
+
     def test_shapes_are_checked_before_anything_is_written(self):
         path = os.path.join(self.dir.name, "flat_features.npz")
         np.savez(path, adj_matrix=self.adjacency, attr_matrix=np.ones(self.n, np.float32),

@@ -5,6 +5,7 @@
 #include "mpi/mpi_test_main.hpp"
 #include "mpi/shared_folder.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <gmock/gmock.h>
@@ -36,6 +37,24 @@ void write_store_of(const datasets::Dataset& data, const std::string& dir) {
   const partition::Partition parts = partition::partition_graph(data.adjacency, options);
   partition::write_store(dir, data, parts, options, partition::Reorder::None,
                          partition::measure(data.adjacency, parts));
+}
+
+/// Seals part `part` of `store` again after an edit of its arrays, as a forger would: the part's
+/// checksum (over each file's payload CRC, dense features) and the manifest.
+void reseal_part(const std::string& store, int part) {
+  const fs::path folder = fs::path(partition::part_description_path(store, part)).parent_path();
+  std::uint32_t crc = 0;
+  for (const char* name : {"owned_ids.bin", "ghost_ids.bin", "ghost_owner.bin", "degree.bin",
+                           "adj_row_ptr.bin", "adj_col.bin", "adj_val.bin", "features.bin",
+                           "labels.bin", "train_idx.bin", "val_idx.bin", "test_idx.bin"}) {
+    std::ifstream in(folder / name, std::ios::binary);
+    char header[44];
+    in.read(header, sizeof header);
+    crc = io::crc32_update(crc, header + 40, 4);
+  }
+  partition::Manifest manifest = partition::read_manifest(store);
+  manifest.part_checksums[static_cast<std::size_t>(part)] = io::crc_hex(crc);
+  partition::write_manifest(store, manifest);
 }
 
 runtime::TrainJob small_job() {
@@ -188,24 +207,49 @@ TEST(StoreJob, AGhostDegreeItsOwnerDoesNotHaveFailsEveryRank) {
     io::StoredArray<std::int64_t> degree = io::read_array<std::int64_t>(file, false);
     degree.data.back() += 1;
     io::write_array<std::int64_t>(file, degree.data, degree.rows);
-    std::uint32_t crc = 0;
-    for (const char* name : {"owned_ids.bin", "ghost_ids.bin", "ghost_owner.bin", "degree.bin",
-                             "adj_row_ptr.bin", "adj_col.bin", "adj_val.bin", "features.bin",
-                             "labels.bin", "train_idx.bin", "val_idx.bin", "test_idx.bin"}) {
-      std::ifstream in(fs::path(part) / name, std::ios::binary);
-      char header[44];
-      in.read(header, sizeof header);
-      crc = io::crc32_update(crc, header + 40, 4);
-    }
-    partition::Manifest manifest = partition::read_manifest(store);
-    manifest.part_checksums[1] = io::crc_hex(crc);
-    partition::write_manifest(store, manifest);
+    reseal_part(store, 1);
   }
   world()->barrier();
   runtime::TrainJob job = small_job();
   job.partition_dir = store;
 
   expect_refused<FormatError>(job, {"part 1: ghost row", "in its degree.bin, but rank"});
+}
+
+// Issue 37: parts whose owned ids were edited and re-sealed (a vertex owned by two parts, another
+// by none) trained without a word.
+TEST(StoreJob, OwnedIdsThatDoNotCoverTheGraphOnceFailEveryRank) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs two parts";
+  const SharedFolder folder("cover");
+  const std::string store = folder.file("store");
+  if (world()->rank() == 0) {
+    write_store_of(graph(1), store);
+    const partition::LocalGraph zero = partition::load_part(store, 0);
+    const partition::LocalGraph one = partition::load_part(store, 1);
+    // Part 1's first owned id becomes one of part 0's that keeps its ids ascending and is no
+    // ghost of part 1: part 0 and part 1 both own it, and the old id no one.
+    const auto in = [](const std::vector<GlobalId>& ids, GlobalId id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    std::vector<GlobalId> owned = one.owned_ids;
+    const auto taken = std::find_if(zero.owned_ids.begin(), zero.owned_ids.end(), [&](GlobalId id) {
+      return id < owned[1] && !in(owned, id) && !in(one.ghost_ids, id);
+    });
+    ASSERT_NE(taken, zero.owned_ids.end());
+    owned[0] = *taken;
+    std::sort(owned.begin(), owned.end());
+    const std::string file =
+        (fs::path(partition::part_description_path(store, 1)).parent_path() / "owned_ids.bin")
+            .string();
+    io::write_array<GlobalId>(file, owned, static_cast<std::int64_t>(owned.size()));
+    reseal_part(store, 1);
+  }
+  world()->barrier();
+  runtime::TrainJob job = small_job();
+  job.partition_dir = store;
+
+  expect_refused<FormatError>(
+      job, {"partition store '" + store + "'", "do not cover the graph's 600 vertices once each"});
 }
 
 TEST(StoreJob, ADatasetOfOneClassSaysSoOnEveryRank) {

@@ -49,6 +49,7 @@
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/job_paths.hpp"
+#include "tessera/runtime/job_start.hpp"
 #include "tessera/runtime/mlp_job.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/progress_display.hpp"

@@ -602,6 +602,16 @@ TEST(DatasetsHostileInputs, ControlCharactersAreEscapedInMessages) {
     EXPECT_THAT(message, HasSubstr("found '0\\r1'"));
     EXPECT_EQ(message.find('\r'), std::string::npos);
   }
+  // Characters a terminal shows as nothing: a byte order mark inside a line, a no-break space.
+  for (const auto& [text, shown] :
+       std::vector<std::pair<std::string, std::string>>{{"1\xEF\xBB\xBF 2\n", "found '1\\ufeff'"},
+                                                        {"0\xC2\xA0"
+                                                         "1\n",
+                                                         "found '0\\u00a01'"}}) {
+    const std::string file = dir.write("odd.txt", text);
+    EXPECT_THAT([&] { load("snap:" + file); }, ThrowsMessage<FormatError>(HasSubstr(shown)))
+        << shown;
+  }
 }
 
 TEST(DatasetsHostileInputs, MetisWeightsThatAreNotNumbersAndSelfLoopsAreRefused) {
@@ -641,6 +651,7 @@ TEST(DatasetsHostileInputs, NpzMemberWhoseSizeRunsIntoTheNextMemberIsRefused) {
       bytes[at + static_cast<std::size_t>(b)] = static_cast<char>((v >> (8 * b)) & 0xFF);
   };
   const std::size_t cd = get32(bytes.size() - 22 + 16);
+  const std::string original = bytes;
   put32(cd + 20, get32(cd + 20) + 8);
   put32(cd + 24, get32(cd + 24) + 8);
   const std::string path = dir.write("overlap.npz", bytes);
@@ -648,6 +659,14 @@ TEST(DatasetsHostileInputs, NpzMemberWhoseSizeRunsIntoTheNextMemberIsRefused) {
   EXPECT_THAT([&] { load("npz:" + path); },
               ThrowsMessage<FormatError>(
                   AllOf(HasSubstr("adj_indptr"), HasSubstr("into member 'adj_indices.npy'"))));
+  // Only the uncompressed size (what a stored member's reader reads) 8 bytes more: the extent by
+  // the compressed size looked fine.
+  bytes = original;
+  put32(cd + 24, get32(cd + 24) + 8);
+  dir.write("overlap.npz", bytes);
+  EXPECT_THAT(
+      [&] { load("npz:" + path); },
+      ThrowsMessage<FormatError>(AllOf(HasSubstr("adj_indptr"), HasSubstr("compressed size"))));
 }
 
 TEST(DatasetsHostileInputs, ValuesBeyondFloat32AreNamedAsSuchNotAsInfinite) {

@@ -1,0 +1,22 @@
+// What every program does as it starts, before it parses or reads anything: check that all ranks
+// of an mpirun job run one command, and keep a closed stdout from ending a run silently.
+#pragma once
+
+#include "tessera/comm/communicator.hpp"
+
+namespace tessera::runtime {
+
+/// Every rank of a job runs the same command line: a launch that gives ranks other flags
+/// (`mpirun -np 1 tessera-train --seed 1 : -np 1 tessera-train --seed 2`) would train with
+/// settings that differ in silence, or wait forever for a peer in another step. Compares the CRC
+/// of each rank's program name and arguments (one allgather) and throws InvalidArgument on every
+/// rank naming the ranks whose command is not rank 0's. Collective; nothing for one rank.
+void check_same_command(comm::Communicator& comm, int argc, const char* const* argv);
+
+/// A reader that closes stdout early (`tessera-train ... --report r.json | head -1`) would end
+/// the process by SIGPIPE on its next line, before its report or checkpoint is written and without
+/// a word. After this call the first such write points stdout at /dev/null instead: the run goes
+/// on and writes its files; what it prints from then on is dropped.
+void keep_running_without_stdout();
+
+} // namespace tessera::runtime
