@@ -4,22 +4,33 @@
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/core.h>
 #include <string>
+#include <string_view>
 #include <unistd.h>
 
 namespace tessera::runtime {
 
 void check_same_command(comm::Communicator& comm, int argc, const char* const* argv) {
   if (comm.size() == 1) return;
-  // The program by its file name (ranks may start it by another path), then each argument whole.
+  // The program by its file name (ranks may start it by another path), then each argument whole,
+  // but for where a rank runs: its threads and device may differ (a CPU rank beside GPU ranks).
+  constexpr std::string_view kPerRank[] = {"--threads", "--device"};
   std::uint32_t crc = 0;
   for (int i = 0; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i > 0 && std::any_of(std::begin(kPerRank), std::end(kPerRank), [&](std::string_view flag) {
+          return arg == flag || (arg.starts_with(flag) && arg.substr(flag.size()).starts_with("="));
+        })) {
+      if (arg.find('=') == std::string_view::npos) ++i; // and its value
+      continue;
+    }
     const std::string text =
-        i == 0 ? std::filesystem::path(argv[0]).filename().string() : std::string(argv[i]);
+        i == 0 ? std::filesystem::path(argv[0]).filename().string() : std::string(arg);
     crc = io::crc32_update(crc, text.data(), text.size() + 1); // with its terminating NUL
   }
   const std::vector<double> all = comm.allgather(static_cast<double>(crc));

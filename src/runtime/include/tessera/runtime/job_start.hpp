@@ -10,7 +10,8 @@ namespace tessera::runtime {
 /// (`mpirun -np 1 tessera-train --seed 1 : -np 1 tessera-train --seed 2`) would train with
 /// settings that differ in silence, or wait forever for a peer in another step. Compares the CRC
 /// of each rank's program name and arguments (one allgather) and throws InvalidArgument on every
-/// rank naming the ranks whose command is not rank 0's. Collective; nothing for one rank.
+/// rank naming the ranks whose command is not rank 0's. Where a rank runs may differ: --threads
+/// and --device (with their values) are left out. Collective; nothing for one rank.
 void check_same_command(comm::Communicator& comm, int argc, const char* const* argv);
 
 /// A reader that closes stdout early (`tessera-train ... --report r.json | head -1`) would end
