@@ -679,6 +679,13 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   if (resume) {
     for (const std::string& note : check_resumable(job.resume_dir, resume->run, run))
       say(note);
+    if (resume->format_version < kCheckpointFormatVersion) {
+      // Written before checkpoint.json was sealed: an edit of it goes unnoticed.
+      say(fmt::format("note: checkpoint {} is of format {}, written before checkpoint.json was "
+                      "sealed in latest.json (format {}): its best epoch and metrics are taken "
+                      "as written",
+                      job.resume_dir, resume->format_version, kCheckpointFormatVersion));
+    }
     say(fmt::format("resuming from {} after epoch {}", job.resume_dir, resume->state.epoch));
     control.resume = &resume->state;
   }

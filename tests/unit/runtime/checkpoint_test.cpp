@@ -212,10 +212,10 @@ TEST(Checkpoint, CheckpointOfAnotherFormatVersionIsRefusedNamingTheField) {
   write_json(dir.file("latest.json"), latest);
 
   EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
-              ::testing::ThrowsMessage<FormatError>(AllOf(
-                  HasSubstr("latest.json"),
-                  HasSubstr("format_version' is " +
-                            std::to_string(runtime::kCheckpointFormatVersion + 1)))));
+              ::testing::ThrowsMessage<FormatError>(
+                  AllOf(HasSubstr("latest.json"),
+                        HasSubstr("format_version' is " +
+                                  std::to_string(runtime::kCheckpointFormatVersion + 1)))));
 }
 
 TEST(Checkpoint, AVersion2CheckpointWithoutTheSealStillResumes) {
@@ -232,6 +232,12 @@ TEST(Checkpoint, AVersion2CheckpointWithoutTheSealStillResumes) {
   write_json(state, document);
 
   EXPECT_EQ(runtime::read_checkpoint(dir.path()).state.epoch, 2);
+  // Resumed with a note that its metrics are taken as written.
+  runtime::TrainJob job = small_job(4);
+  job.resume_dir = dir.path();
+  std::string said;
+  runtime::run_train_job(job, [&](const std::string& line) { said += line + "\n"; });
+  EXPECT_THAT(said, AllOf(HasSubstr("is of format 2"), HasSubstr("taken as written")));
   // A version 3 latest.json without its seal is refused.
   latest["format_version"] = 3;
   document["format_version"] = 3;
