@@ -2,7 +2,10 @@
 # Tessera's single test entry point: installs missing Debian packages, builds
 # (Release, Ninja) and runs the whole test suite with ctest.
 #
-# Usage: scripts/test.sh [--help] [CTEST_ARGS...]
+# Usage: scripts/test.sh [--help] [--quick] [CTEST_ARGS...]
+#   --quick  the edit-loop tier: builds what changed, then runs the unit tests, the layer checks
+#            and the MPI tests at 2 ranks (under a minute here on a built tree); no other stage.
+#            The full run below is the gate CI runs.
 #   Without CTEST_ARGS, a build that has the CUDA backend also builds the variant without it
 #   (<build>-no-cuda, a shared library): links each of its layers alone, runs its op tests,
 #   whose CUDA entry points are NotCompiled stubs, and builds the install consumer and the
@@ -21,6 +24,19 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 if [[ "${1:-}" == "--help" || "${1:-}" == "-h" ]]; then
   tessera_usage "$0"
   exit 0
+fi
+
+if [[ "${1:-}" == "--quick" ]]; then
+  shift
+  tessera_install_deps
+  tessera_build "${TESSERA_BUILD_DIR}"
+  tessera_log "quick tier: unit tests, layer checks, MPI tests at 2 ranks"
+  status=0
+  ctest --test-dir "${TESSERA_BUILD_DIR}" --output-on-failure -j2 -L 'unit|layers' "$@" ||
+    status=$?
+  ctest --test-dir "${TESSERA_BUILD_DIR}" --output-on-failure -R '^mpi\.ranks_2$' ||
+    status=$?
+  exit "${status}"
 fi
 
 tessera_install_deps
