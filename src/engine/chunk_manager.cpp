@@ -38,10 +38,6 @@ std::string to_string(TensorKind kind) {
   return "unknown";
 }
 
-bool is_read_only(TensorKind kind) noexcept {
-  return kind == TensorKind::Input || kind == TensorKind::Matrix;
-}
-
 std::string to_string(EvictionPolicy policy) {
   return policy == EvictionPolicy::Lru ? "lru" : "farthest-next-use";
 }
@@ -913,17 +909,6 @@ void ChunkManager::check_fits(int id, std::size_t offset, std::size_t bytes) con
                         format_bytes(config_.device_bytes) + ", " + std::to_string(s.slots) +
                         " chunks) at once: give a larger --device-memory or a smaller "
                         "--chunk-size");
-}
-
-std::pair<int, std::size_t> ChunkManager::acquire_range(const void* address, std::size_t bytes,
-                                                        Access access) {
-  const int id = find(address);
-  if (id < 0 || bytes == 0) return {-1, 0};
-  const std::size_t offset =
-      static_cast<std::size_t>(static_cast<const std::byte*>(address) - state_->space->base()) -
-      state_->tensors[id].offset;
-  acquire(id, access, offset, bytes);
-  return {id, offset};
 }
 
 std::vector<ChunkManager::Part> ChunkManager::parts(const void* address, std::size_t bytes) const {

@@ -47,11 +47,10 @@ public:
   /// peer stores them as ghosts.
   const std::vector<LocalId>& send_rows() const noexcept { return send_rows_; }
 
-  /// Rows this rank sends and receives per gather (the other way round for a scatter-add).
+  /// Rows this rank sends per gather (receives per scatter-add; it receives n_ghost() per gather).
   std::int64_t num_send_rows() const noexcept {
     return static_cast<std::int64_t>(send_rows_.size());
   }
-  std::int64_t num_recv_rows() const noexcept { return n_ghost_; }
 
 private:
   std::int64_t n_owned_ = 0;

@@ -32,10 +32,6 @@ inline constexpr int kTensorKinds = 7;
 
 /// "input", "matrix", "activation", "gradient", "weight", "weight-grad", "optimizer-state".
 std::string to_string(TensorKind kind);
-/// Input and Matrix: after their first write, an evicted device copy is dropped, not written
-/// back (the host or disk copy stays valid).
-bool is_read_only(TensorKind kind) noexcept;
-
 /// What an acquire does to the bytes: Read leaves them clean; Write and ReadWrite make the device
 /// copy the only valid one. Write promises to overwrite the whole range, so a chunk the range
 /// covers entirely is not copied in.
@@ -160,10 +156,6 @@ public:
                   std::size_t bytes = std::numeric_limits<std::size_t>::max()) const;
   void release(int id, std::size_t offset = 0,
                std::size_t bytes = std::numeric_limits<std::size_t>::max());
-  /// acquire by device address range (for views into managed tensors); a range outside every
-  /// tensor is left alone (memory the manager does not hold). Returns the tensor and the offset
-  /// of the range in it ({-1, 0} when left alone), to release() with.
-  std::pair<int, std::size_t> acquire_range(const void* address, std::size_t bytes, Access access);
   /// The parts of live tensors inside [address, address + bytes): (tensor, offset, bytes) each,
   /// in address order (a range may span adjacent tensors, like a data-parallel bucket).
   struct Part {
