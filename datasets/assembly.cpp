@@ -205,23 +205,26 @@ namespace {
 /// empty when the row is in that form.
 std::string adjacency_row_problem(const Csr& a, std::int64_t r, std::int64_t row,
                                   const std::string& col_file, const std::string& val_file) {
+  // The message is made only for the entry that breaks the form: this runs over every nonzero.
+  const auto at = [&](std::int64_t c) {
+    return " at row " + std::to_string(row) + ", column " + std::to_string(c);
+  };
   for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
     const std::int64_t c = a.col()[k];
-    const std::string at = " at row " + std::to_string(row) + ", column " + std::to_string(c);
     if (c < 0 || c >= a.cols()) {
-      return col_file + ": column" + at + " is outside the graph's " + std::to_string(a.cols()) +
+      return col_file + ": column" + at(c) + " is outside the graph's " + std::to_string(a.cols()) +
              " nodes";
     }
     if (c == row) {
-      return col_file + ": self-loop" + at +
+      return col_file + ": self-loop" + at(c) +
              ": a dataset's adjacency holds none (models add their own)";
     }
     if (k > a.row_ptr()[r] && c <= a.col()[k - 1]) {
-      return col_file + ": column" + at + " follows column " + std::to_string(a.col()[k - 1]) +
+      return col_file + ": column" + at(c) + " follows column " + std::to_string(a.col()[k - 1]) +
              ": a row's columns are ascending and unique (no edge twice)";
     }
     if (a.val()[k] != 1.0f) {
-      return val_file + ": edge value " + fmt::format("{}", a.val()[k]) + at +
+      return val_file + ": edge value " + fmt::format("{}", a.val()[k]) + at(c) +
              ": every edge of a dataset weighs 1";
     }
   }

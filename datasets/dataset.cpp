@@ -5,9 +5,9 @@
 #include "assembly.hpp"
 #include "loaders.hpp"
 #include "tessera/core/error.hpp"
+#include "tessera/core/file_kind.hpp"
 #include "tessera/core/progress.hpp"
 #include "tessera/core/rng.hpp"
-#include "tessera/io/input_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -36,8 +36,8 @@ void require_dataset_files(const std::string& name, const std::string& data_dir,
     struct stat info {};
     if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
       throw IoError("dataset '" + name + "': '" + path + "' is " +
-                    io::describe_file_kind(info.st_mode) +
-                    ", not a regular file (under data folder '" + data_dir + "')");
+                    describe_file_kind(info.st_mode) + ", not a regular file (under data folder '" +
+                    data_dir + "')");
     }
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {

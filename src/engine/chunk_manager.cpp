@@ -3,6 +3,7 @@
 #include "tessera/engine/chunk_manager.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/file_kind.hpp"
 #include "tessera/core/timer.hpp"
 
 #include <algorithm>
@@ -147,16 +148,6 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
-/// "a character device", "a regular file", ... for the disk tier's messages.
-std::string kind_of_file(mode_t mode) {
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISREG(mode)) return "a regular file";
-  return "not a folder";
-}
-
 /// Checks the disk tier's folder `dir`: a writable folder, created (with its missing parents,
 /// listed in `made`, outermost first) when absent, as --checkpoint-dir is. Throws IoError naming
 /// the flag, the folder and what it is otherwise.
@@ -182,7 +173,7 @@ void open_disk_folder(const std::string& dir, std::vector<std::string>& made) {
     }
   }
   if (!S_ISDIR(info.st_mode)) {
-    throw IoError(flag + "it is " + kind_of_file(info.st_mode) + ", not a folder");
+    throw IoError(flag + "it is " + describe_file_kind(info.st_mode) + ", not a folder");
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
     throw IoError(flag + "cannot write there (" + errno_text() + ")");

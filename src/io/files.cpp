@@ -3,6 +3,7 @@
 #include "tessera/io/files.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/file_kind.hpp"
 #include "tessera/io/input_file.hpp"
 
 #include <algorithm>

@@ -2,6 +2,7 @@
 #include "tessera/io/input_file.hpp"
 
 #include "tessera/core/error.hpp"
+#include "tessera/core/file_kind.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -10,16 +11,6 @@
 #include <unistd.h>
 
 namespace tessera::io {
-
-std::string describe_file_kind(mode_t mode) {
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISCHR(mode)) return "a character device";
-  return "a regular file";
-}
 
 int open_input_file(const std::string& path) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever. A socket

@@ -8,9 +8,6 @@
 
 namespace tessera::io {
 
-/// "a FIFO (named pipe)", "a folder", "a character device", ... for messages; `mode` is st_mode.
-std::string describe_file_kind(mode_t mode);
-
 /// Opens `path` for reading and returns the descriptor (the caller closes it). The open itself
 /// cannot block (O_NONBLOCK, which is cleared again), and anything but a regular file is refused
 /// before it is read: IoError "cannot read 'PATH': it is a FIFO (named pipe), not a regular file"
