@@ -8,6 +8,7 @@
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/gnn/cost_model.hpp"
+#include "tessera/gnn/scheduler.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/checkpoint.hpp"
@@ -101,121 +102,47 @@ void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>&
 
 namespace {
 
-/// The exchanges --schedule auto chooses among: every mode and precision the job allows (its
-/// own always; exact fp32 first, so it wins ties), with the job's other settings.
-std::vector<comm::ExchangeOptions> schedule_candidates(const TrainJob& job) {
-  if (job.schedule != Schedule::Auto) return {job.exchange};
-  std::vector<comm::HaloMode> modes{comm::HaloMode::Exact};
-  std::vector<comm::HaloPrecision> precisions{comm::HaloPrecision::Fp32};
-  const auto add = [](auto& list, auto value) {
-    if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
-  };
-  add(modes, job.exchange.mode);
-  add(precisions, job.exchange.precision);
-  for (const comm::HaloMode mode : job.allowed_modes)
-    add(modes, mode);
-  for (const comm::HaloPrecision precision : job.allowed_precisions)
-    add(precisions, precision);
-  std::vector<comm::ExchangeOptions> candidates;
-  for (const comm::HaloMode mode : modes) {
-    for (const comm::HaloPrecision precision : precisions) {
-      comm::ExchangeOptions o = job.exchange;
-      o.mode = mode;
-      o.precision = precision;
-      candidates.push_back(o);
-    }
-  }
-  return candidates;
-}
-
-/// An inexact exchange costs accuracy: --schedule auto takes one only when the model predicts it
-/// this much faster than the fastest exact plan, more than the model's own error (within 16 %
-/// per layer at 2 and 4 ranks on this project's 2-core machine, where measurements taken at
-/// different moments differ by as much).
-constexpr double kInexactMargin = 0.15;
-
-/// The cost model's part in a distributed GCN job: measures this rank's rates on its Â, predicts
-/// each layer's step under each candidate exchange — and, under --schedule auto with --order
-/// auto, in both product orders — and gives each layer the plan whose slowest rank is
-/// fastest (every rank takes the same: the predictions are reduced first; ties go to the
-/// narrower-width order and to exact fp32, and an inexact plan must win by kInexactMargin).
-/// Collective.
+/// The cost model's part in a distributed GCN job: measures this rank's rates on its Â and lets
+/// the scheduler (gnn::schedule_layers) give each layer its product order and exchange — under
+/// --schedule auto among every exchange the job allows and, with --order auto, both orders; under
+/// --schedule fixed the job's own, predicted. Collective.
 void schedule_layers(const TrainJob& job, comm::Communicator& comm, const BackendPtr& backend,
                      const JobGraph& g, const std::vector<comm::LinkEstimate>& links, JobModel& m,
                      const Log& say) {
   const Csr& a_hat = m.graph->matrix(gnn::AggregationKind::Gcn);
-  const std::vector<std::int64_t>& sizes = m.spec.layer_sizes;
-  const std::int64_t n_local = g.tile.n_owned() + g.tile.n_ghost();
-  const std::size_t orders =
-      job.schedule == Schedule::Auto && job.model.order == GcnOrder::Auto ? 2 : 1;
-  std::vector<gnn::LayerShape> shapes; // [layer][order]: the narrower-width rule's order first
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
-    gnn::LayerShape shape;
-    shape.in = sizes[i];
-    shape.out = sizes[i + 1];
-    shape.transform_first = transforms_first(job.model.order, shape.in, shape.out);
-    shape.has_halo = i > 0 || !job.cache_input_features;
-    shape.input_gradient = i > 0;
-    shape.input_rows = i == 0 && job.cache_input_features ? n_local : g.tile.n_owned();
-    shapes.push_back(shape);
-    if (orders == 2) {
-      shape.transform_first = !shape.transform_first;
-      shapes.push_back(shape);
-    }
-  }
-  const std::size_t layers = shapes.size() / orders;
-  const gnn::CostModel model(
-      gnn::measure_rank_rates(backend, a_hat, shapes, [&comm] { comm.barrier(); }), links, g.plan,
-      g.tile.n_owned(), n_local, g.n_interior, a_hat.nnz());
-  double step_ms = 0.0; // the step's compute, what a stale exchange hides behind
-  for (std::size_t i = 0; i < layers; ++i)
-    step_ms += model.predict(shapes[i * orders], comm::ExchangeOptions{}).compute_ms;
-  const std::vector<comm::ExchangeOptions> candidates = schedule_candidates(job);
-  const std::size_t plans = orders * candidates.size(); // per layer: [order][candidate]
-  std::vector<double> slowest(layers * plans);
-  for (std::size_t i = 0; i < layers; ++i) {
-    for (std::size_t o = 0; o < orders; ++o) {
-      for (std::size_t c = 0; c < candidates.size(); ++c)
-        slowest[i * plans + o * candidates.size() + c] =
-            model.predict(shapes[i * orders + o], candidates[c], step_ms).total_ms();
-    }
-  }
-  comm.allreduce_max(std::span<double>(slowest));
+  const bool choose = job.schedule == Schedule::Auto;
+  gnn::ScheduleRequest request;
+  request.layer_sizes = m.spec.layer_sizes;
+  request.order = job.model.order;
+  request.choose_order = choose && job.model.order == GcnOrder::Auto;
+  request.cache_input_features = job.cache_input_features;
+  request.n_owned = g.tile.n_owned();
+  request.n_local = g.tile.n_owned() + g.tile.n_ghost();
+  request.candidates = choose ? gnn::exchange_candidates(job.exchange, job.allowed_modes,
+                                                         job.allowed_precisions)
+                              : std::vector<comm::ExchangeOptions>{job.exchange};
+  const gnn::CostModel model(gnn::measure_rank_rates(backend, a_hat, gnn::schedule_shapes(request),
+                                                     [&comm] { comm.barrier(); }),
+                             links, g.plan, request.n_owned, request.n_local, g.n_interior,
+                             a_hat.nnz());
   bool inexact = false;
-  for (std::size_t i = 0; i < layers; ++i) {
-    const auto first = slowest.begin() + static_cast<std::ptrdiff_t>(i * plans);
-    auto best = static_cast<std::size_t>(
-        std::min_element(first, first + static_cast<std::ptrdiff_t>(plans)) - first);
-    if (job.schedule == Schedule::Auto && best % candidates.size() != 0) {
-      std::size_t exact = 0; // candidates[0] is exact fp32: the fastest exact plan of any order
-      for (std::size_t o = 1; o < orders; ++o) {
-        if (first[o * candidates.size()] < first[exact]) exact = o * candidates.size();
-      }
-      if (first[best] > (1 - kInexactMargin) * first[exact]) best = exact;
-    }
-    const gnn::LayerShape& shape = shapes[i * orders + best / candidates.size()];
-    const comm::ExchangeOptions& chosen = candidates[best % candidates.size()];
-    m.graph->set_exchange_options(chosen, static_cast<int>(i));
-    m.spec.layer_orders.push_back(shape.transform_first ? GcnOrder::TransformThenAggregate
-                                                        : GcnOrder::AggregateThenTransform);
-    const gnn::LayerPrediction p = model.predict(shape, chosen, step_ms);
-    m.predicted.push_back(p);
-    inexact = inexact || (shape.has_halo && (chosen.mode != comm::HaloMode::Exact ||
-                                             chosen.precision != comm::HaloPrecision::Fp32));
-    std::string other; // what the order not taken would cost, when it was the model's choice
-    if (orders == 2) {
-      const std::size_t o = best / candidates.size() == 0 ? 1 : 0;
-      const auto row = first + static_cast<std::ptrdiff_t>(o * candidates.size());
-      other =
-          fmt::format("; the other order {:.1f}",
-                      *std::min_element(row, row + static_cast<std::ptrdiff_t>(candidates.size())));
-    }
+  const std::vector<gnn::LayerPlan> plans = gnn::schedule_layers(request, model, comm);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const gnn::LayerPlan& plan = plans[i];
+    m.graph->set_exchange_options(plan.exchange, static_cast<int>(i));
+    m.spec.layer_orders.push_back(plan.shape.transform_first ? GcnOrder::TransformThenAggregate
+                                                             : GcnOrder::AggregateThenTransform);
+    m.predicted.push_back(plan.predicted);
+    inexact = inexact || plan.inexact();
+    const gnn::LayerPrediction& p = plan.predicted;
     say(fmt::format("layer {} ({} -> {}, {}): {}; predicted {:.1f} ms a step on rank 0 (compute "
                     "{:.1f}, halo wait {:.1f}), {:.1f} on the slowest rank{}",
-                    i, shape.in, shape.out,
-                    shape.transform_first ? "transform-first" : "aggregate-first",
-                    shape.has_halo ? comm::describe(chosen) : "no halo", p.total_ms(), p.compute_ms,
-                    p.wait_ms, slowest[i * plans + best], other));
+                    i, plan.shape.in, plan.shape.out,
+                    plan.shape.transform_first ? "transform-first" : "aggregate-first",
+                    plan.shape.has_halo ? comm::describe(plan.exchange) : "no halo", p.total_ms(),
+                    p.compute_ms, p.wait_ms, plan.slowest_ms,
+                    plan.other_order_ms ? fmt::format("; the other order {:.1f}", *plan.other_order_ms)
+                                        : std::string()));
   }
   if (inexact) {
     say("halo exchanges are inexact in training (evaluation and the ghost input features stay "

@@ -579,5 +579,63 @@ TEST(CostModel, PredictsWhatASlowerLinkCostsWhatStaleHidesAndWhatBf16Halves) {
   EXPECT_EQ(fast.choose(layer, candidates, 1e6).precision, comm::HaloPrecision::Fp32);
 }
 
+TEST(Scheduler, GivesEachLayerThePlanItsSlowestRankRunsFastestAndEveryRankTheSame) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
+  const partition::LocalGraph tile = random_tile(2000, 31);
+  const auto plan = plan_of(tile);
+  gnn::RankRates rates;
+  rates.spmm_gbps = {{32, 10.0}};
+  rates.gemm_gflops = 50.0;
+  rates.copy_gbps = 10.0;
+  rates.encode_gbps[1] = 5.0;
+  rates.encode_gbps[2] = 5.0;
+  // Rank 0's link is the slow one: every rank must still take the plan rank 0 needs.
+  const double gbps = world()->rank() == 0 ? 0.01 : 100.0;
+  std::vector<comm::LinkEstimate> links;
+  for (int peer = 0; peer < world()->size(); ++peer) {
+    if (peer != world()->rank()) links.push_back({peer, 0.0, gbps});
+  }
+  const gnn::CostModel model(rates, links, plan, plan->n_owned(), plan->n_local(), 0, 20000);
+  gnn::ScheduleRequest request;
+  request.layer_sizes = {64, 32, 8};
+  request.n_owned = plan->n_owned();
+  request.n_local = plan->n_local();
+  const comm::HaloMode stale[] = {comm::HaloMode::Stale};
+  const comm::HaloPrecision bf16[] = {comm::HaloPrecision::Bf16};
+  request.candidates = gnn::exchange_candidates(comm::ExchangeOptions{}, stale, bf16);
+  ASSERT_EQ(request.candidates.size(), 4u); // exact and stale, each in fp32 and bf16
+  EXPECT_EQ(request.candidates[0].mode, comm::HaloMode::Exact);
+  EXPECT_EQ(request.candidates[0].precision, comm::HaloPrecision::Fp32);
+
+  const std::vector<gnn::LayerPlan> plans = gnn::schedule_layers(request, model, *world());
+  ASSERT_EQ(plans.size(), 2u);
+  // Layer 0 reads cached ghost inputs: no halo, so the exact plan (the first) stays.
+  EXPECT_FALSE(plans[0].shape.has_halo);
+  EXPECT_FALSE(plans[0].inexact());
+  // Layer 1's halo crawls on rank 0's link: inexact beats exact by far more than the margin.
+  EXPECT_TRUE(plans[1].inexact());
+  EXPECT_FALSE(plans[0].other_order_ms.has_value());
+  std::vector<double> mine{static_cast<double>(plans[1].exchange.mode),
+                           static_cast<double>(plans[1].exchange.precision), plans[1].slowest_ms};
+  std::vector<double> most = mine;
+  world()->allreduce_max(std::span<double>(most));
+  EXPECT_EQ(mine, most); // the same plan and the same slowest time on every rank
+
+  // With a fast link everywhere the exact plan wins (ties and the margin favour it).
+  std::vector<comm::LinkEstimate> fast_links = links;
+  for (comm::LinkEstimate& link : fast_links)
+    link.gigabits_per_second = 100.0;
+  const gnn::CostModel fast(rates, fast_links, plan, plan->n_owned(), plan->n_local(), 0, 20000);
+  for (const gnn::LayerPlan& p : gnn::schedule_layers(request, fast, *world()))
+    EXPECT_FALSE(p.inexact());
+
+  // Both orders weighed: each layer says what the order not taken would cost.
+  request.choose_order = true;
+  for (const gnn::LayerPlan& p : gnn::schedule_layers(request, fast, *world()))
+    EXPECT_TRUE(p.other_order_ms.has_value());
+  request.order = GcnOrder::TransformThenAggregate;
+  EXPECT_THROW(gnn::schedule_layers(request, fast, *world()), InvalidArgument);
+}
+
 } // namespace
 } // namespace tessera

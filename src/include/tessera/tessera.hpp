@@ -36,6 +36,7 @@
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/sage_conv.hpp"
+#include "tessera/gnn/scheduler.hpp"
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/graph/features.hpp"
 #include "tessera/graph/graph.hpp"
