@@ -35,6 +35,21 @@ StdoutProgress::StdoutProgress(bool show) {
   scope_.emplace(display_->sink());
 }
 
+EpochLinePrinter::EpochLinePrinter(int epochs, int log_every)
+    : epochs_(epochs), log_every_(log_every), terminal_(stdout_progress_options().terminal) {}
+
+void EpochLinePrinter::operator()(int epoch, const std::string& line) {
+  if (terminal_) {
+    fmt::print("\r{}", line);
+    if (epoch == epochs_) fmt::print("\n");
+  } else if (epoch % log_every_ == 0 || epoch == epochs_ || epoch == 1) {
+    fmt::print("{}\n", line);
+  } else {
+    return;
+  }
+  std::fflush(stdout);
+}
+
 std::string describe_progress(std::int64_t done, std::int64_t total, const std::string& unit,
                               double seconds) {
   std::string text;

@@ -2,6 +2,7 @@
 // The only place below the apps that parses flags or prints.
 #include "tessera/runtime/train_main.hpp"
 
+#include "program_main.hpp"
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
@@ -458,35 +459,6 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   }
 }
 
-/// Prints progress: one rewritten line on a terminal, a plain line every k epochs otherwise
-/// (mpirun hands every rank a pseudo-terminal even when its own output goes to a file).
-class ProgressPrinter {
-public:
-  ProgressPrinter(int epochs, int log_every)
-      : epochs_(epochs), log_every_(log_every),
-        tty_(isatty(STDOUT_FILENO) != 0 && !comm::launched_by_mpi()) {}
-
-  void operator()(const gnn::EpochStats& s) {
-    const std::string line = fmt::format(
-        "epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch, epochs_, s.train_loss,
-        describe_split_metric(s.train), describe_split_metric(s.val), s.step_ms);
-    if (tty_) {
-      fmt::print("\r{}", line);
-      if (s.epoch == epochs_) fmt::print("\n");
-      std::fflush(stdout);
-    } else if (s.epoch % log_every_ == 0 || s.epoch == epochs_ || s.epoch == 1) {
-      // Flushed: a log file of a long run shows each line when it happens, not blocks later.
-      fmt::print("{}\n", line);
-      std::fflush(stdout);
-    }
-  }
-
-private:
-  int epochs_;
-  int log_every_;
-  bool tty_;
-};
-
 /// --inject-failure RANK:EPOCH → {rank, epoch}; {-1, -1} when not given.
 std::pair<int, int> parse_failure(const std::string& text) {
   if (text.empty()) return {-1, -1};
@@ -527,43 +499,48 @@ void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric
   }
 }
 
+/// What rank 0 prints after training: the result, timings, rebalances, ranks, stalls, offload,
+/// and the report it writes.
+void print_summary(const RunSummary& summary, const Options& options) {
+  const gnn::TrainResult& result = summary.result;
+  print_result(result, options.epochs, gnn::parse_metric(options.metric));
+  fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
+             static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
+  if (!summary.rebalances.empty()) {
+    const RebalanceStep& step = summary.rebalances.back();
+    fmt::print("{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "
+               "imbalance {:.2f} before it, {}\n",
+               summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms,
+               step.imbalance_before,
+               step.imbalance_after > 0
+                   ? fmt::format("{:.2f} after", step.imbalance_after)
+                   : std::string("not measured after (training ended first)"));
+  }
+  if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
+  fmt::print("{}", describe_stalls(summary.stalls));
+  if (summary.offloaded && summary.ranks == 1) {
+    fmt::print("offload: {}\n", describe_offload(summary.offload_total));
+  }
+  if (!options.report.empty()) {
+    write_report(summary, options.report);
+    fmt::print("report written to {}\n", options.report);
+  }
+}
+
 } // namespace
 
 int train_main(int argc, char** argv, const TrainProgram& program) {
-  std::unique_ptr<comm::MpiEnvironment> mpi;
-  std::shared_ptr<comm::Communicator> comm;
-  try {
-    // Without a launcher this is a one-rank job: MPI (and its plugins) is not even started.
-    if (comm::launched_by_mpi()) {
-      mpi = std::make_unique<comm::MpiEnvironment>(&argc, &argv);
-      comm = comm::make_mpi_communicator();
-    } else {
-      comm = comm::make_self_communicator();
-    }
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "[rank {}] error: {}\n", comm::world_rank(), e.what());
-    return 1;
-  }
-  const int rank = comm->rank();
-  keep_running_without_stdout();
-  try {
-    check_same_command(*comm, argc, argv);
-  } catch (const InvalidArgument& e) {
-    // Every rank knows; one says it.
-    if (rank == 0) fmt::print(stderr, "[rank 0] error: {}\n", e.what());
-    return 1;
-  }
-
-  CLI::App app{program.description};
   Options options = defaults_of(program);
-  add_flags(app, options, !program.model_builder);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return rank == 0 ? app.exit(e) : (e.get_exit_code() == 0 ? 0 : 1);
-  }
-
-  try {
+  ProgramParts parts;
+  parts.description = program.description;
+  parts.add_flags = [&](CLI::App& app) { add_flags(app, options, !program.model_builder); };
+  parts.stopped_note = [&](int epoch, int signal) -> std::string {
+    if (options.checkpoint_dir.empty() || signal == 0) return "";
+    return fmt::format("; checkpoint of epoch {} in {} (continue with --resume {})", epoch,
+                       options.checkpoint_dir, options.checkpoint_dir);
+  };
+  parts.run = [&](const CLI::App& app, const std::shared_ptr<comm::Communicator>& comm) {
+    const int rank = comm->rank();
     check_flag_combinations(app, options);
     TrainJob job = make_job(options, program);
     job.comm = comm;
@@ -576,9 +553,14 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     if (rank == 0 && !options.report.empty()) check_report_path(options.report);
     catch_stop_signals(rank);
     const StdoutProgress loading(rank == 0);
-    ProgressPrinter progress(options.epochs, options.log_every);
+    EpochLinePrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const gnn::EpochStats& s) {
-      if (rank == 0) progress(s);
+      if (rank == 0) {
+        progress(s.epoch, fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms",
+                                      s.epoch, options.epochs, s.train_loss,
+                                      describe_split_metric(s.train), describe_split_metric(s.val),
+                                      s.step_ms));
+      }
       if (rank == fail_rank && s.epoch == fail_epoch) {
         throw std::runtime_error(fmt::format("injected failure after epoch {}", s.epoch));
       }
@@ -590,50 +572,9 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
           std::fflush(stdout);
         },
         on_epoch);
-    if (rank == 0) {
-      const gnn::TrainResult& result = summary.result;
-      print_result(result, options.epochs, gnn::parse_metric(options.metric));
-      fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
-                 static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
-      if (!summary.rebalances.empty()) {
-        const RebalanceStep& step = summary.rebalances.back();
-        fmt::print(
-            "{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "
-            "imbalance {:.2f} before it, {}\n",
-            summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms, step.imbalance_before,
-            step.imbalance_after > 0 ? fmt::format("{:.2f} after", step.imbalance_after)
-                                     : std::string("not measured after (training ended first)"));
-      }
-      if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
-      fmt::print("{}", describe_stalls(summary.stalls));
-      if (summary.offloaded && summary.ranks == 1) {
-        fmt::print("offload: {}\n", describe_offload(summary.offload_total));
-      }
-      if (!options.report.empty()) {
-        write_report(summary, options.report);
-        fmt::print("report written to {}\n", options.report);
-      }
-    }
-  } catch (const gnn::TrainingStopped& e) {
-    // Every rank stopped after the same epoch: one message, and no abort is needed.
-    if (rank == 0) {
-      std::string where;
-      if (!options.checkpoint_dir.empty() && e.signal() != 0) {
-        where = fmt::format("; checkpoint of epoch {} in {} (continue with --resume {})", e.epoch(),
-                            options.checkpoint_dir, options.checkpoint_dir);
-      }
-      fmt::print(stderr, "[rank {}] error: {}{}\n", rank, e.what(), where);
-      std::fflush(stderr);
-    }
-    return e.signal() != 0 ? 128 + e.signal() : 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
-    std::fflush(stderr);
-    // Other ranks may be waiting in a collective for this one: end the whole job now.
-    if (comm->size() > 1) comm->abort(1);
-    return 1;
-  }
-  return 0;
+    if (rank == 0) print_summary(summary, options);
+  };
+  return program_main(argc, argv, parts);
 }
 
 } // namespace tessera::runtime

@@ -89,6 +89,20 @@ private:
   std::optional<ProgressScope> scope_;
 };
 
+/// Prints a training program's epoch lines on standard output: one line rewritten in place on a
+/// terminal, otherwise a plain line for the first and last epochs and every `log_every`-th
+/// (flushed, so a log file of a long run shows each when it happens).
+class EpochLinePrinter {
+public:
+  EpochLinePrinter(int epochs, int log_every);
+  void operator()(int epoch, const std::string& line);
+
+private:
+  int epochs_;
+  int log_every_;
+  bool terminal_;
+};
+
 /// "45% of 267.0 MiB, 3.2 s", "3/8 tiles, 1.0 s", "running, 1.2 s": how far a stage is.
 std::string describe_progress(std::int64_t done, std::int64_t total, const std::string& unit,
                               double seconds);

@@ -25,4 +25,8 @@ struct TrainProgram {
 /// status for main to return.
 int train_main(int argc, char** argv, const TrainProgram& program);
 
+/// The main() of tessera-mlp: a plain MLP classifier trained in shuffled mini-batches on a
+/// dataset's node features (run_mlp_job), on the same start, flags and errors as train_main.
+int mlp_main(int argc, char** argv);
+
 } // namespace tessera::runtime
