@@ -129,7 +129,7 @@ void require_world(comm::Communicator& comm, const char* library) {
   }
 }
 
-std::vector<std::int32_t> parmetis_owner(const datasets::RowBlock& block, const Options& options,
+std::vector<std::int32_t> ptscotch_owner(const datasets::RowBlock& block, const Options& options,
                                          comm::Communicator& comm) {
   require_world(comm, "PT-Scotch");
   detail::DistGraph g;
@@ -539,8 +539,8 @@ std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const 
                                to_string(options.method) + ", distributed)");
   std::vector<std::int32_t> owner;
   switch (options.method) {
-  case Method::ParMetis:
-    owner = parmetis_owner(block, options, comm);
+  case Method::PtScotch:
+    owner = ptscotch_owner(block, options, comm);
     break;
   case Method::Block:
     owner = block_owner(block, options, comm);
@@ -552,7 +552,7 @@ std::vector<std::int32_t> partition_rows(const datasets::RowBlock& block, const 
     owner = hypergraph_owner(block, options, comm);
     break;
   default:
-    throw InvalidArgument(fmt::format("{} has no distributed form; use parmetis, hypergraph, "
+    throw InvalidArgument(fmt::format("{} has no distributed form; use ptscotch, hypergraph, "
                                       "block or random (or partition on one rank)",
                                       to_string(options.method)));
   }

@@ -286,7 +286,7 @@ std::vector<std::int32_t> metis_owner(const Csr& a, const Options& options) {
 }
 
 /// PT-Scotch's k-way on the whole graph in this one process (MPI_COMM_SELF).
-std::vector<std::int32_t> parmetis_owner(const Csr& a, const Options& options) {
+std::vector<std::int32_t> ptscotch_owner(const Csr& a, const Options& options) {
   detail::ensure_mpi();
   detail::DistGraph g;
   g.vtxdist = {0, a.rows()};
@@ -355,7 +355,8 @@ std::string choice_name(Enum value, const std::pair<std::string_view, Enum> (&ch
 constexpr std::pair<std::string_view, Method> kMethods[] = {
     {"metis", Method::MetisKway},       {"metis-recursive", Method::MetisRecursive},
     {"block", Method::Block},           {"random", Method::Random},
-    {"hypergraph", Method::Hypergraph}, {"parmetis", Method::ParMetis}};
+    {"hypergraph", Method::Hypergraph}, {"ptscotch", Method::PtScotch},
+    {"parmetis", Method::PtScotch}}; // parmetis: ptscotch's old name; to_string gives the first
 
 constexpr std::pair<std::string_view, VertexWeight> kVertexWeights[] = {
     {"uniform", VertexWeight::Uniform},
@@ -396,8 +397,8 @@ Partition partition_graph(const Csr& a, const Options& options) {
   case Method::Random:
     result.owner = detail::random_owner(0, a.rows(), options);
     break;
-  case Method::ParMetis:
-    result.owner = parmetis_owner(a, options);
+  case Method::PtScotch:
+    result.owner = ptscotch_owner(a, options);
     break;
   case Method::Hypergraph:
     result.owner = detail::hypergraph_owner(a, options, vertex_weights(a, options));

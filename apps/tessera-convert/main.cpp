@@ -31,6 +31,7 @@ struct Options {
 };
 
 void add_flags(CLI::App& app, Options& o) {
+  tessera::runtime::start_everyday_flags(app);
   tessera::runtime::add_path_option(
       app, "--dataset", o.dataset,
       "name under --data-dir (cora, cora-linqs, minesweeper, facebook, email-eu-core, "
@@ -57,10 +58,11 @@ void add_flags(CLI::App& app, Options& o) {
   app.add_flag("--add-split", o.add_split,
                "store the default random 60/20/20 split (seed --split-seed) when the data has "
                "none: the split tessera-train --split-seed (or --seed) draws in memory, which "
-               "--partition-method parmetis (every rank reading only its rows) cannot draw");
+               "--partition-method ptscotch (every rank reading only its rows) cannot draw");
   tessera::runtime::add_seed_option(app, "--split-seed", o.split_seed,
                                     "seed of the split --add-split draws (default: --seed)")
       ->needs("--add-split");
+  tessera::runtime::group_flags(app, tessera::runtime::kTuningFlags, {"--allow-split-overlap"});
 }
 
 std::string describe_features(const tessera::graph::Features& features) {

@@ -1,6 +1,6 @@
 // tessera-partition: load a dataset, cut it into P parts (METIS, ParMETIS, Zoltan or a baseline),
 // print the partition's quality (optionally for every method side by side) and write a partition
-// store. Under mpirun (--method parmetis, hypergraph, block or random) every rank reads only its
+// store. Under mpirun (--method ptscotch, hypergraph, block or random) every rank reads only its
 // share of the rows, the ranks cut the graph together and each writes its own part of the store.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -41,6 +41,7 @@ struct Flags {
 };
 
 void add_flags(CLI::App& app, Flags& f) {
+  tessera::runtime::start_everyday_flags(app);
   tessera::runtime::add_path_option(
       app, "--dataset", f.dataset,
       "name under --data-dir (cora, slashdot, 4elt, ...), FORMAT:PATH (npz:, snap:, "
@@ -53,7 +54,8 @@ void add_flags(CLI::App& app, Flags& f) {
       ->required();
   app.add_option("--method", f.method,
                  "metis, metis-recursive, block, random, hypergraph (Zoltan PHG: minimizes the "
-                 "rows a halo exchange moves) or parmetis (PT-Scotch's distributed k-way). Under "
+                 "rows a halo exchange moves) or ptscotch (PT-Scotch's distributed k-way; parmetis "
+                 "is its old name). Under "
                  "mpirun -np P with --parts P (all but metis) every rank reads only its "
                  "rows and writes its own part of --out")
       ->capture_default_str();
@@ -95,6 +97,11 @@ void add_flags(CLI::App& app, Flags& f) {
       "write the partition store (of --method) to this folder: a new or empty one, "
       "or an existing store with --force");
   app.add_flag("--force", f.force, "replace the partition store already in --out");
+  tessera::runtime::group_flags(app, tessera::runtime::kTuningFlags,
+                                {"--vertex-weights", "--objective", "--part-weights", "--row-cost",
+                                 "--balance", "--rank-speeds", "--reorder",
+                                 "--allow-split-overlap"});
+  tessera::runtime::group_flags(app, tessera::runtime::kTestingFlags, {"--compare"});
 }
 
 /// The partitioning options of the flags; bad text throws before the dataset is loaded. The
@@ -216,8 +223,8 @@ int run(const Flags& f) {
 
   std::vector<Row> rows{partition_and_measure(dataset.adjacency, options)};
   if (f.compare) {
-    // Not parmetis: PT-Scotch in one process is ~50x slower than METIS on large graphs (ask for
-    // it with --method parmetis).
+    // Not ptscotch: PT-Scotch in one process is ~50x slower than METIS on large graphs (ask for
+    // it with --method ptscotch).
     for (const tp::Method other : {tp::Method::MetisKway, tp::Method::MetisRecursive,
                                    tp::Method::Block, tp::Method::Random, tp::Method::Hypergraph}) {
       if (other == options.method) continue;
@@ -242,7 +249,7 @@ int run(const Flags& f) {
   return 0;
 }
 
-/// Under mpirun (parmetis, hypergraph, block, random): every rank reads its share of the rows, the
+/// Under mpirun (ptscotch, hypergraph, block, random): every rank reads its share of the rows, the
 /// ranks cut them together, each assembles its tile and writes its part of --out. Collective; a
 /// failure on one rank throws on every rank.
 int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communicator& comm) {
@@ -337,7 +344,8 @@ int main(int argc, char** argv) {
   std::optional<tessera::comm::MpiEnvironment> mpi;
   std::shared_ptr<tessera::comm::Communicator> comm;
   try {
-    if (flags.method == "parmetis" || tessera::comm::launched_by_mpi()) {
+    if (flags.method == "ptscotch" || flags.method == "parmetis" ||
+        tessera::comm::launched_by_mpi()) {
       mpi.emplace(&argc, &argv);
       comm = tessera::comm::make_mpi_communicator();
     }
@@ -346,7 +354,7 @@ int main(int argc, char** argv) {
       if (flags.method == "metis" || flags.method == "metis-recursive") {
         throw tessera::InvalidArgument(fmt::format(
             "--method {} cuts the whole graph in one process: run it without mpirun, or cut "
-            "under mpirun with parmetis, hypergraph, block or random",
+            "under mpirun with ptscotch, hypergraph, block or random",
             flags.method));
       }
       return run_distributed(flags, make_options(flags), *comm);

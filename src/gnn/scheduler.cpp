@@ -7,9 +7,9 @@
 
 namespace tessera::gnn {
 
-std::vector<comm::ExchangeOptions> exchange_candidates(const comm::ExchangeOptions& base,
-                                                       std::span<const comm::HaloMode> modes,
-                                                       std::span<const comm::HaloPrecision> precisions) {
+std::vector<comm::ExchangeOptions>
+exchange_candidates(const comm::ExchangeOptions& base, std::span<const comm::HaloMode> modes,
+                    std::span<const comm::HaloPrecision> precisions) {
   std::vector<comm::HaloMode> all_modes{comm::HaloMode::Exact};
   std::vector<comm::HaloPrecision> all_precisions{comm::HaloPrecision::Fp32};
   const auto add = [](auto& list, auto value) {
@@ -53,8 +53,8 @@ std::vector<LayerShape> schedule_shapes(const ScheduleRequest& r) {
 }
 
 bool LayerPlan::inexact() const noexcept {
-  return shape.has_halo &&
-         (exchange.mode != comm::HaloMode::Exact || exchange.precision != comm::HaloPrecision::Fp32);
+  return shape.has_halo && (exchange.mode != comm::HaloMode::Exact ||
+                            exchange.precision != comm::HaloPrecision::Fp32);
 }
 
 std::vector<LayerPlan> schedule_layers(const ScheduleRequest& r, const CostModel& model,

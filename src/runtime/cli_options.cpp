@@ -146,4 +146,14 @@ void add_split_overlap_flag(CLI::App& app, bool& value) {
                "default: accuracy on trained nodes means nothing)");
 }
 
+void start_everyday_flags(CLI::App& app) {
+  app.option_defaults()->group(kEverydayFlags);
+  app.get_help_ptr()->group(kEverydayFlags);
+}
+
+void group_flags(CLI::App& app, const char* group, std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    app.get_option(name)->group(group);
+}
+
 } // namespace tessera::runtime

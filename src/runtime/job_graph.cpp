@@ -269,14 +269,14 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   datasets::check_symmetry_sums(std::span(split).last(2), block.name);
   if (split[0] == 0) {
     throw InvalidArgument(fmt::format(
-        "dataset '{}' has no split, and --partition-method parmetis reads the rows on every rank: "
+        "dataset '{}' has no split, and --partition-method ptscotch reads the rows on every rank: "
         "drawing the default random split needs every labelled node in one place; save the data "
         "with its split (tessera-convert --add-split) or use another --partition-method",
         block.name));
   }
   if (job.split_seed) {
     throw InvalidArgument(fmt::format(
-        "a split seed (--split-seed) draws a random split, but with --partition-method parmetis "
+        "a split seed (--split-seed) draws a random split, but with --partition-method ptscotch "
         "every rank reads dataset '{}' with its own split: drop the split seed (tessera-convert "
         "--add-split --split-seed S stores a drawn one)",
         block.name));
@@ -296,7 +296,7 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   const Stopwatch cut_clock;
   const std::vector<std::int32_t> owner = partition::partition_rows(block, options, comm);
   partition::LocalGraph tile = partition::build_tile_from_rows(host, std::move(block), owner, comm);
-  say(cut_summary(g.dataset, comm.size(), "parmetis (every rank its rows)", cut_clock.seconds(),
+  say(cut_summary(g.dataset, comm.size(), "ptscotch (every rank its rows)", cut_clock.seconds(),
                   partition::measure_tiles(tile, comm)));
   return tile;
 }
@@ -658,7 +658,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   TileSource source;
   std::exception_ptr failure;
   partition::Manifest manifest;
-  if (job.partition_dir.empty() && job.partition.method == partition::Method::ParMetis) {
+  if (job.partition_dir.empty() && job.partition.method == partition::Method::PtScotch) {
     g.tile = tile_from_rows(job, *comm, host, g, say, balancing);
     source.file = "the tile rank " + std::to_string(comm->rank()) + " assembled";
   } else if (job.partition_dir.empty()) {

@@ -49,14 +49,13 @@ struct Options {
 };
 
 void add_flags(CLI::App& app, Options& o) {
-  add_path_option(
-      app, "--dataset", o.dataset,
-      "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
-      "(sbm:..., rmat:...; their node features) or "
-      "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
+  start_everyday_flags(app);
+  add_path_option(app, "--dataset", o.dataset,
+                  "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
+                  "(sbm:..., rmat:...; their node features) or "
+                  "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
       ->capture_default_str();
-  add_path_option(app, "--data-dir", o.data_dir,
-                           "folder of named datasets ($TESSERA_DATA_DIR)")
+  add_path_option(app, "--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
       ->capture_default_str();
   app.add_option("--layers", o.layers,
                  "layer sizes IN-HIDDEN...-CLASSES, e.g. 4096-8192-8192-16 (overrides --hidden "
@@ -66,18 +65,17 @@ void add_flags(CLI::App& app, Options& o) {
   add_integer_option(app, "--num-layers", o.num_layers, 1, 1000, "number of Linear layers")
       ->capture_default_str();
   add_number_option(app, "--dropout", o.dropout, 0, false, 0.999,
-                             "dropout probability before every Linear layer")
+                    "dropout probability before every Linear layer")
       ->capture_default_str();
-  add_number_option(app, "--lr", o.lr, 0, true, 1e6, "learning rate")
-      ->capture_default_str();
+  add_number_option(app, "--lr", o.lr, 0, true, 1e6, "learning rate")->capture_default_str();
   add_number_option(app, "--weight-decay", o.weight_decay, 0, false, 1e6,
-                             "weight decay (weights, not biases)")
+                    "weight decay (weights, not biases)")
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
       ->capture_default_str()
       ->check(CLI::IsMember({"adam", "adamw"}));
   add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 31,
-                              "samples per step over all ranks (each rank takes its share)")
+                     "samples per step over all ranks (each rank takes its share)")
       ->capture_default_str();
   add_integer_option(app, "--epochs", o.epochs, 0, 100000000, "training epochs")
       ->capture_default_str();
@@ -87,22 +85,20 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"accuracy", "roc-auc"}));
   add_integer_option(app, "--eval-every", o.eval_every, 1, 100000000,
-                              "evaluate every k epochs (and after the last)")
+                     "evaluate every k epochs (and after the last)")
       ->capture_default_str();
-  add_seed_option(app, "--seed", o.seed,
-                           "seed of weights, batch order, dropout and generated data")
+  add_seed_option(app, "--seed", o.seed, "seed of weights, batch order, dropout and generated data")
       ->capture_default_str();
-  add_seed_option(
-      app, "--split-seed", o.split_seed,
-      "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
+  add_seed_option(app, "--split-seed", o.split_seed,
+                  "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
   add_integer_option(app, "--threads", o.threads, 0, 1 << 20,
-                              "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
+                     "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
       ->capture_default_str();
   app.add_option("--device", o.device, "where each rank trains: cpu, cuda or auto")
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   add_integer_option(app, "--split", o.split_index, 0, 1000000,
-                              "which stored split to use (minesweeper has 10)")
+                     "which stored split to use (minesweeper has 10)")
       ->capture_default_str();
   add_split_overlap_flag(app, o.allow_split_overlap);
   app.add_option("--normalize-features", o.normalize_features,
@@ -111,14 +107,17 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "true", "false"}));
   add_integer_option(app, "--log-every", o.log_every, 1, 100000000,
-                              "print a line every k epochs when not on a terminal")
+                     "print a line every k epochs when not on a terminal")
       ->capture_default_str();
   add_path_option(app, "--report", o.report, "write a JSON run report to this path");
   add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
-                             "seconds a rank may wait for another before the job ends naming it "
-                             "(default: the larger of 60 and 50 x the slowest epoch so far; 600 "
-                             "before the first epoch ends)");
+                    "seconds a rank may wait for another before the job ends naming it "
+                    "(default: the larger of 60 and 50 x the slowest epoch so far; 600 "
+                    "before the first epoch ends)");
   add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
+  group_flags(app, kTuningFlags,
+              {"--allow-split-overlap", "--peer-timeout", "--device-memory", "--host-memory",
+               "--offload-dir", "--chunk-size", "--eviction-policy"});
 }
 
 MlpJob make_job(const Options& o) {
@@ -162,9 +161,8 @@ void print_result(const MlpResult& r, const std::string& report) {
     fmt::print("no test samples: validation accuracy {:.2f}% at epoch {}\n",
                100.0 * r.best_val.accuracy, r.best_epoch);
   } else {
-    fmt::print("{}\n",
-               describe_final_result({r.job.metric, r.test_at_best_val, r.best_val,
-                                               r.final_test, r.best_epoch, r.val_samples > 0}));
+    fmt::print("{}\n", describe_final_result({r.job.metric, r.test_at_best_val, r.best_val,
+                                              r.final_test, r.best_epoch, r.val_samples > 0}));
   }
   fmt::print("median step {:.2f} ms ({:.0f} samples/s); peak memory {:.1f} MiB\n", r.median_step_ms,
              r.samples_per_s, static_cast<double>(r.peak_rss_bytes) / (1 << 20));
@@ -173,7 +171,6 @@ void print_result(const MlpResult& r, const std::string& report) {
   }
   if (!report.empty()) fmt::print("report written to {}\n", report);
 }
-
 
 } // namespace
 
@@ -204,9 +201,9 @@ int mlp_main(int argc, char** argv) {
         },
         [&](const MlpEpoch& e) {
           if (rank != 0) return;
-          std::string line = fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.2f} ms/step  {:8.1f} ms",
-                                         e.epoch, options.epochs, e.train_loss, e.step_ms,
-                                         e.epoch_ms);
+          std::string line =
+              fmt::format("epoch {:>4}/{}  loss {:.4f}  {:8.2f} ms/step  {:8.1f} ms", e.epoch,
+                          options.epochs, e.train_loss, e.step_ms, e.epoch_ms);
           if (e.evaluated) {
             line += fmt::format("  train {}  val {}", describe_split_metric(e.train),
                                 describe_split_metric(e.val));

@@ -118,9 +118,9 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
   request.cache_input_features = job.cache_input_features;
   request.n_owned = g.tile.n_owned();
   request.n_local = g.tile.n_owned() + g.tile.n_ghost();
-  request.candidates = choose ? gnn::exchange_candidates(job.exchange, job.allowed_modes,
-                                                         job.allowed_precisions)
-                              : std::vector<comm::ExchangeOptions>{job.exchange};
+  request.candidates =
+      choose ? gnn::exchange_candidates(job.exchange, job.allowed_modes, job.allowed_precisions)
+             : std::vector<comm::ExchangeOptions>{job.exchange};
   const gnn::CostModel model(gnn::measure_rank_rates(backend, a_hat, gnn::schedule_shapes(request),
                                                      [&comm] { comm.barrier(); }),
                              links, g.plan, request.n_owned, request.n_local, g.n_interior,
@@ -141,8 +141,9 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
                     plan.shape.transform_first ? "transform-first" : "aggregate-first",
                     plan.shape.has_halo ? comm::describe(plan.exchange) : "no halo", p.total_ms(),
                     p.compute_ms, p.wait_ms, plan.slowest_ms,
-                    plan.other_order_ms ? fmt::format("; the other order {:.1f}", *plan.other_order_ms)
-                                        : std::string()));
+                    plan.other_order_ms
+                        ? fmt::format("; the other order {:.1f}", *plan.other_order_ms)
+                        : std::string()));
   }
   if (inexact) {
     say("halo exchanges are inexact in training (evaluation and the ghost input features stay "
@@ -582,12 +583,12 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   Balancing balancing;
   balancing.backend = backend;
   balancing.slowdown = slowdown_of(job, comm->rank());
-  // Re-cutting needs rank 0's whole graph, which the distributed path (parmetis) never has.
-  const bool distributed_cut = job.partition.method == partition::Method::ParMetis;
+  // Re-cutting needs rank 0's whole graph, which the distributed path (ptscotch) never has.
+  const bool distributed_cut = job.partition.method == partition::Method::PtScotch;
   const bool rebalancing = job.balance != partition::Balance::None && job.rebalance_threshold > 0 &&
                            comm->size() > 1 && !distributed_cut;
   if (job.balance != partition::Balance::None && job.rebalance_threshold > 0 && distributed_cut) {
-    say("note: no rebalancing with --partition-method parmetis (a re-cut needs the whole graph "
+    say("note: no rebalancing with --partition-method ptscotch (a re-cut needs the whole graph "
         "on rank 0); the first cut follows the ranks' speeds");
   }
   balancing.keep_graph = rebalancing;

@@ -137,6 +137,7 @@ void catch_stop_signals(int rank) {
 
 /// The flags every program has, and the GCN's own when `gcn`.
 void add_flags(CLI::App& app, Options& o, bool gcn) {
+  start_everyday_flags(app);
   add_path_option(app, "--dataset", o.dataset,
                   "name under --data-dir (cora, minesweeper, facebook, email-eu-core, ...), "
                   "FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) or a generator "
@@ -218,14 +219,16 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   add_path_option(app, "--partition-dir", o.partition_dir,
                   "partition store (tessera-partition --out) with one part per rank; each rank "
                   "loads only its part (default: rank 0 partitions the graph in memory)");
-  app.add_option("--partition-method", o.partition_method,
-                 "how the graph is cut: metis, metis-recursive, hypergraph (Zoltan), block or "
-                 "random by rank 0 holding the whole graph, or parmetis: every rank reads only "
-                 "its share of the rows and the ranks cut them together (PT-Scotch), so no rank "
-                 "holds the whole graph (needs data with a split, e.g. a native dataset)")
+  app.add_option(
+         "--partition-method", o.partition_method,
+         "how the graph is cut: metis, metis-recursive, hypergraph (Zoltan), block or "
+         "random by rank 0 holding the whole graph, or ptscotch: every rank reads only "
+         "its share of the rows and the ranks cut them together (PT-Scotch), so no rank "
+         "holds the whole graph (needs data with a split, e.g. a native dataset; parmetis is its "
+         "old name)")
       ->capture_default_str()
-      ->check(
-          CLI::IsMember({"metis", "metis-recursive", "hypergraph", "block", "random", "parmetis"}));
+      ->check(CLI::IsMember(
+          {"metis", "metis-recursive", "hypergraph", "block", "random", "ptscotch", "parmetis"}));
   app.add_option("--balance", o.balance,
                  "in-memory partitioning for ranks of different speeds: none (equal parts), "
                  "given (part r's share follows --rank-speeds) or measured (the speeds each "
@@ -296,16 +299,23 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_option("--simulate-link", o.simulate_link,
                  "simulation: GBPS[:LATENCY_US] holds the halo exchanges and gradient sums back "
                  "as a link of that many Gb/s (and µs per message) would, e.g. 10:5; for "
-                 "measuring communication on ranks that share memory")
-      ->group("Testing");
+                 "measuring communication on ranks that share memory");
   app.add_option("--simulate-rank-speed", o.simulate_rank_speed,
                  "simulation: R:FACTOR makes rank R's training compute take 1/FACTOR as long as "
                  "it measured (FACTOR in (0, 1]; repeat the flag for several ranks): a slower "
-                 "device on a machine of equal cores")
-      ->group("Testing");
+                 "device on a machine of equal cores");
   app.add_option("--inject-failure", o.inject_failure,
-                 "testing: RANK:EPOCH makes that rank throw after that epoch")
-      ->group("Testing");
+                 "testing: RANK:EPOCH makes that rank throw after that epoch");
+  if (gcn) group_flags(app, kTuningFlags, {"--order", "--activation-dtype"});
+  group_flags(app, kTuningFlags,
+              {"--feature-layout", "--allow-split-overlap", "--balance", "--rank-speeds",
+               "--rebalance-threshold", "--peer-timeout", "--halo-precision", "--staleness",
+               "--staleness-smoothing", "--halo-skip-threshold", "--halo-skip-max-age",
+               "--schedule", "--allow-inexact", "--device-memory", "--host-memory", "--offload-dir",
+               "--chunk-size", "--eviction-policy"});
+  group_flags(
+      app, kTestingFlags,
+      {"--no-feature-cache", "--simulate-link", "--simulate-rank-speed", "--inject-failure"});
 }
 
 /// The flags' defaults for `program`: its model settings.
@@ -512,9 +522,8 @@ void print_summary(const RunSummary& summary, const Options& options) {
                "imbalance {:.2f} before it, {}\n",
                summary.rebalances.size(), step.epoch, summary.balanced_epoch_ms,
                step.imbalance_before,
-               step.imbalance_after > 0
-                   ? fmt::format("{:.2f} after", step.imbalance_after)
-                   : std::string("not measured after (training ended first)"));
+               step.imbalance_after > 0 ? fmt::format("{:.2f} after", step.imbalance_after)
+                                        : std::string("not measured after (training ended first)"));
   }
   if (summary.ranks > 1) fmt::print("{}", rank_table(summary));
   fmt::print("{}", describe_stalls(summary.stalls));
@@ -556,10 +565,10 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     EpochLinePrinter progress(options.epochs, options.log_every);
     const auto on_epoch = [&](const gnn::EpochStats& s) {
       if (rank == 0) {
-        progress(s.epoch, fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms",
-                                      s.epoch, options.epochs, s.train_loss,
-                                      describe_split_metric(s.train), describe_split_metric(s.val),
-                                      s.step_ms));
+        progress(s.epoch,
+                 fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch,
+                             options.epochs, s.train_loss, describe_split_metric(s.train),
+                             describe_split_metric(s.val), s.step_ms));
       }
       if (rank == fail_rank && s.epoch == fail_epoch) {
         throw std::runtime_error(fmt::format("injected failure after epoch {}", s.epoch));

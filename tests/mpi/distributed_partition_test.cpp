@@ -105,10 +105,10 @@ TEST_P(DistributedTiles, EqualTheTilesCutFromTheWholeGraph) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, DistributedTiles,
-                         ::testing::Values(Case{kDense, tp::Method::ParMetis, tp::Reorder::None},
+                         ::testing::Values(Case{kDense, tp::Method::PtScotch, tp::Reorder::None},
                                            Case{kDense, tp::Method::Block, tp::Reorder::Rcm},
                                            Case{kSparse, tp::Method::Random, tp::Reorder::None},
-                                           Case{kSparse, tp::Method::ParMetis, tp::Reorder::Rcm},
+                                           Case{kSparse, tp::Method::PtScotch, tp::Reorder::Rcm},
                                            Case{kSparse, tp::Method::Hypergraph,
                                                 tp::Reorder::None}));
 
@@ -133,7 +133,7 @@ TEST_P(DistributedCut, IsBalancedDeterministicAndBetterThanRandom) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GraphPartitioners, DistributedCut,
-                         ::testing::Values(tp::Method::ParMetis, tp::Method::Hypergraph),
+                         ::testing::Values(tp::Method::PtScotch, tp::Method::Hypergraph),
                          [](const auto& info) { return tp::to_string(info.param); });
 
 TEST(DistributedPartition, RefusesAPartCountOtherThanTheRanksAndAForeignBlock) {
@@ -142,7 +142,7 @@ TEST(DistributedPartition, RefusesAPartCountOtherThanTheRanksAndAForeignBlock) {
   const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
   tp::Options options;
   options.num_parts = world()->size() + 1;
-  options.method = tp::Method::ParMetis;
+  options.method = tp::Method::PtScotch;
   EXPECT_THROW(
       {
         try {
@@ -167,7 +167,7 @@ TEST(DistributedStore, EqualsTheStoreWrittenFromTheWholeGraph) {
   datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
   tp::Options options;
   options.num_parts = world()->size();
-  options.method = tp::Method::ParMetis;
+  options.method = tp::Method::PtScotch;
   const std::string checksum = tp::dataset_checksum(block, *world());
   const auto owner = tp::partition_rows(block, options, *world());
   const tp::Partition partition = gather(owner);
@@ -231,14 +231,14 @@ TEST(DistributedTraining, AParmetisJobTrainsAsTheStoreOfItsCutCutFromTheWholeGra
   const SharedFolder folder("train");
   const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
   runtime::TrainJob distributed = small_job(folder.file("data"));
-  distributed.partition.method = tp::Method::ParMetis;
+  distributed.partition.method = tp::Method::PtScotch;
   const gnn::TrainResult trained = runtime::run_train_job(distributed).result;
 
   // The same cut, each tile built from the whole graph by one process.
   const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
   tp::Options options;
   options.num_parts = world()->size();
-  options.method = tp::Method::ParMetis;
+  options.method = tp::Method::PtScotch;
   options.feature_width = whole.features.cols();
   const tp::Partition partition = gather(tp::partition_rows(block, options, *world()));
   if (world()->rank() == 0) {
@@ -262,7 +262,7 @@ TEST(DistributedTraining, DataWithoutASplitIsRefusedOnEveryRank) {
   }
   world()->barrier();
   runtime::TrainJob job = small_job(folder.file("data"));
-  job.partition.method = tp::Method::ParMetis;
+  job.partition.method = tp::Method::PtScotch;
   try {
     runtime::run_train_job(job);
     ADD_FAILURE() << "rank " << world()->rank() << ": no error";

@@ -31,7 +31,7 @@ datasets::RowBlock path_block() {
 Options parmetis(int parts) {
   Options options;
   options.num_parts = parts;
-  options.method = Method::ParMetis;
+  options.method = Method::PtScotch;
   return options;
 }
 

@@ -20,7 +20,7 @@
 namespace tessera::partition {
 
 /// Which part owns each row of `block`, this rank's share of the rows (row_share(N, rank, P)),
-/// for options.num_parts == comm.size(). Methods: ParMetis (PT-Scotch's distributed k-way with
+/// for options.num_parts == comm.size(). Methods: PtScotch (PT-Scotch's distributed k-way with
 /// 64-bit ids), Hypergraph (Zoltan PHG over the ranks' rows, 32-bit ids) — both on
 /// MPI_COMM_WORLD, whose ranks must be comm's — and Block and Random (the owners partition_graph
 /// gives on the whole graph). Every part owns at least one row, as with partition_graph.

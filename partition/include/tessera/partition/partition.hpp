@@ -22,10 +22,10 @@ enum class Method {
   /// connectivity − 1 cut is exactly Quality::total_volume, which PHG minimizes; in one process
   /// (partition_graph) or by all ranks together on their own rows (partition_rows)
   Hypergraph,
-  /// PT-Scotch's k-way (SCOTCH_dgraphMap, 64-bit ids; named for the ParMETIS role it fills): run
-  /// by all ranks together on their own rows (partition_rows), or in one process by
-  /// partition_graph
-  ParMetis
+  /// PT-Scotch's k-way (SCOTCH_dgraphMap, 64-bit ids), "ptscotch": run by all ranks together on
+  /// their own rows (partition_rows), or in one process by partition_graph. "parmetis" is
+  /// accepted for it (the name it had: it fills ParMETIS's role), and stores made then say so
+  PtScotch
 };
 
 /// What each vertex weighs when parts are balanced (METIS vwgt; the block method's ranges).
@@ -87,7 +87,7 @@ struct Partition {
 /// one vertex: a part METIS, Zoltan or the random draw leaves empty (possible on tiny or
 /// disconnected graphs) receives the highest-id vertex of the then-largest part; block ranges are
 /// non-empty by construction. The random method ignores vertex weights (each vertex is one draw).
-/// The hypergraph and parmetis methods run Zoltan and PT-Scotch on MPI_COMM_SELF, initializing
+/// The hypergraph and ptscotch methods run Zoltan and PT-Scotch on MPI_COMM_SELF, initializing
 /// MPI (and finalizing it at exit) when the process has not; they balance each part within 5 % of
 /// its target weight.
 Partition partition_graph(const Csr& a, const Options& options);
@@ -132,7 +132,7 @@ std::string to_string(Method method);
 std::string to_string(VertexWeight weight);
 std::string to_string(Objective objective);
 std::string to_string(Balance balance);
-/// metis, metis-recursive, block, random, hypergraph, parmetis
+/// metis, metis-recursive, block, random, hypergraph, ptscotch (or its old name parmetis)
 Method parse_method(const std::string& text);
 VertexWeight parse_vertex_weight(const std::string& text); ///< uniform, degree, compute, cost
 Objective parse_objective(const std::string& text);        ///< cut, volume

@@ -23,9 +23,9 @@ constexpr double kInexactMargin = 0.15;
 
 /// The exchanges to choose among: exact fp32 first (so it wins ties), then `base`'s own mode and
 /// precision, then every allowed mode and precision, each with `base`'s other settings.
-std::vector<comm::ExchangeOptions> exchange_candidates(const comm::ExchangeOptions& base,
-                                                       std::span<const comm::HaloMode> modes,
-                                                       std::span<const comm::HaloPrecision> precisions);
+std::vector<comm::ExchangeOptions>
+exchange_candidates(const comm::ExchangeOptions& base, std::span<const comm::HaloMode> modes,
+                    std::span<const comm::HaloPrecision> precisions);
 
 /// What the scheduler plans for: one rank's distributed GCN.
 struct ScheduleRequest {

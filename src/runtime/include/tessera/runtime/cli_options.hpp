@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,19 @@ class Option;
 } // namespace CLI
 
 namespace tessera::runtime {
+
+/// The groups --help lists flags in, and the flag reference (docs/reference) follows: what most
+/// runs set, what tunes speed, memory and communication, and what exists to test and measure.
+inline constexpr const char* kEverydayFlags = "Everyday";
+inline constexpr const char* kTuningFlags = "Tuning";
+inline constexpr const char* kTestingFlags = "Testing";
+
+/// Makes every flag `app` gets from now on, and --help, Everyday flags; group_flags moves the
+/// others.
+void start_everyday_flags(CLI::App& app);
+
+/// Puts the flags `names` of `app` in `group`; throws CLI::OptionNotFound for one it lacks.
+void group_flags(CLI::App& app, const char* group, std::initializer_list<const char*> names);
 
 /// "2^30", "10^8" or "1000": a bound as a person reads it.
 std::string bound_text(double value);
