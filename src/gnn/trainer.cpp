@@ -86,24 +86,6 @@ SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
           static_cast<double>(counts[2])};
 }
 
-/// "nan", "inf" or "-inf", for messages (printf may write "-nan").
-std::string non_finite_text(double value) {
-  if (std::isnan(value)) return "nan";
-  return value > 0 ? "inf" : "-inf";
-}
-
-/// Throws TrainingStopped when `value` is not finite. Every rank holds the same (allreduced)
-/// value, so every rank throws at the same epoch.
-void check_finite(double value, const char* what, int epoch, const AdamConfig& adam) {
-  if (std::isfinite(value)) return;
-  char lr[32];
-  std::snprintf(lr, sizeof lr, "%g", static_cast<double>(adam.lr));
-  throw TrainingStopped("the " + std::string(what) + " is " + non_finite_text(value) +
-                            " at epoch " + std::to_string(epoch) +
-                            ": training diverged; try a lower learning rate (--lr, now " + lr + ")",
-                        epoch, 0);
-}
-
 /// "SIGTERM" and the like.
 std::string signal_name(int signal) {
   switch (signal) {
@@ -186,16 +168,115 @@ void restore_state(const TrainState& state, const TrainConfig& config, Sequentia
 
 } // namespace
 
+void check_finite(double value, const char* what, int epoch, float lr, const std::string& note) {
+  if (std::isfinite(value)) return;
+  throw TrainingStopped(fmt::format("the {} is {} at epoch {}: training diverged; try a lower "
+                                    "learning rate (--lr, now {:g}){}",
+                                    what,
+                                    std::isnan(value) ? "nan"
+                                    : value > 0       ? "inf"
+                                                      : "-inf",
+                                    epoch, lr, note.empty() ? "" : "; but " + note),
+                        epoch, 0);
+}
+
+TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<float>& optimizer,
+                       comm::Communicator* comm,
+                       const std::function<void(const EpochStats&)>& on_epoch,
+                       const TrainControl& control) {
+  if (work.epochs < 0 || work.eval_every < 1 || control.checkpoint_every < 0) {
+    throw InvalidArgument(fmt::format("epochs must be >= 0, eval_every >= 1 and checkpoint_every "
+                                      ">= 0, got {}, {} and {}",
+                                      work.epochs, work.eval_every, control.checkpoint_every));
+  }
+  TrainResult result;
+  result.train_rows = work.train_rows;
+  result.val_rows = work.val_rows;
+  result.test_rows = work.test_rows;
+  TrainConfig limits;
+  limits.epochs = work.epochs;
+  if (control.resume != nullptr) restore_state(*control.resume, limits, model, optimizer, result);
+  const int first_epoch = control.resume != nullptr ? control.resume->epoch + 1 : 1;
+  result.history.reserve(static_cast<std::size_t>(std::max(work.epochs - first_epoch + 1, 0)));
+  std::vector<double> step_ms;
+  EpochSelection selection(work.metric, work.val_rows > 0,
+                           result.best_epoch > 0 ? result.best_val.score(work.metric) : -1.0);
+  const bool auc = work.metric == Metric::RocAuc;
+  // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
+  // eviction policy and the prefetcher read).
+  ChunkManager* memory = model.memory();
+  for (int epoch = first_epoch; epoch <= work.epochs; ++epoch) {
+    if (memory != nullptr) memory->begin_epoch();
+    EpochStats stats;
+    stats.epoch = epoch;
+    work.train(epoch, stats, result.phases);
+    step_ms.push_back(stats.step_ms);
+    if (comm != nullptr) comm->peer_watch().epoch_ended(stats.epoch_ms / 1e3);
+
+    if (epoch % work.eval_every == 0 || epoch == work.epochs) {
+      if (comm != nullptr) comm->peer_watch().set_step(fmt::format("epoch {} (evaluation)", epoch));
+      const Stopwatch clock;
+      SplitMetrics shares[3];
+      BinaryScores scores[3];
+      work.evaluate(epoch, shares, auc ? scores : nullptr);
+      if (comm != nullptr) {
+        double sums[] = {shares[0].loss,     shares[0].accuracy, shares[1].loss,
+                         shares[1].accuracy, shares[2].loss,     shares[2].accuracy};
+        comm->allreduce_sum(std::span<double>(sums));
+        for (int i = 0; i < 3; ++i)
+          shares[i] = {sums[2 * i], sums[2 * i + 1], {}};
+      }
+      if (auc) {
+        const auto values = roc_auc_over_ranks(scores, comm);
+        for (int i = 0; i < 3; ++i)
+          shares[i].roc_auc = values[static_cast<std::size_t>(i)];
+      }
+      stats.evaluated = true;
+      stats.train = shares[0];
+      stats.val = shares[1];
+      stats.test = shares[2];
+      check_finite(stats.train.loss, "training loss in evaluation", epoch, work.lr,
+                   work.divergence_note);
+      check_finite(stats.val.loss, "validation loss", epoch, work.lr, work.divergence_note);
+      check_finite(stats.test.loss, "test loss", epoch, work.lr, work.divergence_note);
+      result.phases.evaluate += clock.seconds();
+      selection.consider(epoch, stats.val, stats.test, result);
+      result.final_test = stats.test;
+    }
+    if (memory != nullptr) stats.offload = memory->end_epoch();
+    result.history.push_back(stats);
+    if (on_epoch) on_epoch(stats);
+
+    // Every rank learns whether any was asked to stop, in one small allreduce, so all stop
+    // after the same epoch and write (or skip) the same checkpoint.
+    double stop = control.stop_requested ? static_cast<double>(control.stop_requested()) : 0.0;
+    if (comm != nullptr && comm->size() > 1 && control.stop_requested) {
+      comm->allreduce_max(std::span<double>(&stop, 1));
+    }
+    const bool due = control.checkpoint_every > 0 && epoch % control.checkpoint_every == 0;
+    if (control.on_checkpoint && (due || epoch == work.epochs || stop != 0.0)) {
+      control.on_checkpoint(save_state(epoch, model, optimizer, result));
+    }
+    if (stop != 0.0) {
+      const int signal = static_cast<int>(stop);
+      throw TrainingStopped("training stopped by " + signal_name(signal) + " after epoch " +
+                                std::to_string(epoch) + " of " + std::to_string(work.epochs),
+                            epoch, signal);
+    }
+    if (epoch < work.epochs && control.pause_after && control.pause_after(stats)) {
+      result.paused = save_state(epoch, model, optimizer, result);
+      break;
+    }
+  }
+  result.median_step_ms = median(std::move(step_ms));
+  return result;
+}
+
 TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& model,
                                   Input<float> features, const NodeLabels& host_labels,
                                   const TrainConfig& config,
                                   const std::function<void(const EpochStats&)>& on_epoch,
                                   const Distribution* distribution, const TrainControl& control) {
-  if (config.epochs < 0 || config.eval_every < 1 || control.checkpoint_every < 0) {
-    throw InvalidArgument("epochs must be >= 0, eval_every >= 1 and checkpoint_every >= 0, got " +
-                          std::to_string(config.epochs) + ", " + std::to_string(config.eval_every) +
-                          " and " + std::to_string(control.checkpoint_every));
-  }
   comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
   const RowIds row_ids = distribution != nullptr ? distribution->rows : RowIds{};
   const auto halo_totals = [&]() -> comm::HaloStats {
@@ -224,49 +305,41 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   const SplitCounts counts = split_counts(host_labels, comm);
   const LabelsOnBackend labels_on_backend(backend, host_labels);
   const NodeLabels& labels = labels_on_backend.view();
-
-  TrainResult result;
-  result.train_rows = static_cast<std::int64_t>(counts.train);
-  result.val_rows = static_cast<std::int64_t>(counts.val);
-  result.test_rows = static_cast<std::int64_t>(counts.test);
-  if (control.resume != nullptr) restore_state(*control.resume, config, model, optimizer, result);
-  const int first_epoch = control.resume != nullptr ? control.resume->epoch + 1 : 1;
-  result.history.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
-  std::vector<double> step_ms;
-  step_ms.reserve(static_cast<std::size_t>(config.epochs - first_epoch + 1));
-  EpochSelection selection(config.metric, counts.val > 0,
-                           result.best_epoch > 0 ? result.best_val.score(config.metric) : -1.0);
   if (config.metric == Metric::RocAuc) {
     check_roc_auc_splits(host_labels.labels, {host_labels.val, host_labels.test}, comm);
   }
   std::vector<float> host_logits; // the evaluation's logits on the host, for ROC-AUC off the CPU
-
-  // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
-  // eviction policy and the prefetcher read).
   ChunkManager* memory = model.memory();
-  // Where the job stands, for the watchdog's messages, and how long epochs take, for its limit.
+  // Where the job stands, for the watchdog's messages.
   const auto at_step = [&](int epoch, const char* phase) {
     if (comm != nullptr) comm->peer_watch().set_step(fmt::format("epoch {} ({})", epoch, phase));
   };
-  for (int epoch = first_epoch; epoch <= config.epochs; ++epoch) {
-    if (memory != nullptr) memory->begin_epoch();
+  bool checked = false; // the labels against the model's first logits
+
+  EpochWork work;
+  work.epochs = config.epochs;
+  work.eval_every = config.eval_every;
+  work.metric = config.metric;
+  work.train_rows = static_cast<std::int64_t>(counts.train);
+  work.val_rows = static_cast<std::int64_t>(counts.val);
+  work.test_rows = static_cast<std::int64_t>(counts.test);
+  work.lr = config.adam.lr;
+  work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
     at_step(epoch, "forward");
-    EpochStats stats;
-    stats.epoch = epoch;
     const Step train_step{config.seed, static_cast<std::uint32_t>(epoch), true, row_ids};
     const comm::HaloStats halo_before = halo_totals();
     double allreduce_s = 0.0;
-
     const std::vector<double> module_before = model.module_seconds();
     Stopwatch step_clock, phase;
     const ConstDenseView<float> logits = model.forward(train_step, features);
-    result.phases.forward += phase.seconds();
-    if (epoch == first_epoch) {
+    phases.forward += phase.seconds();
+    if (!checked) {
       check_labels(host_labels, logits.rows, comm != nullptr);
       if (config.metric == Metric::RocAuc && logits.cols != 2) {
         throw InvalidArgument("ROC-AUC is for binary tasks (two classes); this model predicts " +
                               std::to_string(logits.cols) + " classes: use accuracy");
       }
+      checked = true;
     }
     phase.restart();
     if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
@@ -278,11 +351,11 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       stats.train_loss = ops::softmax_cross_entropy<float>(be, logits, labels.labels, labels.train,
                                                            counts.train, d_logits.view());
     }
-    result.phases.loss += phase.seconds();
+    phases.loss += phase.seconds();
     phase.restart();
     at_step(epoch, "backward and gradient sum");
     model.backward(d_logits.cview(), GradientMode::Overwrite, on_gradient);
-    result.phases.backward += phase.seconds();
+    phases.backward += phase.seconds();
     for (std::size_t i = 0; i < module_before.size(); ++i)
       stats.module_ms.push_back(1e3 * (model.module_seconds()[i] - module_before[i]));
     phase.restart();
@@ -293,80 +366,31 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
       allreduce_s = reduce_clock.seconds();
     }
     // Before the update, so the weights a checkpoint of an earlier epoch holds stay finite.
-    check_finite(stats.train_loss, "training loss", epoch, config.adam);
+    check_finite(stats.train_loss, "training loss", epoch, config.adam.lr);
     optimizer.step();
-    result.phases.optimizer += phase.seconds();
+    phases.optimizer += phase.seconds();
     stats.step_ms = step_clock.seconds() * 1e3;
+    stats.epoch_ms = stats.step_ms;
     const comm::HaloStats halo_after = halo_totals();
     stats.comm_ms = 1e3 * (allreduce_s + halo_after.start_seconds - halo_before.start_seconds);
     stats.wait_ms = 1e3 * (halo_after.wait_seconds - halo_before.wait_seconds);
     stats.halo_bytes_sent = halo_after.bytes_sent - halo_before.bytes_sent;
     stats.halo_bytes_received = halo_after.bytes_received - halo_before.bytes_received;
-    step_ms.push_back(stats.step_ms);
-
-    if (comm != nullptr) comm->peer_watch().epoch_ended(stats.step_ms / 1e3);
-    if (epoch % config.eval_every == 0 || epoch == config.epochs) {
-      at_step(epoch, "evaluation");
-      phase.restart();
-      const Step eval_step{config.seed, static_cast<std::uint32_t>(epoch), false, row_ids};
-      const ConstDenseView<float> eval_logits = model.forward(eval_step, features);
-      stats.evaluated = true;
-      stats.train = measure(be, eval_logits, labels, labels.train, counts.train);
-      stats.val = measure(be, eval_logits, labels, labels.val, counts.val);
-      stats.test = measure(be, eval_logits, labels, labels.test, counts.test);
-      if (comm != nullptr) {
-        double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
-                           stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
-        comm->allreduce_sum(std::span<double>(shares));
-        stats.train = {shares[0], shares[1], {}};
-        stats.val = {shares[2], shares[3], {}};
-        stats.test = {shares[4], shares[5], {}};
-      }
-      if (config.metric == Metric::RocAuc) {
-        const ConstDenseView<float> on_host = logits_on_host(be, eval_logits, host_logits);
-        BinaryScores splits[3];
-        splits[0].append(on_host, host_labels.labels, host_labels.train);
-        splits[1].append(on_host, host_labels.labels, host_labels.val);
-        splits[2].append(on_host, host_labels.labels, host_labels.test);
-        const auto auc = roc_auc_over_ranks(splits, comm);
-        stats.train.roc_auc = auc[0];
-        stats.val.roc_auc = auc[1];
-        stats.test.roc_auc = auc[2];
-      }
-      check_finite(stats.train.loss, "training loss in evaluation", epoch, config.adam);
-      check_finite(stats.val.loss, "validation loss", epoch, config.adam);
-      check_finite(stats.test.loss, "test loss", epoch, config.adam);
-      result.phases.evaluate += phase.seconds();
-      selection.consider(epoch, stats.val, stats.test, result);
-      result.final_test = stats.test;
+  };
+  work.evaluate = [&](int epoch, SplitMetrics(&shares)[3], BinaryScores* scores) {
+    const Step eval_step{config.seed, static_cast<std::uint32_t>(epoch), false, row_ids};
+    const ConstDenseView<float> eval_logits = model.forward(eval_step, features);
+    shares[0] = measure(be, eval_logits, labels, labels.train, counts.train);
+    shares[1] = measure(be, eval_logits, labels, labels.val, counts.val);
+    shares[2] = measure(be, eval_logits, labels, labels.test, counts.test);
+    if (scores != nullptr) {
+      const ConstDenseView<float> on_host = logits_on_host(be, eval_logits, host_logits);
+      scores[0].append(on_host, host_labels.labels, host_labels.train);
+      scores[1].append(on_host, host_labels.labels, host_labels.val);
+      scores[2].append(on_host, host_labels.labels, host_labels.test);
     }
-    if (memory != nullptr) stats.offload = memory->end_epoch();
-    result.history.push_back(stats);
-    if (on_epoch) on_epoch(stats);
-
-    // Every rank learns whether any was asked to stop, in one small allreduce, so all stop
-    // after the same epoch and write (or skip) the same checkpoint.
-    double stop = control.stop_requested ? static_cast<double>(control.stop_requested()) : 0.0;
-    if (comm != nullptr && comm->size() > 1 && control.stop_requested) {
-      comm->allreduce_max(std::span<double>(&stop, 1));
-    }
-    const bool due = control.checkpoint_every > 0 && epoch % control.checkpoint_every == 0;
-    if (control.on_checkpoint && (due || epoch == config.epochs || stop != 0.0)) {
-      control.on_checkpoint(save_state(epoch, model, optimizer, result));
-    }
-    if (stop != 0.0) {
-      const int signal = static_cast<int>(stop);
-      throw TrainingStopped("training stopped by " + signal_name(signal) + " after epoch " +
-                                std::to_string(epoch) + " of " + std::to_string(config.epochs),
-                            epoch, signal);
-    }
-    if (epoch < config.epochs && control.pause_after && control.pause_after(stats)) {
-      result.paused = save_state(epoch, model, optimizer, result);
-      break;
-    }
-  }
-  result.median_step_ms = median(std::move(step_ms));
-  return result;
+  };
+  return run_epochs(work, model, optimizer, comm, on_epoch, control);
 }
 
 } // namespace tessera::gnn

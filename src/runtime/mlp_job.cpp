@@ -398,23 +398,6 @@ gnn::SplitMetrics measure_share(Sequential<float>& model, BatchInput& input, con
   return share;
 }
 
-/// Throws TrainingStopped when `value` is not finite; every rank holds the same (summed) value,
-/// so every rank throws at the same epoch. `features_note` (describe_extreme_features) says when
-/// the features, not the learning rate, are to blame.
-void check_finite(double value, const char* what, int epoch, float lr,
-                  const std::string& features_note) {
-  if (std::isfinite(value)) return;
-  throw gnn::TrainingStopped(fmt::format("the {} is {} at epoch {}: training diverged; try a "
-                                         "lower learning rate (--lr, now {:g}){}",
-                                         what,
-                                         std::isnan(value) ? "nan"
-                                         : value > 0       ? "inf"
-                                                           : "-inf",
-                                         epoch, lr,
-                                         features_note.empty() ? "" : "; but " + features_note),
-                             epoch, 0);
-}
-
 /// The median of `values`, the first left out when there are others (it allocates).
 double median_after_first(std::vector<double> values) {
   if (values.size() > 1) values.erase(values.begin());
@@ -509,19 +492,24 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
   };
   const double train_count = count(ds.train_idx);
   std::vector<double> all_steps_ms;
-  gnn::EpochSelection selection(job.metric, !ds.val_idx.empty());
   if (job.metric == gnn::Metric::RocAuc) {
     // Every rank holds the whole dataset: no collective.
     gnn::check_roc_auc_splits(ds.labels, {ds.val_idx, ds.test_idx}, nullptr);
   }
-  for (int epoch = 1; epoch <= job.epochs; ++epoch) {
-    MlpEpoch stats;
-    stats.epoch = epoch;
+  gnn::EpochWork work;
+  work.epochs = job.epochs;
+  work.eval_every = job.eval_every;
+  work.metric = job.metric;
+  work.train_rows = std::ssize(ds.train_idx);
+  work.val_rows = std::ssize(ds.val_idx);
+  work.test_rows = std::ssize(ds.test_idx);
+  work.lr = job.adam.lr;
+  work.divergence_note = features_note;
+  work.train = [&](int epoch, MlpEpoch& stats, gnn::PhaseTimes&) {
     stats.steps = static_cast<int>(schedule.num_batches());
     schedule.start_epoch(static_cast<std::uint32_t>(epoch));
     std::vector<double> steps_ms;
     double loss_share = 0.0, wait_s = 0.0;
-    if (memory) memory->begin_epoch();
     comm->peer_watch().set_step(fmt::format("epoch {}", epoch));
     const Stopwatch epoch_clock;
     for (std::int64_t b = 0; b < schedule.num_batches(); ++b) {
@@ -548,46 +536,28 @@ MlpResult run_mlp_job(const MlpJob& job, const std::function<void(const std::str
     }
     be.synchronize();
     stats.epoch_ms = epoch_clock.seconds() * 1e3;
-    comm->peer_watch().epoch_ended(stats.epoch_ms / 1e3);
     stats.step_ms = median(steps_ms);
     stats.comm_ms = wait_s * 1e3;
     all_steps_ms.insert(all_steps_ms.end(), steps_ms.begin(), steps_ms.end());
     comm->allreduce_sum(std::span<double>(&loss_share, 1));
     stats.train_loss = loss_share;
-    check_finite(stats.train_loss, "training loss", epoch, job.adam.lr, features_note);
-
-    if (epoch % job.eval_every == 0 || epoch == job.epochs) {
-      const Step eval{job.seed, static_cast<std::uint32_t>(epoch), false, {}};
-      const bool auc = job.metric == gnn::Metric::RocAuc;
-      gnn::BinaryScores scores[3];
-      const auto split_share = [&](const std::vector<std::int32_t>& ids, gnn::BinaryScores& s) {
-        return measure_share(m.model, input, be, contiguous_share(ids, rank, ranks), count(ids),
-                             eval, capacity, auc ? &s : nullptr);
-      };
-      stats.evaluated = true;
-      stats.train = split_share(ds.train_idx, scores[0]);
-      stats.val = split_share(ds.val_idx, scores[1]);
-      stats.test = split_share(ds.test_idx, scores[2]);
-      double shares[] = {stats.train.loss,   stats.train.accuracy, stats.val.loss,
-                         stats.val.accuracy, stats.test.loss,      stats.test.accuracy};
-      comm->allreduce_sum(std::span<double>(shares));
-      stats.train = {shares[0], shares[1], {}};
-      stats.val = {shares[2], shares[3], {}};
-      stats.test = {shares[4], shares[5], {}};
-      if (auc) {
-        const auto values = gnn::roc_auc_over_ranks(scores, comm.get());
-        stats.train.roc_auc = values[0];
-        stats.val.roc_auc = values[1];
-        stats.test.roc_auc = values[2];
-      }
-      check_finite(stats.val.loss, "validation loss", epoch, job.adam.lr, features_note);
-      selection.consider(epoch, stats.val, stats.test, result);
-      result.final_test = stats.test;
+    gnn::check_finite(stats.train_loss, "training loss", epoch, job.adam.lr, features_note);
+  };
+  work.evaluate = [&](int epoch, gnn::SplitMetrics(&shares)[3], gnn::BinaryScores* scores) {
+    const Step eval{job.seed, static_cast<std::uint32_t>(epoch), false, {}};
+    const std::vector<std::int32_t>* splits[3] = {&ds.train_idx, &ds.val_idx, &ds.test_idx};
+    for (int i = 0; i < 3; ++i) {
+      shares[i] = measure_share(m.model, input, be, contiguous_share(*splits[i], rank, ranks),
+                                count(*splits[i]), eval, capacity,
+                                scores != nullptr ? &scores[i] : nullptr);
     }
-    if (memory) stats.offload = memory->end_epoch();
-    result.history.push_back(stats);
-    if (on_epoch) on_epoch(stats);
-  }
+  };
+  gnn::TrainResult trained = gnn::run_epochs(work, m.model, *m.optimizer, comm.get(), on_epoch);
+  result.history = std::move(trained.history);
+  result.best_epoch = trained.best_epoch;
+  result.best_val = trained.best_val;
+  result.test_at_best_val = trained.test_at_best_val;
+  result.final_test = trained.final_test;
 
   result.dataset = ds.name;
   result.samples = ds.num_nodes;

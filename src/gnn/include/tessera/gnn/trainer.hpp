@@ -56,8 +56,12 @@ struct SplitMetrics {
 /// bytes, which are this rank's).
 struct EpochStats {
   int epoch = 0;           ///< from 1
-  double train_loss = 0.0; ///< training-mode loss (dropout on) of this epoch's step
-  double step_ms = 0.0;    ///< forward + loss + backward + optimizer
+  double train_loss = 0.0; ///< training-mode loss (dropout on) of this epoch's steps
+  /// Forward + loss + backward + optimizer of a step: the epoch's one full-graph step, or the
+  /// median of its mini-batch steps.
+  double step_ms = 0.0;
+  int steps = 1;         ///< optimizer steps this epoch (mini-batches; 1 full-graph)
+  double epoch_ms = 0.0; ///< all of its training steps, without evaluation
   /// Of step_ms on this rank: posting messages and the part of the gradient/loss allreduce that
   /// backward did not hide (comm), and blocked waiting for halo rows (wait). Compute is the
   /// rest. Zero on one process.
@@ -187,6 +191,46 @@ struct Distribution {
   /// after each module, halo waits and posting not counted).
   double slowdown = 1.0;
 };
+
+/// What one trainer does in an epoch, for the epoch loop every trainer shares (run_epochs):
+/// full-graph training and mini-batch training differ only here.
+struct EpochWork {
+  int epochs = 0;     ///< the run's last epoch
+  int eval_every = 1; ///< evaluate every this many epochs and after the last
+  Metric metric = Metric::Accuracy;
+  /// Global sizes of the splits (an empty validation split selects the last evaluated epoch).
+  std::int64_t train_rows = 0, val_rows = 0, test_rows = 0;
+  /// For the message of a diverged evaluation: the learning rate to lower, and why else the
+  /// loss may not be finite (e.g. extreme features; may be empty).
+  float lr = 0.0f;
+  std::string divergence_note;
+  /// Runs the epoch's training steps and fills `stats`: train_loss (summed over ranks: the same
+  /// on every rank, checked finite with check_finite before the weights step), step_ms,
+  /// epoch_ms, steps and what else it measures; adds its time per phase to `phases`.
+  std::function<void(int epoch, EpochStats& stats, PhaseTimes& phases)> train;
+  /// This rank's shares of the train, val and test metrics in evaluation mode (loss and
+  /// accuracy divided by the global split sizes, so the ranks' shares sum to the split's) and,
+  /// when `scores` is given (ROC-AUC), each of its rows' binary scores in scores[0..2].
+  std::function<void(int epoch, SplitMetrics (&shares)[3], BinaryScores* scores)> evaluate;
+};
+
+/// Throws TrainingStopped when `value` (the same on every rank) is not finite, naming `what`,
+/// the epoch and the learning rate to lower, and `note` when there is one: every rank throws at
+/// the same epoch.
+void check_finite(double value, const char* what, int epoch, float lr,
+                  const std::string& note = {});
+
+/// The epoch loop of every trainer: epochs from the start (or after control.resume), `work.train`
+/// each, an evaluation every work.eval_every epochs and after the last (the shares summed over
+/// `comm`, ROC-AUC with Metric::RocAuc, every loss checked finite, the epoch selected by
+/// EpochSelection), the chunk manager's epochs when the model runs under one, the watchdog's
+/// epoch times, `on_epoch`, and control's checkpoints, stops and pauses. `optimizer` is the one
+/// `work.train` steps (its state goes into checkpoints). Collective over `comm` (nullptr: one
+/// process).
+TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<float>& optimizer,
+                       comm::Communicator* comm,
+                       const std::function<void(const EpochStats&)>& on_epoch = {},
+                       const TrainControl& control = {});
 
 /// Trains `model` on `features` for config.epochs full-batch steps on `backend`, where the model
 /// and the features live. `on_epoch` (optional) is called after every epoch. Buffers are

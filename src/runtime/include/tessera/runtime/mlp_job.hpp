@@ -70,20 +70,7 @@ struct MlpJob {
 };
 
 /// What one epoch did. The loss and metrics are the same on every rank; times are this rank's.
-struct MlpEpoch {
-  int epoch = 0;           ///< from 1
-  double train_loss = 0.0; ///< mean training-mode loss (dropout on) over the epoch's samples
-  int steps = 0;           ///< optimizer steps (global batches)
-  double epoch_ms = 0.0;   ///< the training steps, without evaluation
-  double step_ms = 0.0;    ///< the median step
-  /// Of epoch_ms: waiting for the gradient sums (the part of communication backward did not
-  /// hide); zero on one rank.
-  double comm_ms = 0.0;
-  /// What the chunk manager's tiers did this epoch (training and evaluation); zeros without one.
-  OffloadStats offload;
-  bool evaluated = false;             ///< whether the metrics below were measured this epoch
-  gnn::SplitMetrics train, val, test; ///< eval-mode metrics when evaluated
-};
+using MlpEpoch = gnn::EpochStats;
 
 /// A whole MLP run: what ran, every epoch and the metrics that matter at its end. The same on
 /// every rank except where a figure says it is the maximum over ranks.
