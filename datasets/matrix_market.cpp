@@ -56,12 +56,7 @@ Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
   if (!in.next(line)) throw FormatError(path + ": empty file, expected a %%MatrixMarket banner");
   const std::size_t num_values = parse_banner(in, line);
 
-  const auto next_data_line = [&]() {
-    while (in.next(line)) {
-      if (!io::is_blank(line) && line.front() != '%') return true;
-    }
-    return false;
-  };
+  const auto next_data_line = [&] { return io::next_content_line(in, line, "%"); };
   if (!next_data_line()) throw FormatError(path + ": expected the size line 'rows cols entries'");
   io::split_whitespace(line, fields);
   if (fields.size() != 3)

@@ -11,10 +11,6 @@ namespace tessera::datasets::detail {
 
 namespace {
 
-bool is_comment(std::string_view line) noexcept {
-  return !line.empty() && line.front() == '%';
-}
-
 /// What each vertex line holds besides neighbour ids, from the header's fmt and ncon fields.
 struct VertexLineLayout {
   bool has_size = false;         // fmt 1xx: vertex size first
@@ -53,10 +49,8 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   std::string_view line;
   std::vector<std::string_view> fields;
 
-  bool has_header = false;
-  while (!has_header && in.next(line))
-    has_header = !is_comment(line) && !io::is_blank(line);
-  if (!has_header) throw FormatError(path + ": empty file, expected the header 'n m [fmt [ncon]]'");
+  if (!io::next_content_line(in, line, "%"))
+    throw FormatError(path + ": empty file, expected the header 'n m [fmt [ncon]]'");
   io::split_whitespace(line, fields);
   if (fields.size() < 2 || fields.size() > 4) {
     in.fail("expected the header 'n m [fmt [ncon]]', found " + io::quote(line));
@@ -88,7 +82,7 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
   edges.dst.reserve(static_cast<std::size_t>(std::min(2 * m, kMaxReserve)));
   std::int64_t vertex = 0;
   while (vertex < n && in.next(line)) {
-    if (is_comment(line)) continue;
+    if (io::is_comment(line, "%")) continue;
     io::split_whitespace(line, fields);
     if (fields.size() < skip || (fields.size() - skip) % stride != 0) {
       in.fail("expected " + std::string(layout.has_size ? "a vertex size, " : "") +
@@ -136,11 +130,9 @@ Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
                       std::to_string(vertex) + " (the file ends at line " +
                       std::to_string(in.line_number()) + ")");
   }
-  while (in.next(line)) {
-    if (!is_comment(line) && !io::is_blank(line)) {
-      in.fail("expected the end of the file after " + std::to_string(n) + " vertex lines, found " +
-              io::quote(line));
-    }
+  if (io::next_content_line(in, line, "%")) {
+    in.fail("expected the end of the file after " + std::to_string(n) + " vertex lines, found " +
+            io::quote(line));
   }
   if (edges.size() != 2 * m) {
     throw FormatError(path + ": the header promises " + std::to_string(m) + " edges (" +

@@ -12,11 +12,10 @@ namespace tessera::datasets::detail {
 
 namespace {
 
-constexpr std::int64_t kMaxNodeId = std::numeric_limits<LocalId>::max() - 1;
+/// What starts a comment line in SNAP files (# in the published ones, % in KONECT-style).
+constexpr std::string_view kCommentMarks = "#%";
 
-bool is_comment(std::string_view line) noexcept {
-  return !line.empty() && (line.front() == '#' || line.front() == '%');
-}
+constexpr std::int64_t kMaxNodeId = std::numeric_limits<LocalId>::max() - 1;
 
 /// A node id field: a non-negative integer that a CSR column can hold.
 std::int64_t parse_node_id(const io::LineReader& in, std::string_view field) {
@@ -91,8 +90,7 @@ graph::EdgeList read_snap_edges(const std::string& path) {
   std::vector<std::string_view> fields;
   io::LineReader in(path);
   std::string_view line;
-  while (in.next(line)) {
-    if (is_comment(line) || io::is_blank(line)) continue;
+  while (io::next_content_line(in, line, kCommentMarks)) {
     io::split_whitespace(line, fields);
     if (fields.size() < 2) {
       in.fail("expected two node ids 'src dst', found " + io::quote(line));
@@ -139,8 +137,7 @@ Dataset load_email_eu_core(const BackendPtr& backend, const std::string& edges_p
   std::vector<std::string_view> fields;
   io::LineReader in(labels_path);
   std::string_view line;
-  while (in.next(line)) {
-    if (is_comment(line) || io::is_blank(line)) continue;
+  while (io::next_content_line(in, line, kCommentMarks)) {
     io::split_whitespace(line, fields);
     if (fields.size() != 2) {
       in.fail("expected 'node department', found " + std::to_string(fields.size()) + " fields");

@@ -317,6 +317,17 @@ bool is_blank(std::string_view line) noexcept {
   return line.find_first_not_of(" \t") == std::string_view::npos;
 }
 
+bool is_comment(std::string_view line, std::string_view marks) noexcept {
+  return !line.empty() && marks.find(line.front()) != std::string_view::npos;
+}
+
+bool next_content_line(LineReader& in, std::string_view& line, std::string_view marks) {
+  while (in.next(line)) {
+    if (!is_blank(line) && !is_comment(line, marks)) return true;
+  }
+  return false;
+}
+
 bool try_parse_int(std::string_view field, std::int64_t& value) noexcept {
   const char* end = field.data() + field.size();
   const auto [ptr, ec] = std::from_chars(field.data(), end, value);

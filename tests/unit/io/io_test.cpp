@@ -201,6 +201,22 @@ TEST_F(Io, LinesOfPlainAndGzipTextReadTheSame) {
   }
 }
 
+TEST_F(Io, ContentLinesSkipBlankLinesAndCommentsOfTheGivenMarks) {
+  std::ofstream(path("graph.txt")) << "% a comment\n\n  \t\n# another\n1 2\n%\n3 4\n";
+  io::LineReader in(path("graph.txt"));
+  std::vector<std::string> lines;
+
+  for (std::string_view line; io::next_content_line(in, line, "#%");)
+    lines.emplace_back(line);
+
+  EXPECT_EQ(lines, (std::vector<std::string>{"1 2", "3 4"}));
+  io::LineReader percent_only(path("graph.txt"));
+  std::string_view first;
+  ASSERT_TRUE(io::next_content_line(percent_only, first, "%"));
+  EXPECT_EQ(first, "# another"); // '#' is content where only '%' marks comments
+  EXPECT_EQ(percent_only.line_number(), 4);
+}
+
 TEST_F(Io, ReadingTextReportsTheFileBytesAsStored) {
   gzFile gz = gzopen(path("edges.txt.gz").c_str(), "wb");
   for (int i = 0; i < 200000; ++i)

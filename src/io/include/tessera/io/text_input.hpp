@@ -100,6 +100,13 @@ void split_on(std::string_view line, char delimiter, std::vector<std::string_vie
 /// True for lines that hold only spaces and tabs.
 bool is_blank(std::string_view line) noexcept;
 
+/// True for lines that start with one of the characters of `marks` ("%", "#%").
+bool is_comment(std::string_view line, std::string_view marks) noexcept;
+
+/// Sets `line` to the next line of `in` that is neither blank nor a comment (is_comment with
+/// `marks`) and returns true; false at the end of the file.
+bool next_content_line(LineReader& in, std::string_view& line, std::string_view marks);
+
 /// `field` parsed as a whole decimal integer, else FormatError "path:line: expected <what>,
 /// found '<field>'" (adding that it is beyond the 64-bit range for a longer integer).
 std::int64_t parse_int(const LineReader& in, std::string_view field, std::string_view what);
