@@ -26,6 +26,7 @@
 #include <tessera/engine/machine_rates.hpp>
 #include <tessera/graph/graph.hpp>
 #include <tessera/ops/ops.hpp>
+#include <tessera/runtime/job_start.hpp>
 #include <vector>
 
 namespace {
@@ -382,6 +383,7 @@ void print_summary() {
 } // namespace
 
 int main(int argc, char** argv) {
+  tessera::runtime::reexec_with_fast_blas(argv); // measure the kernels the programs run
   try {
     bench_scale(); // reject a bad TESSERA_BENCH_SCALE before any work
     benchmark::Initialize(&argc, argv);

@@ -333,7 +333,7 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
 } // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"Partition a graph with METIS, ParMETIS, Zoltan or a baseline and report the "
+  CLI::App app{"Partition a graph with METIS, PT-Scotch, Zoltan or a baseline and report the "
                "partition's quality"};
   Flags flags;
   add_flags(app, flags);

@@ -30,15 +30,32 @@ std::string blas_core_name() {
   return openblas_get_corename();
 }
 
+std::string fast_blas_core(const std::string& current, const char* set, bool avx2, bool avx512f) {
+  if (current != "Prescott" || (set != nullptr && *set != '\0')) return {};
+  return avx512f ? "SkylakeX" : avx2 ? "Haswell" : "";
+}
+
+std::string fast_blas_core() {
+  return fast_blas_core(blas_core_name(), std::getenv("OPENBLAS_CORETYPE"),
+                        __builtin_cpu_supports("avx2") != 0,
+                        __builtin_cpu_supports("avx512f") != 0);
+}
+
 std::string blas_performance_warning() {
-  if (blas_core_name() != "Prescott") return {};
-  const char* core = __builtin_cpu_supports("avx512f") ? "SkylakeX"
-                     : __builtin_cpu_supports("avx2")  ? "Haswell"
-                                                       : nullptr;
-  if (core == nullptr) return {};
-  return std::string("OpenBLAS does not recognise this CPU and runs its generic Prescott kernels; "
-                     "GEMM is several times faster with OPENBLAS_CORETYPE=") +
-         core + " set before starting";
+  const std::string current = blas_core_name();
+  const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  const bool avx512f = __builtin_cpu_supports("avx512f") != 0;
+  const std::string core = fast_blas_core(current, nullptr, avx2, avx512f);
+  if (core.empty()) return {};
+  const char* set = std::getenv("OPENBLAS_CORETYPE");
+  if (set != nullptr && *set != '\0') {
+    return "OPENBLAS_CORETYPE=" + std::string(set) + " runs OpenBLAS's generic " + current +
+           " kernels on this CPU; GEMM is several times faster with OPENBLAS_CORETYPE=" + core +
+           " (or with it unset)";
+  }
+  return "OpenBLAS does not recognise this CPU and runs its generic " + current +
+         " kernels; GEMM is several times faster with OPENBLAS_CORETYPE=" + core +
+         " set before starting";
 }
 
 namespace {

@@ -1,11 +1,13 @@
 // Checks and settings at the start of every program (job_start.hpp).
 #include "tessera/runtime/job_start.hpp"
 
+#include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/io/array_file.hpp"
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <fmt/core.h>
@@ -59,6 +61,17 @@ extern "C" void on_broken_stdout(int) {
 }
 
 } // namespace
+
+void reexec_with_fast_blas(char** argv) {
+  const std::string core = fast_blas_core();
+  if (core.empty()) return;
+  // Never again: with the variable set, the re-executed program finds nothing to do.
+  if (::setenv("OPENBLAS_CORETYPE", core.c_str(), 1) != 0) return;
+  ::execv("/proc/self/exe", argv);
+  // The exec failed (no /proc, say): run on as we are; the variable would only mislead the
+  // warning, which tells the user what to set.
+  ::unsetenv("OPENBLAS_CORETYPE");
+}
 
 void keep_running_without_stdout() {
   struct sigaction action {};

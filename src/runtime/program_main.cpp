@@ -13,6 +13,7 @@
 namespace tessera::runtime {
 
 int program_main(int argc, char** argv, const ProgramParts& parts) {
+  reexec_with_fast_blas(argv);
   std::unique_ptr<comm::MpiEnvironment> mpi;
   std::shared_ptr<comm::Communicator> comm;
   try {

@@ -18,6 +18,15 @@ namespace {
 using ::testing::AllOf;
 using ::testing::HasSubstr;
 
+TEST(FastBlasCore, NamesTheFastKernelsOnlyWhereOpenBlasFellBackAndTheUserSetNothing) {
+  EXPECT_EQ(fast_blas_core("Prescott", nullptr, true, false), "Haswell");
+  EXPECT_EQ(fast_blas_core("Prescott", "", true, true), "SkylakeX");
+  EXPECT_EQ(fast_blas_core("Prescott", nullptr, false, false), "");  // nothing faster to run
+  EXPECT_EQ(fast_blas_core("Zen", nullptr, true, false), "");        // OpenBLAS knows the CPU
+  EXPECT_EQ(fast_blas_core("Prescott", "Prescott", true, true), ""); // the user's choice stays
+  EXPECT_EQ(fast_blas_core("Prescott", "Haswell", true, false), "");
+}
+
 TEST(CpuBackend, ThreadCountFarAboveTheCoresIsRefusedNamingTheFlagAndRange) {
   const std::string range = "[0, " + std::to_string(max_cpu_threads()) + "]";
 

@@ -126,9 +126,20 @@ using BackendPtr = std::shared_ptr<const Backend>;
 /// The kernel set the BLAS library chose for this CPU (OpenBLAS's core name, e.g. "SkylakeX").
 std::string blas_core_name();
 
-/// A warning when the BLAS runs generic kernels on a CPU that has faster ones (OpenBLAS builds
-/// that do not know a new CPU model fall back to SSE3 "Prescott" kernels, several times slower);
-/// empty otherwise. The fix is an environment variable set before the process starts.
+/// The OPENBLAS_CORETYPE that gives this CPU fast kernels when OpenBLAS chose its generic ones:
+/// OpenBLAS builds that do not know a new CPU model fall back to their SSE3 "Prescott" kernels,
+/// several times slower. With `current` the core OpenBLAS runs, `set` the OPENBLAS_CORETYPE in
+/// the environment (nullptr or empty: none) and the CPU's features: "SkylakeX" (AVX-512) or
+/// "Haswell" (AVX2) when `current` is "Prescott" and the user set nothing; empty otherwise (a
+/// value the user set is never overridden).
+std::string fast_blas_core(const std::string& current, const char* set, bool avx2, bool avx512f);
+/// fast_blas_core for this process: its OpenBLAS, its environment and its CPU.
+std::string fast_blas_core();
+
+/// A warning when the BLAS runs generic kernels on a CPU that has faster ones, saying what to
+/// set (or, when OPENBLAS_CORETYPE is set, that its value chose them); empty otherwise. The
+/// programs re-execute themselves with the fast kernels (runtime::reexec_with_fast_blas), so it
+/// is seen only where that could not be done.
 std::string blas_performance_warning();
 
 /// The most threads a CPU backend runs: 4 per core of the machine.

@@ -14,6 +14,13 @@ namespace tessera::runtime {
 /// and --device (with their values) are left out. Collective; nothing for one rank.
 void check_same_command(comm::Communicator& comm, int argc, const char* const* argv);
 
+/// Re-executes this program (/proc/self/exe, the same arguments) with OPENBLAS_CORETYPE set to
+/// fast_blas_core() when that is not empty: OpenBLAS reads the variable once, as it loads, before
+/// main runs, so it cannot be chosen later. A value the user set is kept. Call first in main,
+/// before threads or MPI start. Returns when nothing is to be done, or when the exec failed (the
+/// backend's blas_performance_warning then says what to set).
+void reexec_with_fast_blas(char** argv);
+
 /// A reader that closes stdout early (`tessera-train ... --report r.json | head -1`) would end
 /// the process by SIGPIPE on its next line, before its report or checkpoint is written and without
 /// a word. After this call the first such write points stdout at /dev/null instead: the run goes
