@@ -15,6 +15,9 @@
 #                              print the exact sudo line and exit 1 (not root)
 #   tessera_install_bench_deps the extras of the PyTorch comparison (torch, numpy, tcmalloc)
 #   tessera_fast_blas_env      export OPENBLAS_CORETYPE for this CPU's fast kernels unless set
+#   tessera_parse_args SCRIPT SPEC... -- ARGS...   the one flag parser of the scripts: each
+#                              SPEC names a flag and the global it sets (below); --help
+#   tessera_require_positive_int FLAG VALUE   refuse VALUE unless it is an integer >= 1
 #   tessera_parse_bench_args SCRIPT SCALE ARGS...   --scale/--no-build/--help of the benchmarks
 #   tessera_parse_section_args SCRIPT ARGS...   --quick/--no-build/--help and SECTION names of
 #                              the benchmarks made of sections (reads the array `sections`)
@@ -119,65 +122,101 @@ tessera_fast_blas_env() {
   fi
 }
 
-# The flags single.sh and partition.sh share. Usage: tessera_parse_bench_args SCRIPT
-# DEFAULT_SCALE "$@". Sets the globals `scale` (--scale S, else DEFAULT_SCALE) and `build`
-# (0 with --no-build, else 1); --help prints SCRIPT's header and exits.
+# tessera_parse_args SCRIPT SPEC... -- ARGS...: parses ARGS into the caller's globals as the
+# SPECs say, in order (a flag given twice: the last one counts). A SPEC is one of
+#   --flag=VAR=VALUE  a switch: sets VAR to VALUE (--quick=quick=1, --no-build=build=0)
+#   --flag=VAR        a flag with a value: sets VAR to the next argument, whatever it is
+#   @ARRAY            words (arguments not starting with -) are appended to ARRAY
+#   *ARRAY            every other argument (unknown flags, their values, words) is appended
+#   --=ARRAY          the arguments after a "--" are appended to ARRAY (not the -- itself)
+# -h and --help print SCRIPT's header (tessera_usage) and exit 0; anything no SPEC takes ends
+# the script with "unknown argument". The caller sets the defaults first and checks the values
+# after (tessera_require_positive_int).
+tessera_parse_args() {
+  local _tp_script="$1" _tp_spec _tp_words="" _tp_rest="" _tp_tail=""
+  local -A _tp_switch=() _tp_value=()
+  shift
+  while (($# > 0)) && [[ "$1" != -- ]]; do
+    _tp_spec="$1"
+    shift
+    case "${_tp_spec}" in
+      @*) _tp_words="${_tp_spec#@}" ;;
+      \**) _tp_rest="${_tp_spec#\*}" ;;
+      --=*) _tp_tail="${_tp_spec#--=}" ;;
+      --*=*=*) _tp_switch["${_tp_spec%%=*}"]="${_tp_spec#*=}" ;;
+      --*=*) _tp_value["${_tp_spec%%=*}"]="${_tp_spec#*=}" ;;
+      *) tessera_die "tessera_parse_args: '${_tp_spec}' is no SPEC" ;;
+    esac
+  done
+  (($# > 0)) || tessera_die "tessera_parse_args: no -- before the arguments"
+  shift
+  [[ -z "${_tp_words}" ]] || local -n _tp_words_of="${_tp_words}"
+  [[ -z "${_tp_rest}" ]] || local -n _tp_rest_of="${_tp_rest}"
+  [[ -z "${_tp_tail}" ]] || local -n _tp_tail_of="${_tp_tail}"
+  while (($# > 0)); do
+    if [[ "$1" == -h || "$1" == --help ]]; then
+      tessera_usage "${_tp_script}"
+      exit 0
+    elif [[ -n "${_tp_switch[$1]+set}" ]]; then
+      printf -v "${_tp_switch[$1]%%=*}" '%s' "${_tp_switch[$1]#*=}"
+    elif [[ -n "${_tp_value[$1]+set}" ]]; then
+      (($# >= 2)) || tessera_die "$1 needs a value"
+      printf -v "${_tp_value[$1]}" '%s' "$2"
+      shift
+    elif [[ "$1" == -- && -n "${_tp_tail}" ]]; then
+      shift
+      _tp_tail_of+=("$@")
+      break
+    elif [[ -n "${_tp_rest}" ]]; then
+      _tp_rest_of+=("$1")
+    elif [[ -n "${_tp_words}" && "$1" != -* ]]; then
+      _tp_words_of+=("$1")
+    else
+      tessera_die "unknown argument '$1' (see --help)"
+    fi
+    shift
+  done
+}
+
+tessera_require_positive_int() {
+  [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "$1 must be a positive integer, got '$2'"
+}
+
+# The flags single.sh, partition.sh and scaling.sh share. Usage: tessera_parse_bench_args
+# SCRIPT DEFAULT_SCALE "$@". Sets the globals `scale` (--scale S, else DEFAULT_SCALE) and
+# `build` (0 with --no-build, else 1); --help prints SCRIPT's header and exits.
 # shellcheck disable=SC2034  # scale and build are read by the calling script
 tessera_parse_bench_args() {
   local script="$1"
   scale="$2"
   build=1
   shift 2
-  while (($# > 0)); do
-    case "$1" in
-      -h | --help)
-        tessera_usage "${script}"
-        exit 0
-        ;;
-      --scale)
-        (($# >= 2)) || tessera_die "--scale needs a value"
-        [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--scale must be a positive integer, got '$2'"
-        scale="$2"
-        shift 2
-        ;;
-      --no-build)
-        build=0
-        shift
-        ;;
-      *) tessera_die "unknown argument '$1' (see --help)" ;;
-    esac
-  done
+  tessera_parse_args "${script}" --scale=scale --no-build=build=0 -- "$@"
+  tessera_require_positive_int --scale "${scale}"
 }
 
-# The flags of the benchmarks made of sections (offload.sh, comm.sh). Usage:
+# The flags of the benchmarks made of sections (offload.sh, comm.sh, hetero.sh). Usage:
 # tessera_parse_section_args SCRIPT "$@", with the array `sections` set (what `all` and no
 # section at all mean, in order). Sets the globals `quick` (1 with --quick), `build` (0 with
 # --no-build) and `chosen` (the sections named, in order); --help prints SCRIPT's header.
 # shellcheck disable=SC2034  # quick, build and chosen are read by the calling script
 tessera_parse_section_args() {
-  local script="$1" known s
+  local script="$1" word s known
+  local named=()
   shift
   quick=0
   build=1
   chosen=()
-  while (($# > 0)); do
-    case "$1" in
-      -h | --help)
-        tessera_usage "${script}"
-        exit 0
-        ;;
-      --quick) quick=1 ;;
-      --no-build) build=0 ;;
-      all) chosen+=("${sections[@]}") ;;
-      -*) tessera_die "unknown option '$1' (see --help)" ;;
-      *)
-        known=0
-        for s in "${sections[@]}"; do [[ "$1" == "${s}" ]] && known=1; done
-        ((known)) || tessera_die "unknown section '$1'; sections: ${sections[*]} or all"
-        chosen+=("$1")
-        ;;
-    esac
-    shift
+  tessera_parse_args "${script}" --quick=quick=1 --no-build=build=0 @named -- "$@"
+  for word in "${named[@]}"; do
+    if [[ "${word}" == all ]]; then
+      chosen+=("${sections[@]}")
+      continue
+    fi
+    known=0
+    for s in "${sections[@]}"; do [[ "${word}" == "${s}" ]] && known=1; done
+    ((known)) || tessera_die "unknown section '${word}'; sections: ${sections[*]} or all"
+    chosen+=("${word}")
   done
   ((${#chosen[@]} > 0)) || chosen=("${sections[@]}")
 }

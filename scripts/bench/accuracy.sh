@@ -31,41 +31,15 @@ weight_decay=5e-4
 ranks=1
 build=1
 extra=()
+tessera_parse_args "$0" --model=model --seeds=seeds --dataset=dataset --epochs=epochs \
+  --hidden=hidden --dropout=dropout --lr=lr --weight-decay=weight_decay --ranks=ranks \
+  --no-build=build=0 '*extra' -- "$@"
 has_data_dir=0
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --model | --seeds | --dataset | --epochs | --hidden | --dropout | --lr | --weight-decay | --ranks)
-      (($# >= 2)) || tessera_die "$1 needs a value"
-      case "$1" in
-        --model) model="$2" ;;
-        --seeds) seeds="$2" ;;
-        --dataset) dataset="$2" ;;
-        --epochs) epochs="$2" ;;
-        --hidden) hidden="$2" ;;
-        --dropout) dropout="$2" ;;
-        --lr) lr="$2" ;;
-        --weight-decay) weight_decay="$2" ;;
-        --ranks) ranks="$2" ;;
-      esac
-      shift 2
-      ;;
-    --no-build)
-      build=0
-      shift
-      ;;
-    *)
-      [[ "$1" == --data-dir || "$1" == --data-dir=* ]] && has_data_dir=1
-      extra+=("$1")
-      shift
-      ;;
-  esac
+for arg in "${extra[@]}"; do
+  [[ "${arg}" == --data-dir || "${arg}" == --data-dir=* ]] && has_data_dir=1
 done
-[[ "${seeds}" =~ ^[1-9][0-9]*$ ]] || tessera_die "--seeds must be a positive integer, got '${seeds}'"
-[[ "${ranks}" =~ ^[1-9][0-9]*$ ]] || tessera_die "--ranks must be a positive integer, got '${ranks}'"
+tessera_require_positive_int --seeds "${seeds}"
+tessera_require_positive_int --ranks "${ranks}"
 launch=()
 if ((ranks > 1)); then
   launch=(mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)

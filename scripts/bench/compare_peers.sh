@@ -33,23 +33,7 @@ tessera_fast_blas_env
 quick=0
 build=1
 threads_arg=all
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --quick) quick=1 ;;
-    --no-build) build=0 ;;
-    --threads)
-      (($# >= 2)) || tessera_die "--threads needs a value"
-      threads_arg="$2"
-      shift
-      ;;
-    *) tessera_die "unknown argument '$1' (see --help)" ;;
-  esac
-  shift
-done
+tessera_parse_args "$0" --quick=quick=1 --no-build=build=0 --threads=threads_arg -- "$@"
 case "${threads_arg}" in
   all) thread_counts=(1 2) ;;
   1 | 2) thread_counts=("${threads_arg}") ;;

@@ -31,29 +31,8 @@ epochs=""
 scale=17
 warmup=5
 build=1
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --threads | --epochs | --scale | --warmup)
-      (($# >= 2)) || tessera_die "$1 needs a value"
-      case "$1" in
-        --threads) threads_arg="$2" ;;
-        --epochs) epochs="$2" ;;
-        --scale) scale="$2" ;;
-        --warmup) warmup="$2" ;;
-      esac
-      shift 2
-      ;;
-    --no-build)
-      build=0
-      shift
-      ;;
-    *) tessera_die "unknown argument '$1' (see --help)" ;;
-  esac
-done
+tessera_parse_args "$0" --threads=threads_arg --epochs=epochs --scale=scale --warmup=warmup \
+  --no-build=build=0 -- "$@"
 
 if [[ "${threads_arg}" == all ]]; then
   thread_counts=(1 2)
@@ -62,9 +41,8 @@ elif [[ "${threads_arg}" =~ ^[1-9][0-9]*$ ]]; then
 else
   tessera_die "--threads must be a positive integer or 'all', got '${threads_arg}'"
 fi
-for value in "${epochs:-1}" "${scale}"; do
-  [[ "${value}" =~ ^[1-9][0-9]*$ ]] || tessera_die "expected a positive integer, got '${value}'"
-done
+[[ -z "${epochs}" ]] || tessera_require_positive_int --epochs "${epochs}"
+tessera_require_positive_int --scale "${scale}"
 [[ "${warmup}" =~ ^[0-9]+$ ]] || tessera_die "--warmup must be an integer, got '${warmup}'"
 
 tessera_install_bench_deps

@@ -20,20 +20,12 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 method=parmetis
-args=()
-while (($# > 0)); do
-  if [[ "$1" == --method ]]; then
-    (($# >= 2)) || tessera_die "--method needs a value"
-    [[ "$2" =~ ^(parmetis|block|random)$ ]] ||
-      tessera_die "--method must be parmetis, block or random, got '$2'"
-    method="$2"
-    shift 2
-  else
-    args+=("$1")
-    shift
-  fi
-done
-tessera_parse_bench_args "$0" 22 "${args[@]}"
+scale=22
+build=1
+tessera_parse_args "$0" --method=method --scale=scale --no-build=build=0 -- "$@"
+[[ "${method}" =~ ^(parmetis|block|random)$ ]] ||
+  tessera_die "--method must be parmetis, block or random, got '${method}'"
+tessera_require_positive_int --scale "${scale}"
 
 if ((build)); then
   tessera_install_deps

@@ -18,18 +18,7 @@ tessera_fast_blas_env
 
 quick=0
 build=1
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --quick) quick=1 ;;
-    --no-build) build=0 ;;
-    *) tessera_die "unknown argument '$1' (see --help)" ;;
-  esac
-  shift
-done
+tessera_parse_args "$0" --quick=quick=1 --no-build=build=0 -- "$@"
 if ((build)); then
   tessera_install_deps
   tessera_build "${TESSERA_BUILD_DIR}"

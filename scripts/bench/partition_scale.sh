@@ -30,45 +30,25 @@ set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-scales=(18 22)
-parts=(64 128 256 512 1024)
+quick=0
+scales_arg=""
+json=""
 build=1
 extra=()
-while (($# > 0)); do
-  case "$1" in
-    -h | --help)
-      tessera_usage "$0"
-      exit 0
-      ;;
-    --quick)
-      scales=(16)
-      parts=(16 32 64)
-      shift
-      ;;
-    --scales)
-      (($# >= 2)) || tessera_die "--scales needs a value"
-      [[ "$2" =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] ||
-        tessera_die "--scales must be positive integers separated by spaces, got '$2'"
-      read -ra scales <<<"$2"
-      shift 2
-      ;;
-    --json)
-      (($# >= 2)) || tessera_die "--json needs a file"
-      extra+=(--json "$2")
-      shift 2
-      ;;
-    --no-build)
-      build=0
-      shift
-      ;;
-    --)
-      shift
-      extra+=("$@")
-      break
-      ;;
-    *) tessera_die "unknown argument '$1' (see --help)" ;;
-  esac
-done
+tessera_parse_args "$0" --quick=quick=1 --scales=scales_arg --json=json --no-build=build=0 \
+  --=extra -- "$@"
+scales=(18 22)
+parts=(64 128 256 512 1024)
+if ((quick)); then
+  scales=(16)
+  parts=(16 32 64)
+fi
+if [[ -n "${scales_arg}" ]]; then
+  [[ "${scales_arg}" =~ ^[1-9][0-9]*( [1-9][0-9]*)*$ ]] ||
+    tessera_die "--scales must be positive integers separated by spaces, got '${scales_arg}'"
+  read -ra scales <<<"${scales_arg}"
+fi
+[[ -z "${json}" ]] || extra=(--json "${json}" "${extra[@]}")
 
 if ((build)); then
   tessera_install_deps
