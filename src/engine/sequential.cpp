@@ -30,13 +30,6 @@ template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
 
 namespace {
 
-/// A simulated slower device: sleeps (slowdown - 1) times the compute of a call that took
-/// `seconds`, of which `blocked` went to waiting for and posting messages.
-void sleep_for_slowdown(double slowdown, double seconds, double blocked) {
-  const double compute = std::max(0.0, seconds - blocked);
-  std::this_thread::sleep_for(std::chrono::duration<double>((slowdown - 1.0) * compute));
-}
-
 /// The bytes a dense view spans.
 template <typename T> ByteRange bytes_of(ConstDenseView<T> x) {
   return {x.data, static_cast<std::size_t>(x.size()) * sizeof(T)};
@@ -94,16 +87,6 @@ template <typename T> void Sequential<T>::discard_output(std::size_t i, ByteRang
     memory_->discard(output.data, output.bytes);
 }
 
-template <typename T>
-void Sequential<T>::simulate_slowdown(double slowdown, std::function<double()> blocked_seconds) {
-  if (!std::isfinite(slowdown) || slowdown < 1.0) {
-    throw InvalidArgument("a simulated slowdown must be a number >= 1, got " +
-                          std::to_string(slowdown));
-  }
-  slowdown_ = slowdown;
-  blocked_seconds_ = blocked_seconds ? std::move(blocked_seconds) : [] { return 0.0; };
-}
-
 template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
   if (modules_.empty()) throw InvalidArgument("Sequential::forward on an empty model");
   if (output_pins_) output_pins_->clear();
@@ -112,11 +95,10 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
     const bool on_its_own = pin_module(pins, i, x, false);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     const Stopwatch clock;
-    const double blocked = slowdown_ > 1.0 && step.training ? blocked_seconds_() : 0.0;
+    if (step.training && hook_.before) hook_.before();
     contexts_[i] = modules_[i]->forward(step, x);
     if (step.training) {
-      if (slowdown_ > 1.0)
-        sleep_for_slowdown(slowdown_, clock.seconds(), blocked_seconds_() - blocked);
+      if (hook_.after) hook_.after(clock.seconds());
       module_seconds_[i] += clock.seconds();
     }
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
@@ -144,11 +126,10 @@ void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     if (!on_its_own) pins.add_dense(d_output, Access::Read);
     const Stopwatch clock;
-    const double blocked = slowdown_ > 1.0 ? blocked_seconds_() : 0.0;
+    if (hook_.before) hook_.before();
     const ConstDenseView<T> d_input =
         modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
-    if (slowdown_ > 1.0)
-      sleep_for_slowdown(slowdown_, clock.seconds(), blocked_seconds_() - blocked);
+    if (hook_.after) hook_.after(clock.seconds());
     module_seconds_[i] += clock.seconds();
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());
     // Dead now: the gradient module i + 1 gave (unless passed through), and module i's output

@@ -283,15 +283,6 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
     if (distribution == nullptr || !distribution->halo_totals) return {};
     return distribution->halo_totals();
   };
-  // A simulated slower device, for this run only (its clock reads this call's halo totals).
-  struct SlowdownScope {
-    Sequential<float>& model;
-    ~SlowdownScope() { model.simulate_slowdown(1.0, {}); }
-  } slowdown_scope{model};
-  model.simulate_slowdown(distribution != nullptr ? distribution->slowdown : 1.0, [&halo_totals] {
-    const comm::HaloStats stats = halo_totals();
-    return stats.start_seconds + stats.wait_seconds;
-  });
   const Backend& be = *backend;
   Adam<float> optimizer(backend, model.parameters(), config.adam);
   // Weight gradients are summed over the ranks in buckets while backward still runs.

@@ -13,6 +13,7 @@
 #include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/offload_options.hpp"
+#include "tessera/runtime/simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -151,39 +152,6 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
   }
 }
 
-/// Refuses a --simulate-link so slow that one epoch of this job would take more than a day on
-/// it: the gradient sum (a ring allreduce of the parameters) and each layer's halo rows, forward
-/// and backward, on the slowest rank. Checked before any message goes through the link (setting
-/// up would already take that long). Collective (one allreduce).
-void check_simulated_link(const TrainJob& job, comm::Communicator& comm, const JobGraph& g) {
-  const comm::LinkModel& link = job.simulated_link;
-  if (!(link.gigabits_per_second > 0) || comm.size() == 1) return;
-  const double ranks = comm.size(), latency = link.latency_us * 1e-6;
-  const double bytes_per_second = link.gigabits_per_second * 1e9 / 8.0;
-  const std::vector<std::int64_t> sizes = job.shape.resolve(g.features.cols(), g.tile.num_classes);
-  double parameters = 0.0; // a GCN's weights and biases (other models' are alike)
-  for (std::size_t i = 0; i + 1 < sizes.size(); ++i)
-    parameters += static_cast<double>(sizes[i] + 1) * static_cast<double>(sizes[i + 1]);
-  const double gradient_bytes = 4.0 * parameters;
-  double widths = 0.0; // of the layers whose rows cross the link
-  for (std::size_t i = job.cache_input_features ? 1 : 0; i + 1 < sizes.size(); ++i)
-    widths += static_cast<double>(std::min(sizes[i], sizes[i + 1]));
-  const double halo_bytes =
-      2.0 * 4.0 * widths * static_cast<double>(g.plan ? g.plan->num_send_rows() : 0);
-  const double peers = g.plan ? static_cast<double>(g.plan->send_blocks().size()) : 0.0;
-  double seconds[] = {2 * (ranks - 1) * latency +
-                      (2 * (ranks - 1) / ranks * gradient_bytes + halo_bytes) / bytes_per_second +
-                      2.0 * static_cast<double>(sizes.size()) * peers * latency};
-  comm.allreduce_max(std::span<double>(seconds));
-  constexpr double kDay = 86400.0;
-  if (seconds[0] <= kDay) return;
-  throw InvalidArgument(fmt::format(
-      "--simulate-link {}: an epoch of this job would spend about {:.3g} days on that link (its "
-      "gradient sums and halo rows, {:.3g} MiB on this rank): expects a link that carries an "
-      "epoch within a day",
-      comm::to_string(link), seconds[0] / kDay, (gradient_bytes + halo_bytes) / (1 << 20)));
-}
-
 JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                          const BackendPtr& backend, JobGraph& g, const Log& say) {
   const Stopwatch clock;
@@ -203,10 +171,9 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   comm->allreduce_sum(std::span<std::int64_t>(gpu_ranks));
   const bool nccl = gpu_ranks[0] >= 2 && comm::nccl_compiled();
   m.device_comm = nccl ? comm::make_nccl_communicator(comm, backend) : comm;
-  check_simulated_link(job, *comm, g);
-  if (job.simulated_link.gigabits_per_second > 0) { // (said below, in describe())
-    m.device_comm = comm::simulate_link(m.device_comm, job.simulated_link);
-  }
+  m.device_comm = simulated_link(job.simulation, m.device_comm, *comm,
+                                 job.shape.resolve(g.features.cols(), g.tile.num_classes),
+                                 job.cache_input_features, g.plan.get());
   std::vector<comm::LinkEstimate> links;
   if (comm->size() > 1 && g.plan != nullptr) { // what the cost model reads: say rank 0's
     std::vector<int> peers;
@@ -459,15 +426,6 @@ bool same_folder(const std::string& a, const std::string& b) {
   return !error && canonical_a == canonical_b;
 }
 
-/// This rank's simulated slowdown: 1 / its --simulate-rank-speed factor, 1 without one.
-double slowdown_of(const TrainJob& job, int rank) {
-  double slowdown = 1.0;
-  for (const auto& [r, factor] : job.simulated_speeds) {
-    if (r == rank) slowdown = 1.0 / factor;
-  }
-  return slowdown;
-}
-
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
 void check_balancing(const TrainJob& job, int ranks) {
   partition::check_rank_speeds(job.balance, job.rank_speeds, ranks);
@@ -485,18 +443,6 @@ void check_balancing(const TrainJob& job, int ranks) {
   if (job.rebalance_max_moves < 0) {
     throw InvalidArgument(
         fmt::format("rebalance_max_moves must be >= 0, got {}", job.rebalance_max_moves));
-  }
-  for (const auto& [rank, factor] : job.simulated_speeds) {
-    if (rank < 0 || rank >= ranks) {
-      throw InvalidArgument(fmt::format("--simulate-rank-speed {}:{} names rank {}, but the job "
-                                        "has {} rank(s): expects a rank in [0, {}]",
-                                        rank, factor, rank, ranks, ranks - 1));
-    }
-    if (!std::isfinite(factor) || factor <= 0 || factor > 1) {
-      throw InvalidArgument(fmt::format("--simulate-rank-speed {}:{}: expects a factor in (0, 1] "
-                                        "(the rank runs at that fraction of its measured speed)",
-                                        rank, factor));
-    }
   }
 }
 
@@ -543,6 +489,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     if (log && comm->rank() == 0) log(line);
   };
   check_balancing(job, comm->size());
+  job.simulation.check(comm->size(), job.train.epochs);
   comm->peer_watch().set_limit(job.peer_timeout);
   comm->peer_watch().set_step("loading the data");
   if (job.checkpoint_every < 0) {
@@ -582,7 +529,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
 
   Balancing balancing;
   balancing.backend = backend;
-  balancing.slowdown = slowdown_of(job, comm->rank());
+  balancing.slowdown = job.simulation.slowdown(comm->rank());
   // Re-cutting needs rank 0's whole graph, which the distributed path (ptscotch) never has.
   const bool distributed_cut = job.partition.method == partition::Method::PtScotch;
   const bool rebalancing = job.balance != partition::Balance::None && job.rebalance_threshold > 0 &&
@@ -645,6 +592,10 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     };
   }
 
+  const auto epoch_done = [&](const gnn::EpochStats& stats) {
+    if (on_epoch) on_epoch(stats);
+    job.simulation.after_epoch(comm->rank(), stats.epoch);
+  };
   if (job.training_starts) job.training_starts();
   comm->peer_watch().set_step("the start of training");
   gnn::TrainResult result, last; // the whole run, and the run on the current tiling
@@ -655,13 +606,16 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     distribution.comm = model->device_comm.get();
     distribution.rows = RowIds{model->row_ids.data(), 0};
     distribution.halo_totals = [&model] { return model->graph->halo_totals(); };
-    distribution.slowdown = balancing.slowdown;
     const partition::LocalGraph& tile = graph.tile;
     const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
     try {
+      const SlowerDevice slower(model->model, balancing.slowdown, [&model] {
+        const comm::HaloStats stats = model->graph->halo_totals();
+        return stats.start_seconds + stats.wait_seconds;
+      });
       last = gnn::train_node_classifier(model->model_backend, model->model,
-                                        input_of(model->input(graph)), labels, job.train, on_epoch,
-                                        &distribution, control);
+                                        input_of(model->input(graph)), labels, job.train,
+                                        epoch_done, &distribution, control);
     } catch (const gnn::TrainingStopped& e) {
       // A diverged loss on extreme features is no matter of the learning rate: say so.
       const std::string note =

@@ -24,6 +24,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -328,33 +329,6 @@ Options defaults_of(const TrainProgram& program) {
   return o;
 }
 
-/// "R:X" (a rank and a number, the whole text) → {R, X}; anything else throws InvalidArgument
-/// with `what_is_expected` (the flag, the text and the form it takes). Ranges are checked with
-/// the job's ranks.
-std::pair<int, double> parse_rank_and_number(const std::string& text,
-                                             const std::string& what_is_expected) {
-  const auto colon = text.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    std::size_t rank_end = 0, number_end = 0;
-    const int rank = std::stoi(text.substr(0, colon), &rank_end);
-    const double number = std::stod(text.substr(colon + 1), &number_end);
-    if (rank_end != colon || number_end != text.size() - colon - 1) {
-      throw std::invalid_argument("trailing text");
-    }
-    return {rank, number};
-  } catch (const std::exception&) {
-    throw InvalidArgument(what_is_expected);
-  }
-}
-
-/// --simulate-rank-speed R:FACTOR → {R, FACTOR}.
-std::pair<int, double> parse_rank_speed(const std::string& text) {
-  return parse_rank_and_number(text, "--simulate-rank-speed '" + text +
-                                         "': expects RANK:FACTOR, e.g. 1:0.25 (rank 1 at a "
-                                         "quarter speed)");
-}
-
 TrainJob make_job(const Options& o, const TrainProgram& program) {
   TrainJob job;
   job.dataset = o.dataset;
@@ -392,9 +366,12 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.rank_speeds = partition::parse_part_weights(o.rank_speeds, "--rank-speeds");
   job.rebalance_threshold = o.rebalance_threshold;
   for (const std::string& text : o.simulate_rank_speed)
-    job.simulated_speeds.push_back(parse_rank_speed(text));
+    job.simulation.rank_speeds.push_back(parse_rank_speed(text));
   job.cache_input_features = !o.no_feature_cache;
-  if (!o.simulate_link.empty()) job.simulated_link = comm::parse_link_model(o.simulate_link);
+  if (!o.simulate_link.empty()) job.simulation.link = comm::parse_link_model(o.simulate_link);
+  if (!o.inject_failure.empty()) {
+    std::tie(job.simulation.fail_rank, job.simulation.fail_epoch) = parse_failure(o.inject_failure);
+  }
   job.exchange.precision = comm::parse_halo_precision(o.halo_precision);
   job.exchange.seed = o.seed;
   if (o.staleness > 0 && o.skip_threshold >= 0) {
@@ -469,30 +446,6 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   }
 }
 
-/// --inject-failure RANK:EPOCH → {rank, epoch}; {-1, -1} when not given.
-std::pair<int, int> parse_failure(const std::string& text) {
-  if (text.empty()) return {-1, -1};
-  const std::string expected = "--inject-failure expects RANK:EPOCH, got '" + text + "'";
-  const auto [rank, epoch] = parse_rank_and_number(text, expected);
-  if (epoch != std::floor(epoch) || std::abs(epoch) > 1e9) throw InvalidArgument(expected);
-  return {rank, static_cast<int>(epoch)};
-}
-
-/// Refuses an --inject-failure that could never fire.
-void check_failure(int rank, int epoch, int ranks, int epochs) {
-  if (rank < 0) return;
-  if (rank >= ranks) {
-    throw InvalidArgument(fmt::format("--inject-failure {}:{} names rank {}, but the job has {} "
-                                      "rank(s): expects a rank in [0, {}]",
-                                      rank, epoch, rank, ranks, ranks - 1));
-  }
-  if (epoch < 1 || epoch > epochs) {
-    throw InvalidArgument(fmt::format("--inject-failure {}:{} names epoch {}, but --epochs is {}: "
-                                      "expects an epoch in [1, {}]",
-                                      rank, epoch, epoch, epochs, epochs));
-  }
-}
-
 /// The final metrics line: test accuracy (and ROC-AUC with --metric roc-auc) at the selected
 /// epoch, or why there is none.
 void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric) {
@@ -556,8 +509,6 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
     // With a store, the dataset is the store's unless named explicitly (then it must match).
     if (!options.partition_dir.empty() && app.count("--dataset") == 0) job.dataset.clear();
     check_outputs(job, options.report);
-    const auto [fail_rank, fail_epoch] = parse_failure(options.inject_failure);
-    check_failure(fail_rank, fail_epoch, comm->size(), options.epochs);
     // A report that cannot be written fails now, not after hours of training.
     if (rank == 0 && !options.report.empty()) check_report_path(options.report);
     catch_stop_signals(rank);
@@ -569,9 +520,6 @@ int train_main(int argc, char** argv, const TrainProgram& program) {
                  fmt::format("epoch {:>4}/{}  loss {:.4f}  train {}  val {}  {:7.2f} ms", s.epoch,
                              options.epochs, s.train_loss, describe_split_metric(s.train),
                              describe_split_metric(s.val), s.step_ms));
-      }
-      if (rank == fail_rank && s.epoch == fail_epoch) {
-        throw std::runtime_error(fmt::format("injected failure after epoch {}", s.epoch));
       }
     };
     const RunSummary summary = run_train_job(

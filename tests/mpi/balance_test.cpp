@@ -38,7 +38,7 @@ TEST(Balancing, RunsReCutWhileTrainingMatchOneProcessEveryEpoch) {
   job.balance = partition::Balance::Given;
   job.rank_speeds.assign(static_cast<std::size_t>(ranks), 1.0);
   job.rebalance_threshold = 1.0001;
-  if (ranks > 1) job.simulated_speeds = {{ranks - 1, 0.5}};
+  if (ranks > 1) job.simulation.rank_speeds = {{ranks - 1, 0.5}};
   const runtime::RunSummary many = runtime::run_train_job(job);
 
   expect_same_training(one, many.result);
@@ -65,7 +65,7 @@ TEST(Balancing, MeasuredSpeedsGiveASlowRankFewerRows) {
   job.comm = world();
   job.balance = partition::Balance::Measured;
   job.rebalance_threshold = 0; // the first cut only
-  job.simulated_speeds = {{ranks - 1, 0.25}};
+  job.simulation.rank_speeds = {{ranks - 1, 0.25}};
 
   const runtime::RunSummary run = runtime::run_train_job(job);
 

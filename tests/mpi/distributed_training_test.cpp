@@ -148,7 +148,7 @@ TEST(DistributedTraining, UnderABudgetHaloWaitsBringInTheChunksNeededNextAndTrai
   if (world()->size() == 1) GTEST_SKIP() << "one rank waits on no halo";
   runtime::TrainJob job = generated_job();
   job.train.epochs = 5;
-  job.simulated_link = {1.0, 10000.0};
+  job.simulation.link = {1.0, 10000.0};
 
   const runtime::RunSummary many = run_under_budget(job, 1280);
 

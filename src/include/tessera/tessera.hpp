@@ -54,5 +54,6 @@
 #include "tessera/runtime/mlp_job.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/progress_display.hpp"
+#include "tessera/runtime/simulation.hpp"
 #include "tessera/runtime/train_job.hpp"
 #include "tessera/runtime/train_main.hpp"

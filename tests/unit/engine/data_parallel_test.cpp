@@ -246,9 +246,9 @@ TEST(Sequential, BackwardWithoutParameterGradientsHandsNothingOver) {
   EXPECT_EQ(calls, 0);
 }
 
-TEST(Sequential, ASimulatedSlowdownReadsItsClockPerModuleAndChangesNoResult) {
-  // The clock of blocked time is read before and after every training forward and backward
-  // call (what is subtracted from the time slept); the outputs and gradients stay as they were.
+TEST(Sequential, ATrainingHookRunsAroundEveryTrainingCallAndChangesNoResult) {
+  // before and after run around every training forward and backward call of every module, not
+  // around evaluation; the outputs and gradients stay as they were.
   const BackendPtr cpu = make_cpu_backend(1);
   const auto build = [&] {
     auto model = std::make_unique<Sequential<float>>();
@@ -256,30 +256,34 @@ TEST(Sequential, ASimulatedSlowdownReadsItsClockPerModuleAndChangesNoResult) {
     model->add(std::make_unique<Relu<float>>(cpu));
     return model;
   };
-  auto plain = build(), slowed = build();
-  int reads = 0;
-  slowed->simulate_slowdown(1.5, [&reads] {
-    ++reads;
-    return 0.0;
-  });
+  auto plain = build(), hooked = build();
+  int before = 0, after = 0;
+  hooked->set_training_hook({[&before] { ++before; },
+                             [&after, &before](double seconds) {
+                               EXPECT_GE(seconds, 0.0);
+                               EXPECT_EQ(after + 1, before); // each after closes its before
+                               ++after;
+                             }});
   DenseT<float> x = DenseT<float>::zeros(cpu, 5, 3), dy = DenseT<float>::zeros(cpu, 5, 4);
   x.fill(0.5f);
   dy.fill(1.0f);
   const Step training{0, 1, true, {}};
 
   const ConstDenseView<float> want = plain->forward(training, x.cview());
-  const ConstDenseView<float> got = slowed->forward(training, x.cview());
+  const ConstDenseView<float> got = hooked->forward(training, x.cview());
   EXPECT_EQ(std::vector<float>(got.data, got.data + got.size()),
             std::vector<float>(want.data, want.data + want.size()));
   plain->backward(dy.cview());
-  slowed->backward(dy.cview());
+  hooked->backward(dy.cview());
 
-  EXPECT_EQ(reads, 2 * 2 * 2); // 2 modules × forward and backward × before and after
-  EXPECT_EQ(slowed->parameters()[0]->grad(0, 0), plain->parameters()[0]->grad(0, 0));
-  slowed->forward(Step{0, 1, false, {}}, x.cview()); // evaluation is not slowed
-  EXPECT_EQ(reads, 8);
-  EXPECT_THROW(slowed->simulate_slowdown(0.5, {}), InvalidArgument);
-  EXPECT_THROW(slowed->simulate_slowdown(std::nan(""), {}), InvalidArgument);
+  EXPECT_EQ(before, 2 * 2); // 2 modules × forward and backward
+  EXPECT_EQ(after, 4);
+  EXPECT_EQ(hooked->parameters()[0]->grad(0, 0), plain->parameters()[0]->grad(0, 0));
+  hooked->forward(Step{0, 1, false, {}}, x.cview()); // evaluation runs no hook
+  EXPECT_EQ(before, 4);
+  hooked->set_training_hook({}); // removed
+  hooked->forward(training, x.cview());
+  EXPECT_EQ(before, 4);
 }
 
 } // namespace

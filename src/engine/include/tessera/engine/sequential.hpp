@@ -32,8 +32,8 @@ public:
   ChunkManager* memory() const noexcept { return memory_; }
 
   /// Runs every module on x: [n, in_features]; returns the last output (for a classifier, logits
-  /// [n, classes]), valid (and, under a manager, acquired) until the next forward or backward. Throws InvalidArgument for a model without
-  /// modules or whose last output is sparse.
+  /// [n, classes]), valid (and, under a manager, acquired) until the next forward or backward.
+  /// Throws InvalidArgument for a model without modules or whose last output is sparse.
   ConstDenseView<T> forward(const Step& step, Input<T> x);
   /// Back-propagates d_output ([n, classes], the last output's shape) through the last forward;
   /// parameter gradients per param_mode. on_gradient (optional, not called when param_mode is
@@ -56,12 +56,16 @@ public:
   /// (host time: on a device, the time to queue its work and wait for what it waits for).
   const std::vector<double>& module_seconds() const { return module_seconds_; }
 
-  /// Simulates a device `slowdown` times slower (>= 1; 1: off): after each module's training
-  /// forward and backward, sleeps (slowdown - 1) times its compute — its time less what
-  /// `blocked_seconds` (a running total: halo waits and message posting) grew by during it —
-  /// so the messages a later module sends leave about when they would on the slower device.
-  /// Throws InvalidArgument for a slowdown below 1 or not finite.
-  void simulate_slowdown(double slowdown, std::function<double()> blocked_seconds);
+  /// What runs around each module's training forward and backward call: `before` just before
+  /// it, `after` just after it (with the call's seconds so far), both inside the time counted
+  /// in module_seconds. A probe of a profiler, or the simulated slower device of the testing
+  /// seam (runtime/simulation.hpp). Either may be empty.
+  struct TrainingHook {
+    std::function<void()> before;
+    std::function<void(double seconds)> after;
+  };
+  /// Installs `hook` (an empty one removes it).
+  void set_training_hook(TrainingHook hook) { hook_ = std::move(hook); }
 
 private:
   /// Acquires module i's working set into `pins` for a forward or backward call on `input`;
@@ -72,14 +76,13 @@ private:
   void discard_output(std::size_t i, ByteRange keep = {});
 
   ChunkManager* memory_ = nullptr;
-  std::vector<std::vector<ByteRange>> owned_;  // per module: buffers it allocated
-  std::unique_ptr<Pins> output_pins_;          // the last output, until the next call
+  std::vector<std::vector<ByteRange>> owned_; // per module: buffers it allocated
+  std::unique_ptr<Pins> output_pins_;         // the last output, until the next call
   std::vector<std::unique_ptr<Module<T>>> modules_;
   std::vector<Context<T>> contexts_;
   std::vector<bool> needs_input_grad_;
   std::vector<double> module_seconds_;
-  double slowdown_ = 1.0;
-  std::function<double()> blocked_seconds_;
+  TrainingHook hook_;
 };
 
 } // namespace tessera

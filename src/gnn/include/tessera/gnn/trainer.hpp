@@ -186,10 +186,6 @@ struct Distribution {
   RowIds rows;
   /// What the model's halo exchanges have done so far on this rank, summed over layers.
   std::function<comm::HaloStats()> halo_totals;
-  /// A simulated slower device (--simulate-rank-speed): this rank's training compute takes this
-  /// many times as long as measured (>= 1; Sequential::simulate_slowdown sleeps the difference
-  /// after each module, halo waits and posting not counted).
-  double slowdown = 1.0;
 };
 
 /// What one trainer does in an epoch, for the epoch loop every trainer shares (run_epochs):

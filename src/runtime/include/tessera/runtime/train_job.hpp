@@ -9,6 +9,7 @@
 #include "tessera/ops/backends.hpp"
 #include "tessera/partition/partition.hpp"
 #include "tessera/runtime/run_summary.hpp"
+#include "tessera/runtime/simulation.hpp"
 
 #include <functional>
 #include <memory>
@@ -69,9 +70,9 @@ struct TrainJob {
   /// never), at most rebalance_max_moves times. The computed function does not change.
   double rebalance_threshold = 1.1;
   int rebalance_max_moves = 3;
-  /// Simulated slower devices (--simulate-rank-speed R:FACTOR): rank R's training compute takes
-  /// 1 / FACTOR as long as measured, FACTOR in (0, 1]; also what its measured speed sees.
-  std::vector<std::pair<int, double>> simulated_speeds;
+  /// What the job simulates, for tests and benchmarks (the testing seam): slower ranks, a
+  /// network link, a failure; nothing by default.
+  Simulation simulation;
   /// Memory budgets (--device-memory, --host-memory, --offload-dir, ...): with a budget or a
   /// tier, each rank's features, matrices, activations, weights, gradients and Adam state live
   /// in a ChunkManager of its own and move in chunks; default: none, everything stays put.
@@ -79,10 +80,6 @@ struct TrainJob {
   /// Ghost input features are fetched once and reused every epoch (exact). Off only to measure
   /// what the cache saves.
   bool cache_input_features = true;
-  /// Holds the training's halo exchanges and gradient sums back as a network link of this
-  /// speed would (comm::simulate_link; --simulate-link, a simulation for benchmarks); a
-  /// bandwidth of 0: none, the ranks' own transport as it is.
-  comm::LinkModel simulated_link;
   /// How the layers' halo messages travel: the mode (--staleness, --halo-skip-threshold) and
   /// the rows' precision (--halo-precision); exact fp32 by default, the others opt-in and
   /// inexact.
