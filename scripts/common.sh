@@ -48,7 +48,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 
 TESSERA_DEPS=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libopenblas-openmp-dev libmetis-dev libboost-graph-dev
   libptscotch-dev libtrilinos-zoltan-dev
   libopenmpi-dev openmpi-bin zlib1g-dev
@@ -225,6 +225,16 @@ tessera_install_bench_deps() {
   tessera_apt_ensure "${TESSERA_BENCH_DEPS[@]}"
 }
 
+# ccache serves the compiles of unchanged sources from its cache (~/.cache/ccache), across the
+# build folders and across clones of the tree: paths below the tree are hashed relative to it.
+# A launcher only where ccache is installed (tessera_install_deps installs it).
+export CCACHE_BASEDIR="${TESSERA_ROOT}" CCACHE_NOHASHDIR=true
+TESSERA_LAUNCHERS=()
+if command -v ccache >/dev/null 2>&1; then
+  TESSERA_LAUNCHERS=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+    -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+fi
+
 tessera_build() {
   local dir="${1:-${TESSERA_BUILD_DIR}}"
   local generator=()
@@ -233,7 +243,7 @@ tessera_build() {
     generator=(-G Ninja)
   fi
   tessera_log "configuring ${dir}"
-  cmake -S "${TESSERA_ROOT}" -B "${dir}" "${generator[@]}" \
+  cmake -S "${TESSERA_ROOT}" -B "${dir}" "${generator[@]}" "${TESSERA_LAUNCHERS[@]}" \
     -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE_ARCH=ON
   tessera_log "building ${dir} with $(nproc) jobs"
   cmake --build "${dir}" --parallel "$(nproc)"
@@ -249,6 +259,7 @@ tessera_build_sanitized() {
       -DTESSERA_SANITIZE=address,undefined -DTESSERA_FUZZ=ON -DTESSERA_BUILD_BENCHMARKS=OFF \
       >/dev/null
   fi
+  cmake -S "${TESSERA_ROOT}" -B "${dir}" "${TESSERA_LAUNCHERS[@]}" >/dev/null
   tessera_log "building $* in ${dir} with $(nproc) jobs"
   cmake --build "${dir}" --parallel "$(nproc)" --target "$@"
 }

@@ -4,10 +4,11 @@
 # seconds. A crash, sanitizer report, uncaught non-Tessera exception, leak, input slower than
 # 10 s or RSS above 2 GB is a finding: its reproducer is kept and the script exits 1.
 #
-# Usage: scripts/fuzz.sh [--help] [--seconds N] [--no-build] [HARNESS...]
+# Usage: scripts/fuzz.sh [--help] [--seconds N] [--jobs N] [--no-build] [HARNESS...]
 #   HARNESS  npz linqs snap metis mtx musae array_file manifest part_json checkpoint
 #            (default: all that are built)
 #   --seconds N  time per harness (default 60)
+#   --jobs N     harnesses fuzzed at once, each on one core (default: the cores, nproc)
 #   --no-build   use the harnesses already built
 # Corpora live in <build>/fuzz/corpus/HARNESS and grow from run to run; seeds are made afresh
 # each run in <build>/fuzz/seeds/HARNESS from ../shared/datasets (small files whole, the first
@@ -22,6 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 ALL_HARNESSES=(npz linqs snap metis mtx musae array_file manifest part_json checkpoint)
 seconds=60
+jobs="$(nproc)"
 build=1
 harnesses=()
 while (($# > 0)); do
@@ -34,6 +36,12 @@ while (($# > 0)); do
       (($# >= 2)) || tessera_die "--seconds needs a value"
       [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--seconds must be a positive integer, got '$2'"
       seconds="$2"
+      shift 2
+      ;;
+    --jobs)
+      (($# >= 2)) || tessera_die "--jobs needs a value"
+      [[ "$2" =~ ^[1-9][0-9]*$ ]] || tessera_die "--jobs must be a positive integer, got '$2'"
+      jobs="$2"
       shift 2
       ;;
     --no-build)
@@ -127,27 +135,49 @@ else
   tessera_log "no datasets folder (TESSERA_DATA_DIR or ../shared/datasets): seeds of our own only"
 fi
 
-status=0
-for name in "${harnesses[@]}"; do
-  binary="${dir}/tests/fuzz/tessera_fuzz_${name}"
-  [[ -x "${binary}" ]] || tessera_die "harness ${name} is not built (${binary})"
-  corpus="${fuzz}/corpus/${name}"
-  findings="${fuzz}/findings/${name}"
-  log="${fuzz}/logs/${name}.log"
-  mkdir -p "${corpus}" "${findings}" "$(dirname "${log}")" "${seeds}/${name}"
-  tessera_log "fuzzing ${name} for ${seconds} s (log: ${log})"
+# Fuzzes one harness for the given seconds; prints its last statistics line, or the finding and
+# how to reproduce it, and returns 1 on a finding.
+fuzz_one() {
+  local name="$1"
+  local binary="${dir}/tests/fuzz/tessera_fuzz_${name}"
+  local corpus="${fuzz}/corpus/${name}" findings="${fuzz}/findings/${name}"
+  local log="${fuzz}/logs/${name}.log" reproducer
   # New inputs go to the first folder (the corpus kept between runs); the seeds are read only.
   if "${binary}" -max_total_time="${seconds}" -rss_limit_mb=2048 -timeout=10 \
     -print_final_stats=1 -artifact_prefix="${findings}/" "${corpus}" "${seeds}/${name}" \
     >"${log}" 2>&1; then
-    grep -E '^stat::number_of_executed_units|^Done ' "${log}" | tail -n 1 || true
-  else
-    status=1
-    reproducer="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "${log}" | tail -n 1)"
-    echo "FINDING in ${name}: $(grep -m 1 -E 'ERROR:|==[0-9]+==|runtime error|uncaught|terminate' "${log}" || echo "see ${log}")" >&2
-    echo "  reproducer: ${reproducer:-none written, see ${log}}" >&2
-    echo "  reproduce:  ${binary} ${reproducer:-REPRODUCER}" >&2
+    echo "${name}: $(grep -E '^stat::number_of_executed_units|^Done ' "${log}" | tail -n 1 || true)"
+    return 0
   fi
+  reproducer="$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "${log}" | tail -n 1)"
+  echo "FINDING in ${name}: $(grep -m 1 -E 'ERROR:|==[0-9]+==|runtime error|uncaught|terminate' "${log}" || echo "see ${log}")"
+  echo "  reproducer: ${reproducer:-none written, see ${log}}"
+  echo "  reproduce:  ${binary} ${reproducer:-REPRODUCER}"
+  return 1
+}
+
+# Each harness is one process on one core: --jobs of them run at once, each for the full time.
+tessera_log "fuzzing ${#harnesses[@]} harness(es) for ${seconds} s each, ${jobs} at a time (logs: ${fuzz}/logs)"
+results="${fuzz}/results"
+rm -rf "${results}"
+mkdir -p "${results}" "${fuzz}/logs"
+for name in "${harnesses[@]}"; do
+  [[ -x "${dir}/tests/fuzz/tessera_fuzz_${name}" ]] ||
+    tessera_die "harness ${name} is not built (${dir}/tests/fuzz/tessera_fuzz_${name})"
+  mkdir -p "${fuzz}/corpus/${name}" "${fuzz}/findings/${name}" "${seeds}/${name}"
+done
+for name in "${harnesses[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do
+    wait -n || true
+  done
+  { fuzz_one "${name}" >"${results}/${name}.out" 2>&1 && echo 0 || echo 1; } \
+    >"${results}/${name}.status" &
+done
+wait
+status=0
+for name in "${harnesses[@]}"; do
+  cat "${results}/${name}.out"
+  [[ "$(cat "${results}/${name}.status")" == 0 ]] || status=1
 done
 if ((status)); then
   echo "fuzzing found problems (above); logs in ${fuzz}/logs" >&2

@@ -54,7 +54,8 @@ if (($# == 0)) && grep -q '^TESSERA_CUDA_BUILT:INTERNAL=ON' "${TESSERA_BUILD_DIR
   tessera_log "testing the build without CUDA (${stubs})"
   generator=()
   [[ -f "${stubs}/CMakeCache.txt" ]] || generator=(-G Ninja)
-  cmake -S "${TESSERA_ROOT}" -B "${stubs}" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  cmake -S "${TESSERA_ROOT}" -B "${stubs}" "${generator[@]}" "${TESSERA_LAUNCHERS[@]}" \
+    -DCMAKE_BUILD_TYPE=Release \
     -DTESSERA_WITH_CUDA=OFF -DBUILD_SHARED_LIBS=ON -DTESSERA_BUILD_APPS=OFF \
     -DTESSERA_BUILD_BENCHMARKS=OFF >/dev/null
   cmake --build "${stubs}" --parallel "$(nproc)" --target tessera_ops_tests \
@@ -80,7 +81,10 @@ if (($# == 0)); then
   tessera_log "sanitizer build: unit and MPI tests under ASan + UBSan (${TESSERA_FUZZ_BUILD_DIR})"
   tessera_build_sanitized tessera_unit_and_mpi_tests tessera_fuzzers
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  ctest --test-dir "${TESSERA_FUZZ_BUILD_DIR}" --output-on-failure -j2 -L unit || status=1
+  # Cora's accuracy over ten seeds (10x slower instrumented) is the normal build's gate; the same
+  # training code runs instrumented in the other Cora and training tests.
+  ctest --test-dir "${TESSERA_FUZZ_BUILD_DIR}" --output-on-failure -j2 -L unit -E 'OverSeeds$' ||
+    status=1
   # The MPI tests run without LeakSanitizer: Open MPI, PMIx and their plugins keep allocations
   # past MPI_Finalize and unload their plugins first, so the leaks show as "<unknown module>"
   # frames that no suppression can name. Address and undefined-behaviour checks stay on there,
