@@ -1,7 +1,12 @@
-// The chunk manager: chunks mapped in and out of fixed device addresses, a pinned host tier and a
-// disk tier, with LRU or farthest-next-use eviction over the recorded trace of an epoch.
+// The chunk manager's mechanism: chunks mapped in and out of fixed device addresses, the pinned
+// host tier, the trace of an epoch and the prefetch that reads it. The disk tier (disk_tier.cpp),
+// the eviction policies (eviction.cpp), the allocator it hands out (managed_allocator.hpp) and
+// the settings' text (offload_config.cpp) live beside it.
 #include "tessera/engine/chunk_manager.hpp"
 
+#include "disk_tier.hpp"
+#include "eviction.hpp"
+#include "managed_allocator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/file_kind.hpp"
 #include "tessera/core/timer.hpp"
@@ -19,96 +24,6 @@
 
 namespace tessera {
 
-std::string to_string(TensorKind kind) {
-  switch (kind) {
-  case TensorKind::Input:
-    return "input";
-  case TensorKind::Matrix:
-    return "matrix";
-  case TensorKind::Activation:
-    return "activation";
-  case TensorKind::Gradient:
-    return "gradient";
-  case TensorKind::Weight:
-    return "weight";
-  case TensorKind::WeightGrad:
-    return "weight-grad";
-  case TensorKind::OptimizerState:
-    return "optimizer-state";
-  }
-  return "unknown";
-}
-
-std::string to_string(EvictionPolicy policy) {
-  return policy == EvictionPolicy::Lru ? "lru" : "farthest-next-use";
-}
-
-EvictionPolicy parse_eviction_policy(const std::string& text) {
-  if (text == "lru") return EvictionPolicy::Lru;
-  if (text == "farthest-next-use") return EvictionPolicy::FarthestNextUse;
-  throw InvalidArgument("unknown eviction policy '" + text + "'; valid: lru, farthest-next-use");
-}
-
-std::size_t parse_byte_size(const std::string& text, const std::string& what) {
-  const auto bad = [&] {
-    return InvalidArgument(what + ": '" + text +
-                           "' is not a byte size (a whole number with an optional unit K, M, G "
-                           "or T, e.g. 512MiB or 2GiB)");
-  };
-  std::size_t end = 0;
-  while (end < text.size() && text[end] >= '0' && text[end] <= '9')
-    ++end;
-  if (end == 0 || end > 18) throw bad();
-  const std::uint64_t number = std::stoull(text.substr(0, end));
-  std::string unit = text.substr(end);
-  if (unit.size() >= 2 && (unit.ends_with("iB") || unit.ends_with("ib"))) {
-    unit = unit.substr(0, unit.size() - 2);
-  } else if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b') && unit.size() == 2) {
-    unit = unit.substr(0, 1);
-  }
-  int shift = 0;
-  if (unit.empty() || unit == "B" || unit == "b")
-    shift = 0;
-  else if (unit == "K" || unit == "k")
-    shift = 10;
-  else if (unit == "M" || unit == "m")
-    shift = 20;
-  else if (unit == "G" || unit == "g")
-    shift = 30;
-  else if (unit == "T" || unit == "t")
-    shift = 40;
-  else
-    throw bad();
-  if (number > (std::numeric_limits<std::uint64_t>::max() >> shift)) throw bad();
-  return static_cast<std::size_t>(number << shift);
-}
-
-std::string format_bytes(std::uint64_t bytes) {
-  static const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  char text[32];
-  if (unit == 0 || value == std::floor(value)) {
-    std::snprintf(text, sizeof text, "%.0f %s", value, units[unit]);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
-  }
-  return text;
-}
-
-double OffloadStats::hit_rate() const noexcept {
-  return acquires == 0 ? 1.0 : static_cast<double>(hits) / static_cast<double>(acquires);
-}
-
-double OffloadStats::input_hit_rate() const noexcept {
-  const std::uint64_t touches = input_hits + input_misses;
-  return touches == 0 ? 1.0 : static_cast<double>(input_hits) / static_cast<double>(touches);
-}
-
 namespace {
 
 constexpr std::size_t kAlignment = 64; // every tensor starts on a cache line
@@ -116,7 +31,7 @@ constexpr std::size_t kDefaultReservation = std::size_t{1} << 40;
 // Slots the device tier tracks at most (64 TiB of 64 MiB chunks). The free list holds every slot,
 // so without a budget no chunk is ever evicted for want of one.
 constexpr std::size_t kMaxSlots = std::size_t{1} << 20;
-constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kNever = kNeverUsed;
 
 struct Tensor {
   std::string name;
@@ -144,145 +59,6 @@ struct Chunk {
   std::shared_ptr<Event> arrival; // the copy that brought it in, when not yet waited for
 };
 
-std::string errno_text() {
-  return std::strerror(errno);
-}
-
-/// Checks the disk tier's folder `dir`: a writable folder, created (with its missing parents,
-/// listed in `made`, outermost first) when absent, as --checkpoint-dir is. Throws IoError naming
-/// the flag, the folder and what it is otherwise.
-void open_disk_folder(const std::string& dir, std::vector<std::string>& made) {
-  const std::string flag = "--offload-dir " + dir + ": ";
-  struct stat info {};
-  if (stat(dir.c_str(), &info) != 0) {
-    if (errno != ENOENT) throw IoError(flag + "cannot look at it (" + errno_text() + ")");
-    std::vector<std::string> missing;
-    for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
-         !p.empty() && stat(p.c_str(), &info) != 0 && errno == ENOENT; p = p.parent_path()) {
-      missing.push_back(p.string());
-      if (p == p.parent_path()) break;
-    }
-    for (auto folder = missing.rbegin(); folder != missing.rend(); ++folder) {
-      if (mkdir(folder->c_str(), 0777) != 0 && errno != EEXIST) {
-        throw IoError(flag + "cannot create '" + *folder + "' (" + errno_text() + ")");
-      }
-      made.push_back(*folder);
-    }
-    if (stat(dir.c_str(), &info) != 0) {
-      throw IoError(flag + "cannot look at it (" + errno_text() + ")");
-    }
-  }
-  if (!S_ISDIR(info.st_mode)) {
-    throw IoError(flag + "it is " + describe_file_kind(info.st_mode) + ", not a folder");
-  }
-  if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw IoError(flag + "cannot write there (" + errno_text() + ")");
-  }
-}
-
-/// Forwards every call to the backend it wraps, except that Buffer memory comes from a manager.
-class ManagedAllocator final : public Backend {
-public:
-  ManagedAllocator(ChunkManager& manager, TensorKind kind)
-      : manager_(manager), target_(*manager.backend()), kind_(kind) {}
-  DeviceKind kind() const noexcept override { return target_.kind(); }
-  int device_id() const noexcept override { return target_.device_id(); }
-  int num_threads() const noexcept override { return target_.num_threads(); }
-  void* allocate(std::size_t bytes) const override {
-    const TensorSlot t =
-        manager_.allocate(to_string(kind_) + " #" + std::to_string(++count_), kind_, bytes);
-    try {
-      // A buffer allocated in a scope is acquired whole there, so it must fit the device at
-      // once; outside one (a module that acquires its own memory in blocks) it need not.
-      if (manager_.scope() != nullptr) manager_.check_fits(t.id);
-    } catch (...) {
-      manager_.free(t.id);
-      throw;
-    }
-    return t.data;
-  }
-  void deallocate(void* ptr, std::size_t) const noexcept override {
-    manager_.free(manager_.find(ptr));
-  }
-  // Copies and zeroing through the allocator touch managed memory one chunk piece at a time,
-  // each piece acquired for the call: setup code (a matrix copied in, a buffer zeroed) needs
-  // no scope of its own and may fill a tensor of any size. Inside a scope the pieces are
-  // already pinned and acquiring them again only counts.
-  void copy_from_host(void* dst, const void* src, std::size_t bytes) const override {
-    in_pieces(dst, nullptr, bytes, [&](std::size_t o, std::size_t n) {
-      target_.copy_from_host(static_cast<std::byte*>(dst) + o,
-                             static_cast<const std::byte*>(src) + o, n);
-    });
-  }
-  void copy_to_host(void* dst, const void* src, std::size_t bytes) const override {
-    in_pieces(nullptr, src, bytes, [&](std::size_t o, std::size_t n) {
-      target_.copy_to_host(static_cast<std::byte*>(dst) + o, static_cast<const std::byte*>(src) + o,
-                           n);
-    });
-  }
-  void copy_within(void* dst, const void* src, std::size_t bytes) const override {
-    in_pieces(dst, src, bytes, [&](std::size_t o, std::size_t n) {
-      target_.copy_within(static_cast<std::byte*>(dst) + o, static_cast<const std::byte*>(src) + o,
-                          n);
-    });
-  }
-  void zero_bytes(void* dst, std::size_t bytes) const override {
-    in_pieces(dst, nullptr, bytes, [&](std::size_t o, std::size_t n) {
-      target_.zero_bytes(static_cast<std::byte*>(dst) + o, n);
-    });
-  }
-  void synchronize() const override { target_.synchronize(); }
-  void* native_stream() const noexcept override { return target_.native_stream(); }
-  std::string describe() const override { return target_.describe(); }
-  void* allocate_pinned(std::size_t bytes) const override { return target_.allocate_pinned(bytes); }
-  void deallocate_pinned(void* ptr, std::size_t bytes) const noexcept override {
-    target_.deallocate_pinned(ptr, bytes);
-  }
-  std::shared_ptr<Event> copy_async(void* dst, const void* src, std::size_t bytes,
-                                    CopyDirection direction) const override {
-    return target_.copy_async(dst, src, bytes, direction);
-  }
-  std::shared_ptr<Event> record(Stream stream) const override { return target_.record(stream); }
-  void wait(Stream stream, const Event& event) const override { target_.wait(stream, event); }
-  std::unique_ptr<AddressSpace> reserve_address_space(std::size_t reserve_bytes,
-                                                      std::size_t slot_bytes,
-                                                      int slots) const override {
-    return target_.reserve_address_space(reserve_bytes, slot_bytes, slots);
-  }
-  std::size_t address_granularity() const override { return target_.address_granularity(); }
-  const Backend& target() const noexcept override { return target_; }
-  ChunkManager& manager() const noexcept { return manager_; }
-
-private:
-  /// Calls f(offset, n) over [0, bytes) in pieces that lie inside one chunk of `write` (written)
-  /// and of `read` (read; either may be nullptr or memory the manager does not hold), with both
-  /// pieces acquired for the call. Without a budget everything is on the device: one call.
-  template <typename F>
-  void in_pieces(const void* write, const void* read, std::size_t bytes, F f) const {
-    if (!manager_.budgeted()) {
-      f(0, bytes);
-      return;
-    }
-    const auto* w = static_cast<const std::byte*>(write);
-    const auto* r = static_cast<const std::byte*>(read);
-    for (std::size_t o = 0; o < bytes;) {
-      std::size_t n = bytes - o;
-      if (w != nullptr) n = std::min(n, manager_.bytes_to_chunk_end(w + o));
-      if (r != nullptr) n = std::min(n, manager_.bytes_to_chunk_end(r + o));
-      Pins pins(&manager_);
-      if (w != nullptr) pins.add(w + o, n, Access::Write);
-      if (r != nullptr) pins.add(r + o, n, Access::Read);
-      f(o, n);
-      o += n;
-    }
-  }
-
-  ChunkManager& manager_;
-  const Backend& target_;
-  TensorKind kind_;
-  mutable std::uint64_t count_ = 0;
-};
-
 } // namespace
 
 struct ChunkManager::State {
@@ -307,13 +83,9 @@ struct ChunkManager::State {
   std::size_t host_limit = 0;       // 0: none
   std::vector<std::size_t> on_host; // chunk indices holding a host buffer
 
-  // Disk tier.
-  std::string disk_path;
-  int disk_fd = -1;
-  std::vector<std::string> made_folders; // the disk tier's folders this manager created
-  std::vector<std::int64_t> free_disk;
-  std::int64_t disk_slots = 0;
-  std::uint64_t disk_written = 0;
+  std::unique_ptr<DiskTier> disk;
+
+  std::unique_ptr<Eviction> eviction; // which resident chunk leaves
 
   // Trace and clock.
   std::uint64_t tick = 0;
@@ -362,7 +134,9 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
     }
     s.host_limit = config_.host_bytes / s.chunk;
   }
-  if (!config_.offload_dir.empty()) open_disk_folder(config_.offload_dir, s.made_folders);
+  s.disk = std::make_unique<DiskTier>(config_.offload_dir, config_.rank, s.chunk,
+                                      config_.fail_disk_writes_after);
+  s.eviction = make_eviction(config_.policy);
   s.space = backend_->reserve_address_space(s.region * kTensorKinds, s.chunk, s.slots);
   for (int k = 0; k < kTensorKinds; ++k)
     s.next[k] = static_cast<std::size_t>(k) * s.region;
@@ -382,17 +156,13 @@ ChunkManager::~ChunkManager() {
   }
   for (std::byte* buffer : s.free_host)
     backend_->deallocate_pinned(buffer, s.chunk);
-  if (s.disk_fd >= 0) close(s.disk_fd);
-  // The folders this manager made for its disk tier, deepest first; rmdir leaves one that holds
-  // anything else (another rank's file, say) alone.
-  for (auto made = s.made_folders.rbegin(); made != s.made_folders.rend(); ++made)
-    rmdir(made->c_str());
+  s.disk.reset();
   s.space.reset();
 }
 
 // ---- Mechanism -----------------------------------------------------------------------------
 
-class ChunkMover {
+class ChunkMover final : public ChunkUses {
 public:
   ChunkMover(ChunkManager::State& s, const Backend& backend, const OffloadConfig& config,
              OffloadStats& epoch, OffloadStats& total)
@@ -400,7 +170,9 @@ public:
 
   /// When chunk `c` is next touched: its first position in the trace from the current one on
   /// (wrapping into the next epoch), kNever when the trace never touches it.
-  std::uint64_t next_use(std::size_t c) const {
+  std::uint64_t last_use(std::size_t c) const override { return s_.chunks.at(c).last_use; }
+  bool trace_known() const override { return !s_.trace.empty(); }
+  std::uint64_t next_use(std::size_t c) const override {
     auto it = s_.positions.find(c);
     if (it == s_.positions.end()) return kNever;
     const auto& p = it->second;
@@ -410,8 +182,8 @@ public:
     return after != p.end() ? *after : s_.trace.size() + p.front();
   }
 
-  /// The victim among `candidates` the policy picks (kNever-use first, then farthest; or least
-  /// recently used); skips `keep`. Returns false when there is none.
+  /// The victim among `candidates` the policy picks (a chunk holding nothing first: it costs no
+  /// move); skips `keep`. Returns false when there is none.
   bool choose(const std::vector<std::size_t>& candidates, std::size_t keep, bool pinned_ok,
               std::size_t& victim, std::uint64_t& victim_next) const {
     bool found = false;
@@ -419,11 +191,8 @@ public:
     for (std::size_t c : candidates) {
       const Chunk& chunk = s_.chunks.at(c);
       if (c == keep || (!pinned_ok && chunk.pins > 0)) continue;
-      const bool belady = config_.policy == EvictionPolicy::FarthestNextUse && !s_.trace.empty();
-      // Score: larger is a better victim. A chunk holding nothing costs no move either way.
-      const std::uint64_t score = !chunk.has_data ? kNever
-                                  : belady        ? next_use(c)
-                                                  : kNever - chunk.last_use;
+      // Score: larger is a better victim.
+      const std::uint64_t score = !chunk.has_data ? kNever : s_.eviction->score(c, *this);
       if (!found || score > best) {
         found = true;
         best = score;
@@ -437,7 +206,7 @@ public:
   void bump_peaks() {
     const std::uint64_t device = static_cast<std::uint64_t>(s_.resident.size()) * s_.chunk;
     const std::uint64_t host = static_cast<std::uint64_t>(s_.host_buffers) * s_.chunk;
-    const std::uint64_t disk = static_cast<std::uint64_t>(s_.disk_slots) * s_.chunk;
+    const std::uint64_t disk = static_cast<std::uint64_t>(s_.disk->slots()) * s_.chunk;
     for (OffloadStats* st : {&epoch_, &total_}) {
       st->peak_device_bytes = std::max(st->peak_device_bytes, device);
       st->peak_host_bytes = std::max(st->peak_host_bytes, host);
@@ -452,76 +221,16 @@ public:
 
   // -- Disk tier --------------------------------------------------------------------------
 
-  void open_disk() {
-    if (s_.disk_fd >= 0) return;
-    if (config_.offload_dir.empty()) return;
-    s_.disk_path = config_.offload_dir + "/tessera-offload-rank" + std::to_string(config_.rank) +
-                   "-" + std::to_string(getpid()) + ".bin";
-    s_.disk_fd =
-        open(s_.disk_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (s_.disk_fd < 0) {
-      throw IoError("--offload-dir: cannot create " + s_.disk_path + ": " + errno_text());
-    }
-    // Unlinked at once: the file's blocks live while the descriptor does, and no exit path —
-    // an exception, a signal, a killed rank — can leave it behind.
-    unlink(s_.disk_path.c_str());
-  }
-
   void write_to_disk(std::size_t c, Chunk& chunk) {
-    open_disk();
-    if (s_.disk_fd < 0) {
-      throw InvalidArgument("the host tier (--host-memory " + format_bytes(config_.host_bytes) +
-                            ") is full and there is no disk tier: give --offload-dir or a larger "
-                            "--host-memory");
-    }
-    if (chunk.disk_slot < 0) {
-      if (!s_.free_disk.empty()) {
-        chunk.disk_slot = s_.free_disk.back();
-        s_.free_disk.pop_back();
-      } else {
-        chunk.disk_slot = s_.disk_slots++;
-        bump_peaks();
-      }
-    }
-    const off_t at = static_cast<off_t>(chunk.disk_slot) * static_cast<off_t>(s_.chunk);
-    std::size_t done = 0;
-    while (done < s_.chunk) {
-      std::size_t want = s_.chunk - done;
-      if (s_.disk_written >= config_.fail_disk_writes_after)
-        want = 0;
-      else
-        want = std::min<std::uint64_t>(want, config_.fail_disk_writes_after - s_.disk_written);
-      const ssize_t n = want == 0 ? -1 : pwrite(s_.disk_fd, chunk.host + done, want, at + done);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR && want != 0) continue;
-        const std::string why = want == 0 ? "no space left on device (injected)"
-                                : n == 0  ? "short write"
-                                          : errno_text();
-        throw IoError("offload file " + s_.disk_path + " (--offload-dir): writing chunk " +
-                      std::to_string(c) + " (" + format_bytes(s_.chunk) + ") at offset " +
-                      std::to_string(at + static_cast<off_t>(done)) + " failed after " +
-                      std::to_string(done) + " bytes: " + why);
-      }
-      done += static_cast<std::size_t>(n);
-      s_.disk_written += static_cast<std::uint64_t>(n);
-    }
+    s_.disk->write(chunk.disk_slot, c, chunk.host,
+                   "--host-memory " + format_bytes(config_.host_bytes));
+    bump_peaks();
     chunk.disk_valid = true;
     count([&](OffloadStats& st) { st.host_to_disk_bytes += s_.chunk; });
   }
 
   void read_from_disk(std::size_t c, Chunk& chunk) {
-    const off_t at = static_cast<off_t>(chunk.disk_slot) * static_cast<off_t>(s_.chunk);
-    std::size_t done = 0;
-    while (done < s_.chunk) {
-      const ssize_t n = pread(s_.disk_fd, chunk.host + done, s_.chunk - done, at + done);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
-        throw IoError("offload file " + s_.disk_path + " (--offload-dir): reading chunk " +
-                      std::to_string(c) + " at offset " + std::to_string(at) + " failed: " +
-                      (n == 0 ? std::string("unexpected end of file") : errno_text()));
-      }
-      done += static_cast<std::size_t>(n);
-    }
+    s_.disk->read(chunk.disk_slot, c, chunk.host);
     chunk.host_valid = true;
     count([&](OffloadStats& st) { st.disk_to_host_bytes += s_.chunk; });
   }
@@ -754,7 +463,7 @@ void ChunkManager::free(int id) noexcept {
       s.free_host.push_back(chunk.host);
       std::erase(s.on_host, c);
     }
-    if (chunk.disk_slot >= 0) s.free_disk.push_back(chunk.disk_slot);
+    s.disk->release(chunk.disk_slot);
     s.chunks.erase(it);
   }
 }
@@ -989,7 +698,7 @@ void ChunkManager::discard(const void* address, std::size_t bytes) {
         chunk.host = nullptr;
       }
       chunk.host_valid = false;
-      if (chunk.disk_slot >= 0) s.free_disk.push_back(chunk.disk_slot);
+      s.disk->release(chunk.disk_slot);
       chunk.disk_slot = -1;
       chunk.disk_valid = false;
     }
