@@ -156,4 +156,63 @@ void group_flags(CLI::App& app, const char* group, std::initializer_list<const c
     app.get_option(name)->group(group);
 }
 
+void add_training_flags(CLI::App& app, TrainingFlags& f, const TrainingFlagsHelp& help) {
+  add_path_option(app, "--dataset", f.dataset, help.dataset)->capture_default_str();
+  add_path_option(app, "--data-dir", f.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
+      ->capture_default_str();
+  if (!help.layers.empty()) app.add_option("--layers", f.layers, help.layers);
+  add_integer_option(app, "--hidden", f.hidden, 1, std::int64_t{1} << 30, "hidden width")
+      ->capture_default_str();
+  add_integer_option(app, "--num-layers", f.num_layers, 1, 1000, "number of " + help.layer + "s")
+      ->capture_default_str();
+  add_number_option(app, "--dropout", f.dropout, 0, false, 0.999,
+                    "dropout probability before every " + help.layer)
+      ->capture_default_str();
+  add_number_option(app, "--lr", f.lr, 0, true, 1e30, "learning rate")->capture_default_str();
+  add_number_option(app, "--weight-decay", f.weight_decay, 0, false, 1e30,
+                    "weight decay (weights, not biases)")
+      ->capture_default_str();
+  app.add_option("--optimizer", f.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"adam", "adamw"}));
+  add_integer_option(app, "--epochs", f.epochs, 0, 100000000, "training epochs")
+      ->capture_default_str();
+  add_integer_option(app, "--eval-every", f.eval_every, 1, 100000000,
+                     "evaluate every k epochs (and after the last)")
+      ->capture_default_str();
+  add_seed_option(app, "--seed", f.seed, "seed of weights, dropout, batch order and generated data")
+      ->capture_default_str();
+  // Its upper bound (4 per core) is checked where threads are set (make_cpu_backend), which
+  // covers OMP_NUM_THREADS too.
+  add_integer_option(app, "--threads", f.threads, 0, 1000000000,
+                     "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
+      ->capture_default_str();
+  app.add_option("--device", f.device,
+                 "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
+                 "(a GPU when the node has one for the rank, else the CPU)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  add_integer_option(app, "--split", f.split_index, 0, 1000000,
+                     "which stored split to use (minesweeper has 10)")
+      ->capture_default_str();
+  add_split_overlap_flag(app, f.allow_split_overlap);
+  add_seed_option(app, "--split-seed", f.split_seed,
+                  "seed of the random 60/20/20 split drawn for data without one (default: "
+                  "--seed); hold the split fixed while --seed varies");
+  app.add_option("--metric", f.metric,
+                 "what selects the best validation epoch and leads the summary: accuracy, or "
+                 "roc-auc (binary tasks, as the heterophilous benchmark and OGB report them)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"accuracy", "roc-auc"}));
+  add_integer_option(app, "--log-every", f.log_every, 1, 100000000,
+                     "print a log line every k epochs when not on a terminal")
+      ->capture_default_str();
+  add_path_option(app, "--report", f.report, "write a JSON run report to this path");
+  add_number_option(app, "--peer-timeout", f.peer_timeout, 0, true, 1e9,
+                    "seconds a rank may wait for another (a halo, a collective, a gradient sum) "
+                    "before the job ends naming the rank it waits for (default: the larger of 60 "
+                    "and 50 x the slowest epoch so far; 600 before the first epoch ends)");
+  group_flags(app, kTuningFlags, {"--allow-split-overlap", "--peer-timeout"});
+}
+
 } // namespace tessera::runtime

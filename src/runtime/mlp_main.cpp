@@ -21,103 +21,40 @@ namespace tessera::runtime {
 
 namespace {
 
-struct Options {
-  std::string dataset = "blobs:samples=10000,features=64,classes=4";
-  std::string data_dir = datasets::default_data_dir();
-  std::string layers;
-  std::int64_t hidden = 64;
-  int num_layers = 2;
-  float dropout = 0.5f;
-  float lr = 0.01f;
-  float weight_decay = 5e-4f;
-  std::string optimizer = "adam";
+/// tessera-mlp's flags: the shared ones with its defaults, and its own.
+struct Options : TrainingFlags {
+  Options() {
+    dataset = "blobs:samples=10000,features=64,classes=4";
+    data_dir = datasets::default_data_dir();
+    hidden = 64;
+    epochs = 20;
+  }
   std::int64_t batch_size = 256;
-  int epochs = 20;
-  int eval_every = 1;
-  std::uint64_t seed = 0;
-  std::optional<std::uint64_t> split_seed; // not given: seed
-  int threads = 0;
-  std::string device = "cpu";
-  int split_index = 0;
   std::string normalize_features = "auto";
-  int log_every = 10;
-  std::string metric = "accuracy";
-  std::string report;
-  bool allow_split_overlap = false;
-  std::optional<double> peer_timeout;
   OffloadFlags offload;
 };
 
 void add_flags(CLI::App& app, Options& o) {
   start_everyday_flags(app);
-  add_path_option(app, "--dataset", o.dataset,
-                  "name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph generator "
-                  "(sbm:..., rmat:...; their node features) or "
-                  "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]")
-      ->capture_default_str();
-  add_path_option(app, "--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
-      ->capture_default_str();
-  app.add_option("--layers", o.layers,
-                 "layer sizes IN-HIDDEN...-CLASSES, e.g. 4096-8192-8192-16 (overrides --hidden "
-                 "and --num-layers; IN and CLASSES must be the data's)");
-  add_integer_option(app, "--hidden", o.hidden, 1, std::int64_t{1} << 30, "hidden width")
-      ->capture_default_str();
-  add_integer_option(app, "--num-layers", o.num_layers, 1, 1000, "number of Linear layers")
-      ->capture_default_str();
-  add_number_option(app, "--dropout", o.dropout, 0, false, 0.999,
-                    "dropout probability before every Linear layer")
-      ->capture_default_str();
-  add_number_option(app, "--lr", o.lr, 0, true, 1e6, "learning rate")->capture_default_str();
-  add_number_option(app, "--weight-decay", o.weight_decay, 0, false, 1e6,
-                    "weight decay (weights, not biases)")
-      ->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"adam", "adamw"}));
+  add_training_flags(app, o,
+                     {"name under --data-dir (cora, minesweeper, ...), FORMAT:PATH, a graph "
+                      "generator (sbm:..., rmat:...; their node features) or "
+                      "blobs:samples=N,features=F,classes=C[,separation=S,noise=N,seed=S]",
+                      "layer sizes IN-HIDDEN...-CLASSES, e.g. 4096-8192-8192-16 (overrides "
+                      "--hidden and --num-layers; IN and CLASSES must be the data's)",
+                      "Linear layer"});
   add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 31,
                      "samples per step over all ranks (each rank takes its share)")
       ->capture_default_str();
-  add_integer_option(app, "--epochs", o.epochs, 0, 100000000, "training epochs")
-      ->capture_default_str();
-  app.add_option("--metric", o.metric,
-                 "what selects the best validation epoch and leads the summary: accuracy, or "
-                 "roc-auc (binary tasks)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"accuracy", "roc-auc"}));
-  add_integer_option(app, "--eval-every", o.eval_every, 1, 100000000,
-                     "evaluate every k epochs (and after the last)")
-      ->capture_default_str();
-  add_seed_option(app, "--seed", o.seed, "seed of weights, batch order, dropout and generated data")
-      ->capture_default_str();
-  add_seed_option(app, "--split-seed", o.split_seed,
-                  "seed of the random 60/20/20 split drawn for data without one (default: --seed)");
-  add_integer_option(app, "--threads", o.threads, 0, 1 << 20,
-                     "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
-      ->capture_default_str();
-  app.add_option("--device", o.device, "where each rank trains: cpu, cuda or auto")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  add_integer_option(app, "--split", o.split_index, 0, 1000000,
-                     "which stored split to use (minesweeper has 10)")
-      ->capture_default_str();
-  add_split_overlap_flag(app, o.allow_split_overlap);
   app.add_option("--normalize-features", o.normalize_features,
                  "row-normalize the features: true, false, or auto (only when none is negative, "
                  "as bag-of-words)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "true", "false"}));
-  add_integer_option(app, "--log-every", o.log_every, 1, 100000000,
-                     "print a line every k epochs when not on a terminal")
-      ->capture_default_str();
-  add_path_option(app, "--report", o.report, "write a JSON run report to this path");
-  add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
-                    "seconds a rank may wait for another before the job ends naming it "
-                    "(default: the larger of 60 and 50 x the slowest epoch so far; 600 "
-                    "before the first epoch ends)");
   add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
-  group_flags(app, kTuningFlags,
-              {"--allow-split-overlap", "--peer-timeout", "--device-memory", "--host-memory",
-               "--offload-dir", "--chunk-size", "--eviction-policy"});
+  group_flags(
+      app, kTuningFlags,
+      {"--device-memory", "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});
 }
 
 MlpJob make_job(const Options& o) {

@@ -33,31 +33,17 @@ namespace tessera::runtime {
 
 namespace {
 
-struct Options {
-  std::string dataset = "sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2";
-  std::string data_dir = datasets::default_data_dir();
-  std::string layers;
-  std::int64_t hidden = 16;
-  int num_layers = 2;
-  float dropout = 0.5f; // the program's default (TrainProgram::model)
-  float lr = 0.01f;
-  float weight_decay = 5e-4f;
-  std::string optimizer = "adam";
+/// tessera-train's flags: the shared ones and the GCN's and the distributed job's own.
+struct Options : TrainingFlags {
+  Options() {
+    dataset = "sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2";
+    data_dir = datasets::default_data_dir();
+  }
   bool decay_all_layers = false;
-  int epochs = 200;
-  int eval_every = 1;
-  std::uint64_t seed = 0;
-  int threads = 0;
-  std::string device = "cpu";
-  int split_index = 0;
-  std::optional<std::uint64_t> split_seed; // not given: --seed
-  std::string metric = "accuracy";
   std::string feature_layout = "auto";
   bool normalize_features = true;
   std::string order = "auto";
   std::string activation_dtype = "fp32";
-  int log_every = 10;
-  std::string report;
   std::string partition_dir;
   std::string partition_method = "metis";
   std::string balance = "none";
@@ -78,8 +64,6 @@ struct Options {
   int checkpoint_every = 0;
   std::string resume;
   bool force = false;
-  bool allow_split_overlap = false;
-  std::optional<double> peer_timeout;
   OffloadFlags offload;
 };
 
@@ -139,62 +123,17 @@ void catch_stop_signals(int rank) {
 /// The flags every program has, and the GCN's own when `gcn`.
 void add_flags(CLI::App& app, Options& o, bool gcn) {
   start_everyday_flags(app);
-  add_path_option(app, "--dataset", o.dataset,
-                  "name under --data-dir (cora, minesweeper, facebook, email-eu-core, ...), "
-                  "FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) or a generator "
-                  "(sbm:nodes=N,..., rmat:scale=S,...)")
-      ->capture_default_str();
-  add_path_option(app, "--data-dir", o.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
-      ->capture_default_str();
-  if (gcn) {
-    app.add_option("--layers", o.layers,
-                   "layer sizes, e.g. 1433-16-7 (overrides --hidden/--num-layers)");
-  }
-  add_integer_option(app, "--hidden", o.hidden, 1, std::int64_t{1} << 30, "hidden width")
-      ->capture_default_str();
-  add_integer_option(app, "--num-layers", o.num_layers, 1, 1000, "number of graph layers")
-      ->capture_default_str();
-  add_number_option(app, "--dropout", o.dropout, 0, false, 0.999, "dropout probability")
-      ->capture_default_str();
-  add_number_option(app, "--lr", o.lr, 0, true, 1e30, "learning rate")->capture_default_str();
-  add_number_option(app, "--weight-decay", o.weight_decay, 0, false, 1e30, "weight decay")
-      ->capture_default_str();
-  app.add_option("--optimizer", o.optimizer, "adam (L2 decay) or adamw (decoupled decay)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"adam", "adamw"}));
+  add_training_flags(app, o,
+                     {"name under --data-dir (cora, minesweeper, facebook, email-eu-core, ...), "
+                      "FORMAT:PATH (npz:, linqs:, snap:, metis:, musae:, mtx:) or a generator "
+                      "(sbm:nodes=N,..., rmat:scale=S,...)",
+                      gcn ? "layer sizes, e.g. 1433-16-7 (overrides --hidden/--num-layers)" : "",
+                      "graph layer"});
   if (gcn) {
     app.add_flag(
         "--decay-all-layers", o.decay_all_layers,
         "apply weight decay to every layer (default: first layer only, as Kipf & Welling)");
   }
-  add_integer_option(app, "--epochs", o.epochs, 0, 100000000, "training epochs")
-      ->capture_default_str();
-  add_integer_option(app, "--eval-every", o.eval_every, 1, 100000000, "evaluate every k epochs")
-      ->capture_default_str();
-  add_seed_option(app, "--seed", o.seed, "seed of weights, dropout and generated data")
-      ->capture_default_str();
-  // Its upper bound (4 per core) is checked where threads are set (make_cpu_backend), which
-  // covers OMP_NUM_THREADS too.
-  add_integer_option(app, "--threads", o.threads, 0, 1000000000,
-                     "CPU threads (0: OMP_NUM_THREADS or all cores; at most 4 per core)")
-      ->capture_default_str();
-  app.add_option("--device", o.device,
-                 "where each rank trains: cpu, cuda (GPU of the rank's place on its node) or auto "
-                 "(a GPU when the node has one for the rank, else the CPU)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  add_integer_option(app, "--split", o.split_index, 0, 1000000,
-                     "which stored split to use (minesweeper has 10)")
-      ->capture_default_str();
-  add_split_overlap_flag(app, o.allow_split_overlap);
-  add_seed_option(app, "--split-seed", o.split_seed,
-                  "seed of the random 60/20/20 split drawn for data without one (default: "
-                  "--seed); hold the split fixed while --seed varies");
-  app.add_option("--metric", o.metric,
-                 "what selects the best validation epoch and leads the summary: accuracy, or "
-                 "roc-auc (binary tasks, as the heterophilous benchmark and OGB report them)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"accuracy", "roc-auc"}));
   app.add_option("--feature-layout", o.feature_layout,
                  "how input features are stored for training: auto (dense from 12 % nonzeros, "
                  "where dense trains faster; sparse below), sparse or dense")
@@ -213,10 +152,6 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         ->capture_default_str()
         ->check(CLI::IsMember({"fp32", "bf16"}));
   }
-  add_integer_option(app, "--log-every", o.log_every, 1, 100000000,
-                     "print a log line every k epochs when not on a terminal")
-      ->capture_default_str();
-  add_path_option(app, "--report", o.report, "write a JSON run report to this path");
   add_path_option(app, "--partition-dir", o.partition_dir,
                   "partition store (tessera-partition --out) with one part per rank; each rank "
                   "loads only its part (default: rank 0 partitions the graph in memory)");
@@ -239,10 +174,6 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
       ->check(CLI::IsMember({"none", "given", "measured"}));
   app.add_option("--rank-speeds", o.rank_speeds,
                  "with --balance given: each rank's relative speed, e.g. 1,1,0.5,0.25");
-  add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
-                    "seconds a rank may wait for another (a halo, a collective, a gradient sum) "
-                    "before the job ends naming the rank it waits for (default: the larger of 60 "
-                    "and 50 x the slowest epoch so far; 600 before the first epoch ends)");
   add_number_option(app, "--rebalance-threshold", o.rebalance_threshold, 0, false, 1e9,
                     "with --balance: re-cut the graph at an epoch boundary when max / mean of "
                     "the ranks' measured compute per epoch exceeds this, for speeds fitted to the "
@@ -309,11 +240,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "testing: RANK:EPOCH makes that rank throw after that epoch");
   if (gcn) group_flags(app, kTuningFlags, {"--order", "--activation-dtype"});
   group_flags(app, kTuningFlags,
-              {"--feature-layout", "--allow-split-overlap", "--balance", "--rank-speeds",
-               "--rebalance-threshold", "--peer-timeout", "--halo-precision", "--staleness",
-               "--staleness-smoothing", "--halo-skip-threshold", "--halo-skip-max-age",
-               "--schedule", "--allow-inexact", "--device-memory", "--host-memory", "--offload-dir",
-               "--chunk-size", "--eviction-policy"});
+              {"--feature-layout", "--balance", "--rank-speeds", "--rebalance-threshold",
+               "--halo-precision", "--staleness", "--staleness-smoothing", "--halo-skip-threshold",
+               "--halo-skip-max-age", "--schedule", "--allow-inexact", "--device-memory",
+               "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});
   group_flags(
       app, kTestingFlags,
       {"--no-feature-cache", "--simulate-link", "--simulate-rank-speed", "--inject-failure"});

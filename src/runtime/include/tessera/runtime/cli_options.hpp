@@ -67,4 +67,42 @@ CLI::Option* add_path_option(CLI::App& app, const std::string& name, std::string
 /// Adds --allow-split-overlap: accept a stored split whose parts share nodes.
 void add_split_overlap_flag(CLI::App& app, bool& value);
 
+/// The flags every training program has (tessera-train, tessera-mlp, programs on train_main):
+/// the data, the model's size, the optimizer, the run, where it runs and what it writes. The
+/// program sets its defaults before add_training_flags shows them.
+struct TrainingFlags {
+  std::string dataset;
+  std::string data_dir;
+  std::string layers;
+  std::int64_t hidden = 16;
+  int num_layers = 2;
+  float dropout = 0.5f;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  std::string optimizer = "adam";
+  int epochs = 200;
+  int eval_every = 1;
+  std::uint64_t seed = 0;
+  std::optional<std::uint64_t> split_seed; ///< not given: seed
+  int threads = 0;
+  std::string device = "cpu";
+  int split_index = 0;
+  bool allow_split_overlap = false;
+  std::string metric = "accuracy";
+  int log_every = 10;
+  std::string report;
+  std::optional<double> peer_timeout;
+};
+
+/// What the shared flags' help says that depends on the program.
+struct TrainingFlagsHelp {
+  std::string dataset; ///< --dataset: what it accepts
+  std::string layers;  ///< --layers (empty: the program has no --layers)
+  std::string layer;   ///< what a layer is: "graph layer", "Linear layer"
+};
+
+/// Adds the TrainingFlags to `app` (Everyday, but --allow-split-overlap and --peer-timeout:
+/// Tuning), each checked as it is parsed.
+void add_training_flags(CLI::App& app, TrainingFlags& flags, const TrainingFlagsHelp& help);
+
 } // namespace tessera::runtime
