@@ -451,4 +451,11 @@ std::string name_from_path(const std::string& path) {
   return p.stem().string();
 }
 
+Dataset dataset_for_file(const BackendPtr& backend, const std::string& path) {
+  require_host(backend);
+  Dataset ds;
+  ds.name = name_from_path(path);
+  return ds;
+}
+
 } // namespace tessera::datasets::detail

@@ -184,4 +184,8 @@ std::vector<std::int32_t> random_permutation(std::int64_t n, const RngKey& key);
 /// The dataset name a file suggests: its file name without ".gz" and without the extension.
 std::string name_from_path(const std::string& path);
 
+/// The empty dataset a single-file loader fills: named after `path` (name_from_path), after
+/// checking that `backend` is a host backend (require_host).
+Dataset dataset_for_file(const BackendPtr& backend, const std::string& path);
+
 } // namespace tessera::datasets::detail

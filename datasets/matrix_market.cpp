@@ -47,9 +47,7 @@ std::size_t parse_banner(const io::LineReader& in, std::string_view line) {
 } // namespace
 
 Dataset load_matrix_market(const BackendPtr& backend, const std::string& path) {
-  require_host(backend);
-  Dataset ds;
-  ds.name = name_from_path(path);
+  Dataset ds = dataset_for_file(backend, path);
   io::LineReader in(path);
   std::string_view line;
   std::vector<std::string_view> fields;

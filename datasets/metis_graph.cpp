@@ -42,9 +42,7 @@ VertexLineLayout parse_layout(const io::LineReader& in,
 } // namespace
 
 Dataset load_metis_graph(const BackendPtr& backend, const std::string& path) {
-  require_host(backend);
-  Dataset ds;
-  ds.name = name_from_path(path);
+  Dataset ds = dataset_for_file(backend, path);
   io::LineReader in(path);
   std::string_view line;
   std::vector<std::string_view> fields;

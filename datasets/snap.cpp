@@ -111,9 +111,7 @@ graph::EdgeList read_snap_edges(const std::string& path) {
 }
 
 Dataset load_snap(const BackendPtr& backend, const std::string& path) {
-  require_host(backend);
-  Dataset ds;
-  ds.name = name_from_path(path);
+  Dataset ds = dataset_for_file(backend, path);
   const graph::EdgeList edges = read_snap_edges(path);
   ds.num_nodes = edges.num_nodes;
   ds.adjacency = graph::build_symmetric_csr(backend, edges);

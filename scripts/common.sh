@@ -284,6 +284,23 @@ tessera_tcmalloc_path() {
 # The folder a benchmark keeps its graphs, stores, reports and logs in: WORK when set (created,
 # kept and reused), else a temporary one removed at exit unless KEEP=1. Sets the global `work`.
 # shellcheck disable=SC2034  # work is read by the calling script
+# tessera_bench_build BUILD: with BUILD 1 (no --no-build), installs what is missing and builds
+# the tree, as every benchmark script does first.
+tessera_bench_build() {
+  if (($1)); then
+    tessera_install_deps
+    tessera_build "${TESSERA_BUILD_DIR}"
+  fi
+}
+
+# tessera_require_programs PROGRAM...: dies naming the first PROGRAM that is not built.
+tessera_require_programs() {
+  local program
+  for program in "$@"; do
+    [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
+  done
+}
+
 tessera_bench_work_dir() {
   work="${WORK:-}"
   if [[ -n "${work}" ]]; then

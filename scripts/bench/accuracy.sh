@@ -45,16 +45,13 @@ if ((ranks > 1)); then
   launch=(mpirun -np "${ranks}" --oversubscribe --bind-to none -x OMP_NUM_THREADS=1)
 fi
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 case "${model}" in
   gcn) train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train" ;;
   graphsage | gin) train="${TESSERA_BUILD_DIR}/apps/examples/${model}/tessera-example-${model}" ;;
   *) tessera_die "--model must be gcn, graphsage or gin, got '${model}'" ;;
 esac
-[[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+tessera_require_programs "${train}"
 
 data_dir="$(tessera_data_dir)"
 if ((!has_data_dir)) && [[ -n "${data_dir}" ]]; then

@@ -25,15 +25,10 @@ tessera_fast_blas_env
 quick=0
 build=1
 tessera_parse_args "$0" --quick=quick=1 --no-build=build=0 -- "$@"
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 partition="${TESSERA_BUILD_DIR}/apps/tessera-partition/tessera-partition"
-for app in "${train}" "${partition}"; do
-  [[ -x "${app}" ]] || tessera_die "${app} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${partition}"
 KEEP=1 tessera_bench_work_dir
 figures="${FIGURES:-${TESSERA_ROOT}/docs/figures}"
 mkdir -p "${figures}"

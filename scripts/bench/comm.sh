@@ -41,16 +41,11 @@ tessera_parse_section_args "$0" "$@"
 epochs="${EPOCHS:-10}"
 tau="${SKIP_TAU:-0.02}"
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 apps="${TESSERA_BUILD_DIR}/apps"
 train="${apps}/tessera-train/tessera-train"
-for program in "${train}" "${apps}/tessera-convert/tessera-convert" \
-  "${apps}/tessera-partition/tessera-partition"; do
-  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${apps}/tessera-convert/tessera-convert" \
+  "${apps}/tessera-partition/tessera-partition"
 
 tessera_bench_work_dir
 

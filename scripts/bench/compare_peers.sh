@@ -41,15 +41,10 @@ case "${threads_arg}" in
 esac
 
 tessera_install_bench_deps
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 convert="${TESSERA_BUILD_DIR}/apps/tessera-convert/tessera-convert"
-for app in "${train}" "${convert}"; do
-  [[ -x "${app}" ]] || tessera_die "${app} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${convert}"
 tcmalloc="$(tessera_tcmalloc_path)"
 [[ -n "${tcmalloc}" ]] || tessera_die "libtcmalloc_minimal.so.4 not found"
 

@@ -46,15 +46,10 @@ tessera_require_positive_int --scale "${scale}"
 [[ "${warmup}" =~ ^[0-9]+$ ]] || tessera_die "--warmup must be an integer, got '${warmup}'"
 
 tessera_install_bench_deps
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 convert="${TESSERA_BUILD_DIR}/apps/tessera-convert/tessera-convert"
-for app in "${train}" "${convert}"; do
-  [[ -x "${app}" ]] || tessera_die "${app} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${convert}"
 pytorch_gcn="${TESSERA_ROOT}/scripts/bench/pytorch_gcn.py"
 tcmalloc="$(tessera_tcmalloc_path)"
 [[ -n "${tcmalloc}" ]] || tessera_die "libtcmalloc_minimal.so.4 not found (apt-get install libtcmalloc-minimal4)"

@@ -35,7 +35,7 @@ fi
 apps="${TESSERA_BUILD_DIR}/apps"
 partitioner="${apps}/tessera-partition/tessera-partition"
 converter="${apps}/tessera-convert/tessera-convert"
-[[ -x "${partitioner}" ]] || tessera_die "${partitioner} not found (build first, or drop --no-build)"
+tessera_require_programs "${partitioner}"
 [[ -x /usr/bin/time ]] || tessera_die "GNU time (/usr/bin/time) not found: apt-get install time"
 tessera_bench_work_dir
 export OMP_NUM_THREADS=1

@@ -19,12 +19,9 @@ tessera_fast_blas_env
 quick=0
 build=1
 tessera_parse_args "$0" --quick=quick=1 --no-build=build=0 -- "$@"
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
-[[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+tessera_require_programs "${train}"
 tessera_bench_work_dir
 
 densities=(2 5 10 15 20 26 40)

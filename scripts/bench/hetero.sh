@@ -31,15 +31,10 @@ epochs="${EPOCHS:-30}"
 read -r -a rank_counts <<<"${RANKS:-2 4}"
 read -r -a factors <<<"${FACTORS:-0.25 0.5}"
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 apps="${TESSERA_BUILD_DIR}/apps"
 train="${apps}/tessera-train/tessera-train"
-for program in "${train}" "${apps}/tessera-convert/tessera-convert"; do
-  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${apps}/tessera-convert/tessera-convert"
 
 tessera_bench_work_dir
 

@@ -133,7 +133,7 @@ measure() {
 
 section_gnn() {
   local train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
-  [[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+  tessera_require_programs "${train}"
   local scale chunk
   if ((quick)); then
     scale=16 chunk=4MiB
@@ -218,7 +218,7 @@ PY
 
 section_products() {
   local train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
-  [[ -x "${train}" ]] || tessera_die "${train} not found (build first, or drop --no-build)"
+  tessera_require_programs "${train}"
   local scale=21 device=6GiB host=6GiB chunk=64MiB
   ((quick)) && scale=17 device=64MiB host=64MiB chunk=2MiB
   measure products "${train}" --dataset "rmat:scale=${scale},edge-factor=30,features=100,classes=47" \
@@ -254,7 +254,7 @@ PY
 
 section_mlp() {
   local mlp="${TESSERA_BUILD_DIR}/apps/tessera-mlp/tessera-mlp"
-  [[ -x "${mlp}" ]] || tessera_die "${mlp} not found (build first, or drop --no-build)"
+  tessera_require_programs "${mlp}"
   # Sizes: parameters + Adam >= 4x the device budget; one layer's scope (weight, its gradient,
   # the activations) must fit the budget, so the model is deep rather than wide.
   local features hidden depth budget chunk host samples batch wider

@@ -18,12 +18,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
 tessera_parse_bench_args "$0" 20 "$@"
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 partitioner="${TESSERA_BUILD_DIR}/apps/tessera-partition/tessera-partition"
-[[ -x "${partitioner}" ]] || tessera_die "${partitioner} not found (build first, or drop --no-build)"
+tessera_require_programs "${partitioner}"
 
 data_dir="$(tessera_data_dir)"
 datasets=()

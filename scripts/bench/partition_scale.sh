@@ -50,11 +50,8 @@ if [[ -n "${scales_arg}" ]]; then
 fi
 [[ -z "${json}" ]] || extra=(--json "${json}" "${extra[@]}")
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 bench="${TESSERA_BUILD_DIR}/bench/tessera-bench-partition-scale"
-[[ -x "${bench}" ]] || tessera_die "${bench} not found (build first, or drop --no-build)"
+tessera_require_programs "${bench}"
 
 "${bench}" --scales "${scales[@]}" --parts "${parts[@]}" "${extra[@]}"

@@ -23,16 +23,11 @@ tessera_fast_blas_env
 tessera_parse_bench_args "$0" 20 "$@"
 epochs="${EPOCHS:-10}"
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 apps="${TESSERA_BUILD_DIR}/apps"
 train="${apps}/tessera-train/tessera-train"
-for program in "${train}" "${apps}/tessera-convert/tessera-convert" \
-  "${apps}/tessera-partition/tessera-partition"; do
-  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${train}" "${apps}/tessera-convert/tessera-convert" \
+  "${apps}/tessera-partition/tessera-partition"
 
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT

@@ -21,15 +21,10 @@ tessera_fast_blas_env
 
 tessera_parse_bench_args "$0" 20 "$@"
 
-if ((build)); then
-  tessera_install_deps
-  tessera_build "${TESSERA_BUILD_DIR}"
-fi
+tessera_bench_build "${build}"
 kernels="${TESSERA_BUILD_DIR}/bench/tessera-bench-kernels"
 epoch="${TESSERA_BUILD_DIR}/bench/tessera-bench-gcn-epoch"
-for program in "${kernels}" "${epoch}"; do
-  [[ -x "${program}" ]] || tessera_die "${program} not found (build first, or drop --no-build)"
-done
+tessera_require_programs "${kernels}" "${epoch}"
 
 tessera_log "SpMM and STREAM triad (Google Benchmark), RMAT scale ${scale}"
 TESSERA_BENCH_SCALE="${scale}" "${kernels}" --benchmark_filter='Triad|StreamRead|Spmm|Sgemm' \
