@@ -756,7 +756,7 @@ def main():
                   f"the tour trains on Cora)")
             skipped = True
         else:
-            problems += run_tour(args.data_dir, args.build_dir)
+            problems += run_tour(Path(args.data_dir).resolve(), args.build_dir)
     if problems:
         print("\n".join(["error: commands in the docs that do not run as written:"] + problems),
               file=sys.stderr)

@@ -21,7 +21,8 @@ public:
   virtual ~ChunkUses() = default;
   /// The clock (a count of touches) at chunk `c`'s last touch.
   virtual std::uint64_t last_use(std::size_t c) const = 0;
-  /// Whether the order of touches of an epoch is known (recorded in the first epoch).
+  /// Whether the order of touches of an epoch is known (recorded in the second epoch: the first
+  /// allocates, in an order of its own).
   virtual bool trace_known() const = 0;
   /// Where in the trace chunk `c` is next touched (kNeverUsed: never); with trace_known() only.
   virtual std::uint64_t next_use(std::size_t c) const = 0;
@@ -42,7 +43,7 @@ public:
 };
 
 /// Belady's farthest next use over the recorded trace (a chunk never used again first); LRU
-/// until the first epoch has recorded the trace.
+/// until an epoch has recorded the trace.
 class FarthestNextUseEviction final : public Eviction {
 public:
   std::uint64_t score(std::size_t c, const ChunkUses& uses) const override;

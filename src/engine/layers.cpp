@@ -78,7 +78,10 @@ Linear<T>::Linear(BackendPtr backend, std::int64_t in_features, std::int64_t out
                              in_features, out_features, seed, layer_index)),
       bias_(make_bias<T>(backend, "linear" + std::to_string(layer_index) + ".bias", out_features,
                          bias)),
-      output_(backend), d_input_(backend) {}
+      output_(backend), d_input_(backend) {
+  this->register_parameter(weight_);
+  this->register_parameter(bias_);
+}
 
 template <typename T> Context<T> Linear<T>::forward(const Step& step, Input<T> x) {
   check_width(name(), weight_.value.rows(), x.cols());
@@ -136,11 +139,6 @@ bool Linear<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& 
   // Row blocks help only when the rows are what does not fit (a graph's nodes, not an MLP's
   // mini-batch beside its weights): else the layer runs whole, as without a budget.
   return input + output > parameters && exceeds_budget(memory, parameters + input + output);
-}
-
-template <typename T> std::vector<Parameter<T>*> Linear<T>::parameters() {
-  if (bias_.value.empty()) return {&weight_};
-  return {&weight_, &bias_};
 }
 
 template <typename T> std::string Linear<T>::name() const {

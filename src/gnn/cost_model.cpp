@@ -150,7 +150,7 @@ RankRates measure_rank_rates(const BackendPtr& backend, const Csr& s,
     });
     rates.encode_gbps[static_cast<int>(p)] = gbps(static_cast<double>(sample) * row_bytes, seconds);
   }
-  if (backend->kind() != DeviceKind::Cpu) { // device rows staged through the host: a copy there
+  if (backend->kind() != DeviceKind::Cpu) {     // device rows staged through the host: a copy there
     const KernelTimer alone(be, {}, rows == 0); // device ranks only: not together
     const double seconds = alone(
         [&] { backend->copy_to_host(decoded.data(), x.data(), decoded.size() * sizeof(float)); });

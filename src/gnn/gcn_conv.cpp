@@ -44,6 +44,8 @@ GcnConv<T>::GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>&
       bias_(make_bias<T>(backend, "conv" + std::to_string(layer_index) + ".bias", out_features,
                          bias)),
       activation_(activation), output_(backend), d_before_(backend) {
+  this->register_parameter(weight_);
+  this->register_parameter(bias_);
   if (!(activation.dropout >= 0.0f && activation.dropout < 1.0f)) {
     throw InvalidArgument("GCNConv: dropout probability must be in [0, 1), got " +
                           std::to_string(activation.dropout));
@@ -155,11 +157,6 @@ bool GcnConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>&
       activation_.relu || activation_.dropout > 0.0f ? (blocked ? 1 : 2) * output : 0;
   return exceeds_budget(memory, product_.working_set_bytes(memory, x, weight_.value.cols()) +
                                     parameters + activation);
-}
-
-template <typename T> std::vector<Parameter<T>*> GcnConv<T>::parameters() {
-  if (bias_.value.empty()) return {&weight_};
-  return {&weight_, &bias_};
 }
 
 template <typename T> std::string GcnConv<T>::name() const {

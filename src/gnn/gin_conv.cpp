@@ -17,6 +17,8 @@ GinAggregate<T>::GinAggregate(BackendPtr backend, const CsrT<T>& adjacency,
                                     false},
       bias_(make_bias<T>(backend, "gin" + std::to_string(layer_index) + ".bias", features, bias)),
       output_(backend) {
+  this->register_parameter(epsilon_);
+  this->register_parameter(bias_);
   backend->copy_from_host(epsilon_.value.data(), &epsilon, sizeof(T));
 }
 
@@ -106,11 +108,6 @@ bool GinAggregate<T>::acquires_own_memory(const ChunkManager& memory, const Inpu
   return exceeds_budget(memory, aggregation_.matrix_bytes() +
                                     2 * static_cast<std::size_t>(x.dense.size()) * sizeof(T) +
                                     rows * row + ghosts);
-}
-
-template <typename T> std::vector<Parameter<T>*> GinAggregate<T>::parameters() {
-  if (bias_.value.empty()) return {&epsilon_};
-  return {&epsilon_, &bias_};
 }
 
 template <typename T> std::string GinAggregate<T>::name() const {

@@ -21,7 +21,11 @@ SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& me
                                    in_features, out_features, seed, 2 * layer_index + 1)),
       bias_(make_bias<T>(backend, "sage" + std::to_string(layer_index) + ".bias", out_features,
                          bias)),
-      self_(backend), output_(backend), scratch_(backend) {}
+      self_(backend), output_(backend), scratch_(backend) {
+  this->register_parameter(self_weight_);
+  this->register_parameter(neigh_weight_);
+  this->register_parameter(bias_);
+}
 
 template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T> x) {
   const std::int64_t out = self_weight_.value.cols();
@@ -88,11 +92,6 @@ bool SageConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>
   const std::size_t parameters =
       2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes());
   return exceeds_budget(memory, neighbours_.working_set_bytes(memory, x, out) + self + parameters);
-}
-
-template <typename T> std::vector<Parameter<T>*> SageConv<T>::parameters() {
-  if (bias_.value.empty()) return {&self_weight_, &neigh_weight_};
-  return {&self_weight_, &neigh_weight_, &bias_};
 }
 
 template <typename T> std::string SageConv<T>::name() const {

@@ -19,8 +19,9 @@ void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& te
                   "folder for the disk tier (one file per rank, removed at exit; the folder is "
                   "created when missing, and removed again if the run made it)");
   app.add_option("--chunk-size", flags.chunk_size, "bytes per chunk (default 64MiB)");
-  app.add_option("--eviction-policy", flags.eviction_policy, "lru or farthest-next-use")
-      ->capture_default_str();
+  app.add_option("--eviction-policy", flags.eviction_policy,
+                 "which chunk leaves the device when a slot is needed: farthest-next-use (the "
+                 "default; Belady over the recorded trace of an epoch) or lru");
 }
 
 namespace {
@@ -55,7 +56,13 @@ OffloadConfig offload_config(const OffloadFlags& flags) {
                             "--device-memory, --host-memory or --offload-dir");
     }
   }
-  config.policy = parse_eviction_policy(flags.eviction_policy);
+  if (!flags.eviction_policy.empty()) {
+    config.policy = parse_eviction_policy(flags.eviction_policy);
+    if (!uses_chunks(config)) {
+      throw InvalidArgument("--eviction-policy chooses among the chunks of a memory budget: it "
+                            "needs --device-memory, --host-memory or --offload-dir");
+    }
+  }
   return config;
 }
 

@@ -111,8 +111,8 @@ struct TensorSlot {
 /// Kernels may touch a tensor only while it is acquired. Not thread-safe: one thread calls it.
 ///
 /// Mechanism (map, copy, pin, prefetch, evict) is here; the policy is a choice among resident,
-/// unpinned chunks (EvictionPolicy). The first epoch records the order in which chunks are
-/// acquired; later epochs evict the chunk whose next use in that trace is farthest and prefetch
+/// unpinned chunks (EvictionPolicy). The second epoch records the order in which chunks are
+/// acquired (the first allocates, in an order of its own); later epochs evict the chunk whose next use in that trace is farthest and prefetch
 /// the next chunks of the trace.
 class ChunkManager {
 public:

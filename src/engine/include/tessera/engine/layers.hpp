@@ -51,8 +51,6 @@ public:
   /// a buffer of this layer. Throws InvalidArgument for an input gradient of a sparse input.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// W, then b when there is one.
-  std::vector<Parameter<T>*> parameters() override;
   /// "Linear(in -> out)"; bytes of W, b, their gradients and the output and d_input buffers.
   std::string name() const override;
   std::size_t bytes() const override;

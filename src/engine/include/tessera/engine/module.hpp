@@ -101,13 +101,28 @@ public:
     return false;
   }
 
-  /// The module's trainable tensors (none by default).
-  virtual std::vector<Parameter<T>*> parameters() { return {}; }
+  /// The module's trainable tensors: those it registered, in order (none by default).
+  virtual std::vector<Parameter<T>*> parameters() { return registered_; }
 
   /// One line for summaries: "Linear(1433 -> 16)", "Dropout(p=0.5)".
   virtual std::string name() const = 0;
   /// Bytes of the buffers this module holds (parameters, outputs, saved tensors, gradients).
   virtual std::size_t bytes() const = 0;
+
+protected:
+  Module() = default;
+  /// Registered parameters point into the module: it stays where it was made.
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Makes `p` (a member: it lives as long as the module) one of parameters(), after those
+  /// registered before; an empty one (an absent bias) is left out.
+  void register_parameter(Parameter<T>& p) {
+    if (!p.value.empty()) registered_.push_back(&p);
+  }
+
+private:
+  std::vector<Parameter<T>*> registered_;
 };
 
 } // namespace tessera

@@ -1,23 +1,23 @@
 // GCNConv (Kipf & Welling): H' = Â · H · W + b with Â = D^-1/2 (A + I) D^-1/2.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 #include "tessera/gnn/aggregation.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
 
 namespace tessera {
 
 /// Which product a GCN layer computes first. Both give the same function; the cheaper one
 /// multiplies (and, distributed, moves) the narrower matrix.
 enum class GcnOrder {
-  Auto,                 ///< transform first when out < in, else aggregate first
-  AggregateThenTransform,  ///< (Â · H) · W
-  TransformThenAggregate   ///< Â · (H · W)
+  Auto,                   ///< transform first when out < in, else aggregate first
+  AggregateThenTransform, ///< (Â · H) · W
+  TransformThenAggregate  ///< Â · (H · W)
 };
 
 /// "auto", "aggregate-first" or "transform-first".
@@ -55,37 +55,34 @@ struct GcnActivation {
 ///
 /// The bias and the activation run over each block of rows right after the product writes it
 /// (aggregate-first on a CPU: blocks of about 2 MiB, still in cache), not as passes of their own.
-template <typename T>
-class GcnConv final : public Module<T> {
- public:
+template <typename T> class GcnConv final : public Module<T> {
+public:
   /// adjacency: Â, [n, n]; adjacency_t: Âᵀ (pass adjacency again when symmetric).
-   GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
-           std::int64_t in_features, std::int64_t out_features, bool bias, std::uint64_t seed,
-           std::uint32_t layer_index, GcnOrder order = GcnOrder::Auto,
-           GcnActivation activation = {});
+  GcnConv(BackendPtr backend, const CsrT<T>& adjacency, const CsrT<T>& adjacency_t,
+          std::int64_t in_features, std::int64_t out_features, bool bias, std::uint64_t seed,
+          std::uint32_t layer_index, GcnOrder order = GcnOrder::Auto,
+          GcnActivation activation = {});
 
-   /// x: [n, in] dense or sparse → [n, out].
-   Context<T> forward(const Step& step, Input<T> x) override;
-   /// d_output: [n, out] → d_input [n, in] (not available for a sparse input).
-   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                              GradientMode input_mode, GradientMode param_mode) override;
-   /// The weight [in, out] and, when enabled, the bias [1, out].
-   std::vector<Parameter<T>*> parameters() override;
-   std::string name() const override;
-   std::size_t bytes() const override;
-   /// ReLU's backward reads the output (positive exactly where the input was positive and kept).
-   bool backward_reads_output() const override { return activation_.relu; }
-   /// Aggregate-first keeps Â·x for its backward, not x.
-   bool backward_reads_input() const override { return transforms_first(); }
-   /// When its working set (S, input, output, the product between) may exceed the budget:
-   /// products over row blocks and 2-D tiles of S, and halos packed block by block
-   /// (Aggregation::forward_tiled).
-   bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
+  /// x: [n, in] dense or sparse → [n, out].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, out] → d_input [n, in] (not available for a sparse input).
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override;
+  std::size_t bytes() const override;
+  /// ReLU's backward reads the output (positive exactly where the input was positive and kept).
+  bool backward_reads_output() const override { return activation_.relu; }
+  /// Aggregate-first keeps Â·x for its backward, not x.
+  bool backward_reads_input() const override { return transforms_first(); }
+  /// When its working set (S, input, output, the product between) may exceed the budget:
+  /// products over row blocks and 2-D tiles of S, and halos packed block by block
+  /// (Aggregation::forward_tiled).
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
-   /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
-   /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).
-   void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior) {
-     product_.aggregation().distribute(halo, n_interior);
+  /// Makes the layer exchange its ghost rows through `halo` (outliving the layer; nullptr: no
+  /// exchange); the owned rows [0, n_interior) read no ghost (partition::order_interior_first).
+  void distribute(comm::LayerExchange<T>* halo, std::int64_t n_interior) {
+    product_.aggregation().distribute(halo, n_interior);
   }
   /// The layer's exchanges (nullptr when not distributed).
   const comm::LayerExchange<T>* halo() const noexcept { return product_.aggregation().halo(); }
@@ -107,14 +104,14 @@ class GcnConv final : public Module<T> {
   Parameter<T>& weight() { return weight_; }
   const Parameter<T>& weight() const { return weight_; }
 
- private:
+private:
   BackendPtr backend_;
   AggregateTransform<T> product_; // Â · x · W in either order
   Parameter<T> weight_;           // [in, out]
   Parameter<T> bias_;             // [1, out] or empty
   GcnActivation activation_;
-  Workspace<T> output_;           // [n, out]
-  Workspace<T> d_before_;         // [n, out]: the gradient before the activation
+  Workspace<T> output_;   // [n, out]
+  Workspace<T> d_before_; // [n, out]: the gradient before the activation
 };
 
-}  // namespace tessera
+} // namespace tessera

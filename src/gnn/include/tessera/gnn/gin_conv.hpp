@@ -31,8 +31,6 @@ public:
   /// db = Σ over rows of d_output.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// ε [1, 1] and, when enabled, the bias [1, f].
-  std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
   /// When its working set (A, input, output, their gradients) may exceed the budget: A·x over

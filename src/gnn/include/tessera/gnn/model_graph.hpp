@@ -2,25 +2,25 @@
 // the halo exchanges of its layers. What a custom model needs to run on one process or P ranks.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/comm/layer_exchange.hpp"
+#include "tessera/core/device.hpp"
+#include "tessera/core/tensor.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
-
-#include "tessera/comm/communicator.hpp"
-#include "tessera/comm/layer_exchange.hpp"
-#include "tessera/comm/halo_plan.hpp"
-#include "tessera/core/device.hpp"
-#include "tessera/core/tensor.hpp"
 
 namespace tessera::gnn {
 
 /// The sparse matrices a graph layer aggregates with, all [n_owned, n_local] rows of the whole
 /// graph's matrix (degrees are global degrees, so every tiling gives the same values).
 enum class AggregationKind {
-  Gcn,   ///< Â = D^-1/2 (A + I) D^-1/2 (GcnConv)
-  Mean,  ///< D⁻¹A, the mean over the neighbours (SageConv)
-  Sum    ///< A with unit weights, no self-loops (GinAggregate)
+  Gcn,  ///< Â = D^-1/2 (A + I) D^-1/2 (GcnConv)
+  Mean, ///< D⁻¹A, the mean over the neighbours (SageConv)
+  Sum   ///< A with unit weights, no self-loops (GinAggregate)
 };
 
 /// One process's graph, or one rank's tile of it, as a model builder sees it. Matrices are
@@ -34,7 +34,7 @@ enum class AggregationKind {
 /// its halo brings the ghosts. A layer built on Aggregation (GcnConv, SageConv, GinAggregate,
 /// or a user's) runs distributed by `layer.distribute(graph.halo(i), graph.n_interior())`.
 class ModelGraph {
- public:
+public:
   /// `backend` may be a ChunkManager's allocator: the matrices are then Matrix tensors in its
   /// chunks and the model's buffers its tensors.
   /// One process: adjacency: [n, n] symmetric, no self-loops needed (host memory).
@@ -95,10 +95,10 @@ class ModelGraph {
   /// Bytes of the matrices built so far (and of the adjacency while kept).
   std::size_t bytes() const;
 
- private:
+private:
   struct Built {
-    Csr host, host_t;      // on the host
-    Csr device, device_t;  // copies in the backend's memory (in_backend_memory())
+    Csr host, host_t;     // on the host
+    Csr device, device_t; // copies in the backend's memory (in_backend_memory())
     bool ready = false;
     bool symmetric = false;
   };
@@ -109,7 +109,7 @@ class ModelGraph {
 
   BackendPtr backend_;
   Csr adjacency_;
-  std::vector<std::int64_t> degree_;  // empty on one process
+  std::vector<std::int64_t> degree_; // empty on one process
   std::int64_t in_features_, classes_;
   std::shared_ptr<comm::Communicator> comm_;
   std::shared_ptr<const comm::HaloPlan> plan_;
@@ -120,7 +120,7 @@ class ModelGraph {
   // still take part in the layer-0 exchange when the others make one.
   bool input_has_ghost_rows_;
   Built built_[3];
-  std::vector<std::unique_ptr<comm::LayerExchange<float>>> halos_;  // by layer, null for none
+  std::vector<std::unique_ptr<comm::LayerExchange<float>>> halos_; // by layer, null for none
 };
 
-}  // namespace tessera::gnn
+} // namespace tessera::gnn

@@ -30,8 +30,6 @@ public:
   /// d_output: [n, out] → d_input [n, in] (not available for a sparse input).
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// W_self [in, out], W_neigh [in, out] and, when enabled, the bias [1, out].
-  std::vector<Parameter<T>*> parameters() override;
   std::string name() const override;
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }

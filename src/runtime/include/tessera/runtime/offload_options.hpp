@@ -17,7 +17,7 @@ namespace tessera::runtime {
 struct OffloadFlags {
   std::string device_memory, host_memory, offload_dir;
   std::string chunk_size; ///< empty: 64MiB
-  std::string eviction_policy = "farthest-next-use";
+  std::string eviction_policy; ///< empty: farthest-next-use
 };
 
 /// Adds --device-memory, --host-memory, --offload-dir, --chunk-size and --eviction-policy;
