@@ -153,35 +153,52 @@ template <typename T> std::size_t Linear<T>::bytes() const {
 // ---- Dropout ---------------------------------------------------------------------------------
 
 template <typename T>
-Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
-    : backend_(backend), p_(p), layer_(layer_index), output_(backend), d_input_(backend) {
+MaskedElementwise<T>::MaskedElementwise(BackendPtr backend, float p, std::uint32_t layer_index,
+                                        const char* label)
+    : backend_(backend), p_(p), layer_(layer_index), label_(label), output_(backend),
+      d_input_(backend) {
   check_probability(p);
 }
 
+template <typename T> std::string MaskedElementwise<T>::name() const {
+  return fmt::format("{}(p={:g})", label_, p_);
+}
+
+template <typename T>
+bool MaskedElementwise<T>::acquires_own_memory(const ChunkManager& memory,
+                                               const Input<T>& x) const {
+  return elementwise_exceeds_budget(memory, x);
+}
+
+template <typename T>
+Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
+    : MaskedElementwise<T>(std::move(backend), p, layer_index, "Dropout") {}
+
 template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
-  if (!step.training || p_ == 0.0f) return Context<T>{x, x, step};
-  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
+  if (!step.training || this->p_ == 0.0f) return Context<T>{x, x, step};
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
   if (!x.is_sparse()) {
-    DenseView<T> y = output_.get(x.rows(), x.cols());
-    for_row_blocks(own_memory(*this, backend_, x), x.rows(),
+    DenseView<T> y = this->output_.get(x.rows(), x.cols());
+    for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
                    {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
                    [&](std::int64_t b, std::int64_t e) {
-                     ops::dropout_forward(*backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e),
-                                          p_, key, rows_from(step.rows, b));
+                     ops::dropout_forward(*this->backend_, x.dense.slice_rows(b, e),
+                                          y.slice_rows(b, e), this->p_, key,
+                                          rows_from(step.rows, b));
                    });
     return make_context<T>(step, x, y);
   }
-  const std::int64_t entries = ops::nnz(*backend_, x.sparse); // row_ptr may be device memory
-  if (sparse_values_.size() != entries) sparse_values_ = Buffer<T>(backend_, entries);
-  ChunkManager* blocks = own_memory(*this, backend_, x);
+  const std::int64_t entries = ops::nnz(*this->backend_, x.sparse); // row_ptr may be device memory
+  if (sparse_values_.size() != entries) sparse_values_ = Buffer<T>(this->backend_, entries);
+  ChunkManager* blocks = own_memory(*this, this->backend_, x);
   std::vector<RowTensor> tensors;
   if (blocks != nullptr) {
-    tensors = sparse_rows_.of(*backend_, x.sparse, Access::Read);
+    tensors = sparse_rows_.of(*this->backend_, x.sparse, Access::Read);
     tensors.push_back({sparse_values_.data(), sizeof(T), Access::Write, sparse_rows_.offsets()});
   }
   for_row_blocks(blocks, x.rows(), tensors, [&](std::int64_t b, std::int64_t e) {
-    ops::dropout_csr_values(*backend_, x.sparse.row_slice(b, e), sparse_values_.span(), p_, key,
-                            rows_from(step.rows, b));
+    ops::dropout_csr_values(*this->backend_, x.sparse.row_slice(b, e), sparse_values_.span(),
+                            this->p_, key, rows_from(step.rows, b));
   });
   CsrView<T> y = x.sparse;
   y.val = sparse_values_.data();
@@ -192,50 +209,41 @@ template <typename T>
 ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
-  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
-  require_overwrite(name(), input_mode);
-  if (!ctx.step.training || p_ == 0.0f) return d_output;
-  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, layer_, ctx.step.epoch);
-  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
-  for_row_blocks(own_memory(*this, backend_, ctx.input), d_output.rows,
+  if (ctx.input.is_sparse())
+    throw InvalidArgument(this->name() + ": no gradient for a sparse input");
+  require_overwrite(this->name(), input_mode);
+  if (!ctx.step.training || this->p_ == 0.0f) return d_output;
+  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, this->layer_, ctx.step.epoch);
+  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
+  for_row_blocks(own_memory(*this, this->backend_, ctx.input), d_output.rows,
                  {rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
-                   ops::dropout_backward(*backend_, d_output.slice_rows(b, e), dx.slice_rows(b, e),
-                                         p_, key, rows_from(ctx.step.rows, b));
+                   ops::dropout_backward(*this->backend_, d_output.slice_rows(b, e),
+                                         dx.slice_rows(b, e), this->p_, key,
+                                         rows_from(ctx.step.rows, b));
                  });
   return dx;
 }
 
-template <typename T>
-bool Dropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  return elementwise_exceeds_budget(memory, x);
-}
-
-template <typename T> std::string Dropout<T>::name() const {
-  return fmt::format("Dropout(p={:g})", p_);
-}
-
 template <typename T> std::size_t Dropout<T>::bytes() const {
-  return output_.bytes() + sparse_values_.bytes() + d_input_.bytes();
+  return this->output_.bytes() + sparse_values_.bytes() + this->d_input_.bytes();
 }
 
 // ---- ReLU + dropout --------------------------------------------------------------------------
 
 template <typename T>
 ReluDropout<T>::ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index)
-    : backend_(backend), p_(p), layer_(layer_index), output_(backend), d_input_(backend) {
-  check_probability(p);
-}
+    : MaskedElementwise<T>(std::move(backend), p, layer_index, "ReLU+Dropout") {}
 
 template <typename T> Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
-  if (x.is_sparse()) throw InvalidArgument(name() + " takes a dense input");
-  DenseView<T> y = output_.get(x.rows(), x.cols());
-  const float p = step.training ? p_ : 0.0f;
-  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, layer_, step.epoch);
-  for_row_blocks(own_memory(*this, backend_, x), x.rows(),
+  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
+  DenseView<T> y = this->output_.get(x.rows(), x.cols());
+  const float p = step.training ? this->p_ : 0.0f;
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
+  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
                  {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
-                   ops::relu_dropout_forward(*backend_, x.dense.slice_rows(b, e),
+                   ops::relu_dropout_forward(*this->backend_, x.dense.slice_rows(b, e),
                                              y.slice_rows(b, e), p, key, rows_from(step.rows, b));
                  });
   return make_context<T>(step, x, y);
@@ -245,27 +253,21 @@ template <typename T>
 ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                            GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
-  require_overwrite(name(), input_mode);
-  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  require_overwrite(this->name(), input_mode);
+  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
   const ConstDenseView<T> y = ctx.output.dense;
   for_row_blocks(
-      own_memory(*this, backend_, ctx.input), d_output.rows,
+      own_memory(*this, this->backend_, ctx.input), d_output.rows,
       {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
       [&](std::int64_t b, std::int64_t e) {
-        ops::relu_dropout_backward(*backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
-                                   dx.slice_rows(b, e), ctx.step.training ? p_ : 0.0f);
+        ops::relu_dropout_backward(*this->backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
+                                   dx.slice_rows(b, e), ctx.step.training ? this->p_ : 0.0f);
       });
   return dx;
 }
 
-template <typename T>
-bool ReluDropout<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  return elementwise_exceeds_budget(memory, x);
-}
-
-template <typename T> std::string ReluDropout<T>::name() const {
-  return fmt::format("ReLU+Dropout(p={:g})", p_);
-}
+template class MaskedElementwise<float>;
+template class MaskedElementwise<double>;
 
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                       \

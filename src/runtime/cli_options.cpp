@@ -2,8 +2,11 @@
 // not empty.
 #include "tessera/runtime/cli_options.hpp"
 
+#include "tessera/datasets/dataset.hpp"
+
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <utility>
 #include <cmath>
 #include <fmt/core.h>
 #include <limits>
@@ -154,6 +157,18 @@ void start_everyday_flags(CLI::App& app) {
 void group_flags(CLI::App& app, const char* group, std::initializer_list<const char*> names) {
   for (const char* name : names)
     app.get_option(name)->group(group);
+}
+
+TrainingFlags::TrainingFlags(std::string default_dataset)
+    : dataset(std::move(default_dataset)), data_dir(datasets::default_data_dir()) {}
+
+datasets::LoadOptions TrainingFlags::load_options() const {
+  datasets::LoadOptions load;
+  load.data_dir = data_dir;
+  load.split_index = split_index;
+  load.allow_split_overlap = allow_split_overlap;
+  load.seed = seed;
+  return load;
 }
 
 void add_training_flags(CLI::App& app, TrainingFlags& f, const TrainingFlagsHelp& help) {

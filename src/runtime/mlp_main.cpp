@@ -23,9 +23,7 @@ namespace {
 
 /// tessera-mlp's flags: the shared ones with its defaults, and its own.
 struct Options : TrainingFlags {
-  Options() {
-    dataset = "blobs:samples=10000,features=64,classes=4";
-    data_dir = datasets::default_data_dir();
+  Options() : TrainingFlags("blobs:samples=10000,features=64,classes=4") {
     hidden = 64;
     epochs = 20;
   }
@@ -60,10 +58,7 @@ void add_flags(CLI::App& app, Options& o) {
 MlpJob make_job(const Options& o) {
   MlpJob job;
   job.dataset = o.dataset;
-  job.load.data_dir = o.data_dir;
-  job.load.split_index = o.split_index;
-  job.load.allow_split_overlap = o.allow_split_overlap;
-  job.load.seed = o.seed;
+  job.load = o.load_options();
   if (o.normalize_features != "auto") job.normalize_features = o.normalize_features == "true";
   job.threads = o.threads;
   job.device = parse_device_choice(o.device);

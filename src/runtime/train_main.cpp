@@ -35,10 +35,8 @@ namespace {
 
 /// tessera-train's flags: the shared ones and the GCN's and the distributed job's own.
 struct Options : TrainingFlags {
-  Options() {
-    dataset = "sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2";
-    data_dir = datasets::default_data_dir();
-  }
+  Options()
+      : TrainingFlags("sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2") {}
   bool decay_all_layers = false;
   std::string feature_layout = "auto";
   bool normalize_features = true;
@@ -262,10 +260,7 @@ Options defaults_of(const TrainProgram& program) {
 TrainJob make_job(const Options& o, const TrainProgram& program) {
   TrainJob job;
   job.dataset = o.dataset;
-  job.load.data_dir = o.data_dir;
-  job.load.split_index = o.split_index;
-  job.load.allow_split_overlap = o.allow_split_overlap;
-  job.load.seed = o.seed;
+  job.load = o.load_options();
   job.split_seed = o.split_seed;
   job.threads = o.threads;
   job.device = parse_device_choice(o.device);

@@ -72,10 +72,33 @@ private:
   SparseRows sparse_rows_; // a sparse x's row offsets, when it runs in row blocks
 };
 
-/// Inverted dropout with masks drawn from the counter RNG keyed by (seed, epoch, layer,
-/// global row id, column): identical on any tiling and backend. Identity when not training.
-/// A sparse input stays sparse (only its stored values are dropped).
-template <typename T> class Dropout final : public Module<T> {
+/// What Dropout and ReluDropout share: the probability and the layer index that key the masks
+/// (drawn from the counter RNG by (seed, epoch, layer, global row id, column): identical on any
+/// tiling and backend, and redrawn, not stored), the output and input-gradient buffers, and
+/// running in row blocks when an elementwise pass over the input, output and input gradient
+/// exceeds the budget.
+template <typename T> class MaskedElementwise : public Module<T> {
+public:
+  /// "LABEL(p=...)".
+  std::string name() const override;
+  bool backward_reads_input() const override { return false; }
+  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
+
+protected:
+  /// Throws InvalidArgument unless 0 <= p < 1.
+  MaskedElementwise(BackendPtr backend, float p, std::uint32_t layer_index, const char* label);
+
+  BackendPtr backend_;
+  float p_;
+  std::uint32_t layer_;
+  const char* label_;
+  Workspace<T> output_;
+  Workspace<T> d_input_;
+};
+
+/// Inverted dropout; identity when not training. A sparse input stays sparse (only its stored
+/// values are dropped).
+template <typename T> class Dropout final : public MaskedElementwise<T> {
 public:
   /// Drops with probability p; throws InvalidArgument unless 0 <= p < 1. layer_index keys the
   /// masks (use the same one for a ReluDropout that must draw the same masks).
@@ -89,28 +112,19 @@ public:
   /// of a sparse input or input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// "Dropout(p=...)"; bytes of its output, dropped sparse values and d_input buffers.
-  std::string name() const override;
+  /// Bytes of its output, dropped sparse values and d_input buffers.
   std::size_t bytes() const override;
-  bool backward_reads_input() const override { return false; } // masks are redrawn
   bool backward_reads_output() const override { return false; }
-  /// Runs in row blocks when a dense input, output and input gradient exceed the budget.
-  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
 
 private:
-  BackendPtr backend_;
-  float p_;
-  std::uint32_t layer_;
-  Workspace<T> output_;
   Buffer<T> sparse_values_; // dropped values of a sparse input
   SparseRows sparse_rows_;  // a sparse input's row offsets, when it runs in row blocks
-  Workspace<T> d_input_;
 };
 
 /// ReLU followed by dropout, fused: one pass forward and one backward, and no mask redrawn in
 /// backward (the output is positive exactly where the input was positive and kept). Draws the
 /// same masks as Dropout with the same layer index.
-template <typename T> class ReluDropout : public Module<T> {
+template <typename T> class ReluDropout : public MaskedElementwise<T> {
 public:
   /// Throws InvalidArgument unless 0 <= p < 1.
   ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
@@ -122,19 +136,8 @@ public:
   /// InvalidArgument for input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// "ReLU+Dropout(p=...)"; bytes of its output and d_input buffers.
-  std::string name() const override;
-  std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
-  bool backward_reads_input() const override { return false; } // the output says where
-  /// Runs in row blocks when the input, output and input gradient exceed the budget.
-  bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
-
-private:
-  BackendPtr backend_;
-  float p_;
-  std::uint32_t layer_;
-  Workspace<T> output_;
-  Workspace<T> d_input_;
+  /// Bytes of its output and d_input buffers.
+  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
 };
 
 /// y = max(x, 0): ReLU+Dropout with p = 0, so both share one pass and one backward.

@@ -3,6 +3,8 @@
 // not wrap, and paths that are not empty. Each refusal names the flag, the range and the text.
 #pragma once
 
+#include "tessera/datasets/dataset.hpp"
+
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -71,6 +73,13 @@ void add_split_overlap_flag(CLI::App& app, bool& value);
 /// the data, the model's size, the optimizer, the run, where it runs and what it writes. The
 /// program sets its defaults before add_training_flags shows them.
 struct TrainingFlags {
+  /// The flags' defaults, with `default_dataset` the program's; --data-dir defaults to
+  /// datasets::default_data_dir().
+  explicit TrainingFlags(std::string default_dataset);
+
+  /// How the flags ask for the data to be loaded.
+  datasets::LoadOptions load_options() const;
+
   std::string dataset;
   std::string data_dir;
   std::string layers;
