@@ -7,8 +7,8 @@
 # largest rank, for P = 1, 2 and 4, against the one-process peak / P, and the wall time of each.
 #
 # Usage: scripts/bench/distributed_partition.sh [--method M] [--scale S] [--no-build]
-#   --method M  parmetis (PT-Scotch's k-way, default), block or random. PT-Scotch takes minutes
-#               on RMAT beyond scale 16 (its refinement is superlinear on power-law graphs):
+#   --method M  ptscotch (PT-Scotch's k-way, default; parmetis: its old name), block or random.
+#               PT-Scotch takes minutes on RMAT beyond scale 16 (its refinement is superlinear on power-law graphs):
 #               block measures the same loading, all-to-all, tiles and store at scale 22
 #   --scale S   RMAT scale: 2^S vertices, edge factor 16, 16 features (default 22; 16 for a
 #               quick look)
@@ -19,12 +19,12 @@ set -euo pipefail
 # shellcheck source=../common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 
-method=parmetis
+method=ptscotch
 scale=22
 build=1
 tessera_parse_args "$0" --method=method --scale=scale --no-build=build=0 -- "$@"
-[[ "${method}" =~ ^(parmetis|block|random)$ ]] ||
-  tessera_die "--method must be parmetis, block or random, got '${method}'"
+[[ "${method}" =~ ^(ptscotch|parmetis|block|random)$ ]] ||
+  tessera_die "--method must be ptscotch, block or random, got '${method}'"
 tessera_require_positive_int --scale "${scale}"
 
 if ((build)); then

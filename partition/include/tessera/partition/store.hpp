@@ -21,21 +21,21 @@ struct Manifest {
   int format_version = kStoreFormatVersion; ///< the store layout's version
   std::string dataset;                      ///< dataset name or spec
   std::string dataset_checksum;             ///< of the whole graph's structure, features and labels
-  std::string method;                       ///< metis, metis-recursive, block, random
-  std::string vertex_weight;                ///< uniform, degree, compute
-  std::string objective;                    ///< cut or volume (METIS k-way)
-  std::vector<double> part_weights;         ///< as given (empty: equal shares)
+  std::string method;        ///< partition::to_string(Method): metis, ..., ptscotch (or parmetis)
+  std::string vertex_weight; ///< partition::to_string(VertexWeight): uniform, ..., cost
+  std::string objective;     ///< cut or volume (METIS k-way)
+  std::vector<double> part_weights; ///< as given (empty: equal shares)
   /// none, given or measured: whether part_weights are the speeds of the ranks it was cut for
   /// (stores written before these keys read as none). A performance choice: any store trains.
   std::string balance = "none";
   std::vector<double> rank_speeds; ///< [P] the speeds it was cut for (empty: none)
-  double row_cost = 0.0; ///< VertexWeight::Cost's row cost (0 for the other vertex weights)
-  std::string reorder;                      ///< none or rcm
-  std::uint64_t seed = 0;                   ///< the partitioner's seed
-  int num_parts = 0;                        ///< P, the rank count that can load it
-  std::int64_t num_nodes = 0;               ///< of the whole graph
-  std::vector<std::int64_t> part_nodes;     ///< [P]
-  std::vector<std::string> part_checksums;  ///< [P] over the part's array files
+  double row_cost = 0.0;      ///< VertexWeight::Cost's row cost (0 for the other vertex weights)
+  std::string reorder;        ///< none or rcm
+  std::uint64_t seed = 0;     ///< the partitioner's seed
+  int num_parts = 0;          ///< P, the rank count that can load it
+  std::int64_t num_nodes = 0; ///< of the whole graph
+  std::vector<std::int64_t> part_nodes;         ///< [P]
+  std::vector<std::string> part_checksums;      ///< [P] over the part's array files
   std::vector<std::string> part_json_checksums; ///< [P] over the bytes of each part.json
   Quality quality;                              ///< as measured when the store was written
 };
