@@ -536,15 +536,23 @@ TEST(LayerExchange, ABeginWhileAnotherIsOpenAndAnEndWithoutBeginAreRefused) {
   }
 }
 
-TEST(CostModel, PredictsWhatASlowerLinkCostsWhatStaleHidesAndWhatBf16Halves) {
-  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
-  const partition::LocalGraph tile = random_tile(2000, 31);
-  const auto plan = plan_of(tile);
+/// Rates fixed by hand: SpMM at 10 GB/s, GEMMs at 50 GFLOP/s, copies at 10 GB/s, bf16 and int8
+/// encoding at 5 GB/s.
+gnn::RankRates fixed_rates() {
   gnn::RankRates rates;
   rates.spmm_gbps = {{32, 10.0}};
   rates.gemm_gflops = 50.0;
   rates.copy_gbps = 10.0;
   rates.encode_gbps[1] = 5.0;
+  rates.encode_gbps[2] = 5.0;
+  return rates;
+}
+
+TEST(CostModel, PredictsWhatASlowerLinkCostsWhatStaleHidesAndWhatBf16Halves) {
+  if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
+  const partition::LocalGraph tile = random_tile(2000, 31);
+  const auto plan = plan_of(tile);
+  const gnn::RankRates rates = fixed_rates();
   const auto model_over = [&](double gbps) {
     std::vector<comm::LinkEstimate> links;
     for (int peer = 0; peer < world()->size(); ++peer) {
@@ -583,12 +591,7 @@ TEST(Scheduler, GivesEachLayerThePlanItsSlowestRankRunsFastestAndEveryRankTheSam
   if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
   const partition::LocalGraph tile = random_tile(2000, 31);
   const auto plan = plan_of(tile);
-  gnn::RankRates rates;
-  rates.spmm_gbps = {{32, 10.0}};
-  rates.gemm_gflops = 50.0;
-  rates.copy_gbps = 10.0;
-  rates.encode_gbps[1] = 5.0;
-  rates.encode_gbps[2] = 5.0;
+  const gnn::RankRates rates = fixed_rates();
   // Rank 0's link is the slow one: every rank must still take the plan rank 0 needs.
   const double gbps = world()->rank() == 0 ? 0.01 : 100.0;
   std::vector<comm::LinkEstimate> links;

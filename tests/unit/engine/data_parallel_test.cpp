@@ -5,6 +5,7 @@
 #include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/sequential.hpp"
+#include "test_models.hpp"
 #include "unit/engine/arena_backend.hpp"
 
 #include <array>
@@ -250,13 +251,7 @@ TEST(Sequential, ATrainingHookRunsAroundEveryTrainingCallAndChangesNoResult) {
   // before and after run around every training forward and backward call of every module, not
   // around evaluation; the outputs and gradients stay as they were.
   const BackendPtr cpu = make_cpu_backend(1);
-  const auto build = [&] {
-    auto model = std::make_unique<Sequential<float>>();
-    model->add(std::make_unique<Linear<float>>(cpu, 3, 4, true, 1, 0));
-    model->add(std::make_unique<Relu<float>>(cpu));
-    return model;
-  };
-  auto plain = build(), hooked = build();
+  auto plain = testing::linear_relu(cpu), hooked = testing::linear_relu(cpu);
   int before = 0, after = 0;
   hooked->set_training_hook({[&before] { ++before; },
                              [&after, &before](double seconds) {
@@ -264,9 +259,8 @@ TEST(Sequential, ATrainingHookRunsAroundEveryTrainingCallAndChangesNoResult) {
                                EXPECT_EQ(after + 1, before); // each after closes its before
                                ++after;
                              }});
-  DenseT<float> x = DenseT<float>::zeros(cpu, 5, 3), dy = DenseT<float>::zeros(cpu, 5, 4);
-  x.fill(0.5f);
-  dy.fill(1.0f);
+  const testing::LinearReluBatch batch(cpu);
+  const DenseT<float>&x = batch.x, &dy = batch.dy;
   const Step training{0, 1, true, {}};
 
   const ConstDenseView<float> want = plain->forward(training, x.cview());

@@ -2,6 +2,7 @@
 // result; the simulations' flags are parsed and checked naming the flag; an injected failure
 // fires on its rank and epoch alone.
 #include "tessera/tessera.hpp"
+#include "test_models.hpp"
 
 #include <cmath>
 #include <gmock/gmock.h>
@@ -16,16 +17,9 @@ using ::testing::ThrowsMessage;
 
 TEST(SlowerDevice, ReadsItsClockAroundEveryTrainingCallChangesNoResultAndLeavesNoHook) {
   const BackendPtr cpu = make_cpu_backend(1);
-  const auto build = [&] {
-    auto model = std::make_unique<Sequential<float>>();
-    model->add(std::make_unique<Linear<float>>(cpu, 3, 4, true, 1, 0));
-    model->add(std::make_unique<Relu<float>>(cpu));
-    return model;
-  };
-  auto plain = build(), slowed = build();
-  DenseT<float> x = DenseT<float>::zeros(cpu, 5, 3), dy = DenseT<float>::zeros(cpu, 5, 4);
-  x.fill(0.5f);
-  dy.fill(1.0f);
+  auto plain = testing::linear_relu(cpu), slowed = testing::linear_relu(cpu);
+  const testing::LinearReluBatch batch(cpu);
+  const DenseT<float>&x = batch.x, &dy = batch.dy;
   const Step training{0, 1, true, {}};
   int reads = 0;
 
