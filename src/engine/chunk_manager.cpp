@@ -8,18 +8,11 @@
 #include "eviction.hpp"
 #include "managed_allocator.hpp"
 #include "tessera/core/error.hpp"
-#include "tessera/core/file_kind.hpp"
 #include "tessera/core/timer.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstring>
-#include <fcntl.h>
-#include <filesystem>
 #include <map>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <unordered_map>
 
 namespace tessera {
@@ -31,7 +24,6 @@ constexpr std::size_t kDefaultReservation = std::size_t{1} << 40;
 // Slots the device tier tracks at most (64 TiB of 64 MiB chunks). The free list holds every slot,
 // so without a budget no chunk is ever evicted for want of one.
 constexpr std::size_t kMaxSlots = std::size_t{1} << 20;
-constexpr std::uint64_t kNever = kNeverUsed;
 
 struct Tensor {
   std::string name;
@@ -169,12 +161,12 @@ public:
       : s_(s), backend_(backend), config_(config), epoch_(epoch), total_(total) {}
 
   /// When chunk `c` is next touched: its first position in the trace from the current one on
-  /// (wrapping into the next epoch), kNever when the trace never touches it.
+  /// (wrapping into the next epoch), kNeverUsed when the trace never touches it.
   std::uint64_t last_use(std::size_t c) const override { return s_.chunks.at(c).last_use; }
   bool trace_known() const override { return !s_.trace.empty(); }
   std::uint64_t next_use(std::size_t c) const override {
     auto it = s_.positions.find(c);
-    if (it == s_.positions.end()) return kNever;
+    if (it == s_.positions.end()) return kNeverUsed;
     const auto& p = it->second;
     // The touch at `position` is the next one: in acquire() the chunk being brought in (never a
     // victim), in a prefetch the chunk needed first.
@@ -192,7 +184,7 @@ public:
       const Chunk& chunk = s_.chunks.at(c);
       if (c == keep || (!pinned_ok && chunk.pins > 0)) continue;
       // Score: larger is a better victim.
-      const std::uint64_t score = !chunk.has_data ? kNever : s_.eviction->score(c, *this);
+      const std::uint64_t score = !chunk.has_data ? kNeverUsed : s_.eviction->score(c, *this);
       if (!found || score > best) {
         found = true;
         best = score;

@@ -125,11 +125,11 @@ TrainState save_state(int epoch, Sequential<float>& model, const Adam<float>& op
 
 /// Puts `state`'s weights into the model and its moments into the optimizer, after checking
 /// that it is a state of this model (every name and shape) and of a run that has epochs left.
-void restore_state(const TrainState& state, const TrainConfig& config, Sequential<float>& model,
+void restore_state(const TrainState& state, int epochs, Sequential<float>& model,
                    Adam<float>& optimizer, TrainResult& result) {
-  if (state.epoch < 0 || state.epoch >= config.epochs) {
+  if (state.epoch < 0 || state.epoch >= epochs) {
     throw InvalidArgument("the state to resume is after epoch " + std::to_string(state.epoch) +
-                          ", but training has " + std::to_string(config.epochs) +
+                          ", but training has " + std::to_string(epochs) +
                           " epochs: nothing is left to train (raise --epochs)");
   }
   const std::vector<Parameter<float>*> parameters = model.parameters();
@@ -193,9 +193,9 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
   result.train_rows = work.train_rows;
   result.val_rows = work.val_rows;
   result.test_rows = work.test_rows;
-  TrainConfig limits;
-  limits.epochs = work.epochs;
-  if (control.resume != nullptr) restore_state(*control.resume, limits, model, optimizer, result);
+  if (control.resume != nullptr) {
+    restore_state(*control.resume, work.epochs, model, optimizer, result);
+  }
   const int first_epoch = control.resume != nullptr ? control.resume->epoch + 1 : 1;
   result.history.reserve(static_cast<std::size_t>(std::max(work.epochs - first_epoch + 1, 0)));
   std::vector<double> step_ms;

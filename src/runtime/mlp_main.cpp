@@ -50,9 +50,6 @@ void add_flags(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "true", "false"}));
   add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
-  group_flags(
-      app, kTuningFlags,
-      {"--device-memory", "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});
 }
 
 MlpJob make_job(const Options& o) {

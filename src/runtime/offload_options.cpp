@@ -22,6 +22,9 @@ void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& te
   app.add_option("--eviction-policy", flags.eviction_policy,
                  "which chunk leaves the device when a slot is needed: farthest-next-use (the "
                  "default; Belady over the recorded trace of an epoch) or lru");
+  group_flags(
+      app, kTuningFlags,
+      {"--device-memory", "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});
 }
 
 namespace {

@@ -240,8 +240,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   group_flags(app, kTuningFlags,
               {"--feature-layout", "--balance", "--rank-speeds", "--rebalance-threshold",
                "--halo-precision", "--staleness", "--staleness-smoothing", "--halo-skip-threshold",
-               "--halo-skip-max-age", "--schedule", "--allow-inexact", "--device-memory",
-               "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});
+               "--halo-skip-max-age", "--schedule", "--allow-inexact"});
   group_flags(
       app, kTestingFlags,
       {"--no-feature-cache", "--simulate-link", "--simulate-rank-speed", "--inject-failure"});

@@ -22,6 +22,7 @@ struct OffloadFlags {
 
 /// Adds --device-memory, --host-memory, --offload-dir, --chunk-size and --eviction-policy;
 /// `tensors` says what moves ("parameters, gradients, Adam state and activations").
+/// They are Tuning flags.
 void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& tensors);
 /// The configuration the flags ask for. Throws InvalidArgument naming the flag and its text: a
 /// budget or chunk size of 0 (the flags are left out for no budget), and a --chunk-size or
