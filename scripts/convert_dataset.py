@@ -47,6 +47,9 @@ import sys
 import warnings
 import zipfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+from fetch_datasets import kind_of  # noqa: E402  one name per kind of file, both scripts
+
 try:
     import numpy as np
     import numpy.lib.format as npy_format
@@ -247,18 +250,12 @@ def check_in_range(values, limit, where, what):
 
 # ---- files ----------------------------------------------------------------------------------
 
-FILE_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
-              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-              (stat.S_ISSOCK, "a socket"))
-
-
 def require_regular_file(path):
     """Refuses `path` unless it is a regular file (or a link to one), before it is opened: a FIFO
     blocks the read and /dev/zero never ends. A missing file raises FileNotFoundError."""
     mode = os.stat(path).st_mode
     if not stat.S_ISREG(mode):
-        kind = next((name for is_kind, name in FILE_KINDS if is_kind(mode)), "a special file")
-        raise ConvertError(f"{path}: is {kind}, not a regular file")
+        raise ConvertError(f"{path}: is {kind_of(mode)}, not a regular file")
 
 
 def check_output(out, inputs, force):
