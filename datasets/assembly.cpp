@@ -292,7 +292,7 @@ void refuse_split_index(int split_index, std::int64_t num_splits, const std::str
                              : num_splits == 1 ? "stores 1 split"
                                                : "stores " + std::to_string(num_splits) + " splits";
   throw InvalidArgument(
-      "split index " + std::to_string(split_index) + " (--split) is out of range: '" + source +
+      "split index " + std::to_string(split_index) + " is out of range: '" + source +
       "' " + stored + " (accepted: " +
       (num_splits <= 1 ? std::string("0") : "0 to " + std::to_string(num_splits - 1)) + ")");
 }
@@ -395,8 +395,8 @@ void check_split_parts(const Split& split, std::span<const std::int32_t> labels,
              std::to_string(count) + " node" + (count == 1 ? "" : "s") + " (the first: node " +
              std::to_string(first) + " of " + std::to_string(parts[a].second->size()) + " and " +
              std::to_string(parts[b].second->size()) +
-             "): accuracy measured on trained nodes means nothing; pass --allow-split-overlap "
-             "if the overlap is intended");
+             "): accuracy measured on trained nodes means nothing; allow split overlap if it is "
+             "intended");
     }
   }
 }

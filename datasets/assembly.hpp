@@ -132,8 +132,8 @@ void check_adjacency_rows(const Csr& adjacency, std::int64_t first_row, const st
 void check_adjacency(const Csr& adjacency, const std::string& col_file,
                      const std::string& val_file);
 
-/// Throws InvalidArgument "split index 3 (--split) is out of range: 'SOURCE' stores 1 split
-/// (accepted: 0)" for `split_index` (LoadOptions::split_index, the --split flag).
+/// Throws InvalidArgument "split index 3 is out of range: 'SOURCE' stores 1 split (accepted: 0)"
+/// for `split_index` (LoadOptions::split_index).
 [[noreturn]] void refuse_split_index(int split_index, std::int64_t num_splits,
                                      const std::string& source);
 

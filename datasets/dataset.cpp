@@ -43,8 +43,9 @@ void require_dataset_files(const std::string& name, const std::string& data_dir,
     if (!fs::is_regular_file(path, ec)) {
       throw IoError("dataset '" + name + "': file '" + path + "' not found under data folder '" +
                     data_dir +
-                    "'; set --data-dir or TESSERA_DATA_DIR to the folder that holds "
-                    "the datasets (layout of shared/datasets/README.md)");
+                    "'; point the data folder (or TESSERA_DATA_DIR) at the folder that "
+                    "holds the datasets, or fetch the set: scripts/fetch_datasets.sh " +
+                    name);
     }
   }
 }

@@ -53,8 +53,8 @@ bool is_native_dataset(const std::string& path) {
 }
 
 void throw_not_native(const std::string& dir) {
-  throw IoError("'" + dir + "' has no dataset.json (not a native dataset; write one with " +
-                "tessera-convert --out DIR)");
+  throw IoError("'" + dir + "' has no dataset.json (not a native dataset; tessera-convert "
+                "writes one)");
 }
 
 } // namespace detail
@@ -74,7 +74,7 @@ void check_save_target(const std::string& out, bool replace) {
     // An existing file is replaced only when asked, as an existing folder is.
     std::error_code error;
     if (!replace && fs::exists(fs::symlink_status(out, error))) {
-      throw IoError("'" + out + "' already exists: pass --force to replace it");
+      throw OutputExists("'" + out + "' already exists, and replacing it was not asked for");
     }
   } else {
     io::check_output_folder(out, "native dataset", replace);

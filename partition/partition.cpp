@@ -59,8 +59,24 @@ void validate_options(std::int64_t nodes, const Options& options) {
       throw InvalidArgument(fmt::format("part weights must be positive and finite, got {}", w));
     }
   }
+  if (!options.part_weights.empty()) {
+    // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
+    // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
+    const auto& w = options.part_weights;
+    const double largest = *std::max_element(w.begin(), w.end());
+    if (!std::isfinite(std::accumulate(w.begin(), w.end(), 0.0))) {
+      throw InvalidArgument("part weights sum beyond the range of a double: give relative shares");
+    }
+    for (const double weight : w) {
+      if (weight < kMinPartWeightRatio * largest) {
+        throw InvalidArgument(fmt::format("part weight {:g} is below 10^-6 of the largest ({:g}): "
+                                          "too small a share for a part to hold any row",
+                                          weight, largest));
+      }
+    }
+  }
   if (options.objective == Objective::Volume && options.method != Method::MetisKway) {
-    throw InvalidArgument("the volume objective needs METIS k-way (--method metis); " +
+    throw InvalidArgument("the volume objective needs the METIS k-way method (metis); " +
                           to_string(options.method) + " minimizes no volume");
   }
   if (options.feature_width < 0) {
@@ -444,60 +460,20 @@ void check_rank_speeds(Balance balance, std::span<const double> speeds, int part
   const std::string text = fmt::format("{:g}", fmt::join(speeds, ","));
   if (balance != Balance::Given) {
     if (speeds.empty()) return;
-    throw InvalidArgument("--rank-speeds sets the parts' shares only with --balance given");
+    throw InvalidArgument("rank speeds set the parts' shares only with the balance 'given'");
   }
-  if (speeds.empty()) throw InvalidArgument("--balance given needs --rank-speeds (one per rank)");
+  if (speeds.empty()) throw InvalidArgument("the balance 'given' needs rank speeds (one per rank)");
   if (speeds.size() != static_cast<std::size_t>(parts)) {
-    throw InvalidArgument(fmt::format("--rank-speeds '{}' names {} speed(s) for {} part(s): "
+    throw InvalidArgument(fmt::format("rank speeds '{}' name {} speed(s) for {} part(s): "
                                       "expects one per rank",
                                       text, speeds.size(), parts));
   }
   for (const double speed : speeds) {
     if (!std::isfinite(speed) || speed <= 0) {
       throw InvalidArgument(
-          fmt::format("--rank-speeds '{}': speed {} is not a positive number", text, speed));
+          fmt::format("rank speeds '{}': speed {} is not a positive number", text, speed));
     }
   }
-}
-
-std::vector<double> parse_part_weights(const std::string& text, const std::string& what) {
-  const auto fail = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("{} '{}': {}; expected comma-separated positive numbers "
-                                       "such as 2,1,1,1",
-                                       what, text, why));
-  };
-  if (text.empty()) throw fail("empty");
-  std::vector<double> weights;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string_view item(text.data() + start, end - start);
-    double value = 0.0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
-    if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
-      throw fail(fmt::format("item {} ('{}') is not a number", weights.size() + 1, item));
-    }
-    if (!std::isfinite(value) || value <= 0.0) {
-      throw fail(fmt::format("item {} ({}) is not positive", weights.size() + 1, value));
-    }
-    weights.push_back(value);
-    start = end + 1;
-  }
-  // Shares are relative: their sum must still be a number (1e308,1e308 sums to infinity).
-  if (!std::isfinite(std::accumulate(weights.begin(), weights.end(), 0.0))) {
-    throw fail("the items sum beyond the range of a double; give relative shares such as 2,1");
-  }
-  // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
-  // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
-  const double largest = *std::max_element(weights.begin(), weights.end());
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] < kMinPartWeightRatio * largest) {
-      throw fail(fmt::format("item {} ({:g}) is below 10^-6 of the largest ({:g}), too small a "
-                             "share for a part to hold any row",
-                             i + 1, weights[i], largest));
-    }
-  }
-  return weights;
 }
 
 } // namespace tessera::partition

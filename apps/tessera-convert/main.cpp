@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
     fmt::print("wrote {} in {:.2f} s\n", o.out, save_time.seconds());
   } catch (const std::exception& e) {
     // tessera::Error and anything else (out of memory, a library's own): one line, status 1.
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", tessera::runtime::error_text(e));
     return 1;
   }
   return 0;

@@ -112,7 +112,7 @@ tp::Options make_options(const Flags& f) {
   options.method = tp::parse_method(f.method);
   options.vertex_weight = tp::parse_vertex_weight(f.vertex_weights);
   options.objective = tp::parse_objective(f.objective);
-  if (!f.part_weights.empty()) options.part_weights = tp::parse_part_weights(f.part_weights);
+  if (!f.part_weights.empty()) options.part_weights = tessera::runtime::parse_part_weights(f.part_weights, "--part-weights");
   options.row_cost = f.row_cost;
   if (f.row_cost != 0.0 && options.vertex_weight != tp::VertexWeight::Cost) {
     throw tessera::InvalidArgument(fmt::format(
@@ -127,8 +127,9 @@ tp::Options make_options(const Flags& f) {
         "it measured) and cut for them with --balance given --rank-speeds S0,S1,...");
   }
   std::vector<double> speeds;
-  if (!f.rank_speeds.empty()) speeds = tp::parse_part_weights(f.rank_speeds, "--rank-speeds");
-  tp::check_rank_speeds(options.balance, speeds, f.parts);
+  if (!f.rank_speeds.empty()) speeds = tessera::runtime::parse_part_weights(f.rank_speeds, "--rank-speeds");
+  tessera::runtime::check_flags("--rank-speeds",
+                                [&] { tp::check_rank_speeds(options.balance, speeds, f.parts); });
   if (options.balance == tp::Balance::Given) {
     if (!f.part_weights.empty()) {
       throw tessera::InvalidArgument("--part-weights and --balance given both set the parts' "
@@ -362,10 +363,10 @@ int main(int argc, char** argv) {
     return run(flags);
   } catch (const std::exception& e) {
     if (comm && comm->size() > 1) {
-      fmt::print(stderr, "[rank {}] error: {}\n", comm->rank(), e.what());
+      fmt::print(stderr, "[rank {}] error: {}\n", comm->rank(), tessera::runtime::error_text(e));
       comm->abort(1);
     }
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "error: {}\n", tessera::runtime::error_text(e));
     return 1;
   }
 }

@@ -16,6 +16,8 @@ void share_failure(Communicator& comm, int root, const std::exception_ptr& failu
   if (comm.rank() == root && failure) {
     try {
       std::rethrow_exception(failure);
+    } catch (const OutputExists& e) {
+      text = std::string("O") + e.what();
     } catch (const IoError& e) {
       text = std::string("I") + e.what();
     } catch (const FormatError& e) {
@@ -34,6 +36,8 @@ void share_failure(Communicator& comm, int root, const std::exception_ptr& failu
   if (comm.rank() == root) std::rethrow_exception(failure);
   const std::string message = fmt::format("rank {} {}: {}", root, what_root_did, text.substr(1));
   switch (text.front()) {
+  case 'O':
+    throw OutputExists(message);
   case 'I':
     throw IoError(message);
   case 'F':

@@ -34,7 +34,7 @@ HaloPrecision parse_halo_precision(const std::string& text) {
   for (const HaloPrecision p : {HaloPrecision::Fp32, HaloPrecision::Bf16, HaloPrecision::Int8}) {
     if (text == to_string(p)) return p;
   }
-  throw InvalidArgument("--halo-precision '" + text + "': expects fp32, bf16 or int8");
+  throw InvalidArgument("halo precision '" + text + "': expects fp32, bf16 or int8");
 }
 
 std::size_t encoded_row_bytes(HaloPrecision precision, std::int64_t width,

@@ -29,15 +29,15 @@ std::string to_string(HaloMode mode) {
 void ExchangeOptions::validate() const {
   if (!(smoothing >= 0.0 && smoothing < 1.0)) {
     throw InvalidArgument(
-        fmt::format("--staleness-smoothing {}: expects a value in [0, 1)", smoothing));
+        fmt::format("staleness smoothing {}: expects a value in [0, 1)", smoothing));
   }
   if (!(skip_threshold >= 0.0) || !std::isfinite(skip_threshold)) {
-    throw InvalidArgument(fmt::format("--halo-skip-threshold {}: expects a finite value >= 0 (a "
+    throw InvalidArgument(fmt::format("halo skip threshold {}: expects a finite value >= 0 (a "
                                       "relative change of a row)",
                                       skip_threshold));
   }
   if (skip_max_age < 1) {
-    throw InvalidArgument(fmt::format("--halo-skip-max-age {}: expects a whole number of epochs "
+    throw InvalidArgument(fmt::format("halo skip max age {}: expects a whole number of epochs "
                                       ">= 1",
                                       skip_max_age));
   }

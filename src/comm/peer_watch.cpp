@@ -24,14 +24,10 @@ void PeerWatch::set_limit(std::optional<double> seconds) {
 }
 
 std::string PeerWatch::describe_limit() const {
-  if (fixed_) return fmt::format("--peer-timeout {:g}", *fixed_);
-  if (epochs_.empty()) {
-    return fmt::format("{:g} s before the first epoch ends (--peer-timeout sets it)",
-                       kBeforeTrainingSeconds);
-  }
-  return fmt::format("the larger of {:g} s and {:g} x the slowest epoch, {:.3g} s "
-                     "(--peer-timeout sets it)",
-                     kMinimumSeconds, kEpochs, slowest_epoch_);
+  if (fixed_) return "the peer timeout given";
+  if (epochs_.empty()) return fmt::format("{:g} s before the first epoch ends", kBeforeTrainingSeconds);
+  return fmt::format("the larger of {:g} s and {:g} x the slowest epoch, {:.3g} s", kMinimumSeconds,
+                     kEpochs, slowest_epoch_);
 }
 
 void PeerWatch::epoch_ended(double seconds) {

@@ -15,33 +15,6 @@
 
 namespace tessera::comm {
 
-LinkModel parse_link_model(const std::string& text) {
-  const auto bad = [&](const std::string& why) {
-    return InvalidArgument("--simulate-link '" + text + "': " + why +
-                           "; expects GBPS[:LATENCY_US], e.g. 10 or 10:5 (10 Gb/s, 5 µs)");
-  };
-  const auto number = [&](const std::string& part, const char* what) {
-    std::size_t used = 0;
-    double value = 0;
-    try {
-      value = std::stod(part, &used);
-    } catch (const std::exception&) {
-      throw bad(fmt::format("the {} '{}' is not a number", what, part));
-    }
-    if (used != part.size() || !std::isfinite(value)) {
-      throw bad(fmt::format("the {} '{}' is not a number", what, part));
-    }
-    return value;
-  };
-  const auto colon = text.find(':');
-  LinkModel link;
-  link.gigabits_per_second = number(text.substr(0, colon), "bandwidth");
-  if (colon != std::string::npos) link.latency_us = number(text.substr(colon + 1), "latency");
-  if (link.gigabits_per_second <= 0) throw bad("the bandwidth must be above 0 Gb/s");
-  if (link.latency_us < 0) throw bad("the latency must not be negative");
-  return link;
-}
-
 std::string to_string(const LinkModel& link) {
   return fmt::format("{:g} Gb/s, {:g} µs latency", link.gigabits_per_second, link.latency_us);
 }

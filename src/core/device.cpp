@@ -180,7 +180,7 @@ BackendPtr make_cpu_backend(int num_threads) {
   // parallel region of the job runs.
   const int cap = max_cpu_threads();
   if (num_threads < 0 || num_threads > cap) {
-    throw InvalidArgument("thread count (--threads) must be in [0, " + std::to_string(cap) +
+    throw InvalidArgument("thread count must be in [0, " + std::to_string(cap) +
                           "] (0: OMP_NUM_THREADS or all cores; at most " +
                           std::to_string(kThreadsPerCore) + " per core of the " +
                           std::to_string(machine_cores()) + " available), got " +
@@ -192,7 +192,7 @@ BackendPtr make_cpu_backend(int num_threads) {
         "OpenMP's default thread count " + std::to_string(omp_get_max_threads()) +
         " (OMP_NUM_THREADS=" + (env != nullptr ? env : "unset") + ") is more than " +
         std::to_string(cap) + " (" + std::to_string(kThreadsPerCore) + " per core of the " +
-        std::to_string(machine_cores()) + " available): set OMP_NUM_THREADS or --threads in [1, " +
+        std::to_string(machine_cores()) + " available): set OMP_NUM_THREADS or a thread count in [1, " +
         std::to_string(cap) + "]");
   }
   return std::make_shared<CpuBackend>(num_threads);

@@ -96,7 +96,7 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
   State& s = *state_;
   const std::size_t granularity = backend_->address_granularity();
   if (config_.chunk_bytes == 0 || config_.chunk_bytes % granularity != 0) {
-    throw InvalidArgument("--chunk-size " + format_bytes(config_.chunk_bytes) +
+    throw InvalidArgument("chunk size " + format_bytes(config_.chunk_bytes) +
                           " is not a positive multiple of the " + backend_->describe() +
                           " backend's mapping granularity (" + format_bytes(granularity) + ")");
   }
@@ -110,8 +110,8 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
   }
   if (budgeted()) {
     if (config_.device_bytes < s.chunk) {
-      throw InvalidArgument("--device-memory " + format_bytes(config_.device_bytes) +
-                            " is smaller than one chunk (--chunk-size " + format_bytes(s.chunk) +
+      throw InvalidArgument("device memory budget " + format_bytes(config_.device_bytes) +
+                            " is smaller than one chunk (chunk size " + format_bytes(s.chunk) +
                             ")");
     }
     s.slots = static_cast<int>(std::min<std::size_t>(config_.device_bytes / s.chunk, kMaxSlots));
@@ -120,8 +120,8 @@ ChunkManager::ChunkManager(BackendPtr backend, OffloadConfig config)
   }
   if (config_.host_bytes != 0) {
     if (config_.host_bytes < s.chunk) {
-      throw InvalidArgument("--host-memory " + format_bytes(config_.host_bytes) +
-                            " is smaller than one chunk (--chunk-size " + format_bytes(s.chunk) +
+      throw InvalidArgument("host memory budget " + format_bytes(config_.host_bytes) +
+                            " is smaller than one chunk (chunk size " + format_bytes(s.chunk) +
                             ")");
     }
     s.host_limit = config_.host_bytes / s.chunk;
@@ -214,8 +214,7 @@ public:
   // -- Disk tier --------------------------------------------------------------------------
 
   void write_to_disk(std::size_t c, Chunk& chunk) {
-    s_.disk->write(chunk.disk_slot, c, chunk.host,
-                   "--host-memory " + format_bytes(config_.host_bytes));
+    s_.disk->write(chunk.disk_slot, c, chunk.host, format_bytes(config_.host_bytes));
     bump_peaks();
     chunk.disk_valid = true;
     count([&](OffloadStats& st) { st.host_to_disk_bytes += s_.chunk; });
@@ -259,7 +258,7 @@ public:
     std::size_t victim = 0;
     std::uint64_t next = 0;
     if (!choose(cheap, keep, true, victim, next) && !choose(costly, keep, true, victim, next)) {
-      throw InvalidArgument("the host tier (--host-memory " + format_bytes(config_.host_bytes) +
+      throw InvalidArgument("the host tier (host memory budget " + format_bytes(config_.host_bytes) +
                             ") cannot hold one more chunk of " + format_bytes(s_.chunk));
     }
     Chunk& chunk = s_.chunks.at(victim);
@@ -532,12 +531,11 @@ std::byte* ChunkManager::acquire(int id, Access access, std::size_t offset, std:
   }
   if (s.pinned + more > s.slots) {
     throw InvalidArgument(
-        "the device budget (--device-memory " + format_bytes(config_.device_bytes) + ", " +
+        "the device memory budget (" + format_bytes(config_.device_bytes) + ", " +
         std::to_string(s.slots) +
         " chunks) cannot hold what is needed at once: " + std::to_string(s.pinned) +
         " chunks are pinned and '" + t.name + "' needs " + std::to_string(more) +
-        " more; give a larger "
-        "--device-memory or a smaller --chunk-size");
+        " more; give a larger device memory budget or a smaller chunk size");
   }
 
   ChunkMover mover(s, *backend_, config_, epoch_, total_);
@@ -597,10 +595,10 @@ void ChunkManager::check_fits(int id, std::size_t offset, std::size_t bytes) con
   if (span <= static_cast<std::size_t>(s.slots)) return;
   throw InvalidArgument("tensor '" + t.name + "' (" + format_bytes(bytes) + " in " +
                         std::to_string(span) + " chunks of " + format_bytes(s.chunk) +
-                        ") cannot fit in the device budget (--device-memory " +
+                        ") cannot fit in the device memory budget (" +
                         format_bytes(config_.device_bytes) + ", " + std::to_string(s.slots) +
-                        " chunks) at once: give a larger --device-memory or a smaller "
-                        "--chunk-size");
+                        " chunks) at once: give a larger device memory budget or a smaller "
+                        "chunk size");
 }
 
 std::vector<ChunkManager::Part> ChunkManager::parts(const void* address, std::size_t bytes) const {

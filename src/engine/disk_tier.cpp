@@ -23,13 +23,13 @@ std::string errno_text() {
 }
 
 /// Checks the disk tier's folder `dir`: a writable folder, created (with its missing parents,
-/// listed in `made`, outermost first) when absent, as --checkpoint-dir is. Throws IoError naming
-/// the flag, the folder and what it is otherwise.
+/// listed in `made`, outermost first) when absent, as a checkpoint folder is. Throws IoError
+/// naming the folder and what it is otherwise.
 void open_disk_folder(const std::string& dir, std::vector<std::string>& made) {
-  const std::string flag = "--offload-dir " + dir + ": ";
+  const std::string where = "offload folder " + dir + ": ";
   struct stat info {};
   if (stat(dir.c_str(), &info) != 0) {
-    if (errno != ENOENT) throw IoError(flag + "cannot look at it (" + errno_text() + ")");
+    if (errno != ENOENT) throw IoError(where + "cannot look at it (" + errno_text() + ")");
     std::vector<std::string> missing;
     for (std::filesystem::path p = std::filesystem::path(dir).lexically_normal();
          !p.empty() && stat(p.c_str(), &info) != 0 && errno == ENOENT; p = p.parent_path()) {
@@ -38,19 +38,19 @@ void open_disk_folder(const std::string& dir, std::vector<std::string>& made) {
     }
     for (auto folder = missing.rbegin(); folder != missing.rend(); ++folder) {
       if (mkdir(folder->c_str(), 0777) != 0 && errno != EEXIST) {
-        throw IoError(flag + "cannot create '" + *folder + "' (" + errno_text() + ")");
+        throw IoError(where + "cannot create '" + *folder + "' (" + errno_text() + ")");
       }
       made.push_back(*folder);
     }
     if (stat(dir.c_str(), &info) != 0) {
-      throw IoError(flag + "cannot look at it (" + errno_text() + ")");
+      throw IoError(where + "cannot look at it (" + errno_text() + ")");
     }
   }
   if (!S_ISDIR(info.st_mode)) {
-    throw IoError(flag + "it is " + describe_file_kind(info.st_mode) + ", not a folder");
+    throw IoError(where + "it is " + describe_file_kind(info.st_mode) + ", not a folder");
   }
   if (access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw IoError(flag + "cannot write there (" + errno_text() + ")");
+    throw IoError(where + "cannot write there (" + errno_text() + ")");
   }
 }
 
@@ -74,19 +74,19 @@ void DiskTier::open_file() {
   path_ = dir_ + "/tessera-offload-rank" + std::to_string(rank_) + "-" + std::to_string(getpid()) +
           ".bin";
   fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd_ < 0) throw IoError("--offload-dir: cannot create " + path_ + ": " + errno_text());
+  if (fd_ < 0) throw IoError("cannot create the offload file " + path_ + ": " + errno_text());
   // Unlinked at once: the file's blocks live while the descriptor does, and no exit path — an
   // exception, a signal, a killed rank — can leave it behind.
   unlink(path_.c_str());
 }
 
 void DiskTier::write(std::int64_t& slot, std::size_t index, const std::byte* bytes,
-                     const std::string& host_flag) {
+                     const std::string& host_budget) {
   open_file();
   if (fd_ < 0) {
-    throw InvalidArgument("the host tier (" + host_flag +
-                          ") is full and there is no disk tier: give --offload-dir or a larger "
-                          "--host-memory");
+    throw InvalidArgument("the host tier (host memory budget " + host_budget +
+                          ") is full and there is no disk tier: give an offload folder or a "
+                          "larger host memory budget");
   }
   if (slot < 0) {
     if (!free_.empty()) {
@@ -110,7 +110,7 @@ void DiskTier::write(std::int64_t& slot, std::size_t index, const std::byte* byt
       const std::string why = want == 0 ? "no space left on device (injected)"
                               : n == 0  ? "short write"
                                         : errno_text();
-      throw IoError("offload file " + path_ + " (--offload-dir): writing chunk " +
+      throw IoError("offload file " + path_ + ": writing chunk " +
                     std::to_string(index) + " (" + format_bytes(chunk_) + ") at offset " +
                     std::to_string(at + static_cast<off_t>(done)) + " failed after " +
                     std::to_string(done) + " bytes: " + why);
@@ -127,7 +127,7 @@ void DiskTier::read(std::int64_t slot, std::size_t index, std::byte* bytes) {
     const ssize_t n = pread(fd_, bytes + done, chunk_ - done, at + done);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
-      throw IoError("offload file " + path_ + " (--offload-dir): reading chunk " +
+      throw IoError("offload file " + path_ + ": reading chunk " +
                     std::to_string(index) + " at offset " + std::to_string(at) +
                     " failed: " + (n == 0 ? std::string("unexpected end of file") : errno_text()));
     }

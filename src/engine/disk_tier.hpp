@@ -1,4 +1,4 @@
-// The chunk engine's disk tier: one file per rank in --offload-dir, of chunk-sized slots, that
+// The chunk engine's disk tier: one file per rank in the offload folder, of chunk-sized slots, that
 // holds the chunks the host tier has no room for. Private to the engine (ChunkManager).
 #pragma once
 
@@ -16,7 +16,7 @@ public:
   /// (removed again when the tier ends, if still empty); the file is made on the first write and
   /// unlinked at once, so no exit path leaves it behind. After `fail_writes_after` bytes every
   /// write fails as a full disk would (a test's fault injection; default never). Throws IoError
-  /// naming --offload-dir, the folder and what it is.
+  /// naming the offload folder and what it is.
   DiskTier(std::string dir, int rank, std::size_t chunk,
            std::uint64_t fail_writes_after = UINT64_MAX);
   ~DiskTier();
@@ -25,9 +25,9 @@ public:
 
   /// Writes the `chunk` bytes at `bytes` to slot `slot` (a free one is taken when it is -1),
   /// for chunk number `index` (named in errors). Throws InvalidArgument when there is no tier
-  /// (`host_flag` says which budget ran out) and IoError naming the file, the offset and why.
+  /// (`host_budget`, the host memory budget as text, ran out) and IoError naming the file, the offset and why.
   void write(std::int64_t& slot, std::size_t index, const std::byte* bytes,
-             const std::string& host_flag);
+             const std::string& host_budget);
   /// Reads slot `slot` into the `chunk` bytes at `bytes`; IoError naming the file otherwise.
   void read(std::int64_t slot, std::size_t index, std::byte* bytes);
   /// Gives slot `slot` back (no-op for -1).

@@ -56,8 +56,8 @@ namespace {
 /// not among what the chunk manager acquires.
 void refuse_under_budget(const BackendPtr& backend, const std::string& what) {
   if (manager_of(backend) != nullptr) {
-    throw InvalidArgument(what + " is not supported under a device memory budget yet: drop "
-                                 "--device-memory or use --activation-dtype fp32");
+    throw InvalidArgument(what + " cannot run under a memory budget (the chunk engine's) yet: "
+                                 "train without a budget to use it");
   }
 }
 
@@ -66,7 +66,7 @@ void refuse_under_budget(const BackendPtr& backend, const std::string& what) {
 template <typename T> void Aggregation<T>::set_input_dtype(ActivationDType dtype) {
   if (dtype == ActivationDType::Bf16) {
     if (!std::is_same_v<T, float>) throw InvalidArgument("bf16 activations need a float32 model");
-    refuse_under_budget(backend_, "bf16 activations (--activation-dtype bf16)");
+    refuse_under_budget(backend_, "bf16 activations");
   }
   input_dtype_ = dtype;
 }

@@ -153,11 +153,11 @@ void check_roc_auc_splits(std::span<const std::int32_t> labels, RocAucSplits spl
     const std::int64_t negative = counts[2 * p], positive = counts[2 * p + 1];
     if (negative + positive == 0 || (negative > 0 && positive > 0)) continue;
     throw InvalidArgument(
-        std::string("ROC-AUC (--metric roc-auc) is undefined on the ") + names[p] + " split: its " +
+        std::string("ROC-AUC is undefined on the ") + names[p] + " split: its " +
         std::to_string(negative + positive) + " nodes are all of class " +
         (positive > 0 ? "1" : "0") + " (class 0: " + std::to_string(negative) +
         ", class 1: " + std::to_string(positive) +
-        "); it needs nodes of both classes (use a split that has them, or --metric accuracy)");
+        "); it needs nodes of both classes (use a split that has them, or the accuracy metric)");
   }
 }
 

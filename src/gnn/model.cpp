@@ -10,31 +10,6 @@
 
 namespace tessera::gnn {
 
-std::vector<std::int64_t> parse_layer_sizes(const std::string& text) {
-  std::vector<std::int64_t> sizes;
-  const char* p = text.data();
-  const char* end = text.data() + text.size();
-  while (p < end) {
-    std::int64_t value = 0;
-    const auto [next, ec] = std::from_chars(p, end, value);
-    if (ec != std::errc() || value <= 0 || (next != end && *next != '-')) {
-      throw InvalidArgument("layer sizes '" + text +
-                            "' must be positive integers joined by '-', like 1433-16-7");
-    }
-    // A width is a column count of 32-bit ids; products of widths then stay far from wrapping.
-    if (value > kMaxLayerWidth) {
-      throw InvalidArgument("layer sizes '" + text + "': width " + std::to_string(value) +
-                            " is above the largest a layer may have, 2^31 - 1");
-    }
-    sizes.push_back(value);
-    p = next == end ? end : next + 1;
-  }
-  if (sizes.size() < 2) {
-    throw InvalidArgument("layer sizes '" + text + "' need at least an input and an output size");
-  }
-  return sizes;
-}
-
 std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t classes) const {
   if (!layer_sizes.empty()) {
     if (layer_sizes.size() < 2 || layer_sizes.front() != in || layer_sizes.back() != classes) {
@@ -42,7 +17,17 @@ std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t clas
                                         "end at the {} classes of the data",
                                         fmt::join(layer_sizes, "-"), in, classes));
     }
+    for (const std::int64_t width : layer_sizes) {
+      if (width < 1 || width > kMaxLayerWidth) {
+        throw InvalidArgument(fmt::format("layer sizes {}: width {} is outside [1, 2^31 - 1]",
+                                          fmt::join(layer_sizes, "-"), width));
+      }
+    }
     return layer_sizes;
+  }
+  if (hidden > kMaxLayerWidth) {
+    throw InvalidArgument(
+        fmt::format("hidden width {} is above the largest a layer may have, 2^31 - 1", hidden));
   }
   if (num_layers < 1 || hidden < 1) {
     throw InvalidArgument(fmt::format("a model needs at least one layer and a positive hidden "

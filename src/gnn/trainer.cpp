@@ -130,7 +130,7 @@ void restore_state(const TrainState& state, int epochs, Sequential<float>& model
   if (state.epoch < 0 || state.epoch >= epochs) {
     throw InvalidArgument("the state to resume is after epoch " + std::to_string(state.epoch) +
                           ", but training has " + std::to_string(epochs) +
-                          " epochs: nothing is left to train (raise --epochs)");
+                          " epochs: nothing is left to train (raise the epoch count)");
   }
   const std::vector<Parameter<float>*> parameters = model.parameters();
   if (state.parameters.size() != parameters.size()) {
@@ -171,7 +171,7 @@ void restore_state(const TrainState& state, int epochs, Sequential<float>& model
 void check_finite(double value, const char* what, int epoch, float lr, const std::string& note) {
   if (std::isfinite(value)) return;
   throw TrainingStopped(fmt::format("the {} is {} at epoch {}: training diverged; try a lower "
-                                    "learning rate (--lr, now {:g}){}",
+                                    "learning rate (now {:g}){}",
                                     what,
                                     std::isnan(value) ? "nan"
                                     : value > 0       ? "inf"

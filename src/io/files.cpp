@@ -429,8 +429,8 @@ void judge(const std::string& dir, const std::string& kind, bool replace, const 
                   ", not a " + kind + ": choose a new or empty folder");
   }
   if (!replace) {
-    throw IoError("'" + dir + "' already holds a " + kind +
-                  " (possibly an interrupted one): " + "pass --force to replace it");
+    throw OutputExists("'" + dir + "' already holds a " + kind +
+                       " (possibly an interrupted one), and replacing it was not asked for");
   }
 }
 

@@ -18,24 +18,18 @@ BackendPtr make_cuda_backend(int device) {
   return kernels::cuda::make_backend(device);
 }
 
-DeviceChoice parse_device_choice(const std::string& text) {
-  if (text == "cpu") return DeviceChoice::Cpu;
-  if (text == "cuda") return DeviceChoice::Cuda;
-  if (text == "auto") return DeviceChoice::Auto;
-  throw InvalidArgument("unknown device '" + text + "'; valid: cpu, cuda, auto");
-}
-
 BackendPtr select_backend(DeviceChoice choice, int local_rank, int cpu_threads) {
   if (choice == DeviceChoice::Cpu) return make_cpu_backend(cpu_threads);
   const int gpus = cuda_device_count();
   if (local_rank < gpus) return make_cuda_backend(local_rank);
   if (choice == DeviceChoice::Auto) return make_cpu_backend(cpu_threads);
   throw InvalidArgument(
-      "--device cuda: this process is rank " + std::to_string(local_rank) + " on its node, which " +
+      "a GPU was asked for (device choice cuda), but this process is rank " +
+      std::to_string(local_rank) + " on its node, which " +
       (gpus == 0 ? std::string(cuda_compiled() ? "has no GPU visible"
                                                : "runs a build without the CUDA backend")
                  : "has only " + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s")) +
-      " (use --device auto to put ranks without a GPU on CPU cores)");
+      " (the device choice auto puts ranks without a GPU on CPU cores)");
 }
 
 } // namespace tessera

@@ -61,7 +61,7 @@ MlpJob make_job(const Options& o) {
   job.device = parse_device_choice(o.device);
   if (!o.layers.empty()) {
     try {
-      job.shape.layer_sizes = gnn::parse_layer_sizes(o.layers);
+      job.shape.layer_sizes = parse_layer_sizes(o.layers);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(std::string("--layers: ") + e.what());
     }

@@ -21,7 +21,8 @@ void add_offload_flags(CLI::App& app, OffloadFlags& flags, const std::string& te
   app.add_option("--chunk-size", flags.chunk_size, "bytes per chunk (default 64MiB)");
   app.add_option("--eviction-policy", flags.eviction_policy,
                  "which chunk leaves the device when a slot is needed: farthest-next-use (the "
-                 "default; Belady over the recorded trace of an epoch) or lru");
+                 "default; Belady over the recorded trace of an epoch) or lru")
+      ->check(CLI::IsMember({"farthest-next-use", "lru"}));
   group_flags(
       app, kTuningFlags,
       {"--device-memory", "--host-memory", "--offload-dir", "--chunk-size", "--eviction-policy"});

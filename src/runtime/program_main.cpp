@@ -4,6 +4,7 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/gnn/trainer.hpp"
+#include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/job_start.hpp"
 
 #include <cstdio>
@@ -57,7 +58,7 @@ int program_main(int argc, char** argv, const ProgramParts& parts) {
     }
     return e.signal() != 0 ? 128 + e.signal() : 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "[rank {}] error: {}\n", rank, e.what());
+    fmt::print(stderr, "[rank {}] error: {}\n", rank, error_text(e));
     std::fflush(stderr);
     // Other ranks may be waiting in a collective for this one: end the whole job now.
     if (comm->size() > 1) comm->abort(1);

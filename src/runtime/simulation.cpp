@@ -1,4 +1,4 @@
-// The testing seam: parsing and checking the simulations, the slower device's hook, the link.
+// The testing seam: checking the simulations, the slower device's hook, the link.
 #include "tessera/runtime/simulation.hpp"
 
 #include "tessera/comm/halo_plan.hpp"
@@ -12,43 +12,6 @@
 #include <thread>
 
 namespace tessera::runtime {
-
-namespace {
-
-/// "R:X" (a rank and a number, the whole text) → {R, X}; anything else throws InvalidArgument
-/// with `what_is_expected` (the flag, the text and the form it takes). Ranges are checked with
-/// the job's ranks.
-std::pair<int, double> parse_rank_and_number(const std::string& text,
-                                             const std::string& what_is_expected) {
-  const auto colon = text.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    std::size_t rank_end = 0, number_end = 0;
-    const int rank = std::stoi(text.substr(0, colon), &rank_end);
-    const double number = std::stod(text.substr(colon + 1), &number_end);
-    if (rank_end != colon || number_end != text.size() - colon - 1) {
-      throw std::invalid_argument("trailing text");
-    }
-    return {rank, number};
-  } catch (const std::exception&) {
-    throw InvalidArgument(what_is_expected);
-  }
-}
-
-} // namespace
-
-std::pair<int, double> parse_rank_speed(const std::string& text) {
-  return parse_rank_and_number(text, "--simulate-rank-speed '" + text +
-                                         "': expects RANK:FACTOR, e.g. 1:0.25 (rank 1 at a "
-                                         "quarter speed)");
-}
-
-std::pair<int, int> parse_failure(const std::string& text) {
-  const std::string expected = "--inject-failure expects RANK:EPOCH, got '" + text + "'";
-  const auto [rank, epoch] = parse_rank_and_number(text, expected);
-  if (epoch != std::floor(epoch) || std::abs(epoch) > 1e9) throw InvalidArgument(expected);
-  return {rank, static_cast<int>(epoch)};
-}
 
 double Simulation::slowdown(int rank) const {
   double slowdown = 1.0;

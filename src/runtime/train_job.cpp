@@ -12,6 +12,7 @@
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/balance.hpp"
 #include "tessera/runtime/checkpoint.hpp"
+#include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/offload_options.hpp"
 #include "tessera/runtime/simulation.hpp"
 
@@ -70,35 +71,6 @@ Input<float> input_of(const graph::Features& f) {
 
 std::string to_string(Schedule schedule) {
   return schedule == Schedule::Auto ? "auto" : "fixed";
-}
-
-Schedule parse_schedule(const std::string& text) {
-  for (const Schedule s : {Schedule::Fixed, Schedule::Auto}) {
-    if (text == to_string(s)) return s;
-  }
-  throw InvalidArgument("--schedule '" + text + "': expects fixed or auto");
-}
-
-void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>& modes,
-                           std::vector<comm::HaloPrecision>& precisions) {
-  std::size_t begin = 0;
-  while (begin <= text.size() && !text.empty()) {
-    const std::size_t end = std::min(text.find(',', begin), text.size());
-    const std::string word = text.substr(begin, end - begin);
-    if (word == "stale") {
-      modes.push_back(comm::HaloMode::Stale);
-    } else if (word == "skip") {
-      modes.push_back(comm::HaloMode::Skip);
-    } else if (word == "bf16") {
-      precisions.push_back(comm::HaloPrecision::Bf16);
-    } else if (word == "int8") {
-      precisions.push_back(comm::HaloPrecision::Int8);
-    } else {
-      throw InvalidArgument("--allow-inexact '" + text + "': unknown '" + word +
-                            "'; expects a comma-separated list of stale, skip, bf16, int8");
-    }
-    begin = end + 1;
-  }
 }
 
 namespace {
@@ -428,7 +400,8 @@ bool same_folder(const std::string& a, const std::string& b) {
 
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
 void check_balancing(const TrainJob& job, int ranks) {
-  partition::check_rank_speeds(job.balance, job.rank_speeds, ranks);
+  check_flags("--rank-speeds",
+              [&] { partition::check_rank_speeds(job.balance, job.rank_speeds, ranks); });
   if (job.balance != partition::Balance::None && !job.partition_dir.empty()) {
     throw InvalidArgument("--balance " + partition::to_string(job.balance) +
                           " balances the in-memory cut; partition store '" + job.partition_dir +

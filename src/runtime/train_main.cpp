@@ -196,7 +196,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_option("--halo-precision", o.halo_precision,
                  "fp32 (exact), or compressed halo messages: bf16 (half the bytes) or int8 (a "
                  "quarter: per-row scale, stochastic rounding)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16", "int8"}));
   add_integer_option(
       app, "--staleness", o.staleness, 0, 1,
       "0: exact halos; 1: PipeGCN's pipeline: a training step uses the boundary rows "
@@ -265,7 +266,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.device = parse_device_choice(o.device);
   job.normalize_features = o.normalize_features;
   job.feature_layout = graph::parse_feature_layout(o.feature_layout);
-  if (!o.layers.empty()) job.shape.layer_sizes = gnn::parse_layer_sizes(o.layers);
+  if (!o.layers.empty()) job.shape.layer_sizes = parse_layer_sizes(o.layers);
   job.shape.hidden = o.hidden;
   job.shape.num_layers = o.num_layers;
   job.model = program.model;
@@ -287,12 +288,12 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.seed = o.seed;
   job.balance = partition::parse_balance(o.balance);
   if (!o.rank_speeds.empty())
-    job.rank_speeds = partition::parse_part_weights(o.rank_speeds, "--rank-speeds");
+    job.rank_speeds = parse_part_weights(o.rank_speeds, "--rank-speeds");
   job.rebalance_threshold = o.rebalance_threshold;
   for (const std::string& text : o.simulate_rank_speed)
     job.simulation.rank_speeds.push_back(parse_rank_speed(text));
   job.cache_input_features = !o.no_feature_cache;
-  if (!o.simulate_link.empty()) job.simulation.link = comm::parse_link_model(o.simulate_link);
+  if (!o.simulate_link.empty()) job.simulation.link = parse_link_model(o.simulate_link);
   if (!o.inject_failure.empty()) {
     std::tie(job.simulation.fail_rank, job.simulation.fail_epoch) = parse_failure(o.inject_failure);
   }
@@ -314,13 +315,14 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   if (o.staleness_smoothing >= 0) job.exchange.smoothing = o.staleness_smoothing;
   job.exchange.skip_threshold = std::max(o.skip_threshold, 0.0);
   if (o.skip_max_age > 0) job.exchange.skip_max_age = o.skip_max_age;
-  job.exchange.validate();
-  job.schedule = runtime::parse_schedule(o.schedule);
+  check_flags("--staleness-smoothing, --halo-skip-threshold or --halo-skip-max-age",
+              [&] { job.exchange.validate(); });
+  job.schedule = parse_schedule(o.schedule);
   if (!o.allow_inexact.empty() && job.schedule != runtime::Schedule::Auto) {
     throw InvalidArgument("--allow-inexact lists what --schedule auto may pick: it needs "
                           "--schedule auto");
   }
-  runtime::parse_allowed_inexact(o.allow_inexact, job.allowed_modes, job.allowed_precisions);
+  parse_allowed_inexact(o.allow_inexact, job.allowed_modes, job.allowed_precisions);
   job.checkpoint_dir = o.checkpoint_dir;
   job.checkpoint_every = o.checkpoint_every;
   job.replace_checkpoints = o.force;
@@ -363,6 +365,11 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   }
   if (app.count("--checkpoint-every") > 0 && o.checkpoint_dir.empty()) {
     throw InvalidArgument("--checkpoint-every needs --checkpoint-dir (where to write them)");
+  }
+  if (o.activation_dtype == "bf16" && uses_chunks(offload_config(o.offload))) {
+    throw InvalidArgument("bf16 activations (--activation-dtype bf16) are not supported under a "
+                          "memory budget yet: drop --device-memory, --host-memory and "
+                          "--offload-dir, or use --activation-dtype fp32");
   }
   if (o.force && o.checkpoint_dir.empty()) {
     throw InvalidArgument("--force only replaces a checkpoint in --checkpoint-dir, which is not "

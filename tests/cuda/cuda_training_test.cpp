@@ -83,7 +83,7 @@ TEST(CudaTraining, DeviceCudaWithoutAGpuIsRefusedNamingTheFix) {
     runtime::run_train_job(job_on(DeviceChoice::Cuda, "sbm:nodes=100,classes=2,features=4"));
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("--device auto"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device choice auto"), std::string::npos) << e.what();
   }
 }
 

@@ -46,7 +46,7 @@ expect_refused("an .npz in a missing folder" "no/such/graph.npz")
 # An existing .npz file is replaced only with --force (issue 37), and kept as it was without.
 file(WRITE ${WORK_DIR}/kept.npz "not replaced")
 convert(--dataset "'${DATASET}'" --out ${WORK_DIR}/kept.npz)
-expect_refused("an existing .npz without --force" "kept.npz' already exists: pass --force")
+expect_refused("an existing .npz without --force" "kept.npz' already exists.*pass --force to replace it")
 file(READ ${WORK_DIR}/kept.npz kept)
 if(NOT kept STREQUAL "not replaced")
   message(FATAL_ERROR "the refused .npz changed: it holds '${kept}'")

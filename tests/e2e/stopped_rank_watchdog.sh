@@ -48,7 +48,7 @@ else
     sleep 0.1
   done
   kill -0 "$launcher" 2>/dev/null && fail "the job still runs $((SECONDS - start)) s after rank 1 stopped"
-  grep -qE "\[rank 0\] error: rank 0 has waited [0-9]+ s for .* during epoch [0-9]+.*; rank 1 does not answer \(stopped, stuck or on a lost node\): ending the job \(limit 3 s: --peer-timeout 3\)" "$log" ||
+  grep -qE "\[rank 0\] error: rank 0 has waited [0-9]+ s for .* during epoch [0-9]+.*; rank 1 does not answer \(stopped, stuck or on a lost node\): ending the job \(limit 3 s: the peer timeout given\); --peer-timeout sets it" "$log" ||
     fail "no error naming rank 1, the step and the limit"
 fi
 cat "$log"

@@ -237,7 +237,7 @@ TEST(DatasetsHostileInputs, OverlappingTrainAndTestAreRefusedNamingPartsAndCount
   EXPECT_THAT([&] { load("npz:" + path); },
               ThrowsMessage<FormatError>(
                   AllOf(HasSubstr("g.npz"), HasSubstr("train and test"), HasSubstr("share 2 nodes"),
-                        HasSubstr("first: node 1"), HasSubstr("--allow-split-overlap"))));
+                        HasSubstr("first: node 1"), HasSubstr("allow split overlap"))));
 }
 
 TEST(DatasetsHostileInputs, ValidationEqualToTestIsRefused) {

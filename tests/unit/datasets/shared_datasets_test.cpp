@@ -152,7 +152,8 @@ TEST(DatasetsShared, MissingDataFolderThrowsIoErrorNamingPathAndDataDirFlag) {
   EXPECT_THAT([&] { load_dataset(cpu(), "cora", options); },
               ThrowsMessage<IoError>(
                   AllOf(HasSubstr("/nonexistent/tessera-data/cora_planetoid/cora_planetoid.npz"),
-                        HasSubstr("--data-dir"), HasSubstr("TESSERA_DATA_DIR"))));
+                        HasSubstr("data folder"), HasSubstr("TESSERA_DATA_DIR"),
+                        HasSubstr("scripts/fetch_datasets.sh cora"))));
 }
 
 } // namespace

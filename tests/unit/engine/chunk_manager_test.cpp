@@ -281,7 +281,7 @@ TEST(ChunkManager, ABudgetSmallerThanOneChunkIsRefused) {
     ChunkManager m(make_cpu_backend(1), config);
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("--device-memory 32 KiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device memory budget 32 KiB"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("smaller than one chunk"), std::string::npos) << e.what();
   }
 }
@@ -303,7 +303,7 @@ TEST(ChunkManager, ATensorLargerThanTheBudgetIsNamed) {
   } catch (const InvalidArgument& e) {
     const std::string text = e.what();
     EXPECT_NE(text.find("'conv1.output'"), std::string::npos) << text;
-    EXPECT_NE(text.find("--device-memory 128 KiB"), std::string::npos) << text;
+    EXPECT_NE(text.find("device memory budget (128 KiB"), std::string::npos) << text;
   }
 }
 
@@ -334,7 +334,7 @@ TEST(ChunkManager, AFullHostTierWithoutADiskTierSaysWhatToGive) {
     }
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("--offload-dir"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("an offload folder"), std::string::npos) << e.what();
   }
 }
 
@@ -371,7 +371,7 @@ TEST(ChunkManager, AnOffloadDirThatIsNotAFolderIsRefusedSayingWhatItIs) {
       ChunkManager m(make_cpu_backend(1), config);
       ADD_FAILURE() << "expected IoError for " << dir;
     } catch (const IoError& e) {
-      EXPECT_NE(std::string(e.what()).find("--offload-dir " + dir + ": it is a "),
+      EXPECT_NE(std::string(e.what()).find("offload folder " + dir + ": it is a "),
                 std::string::npos)
           << e.what();
       EXPECT_NE(std::string(e.what()).find(", not a folder"), std::string::npos) << e.what();
@@ -411,14 +411,10 @@ TEST(ChunkManagerDeathTest, TouchingAnEvictedChunkFaultsInsteadOfReadingStaleByt
       "");
 }
 
-TEST(ChunkManager, ParsesByteSizes) {
-  EXPECT_EQ(parse_byte_size("4096", "--x"), 4096u);
-  EXPECT_EQ(parse_byte_size("64MiB", "--x"), std::size_t{64} << 20);
-  EXPECT_EQ(parse_byte_size("2G", "--x"), std::size_t{2} << 30);
-  EXPECT_EQ(parse_byte_size("512KB", "--x"), std::size_t{512} << 10);
-  EXPECT_THROW(parse_byte_size("2.5G", "--device-memory"), InvalidArgument);
-  EXPECT_THROW(parse_byte_size("lots", "--device-memory"), InvalidArgument);
+TEST(ChunkManager, FormatsByteSizes) {
   EXPECT_EQ(format_bytes(std::size_t{3} << 29), "1.5 GiB");
+  EXPECT_EQ(format_bytes(std::size_t{64} << 20), "64 MiB");
+  EXPECT_EQ(format_bytes(512), "512 B");
 }
 
 // ---- Policy ----------------------------------------------------------------------------

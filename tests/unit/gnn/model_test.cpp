@@ -22,24 +22,6 @@ Csr three_node_gcn_matrix(const BackendPtr& cpu) {
   return graph::gcn_normalize(graph::build_symmetric_csr(cpu, e));
 }
 
-TEST(ParseLayerSizes, ReadsDashSeparatedSizes) {
-  EXPECT_EQ(gnn::parse_layer_sizes("1433-16-7"), (std::vector<std::int64_t>{1433, 16, 7}));
-}
-
-TEST(ParseLayerSizes, RejectsMalformedText) {
-  for (const char* bad : {"", "16", "16-", "a-7", "16--7", "0-7", "-3-7"}) {
-    EXPECT_THROW(gnn::parse_layer_sizes(bad), InvalidArgument) << bad;
-  }
-}
-
-// Issue 37: --layers 4611686018427387904-16-3 segfaulted in weight initialisation.
-TEST(ParseLayerSizes, WidthAbove32BitsIsRefusedNamingIt) {
-  EXPECT_THAT([] { gnn::parse_layer_sizes("4611686018427387904-16-3"); },
-              ::testing::ThrowsMessage<InvalidArgument>(
-                  AllOf(HasSubstr("width 4611686018427387904"), HasSubstr("2^31 - 1"))));
-  EXPECT_EQ(gnn::parse_layer_sizes("2147483647-1"), (std::vector<std::int64_t>{2147483647, 1}));
-}
-
 TEST(ModelShape, HiddenAndLayersResolveBetweenTheDatasWidths) {
   gnn::ModelShape shape;
   shape.hidden = 32;

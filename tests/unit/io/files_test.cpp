@@ -294,9 +294,9 @@ TEST_F(Files, ExistingOutputIsReplacedOnlyWhenAsked) {
   std::ofstream(out + "/manifest.json") << "{}";
 
   EXPECT_THAT([&] { io::OutputFolder again(out, "partition store", false); },
-              ThrowsMessage<IoError>(AllOf(HasSubstr(out), HasSubstr("--force"))));
+              ThrowsMessage<OutputExists>(AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
   EXPECT_THAT([&] { io::check_output_folder(out, "partition store", false); },
-              ThrowsMessage<IoError>(AllOf(HasSubstr(out), HasSubstr("--force"))));
+              ThrowsMessage<OutputExists>(AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
   EXPECT_NO_THROW(io::check_output_folder(out, "partition store", true));
   EXPECT_NO_THROW(io::OutputFolder(out, "partition store", true));
 }
@@ -307,7 +307,7 @@ TEST_F(Files, InterruptedOutputCountsAsOurs) {
   std::ofstream(out + "/features.bin.partial") << "half";
 
   EXPECT_THAT([&] { io::OutputFolder again(out, "native dataset", false); },
-              ThrowsMessage<IoError>(HasSubstr("--force")));
+              ThrowsMessage<OutputExists>(HasSubstr("replacing it was not asked for")));
   EXPECT_NO_THROW(io::OutputFolder(out, "native dataset", true));
 }
 

@@ -457,11 +457,11 @@ TEST(PartitionStore, ReplacesAnExistingStoreOnlyWhenAsked) {
   const StoreFixture store;
   const Partition two{2, {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1}};
 
-  expect_refused<IoError>(
+  expect_refused<OutputExists>(
       [&] {
         write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality());
       },
-      {store.dir, "--force"});
+      {store.dir, "replacing it was not asked for"});
   EXPECT_EQ(read_manifest(store.dir).num_parts, 3);
 
   write_store(store.dir, store.dataset, two, block_options(), Reorder::None, some_quality(), true);
@@ -485,7 +485,8 @@ TEST(PartitionStore, CheckStoreFolderRefusesWhatWriteStoreRefusesAndCreatesNothi
   TempDir temp;
   const std::string fresh = temp.file("fresh");
 
-  expect_refused<IoError>([&] { check_store_folder(store.dir, false); }, {store.dir, "--force"});
+  expect_refused<OutputExists>([&] { check_store_folder(store.dir, false); },
+                               {store.dir, "replacing it was not asked for"});
   expect_refused<IoError>([&] { check_store_folder("/", true); }, {"'/'"});
   check_store_folder(store.dir, true);
   check_store_folder(fresh, false);

@@ -341,13 +341,13 @@ TEST(MlpJobOffload, FarthestNextUseMovesNoMoreThanLru) {
   EXPECT_LT(moved_b, moved_l);
 }
 
-TEST(MlpJobOffload, ABudgetBelowOneLayersNeedNamesTheFlag) {
+TEST(MlpJobOffload, ABudgetBelowOneLayersNeedNamesTheBudget) {
   runtime::MlpJob job = deep_blobs_job();
   job.offload.chunk_bytes = std::size_t{16} << 10;
   job.offload.device_bytes = std::size_t{32} << 10;
 
   EXPECT_THAT([&] { runtime::run_mlp_job(job); },
-              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("--device-memory 32 KiB")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("device memory budget (32 KiB")));
 }
 
 }  // namespace

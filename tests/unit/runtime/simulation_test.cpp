@@ -44,13 +44,7 @@ TEST(SlowerDevice, ReadsItsClockAroundEveryTrainingCallChangesNoResultAndLeavesN
   EXPECT_THROW(runtime::SlowerDevice(*slowed, std::nan(""), {}), InvalidArgument);
 }
 
-TEST(Simulation, FlagsAreParsedAndCheckedNamingTheFlag) {
-  EXPECT_EQ(runtime::parse_rank_speed("1:0.25"), (std::pair<int, double>{1, 0.25}));
-  EXPECT_EQ(runtime::parse_failure("0:3"), (std::pair<int, int>{0, 3}));
-  EXPECT_THAT([] { runtime::parse_rank_speed("1:x"); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("--simulate-rank-speed '1:x'")));
-  EXPECT_THAT([] { runtime::parse_failure("0:1.5"); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("--inject-failure expects RANK:EPOCH")));
+TEST(Simulation, IsCheckedAgainstTheJobNamingTheFlag) {
   runtime::Simulation simulation;
   simulation.rank_speeds = {{1, 0.5}};
 

@@ -266,7 +266,7 @@ TEST(TrainJob, DivergingLossStopsAtTheFirstNonFiniteEpochSuggestingALowerLearnin
   EXPECT_THAT(
       [&] { runtime::run_train_job(job); },
       ::testing::ThrowsMessage<gnn::TrainingStopped>(::testing::AllOf(
-          HasSubstr(" at epoch "), HasSubstr("diverged; try a lower learning rate (--lr"))));
+          HasSubstr(" at epoch "), HasSubstr("diverged; try a lower learning rate (now 1e+30"))));
 }
 
 // ---- Under a device budget (the chunk engine) ----
@@ -392,13 +392,13 @@ TEST(TrainJobOffload, FarthestNextUseMovesFewerBytesThanLru) {
   expect_same_losses(b.result, l.result);
 }
 
-TEST(TrainJobOffload, ABudgetBelowWhatMustBeWholeNamesTheFlag) {
+TEST(TrainJobOffload, ABudgetBelowWhatMustBeWholeNamesTheSettings) {
   // The logits ([3000, 4] floats, 47 KiB) are acquired whole: they must fit.
   const runtime::TrainJob job = under_budget(small_job(kEasySbm, 2), 32);
 
   EXPECT_THAT([&] { runtime::run_train_job(job); },
               ::testing::ThrowsMessage<InvalidArgument>(
-                  ::testing::AllOf(HasSubstr("--device-memory 32 KiB"), HasSubstr("--chunk-size"))));
+                  ::testing::AllOf(HasSubstr("device memory budget (32 KiB"), HasSubstr("chunk size"))));
 }
 
 TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {
@@ -408,7 +408,7 @@ TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {
 
   EXPECT_THAT([&] { runtime::run_train_job(job); },
               ::testing::ThrowsMessage<InvalidArgument>(
-                  HasSubstr("--device-memory 16 KiB is smaller than one chunk (--chunk-size 64 KiB)")));
+                  HasSubstr("device memory budget 16 KiB is smaller than one chunk (chunk size 64 KiB)")));
 }
 
 } // namespace

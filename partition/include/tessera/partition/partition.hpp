@@ -137,17 +137,11 @@ Method parse_method(const std::string& text);
 VertexWeight parse_vertex_weight(const std::string& text); ///< uniform, degree, compute, cost
 Objective parse_objective(const std::string& text);        ///< cut, volume
 Balance parse_balance(const std::string& text);            ///< none, given, measured
-/// Refuses rank speeds (--rank-speeds) that cannot cut `parts` parts under `balance`: Given needs
-/// one positive, finite speed per part (one per rank), the other balances none. Throws
-/// InvalidArgument naming --rank-speeds and the speeds.
+/// Refuses rank speeds that cannot cut `parts` parts under `balance`: Given needs one positive,
+/// finite speed per part (one per rank), the other balances none. Throws InvalidArgument naming
+/// the speeds.
 void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts);
 /// The smallest a part's weight may be next to the largest: METIS reads shares as 32-bit floats.
 inline constexpr double kMinPartWeightRatio = 1e-6;
-
-/// "2,1,1,1" → {2, 1, 1, 1}; throws InvalidArgument on malformed text, a non-positive item or one
-/// below kMinPartWeightRatio of the largest, naming `what` (the flag: "--part-weights",
-/// "--rank-speeds") and the text.
-std::vector<double> parse_part_weights(const std::string& text,
-                                       const std::string& what = "--part-weights");
 
 } // namespace tessera::partition

@@ -162,10 +162,6 @@ struct LinkModel {
   double gigabits_per_second = 0; ///< each direction of each pair of ranks
   double latency_us = 0;          ///< per message, after its last byte left
 };
-/// "10" (10 Gb/s, no latency) or "10:5" (and 5 µs per message). Throws InvalidArgument naming
-/// --simulate-link, the text and the accepted form for anything else (a bandwidth that is not a
-/// positive number, a latency that is negative or not a number).
-LinkModel parse_link_model(const std::string& text);
 /// "10 Gb/s, 5 µs latency".
 std::string to_string(const LinkModel& link);
 

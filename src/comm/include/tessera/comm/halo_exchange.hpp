@@ -25,7 +25,7 @@ enum class HaloPrecision {
         ///< (unbiased to 1/512 of a step; keyed by the counter RNG, so runs repeat bit for
         ///< bit): a quarter
 };
-/// "fp32", "bf16" or "int8"; parse throws InvalidArgument naming --halo-precision, the text and
+/// "fp32", "bf16" or "int8"; parse throws InvalidArgument naming the setting, the text and
 /// the accepted values.
 std::string to_string(HaloPrecision precision);
 HaloPrecision parse_halo_precision(const std::string& text);

@@ -42,8 +42,8 @@ struct ExchangeOptions {
   /// Skip: a row is re-sent at least every this many epochs, drifted or not. ≥ 1.
   int skip_max_age = 4;
 
-  /// Throws InvalidArgument naming the flag (--staleness-smoothing, --halo-skip-threshold,
-  /// --halo-skip-max-age) and the accepted values for a value out of range.
+  /// Throws InvalidArgument naming the setting (staleness smoothing, halo skip threshold, halo
+  /// skip max age) and the accepted values for a value out of range.
   void validate() const;
 };
 /// For logs: "exact, fp32 messages", "stale (smoothing 0.9), bf16 messages", "skip (τ 0.05,

@@ -37,7 +37,7 @@ public:
   /// Fixes the limit (seconds > 0), or (nullopt) goes back to the derived one. Throws
   /// InvalidArgument for a limit that is not positive and finite.
   void set_limit(std::optional<double> seconds);
-  /// How limit() is set, for messages: "--peer-timeout 5" or "the larger of 60 s and 50 x the
+  /// How limit() is set, for messages: "the peer timeout given" or "the larger of 60 s and 50 x the
   /// slowest epoch (0.12 s)".
   std::string describe_limit() const;
 

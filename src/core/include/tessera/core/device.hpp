@@ -147,8 +147,8 @@ int max_cpu_threads();
 
 /// The host backend. num_threads = 0 keeps OpenMP's default (OMP_NUM_THREADS or all cores);
 /// a positive value sets the OpenMP thread count for the process. Throws InvalidArgument naming
-/// --threads or OMP_NUM_THREADS and the range [0, max_cpu_threads()] for a count outside it
-/// (given, or OpenMP's default).
+/// the thread count (or OMP_NUM_THREADS) and the range [0, max_cpu_threads()] for a count outside
+/// it (given, or OpenMP's default).
 BackendPtr make_cpu_backend(int num_threads = 0);
 
 /// Copies `bytes` from memory of backend `from` to memory of backend `to` (any pair of host and

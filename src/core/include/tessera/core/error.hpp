@@ -63,4 +63,11 @@ TESSERA_DEFINE_ERROR(NotCompiled);
 
 #undef TESSERA_DEFINE_ERROR
 
+/// An output (a file, a store, a checkpoint) is there already and replacing it was not asked for;
+/// the message names it. Programs add how to ask (runtime::error_text).
+class OutputExists : public IoError {
+public:
+  using IoError::IoError;
+};
+
 } // namespace tessera

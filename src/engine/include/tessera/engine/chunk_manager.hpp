@@ -49,11 +49,11 @@ EvictionPolicy parse_eviction_policy(const std::string& text);
 /// Sizes and places of the tiers. A budget of 0 means none: with no device budget every chunk
 /// stays on the device (nothing moves; the run is today's in-memory run).
 struct OffloadConfig {
-  std::size_t chunk_bytes = std::size_t{64} << 20; ///< --chunk-size; a multiple of the backend's
+  std::size_t chunk_bytes = std::size_t{64} << 20; ///< chunk size; a multiple of the backend's
                                                    ///< address granularity
-  std::size_t device_bytes = 0; ///< --device-memory: the device tier's hard budget
-  std::size_t host_bytes = 0;   ///< --host-memory: the host tier's budget (pinned memory)
-  std::string offload_dir;      ///< --offload-dir: the disk tier's folder (one file per rank)
+  std::size_t device_bytes = 0; ///< device memory budget: the device tier's hard budget
+  std::size_t host_bytes = 0;   ///< host memory budget: the host tier's (pinned memory)
+  std::string offload_dir;      ///< offload folder: the disk tier's (one file per rank)
   EvictionPolicy policy = EvictionPolicy::FarthestNextUse;
   int prefetch_depth = 2; ///< chunks of the recorded trace brought in ahead of their use
   int rank = 0;           ///< names the disk tier's file
@@ -61,13 +61,10 @@ struct OffloadConfig {
   /// 1 TiB (address space only: no memory is committed for it).
   std::size_t address_space_bytes = 0;
   /// Testing: a write to the disk tier past this many bytes in total comes up short, as on a
-  /// full disk (like --inject-failure).
+  /// full disk.
   std::uint64_t fail_disk_writes_after = std::numeric_limits<std::uint64_t>::max();
 };
 
-/// Parses a byte size: "512MiB", "2GiB", "64M", "1G", "4096" (K/M/G/T, binary units).
-/// Throws InvalidArgument naming `what` (a flag) and the text for anything else.
-std::size_t parse_byte_size(const std::string& text, const std::string& what);
 /// "1.5 GiB", "64 MiB", "512 B".
 std::string format_bytes(std::uint64_t bytes);
 
@@ -117,7 +114,7 @@ struct TensorSlot {
 class ChunkManager {
 public:
   /// Reserves the address space and the device slots (device_bytes / chunk_bytes of them).
-  /// Throws InvalidArgument naming --chunk-size or --device-memory for a chunk size that is not a
+  /// Throws InvalidArgument naming the chunk size or the budget for a chunk size that is not a
   /// multiple of the backend's granularity or a device budget smaller than one chunk, and IoError
   /// naming the folder when the disk tier's folder cannot hold files.
   ChunkManager(BackendPtr backend, OffloadConfig config);
@@ -145,12 +142,12 @@ public:
 
   /// Brings the chunks that hold bytes [offset, offset + bytes) of tensor `id` (all of it by
   /// default) onto the device and pins them there until release() with the same arguments.
-  /// Throws InvalidArgument naming the tensor and --device-memory when the chunks pinned at once
+  /// Throws InvalidArgument naming the tensor and the budget when the chunks pinned at once
   /// would exceed the device budget, IoError naming the file when the disk tier fails.
   std::byte* acquire(int id, Access access, std::size_t offset = 0,
                      std::size_t bytes = std::numeric_limits<std::size_t>::max());
-  /// Throws the InvalidArgument acquire() would (naming the tensor, --device-memory and
-  /// --chunk-size) when bytes [offset, offset + bytes) of tensor `id` span more chunks than the
+  /// Throws the InvalidArgument acquire() would (naming the tensor, the budget and the chunk
+  /// size) when bytes [offset, offset + bytes) of tensor `id` span more chunks than the
   /// device budget holds.
   void check_fits(int id, std::size_t offset = 0,
                   std::size_t bytes = std::numeric_limits<std::size_t>::max()) const;

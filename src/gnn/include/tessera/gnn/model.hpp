@@ -26,10 +26,7 @@ struct ModelShape {
   std::vector<std::int64_t> resolve(std::int64_t in, std::int64_t classes) const;
 };
 
-/// Parses "1433-16-7" into {1433, 16, 7}. Throws InvalidArgument on malformed text.
-std::vector<std::int64_t> parse_layer_sizes(const std::string& text);
-
-/// The widest a layer may be (its columns are 32-bit ids); parse_layer_sizes refuses more.
+/// The widest a layer may be (its columns are 32-bit ids); ModelShape::resolve refuses more.
 inline constexpr std::int64_t kMaxLayerWidth = 2147483647;
 
 /// The settings every graph model reads, whatever its layers (GCN, GraphSAGE, GIN or a custom

@@ -91,7 +91,7 @@ void check_output_file(const std::string& path);
 /// for the object's lifetime. The folder is created when absent (with its parents). Refused with
 /// IoError naming the folder: "/", a link or anything not a folder, a non-empty folder that is not
 /// a Tessera output, a Tessera output of another kind, and an existing output of the same kind
-/// unless `replace` ("... pass --force to replace it"); an interrupted output (marker present,
+/// unless `replace` (OutputExists: "... replacing it was not asked for"); an interrupted output (marker present,
 /// content incomplete) counts as an existing one. The claim is the file DIR/.tessera-output (which
 /// names the kind and stays) held under an exclusive flock until destruction, so a second
 /// concurrent writer fails with "another process is writing DIR"; the kernel drops the lock when

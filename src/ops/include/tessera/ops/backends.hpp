@@ -23,9 +23,6 @@ BackendPtr make_cuda_backend(int device = 0);
 /// Where a process trains: the CPU, a GPU (required), or a GPU when one is free (else the CPU).
 enum class DeviceChoice { Cpu, Cuda, Auto };
 
-/// "cpu", "cuda" or "auto"; throws InvalidArgument otherwise.
-DeviceChoice parse_device_choice(const std::string& text);
-
 /// The backend of a process that is rank `local_rank` among the ranks of one node: Cpu gives
 /// the CPU backend (`cpu_threads` as in make_cpu_backend); Cuda gives GPU `local_rank` and
 /// throws InvalidArgument when the node has no such GPU; Auto gives GPU `local_rank` when the

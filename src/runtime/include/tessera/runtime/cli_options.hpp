@@ -1,9 +1,17 @@
-// Flags whose values are checked as they are parsed, the same way in every app: numbers in a
-// range said plainly ("an integer in [1, 2^30]", never a 309-digit bound), whole seeds that do
-// not wrap, and paths that are not empty. Each refusal names the flag, the range and the text.
+// The options module: every flag of every app is declared and parsed here (cli_options.cpp) and
+// its text turned into the library's typed settings (flag_values.cpp). Values are checked as
+// they are parsed, the same way in every app: numbers in a range said plainly ("an integer in
+// [1, 2^30]", never a 309-digit bound), whole seeds that do not wrap, paths that are not empty,
+// and the forms of the texts (byte sizes, layer sizes, lists). Each refusal names the flag, the
+// range and the text; below runtime the library takes typed settings and its errors name those.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/comm/halo_exchange.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/ops/backends.hpp"
+#include "tessera/runtime/train_job.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -65,6 +73,48 @@ CLI::Option* add_seed_option(CLI::App& app, const std::string& name,
 /// string"): an empty path would otherwise read as the flag not given at all.
 CLI::Option* add_path_option(CLI::App& app, const std::string& name, std::string& value,
                              const std::string& description);
+
+// ---- Flag values: text → typed settings, each refusal naming the flag and the text ----
+
+/// A byte size: "512MiB", "2GiB", "64M", "1G", "4096" (K/M/G/T, binary units). Throws
+/// InvalidArgument naming `flag` and the text for anything else.
+std::size_t parse_byte_size(const std::string& text, const std::string& flag);
+/// --layers "1433-16-7" → {1433, 16, 7}: positive widths up to gnn::kMaxLayerWidth, at least two.
+std::vector<std::int64_t> parse_layer_sizes(const std::string& text);
+/// --device: "cpu", "cuda" or "auto".
+DeviceChoice parse_device_choice(const std::string& text);
+/// --simulate-link: "10" (10 Gb/s, no latency) or "10:5" (and 5 µs per message); a bandwidth
+/// above 0 and a latency not negative.
+comm::LinkModel parse_link_model(const std::string& text);
+/// "2,1,1,1" → {2, 1, 1, 1} for `flag` (--part-weights, --rank-speeds): positive numbers whose
+/// sum is finite, none below partition::kMinPartWeightRatio of the largest.
+std::vector<double> parse_part_weights(const std::string& text, const std::string& flag);
+/// --simulate-rank-speed "R:FACTOR" → {R, FACTOR} (ranges are checked by Simulation::check).
+std::pair<int, double> parse_rank_speed(const std::string& text);
+/// --inject-failure "RANK:EPOCH" → {RANK, EPOCH}.
+std::pair<int, int> parse_failure(const std::string& text);
+/// --schedule: "fixed" or "auto".
+Schedule parse_schedule(const std::string& text);
+/// --allow-inexact "stale,bf16": the modes and precisions it names (stale, skip, bf16, int8).
+void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>& modes,
+                           std::vector<comm::HaloPrecision>& precisions);
+
+/// Runs `check`, a library check of settings that `flags` set, and throws an InvalidArgument it
+/// throws again led by the flags: "--rank-speeds: rank speeds '1,0.5' name 2 speed(s) for 1
+/// part(s): expects one per rank". So a program refuses flags before it loads anything, in the
+/// library's words, and the library stays free of flag names.
+template <typename Check> void check_flags(const std::string& flags, Check&& check) {
+  try {
+    check();
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(flags + ": " + e.what());
+  }
+}
+
+/// What a program prints for an error `e` (after "error: "): the library's message, and for the
+/// kinds of error a flag answers, the flag: an OutputExists gets "; pass --force to replace it",
+/// a PeerTimeout "; --peer-timeout sets it".
+std::string error_text(const std::exception& e);
 
 /// Adds --allow-split-overlap: accept a stored split whose parts share nodes.
 void add_split_overlap_flag(CLI::App& app, bool& value);

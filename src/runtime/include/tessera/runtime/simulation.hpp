@@ -40,10 +40,6 @@ struct Simulation {
   void after_epoch(int rank, int epoch) const;
 };
 
-/// "R:FACTOR" → {R, FACTOR} (--simulate-rank-speed); InvalidArgument naming the flag otherwise.
-std::pair<int, double> parse_rank_speed(const std::string& text);
-/// "RANK:EPOCH" → {RANK, EPOCH} (--inject-failure); InvalidArgument naming the flag otherwise.
-std::pair<int, int> parse_failure(const std::string& text);
 
 /// A simulated slower device on `model` while it lives: after each module's training forward and
 /// backward it sleeps (slowdown - 1) times the call's compute — its time less what

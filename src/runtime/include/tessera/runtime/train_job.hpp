@@ -24,13 +24,8 @@ enum class Schedule {
   Fixed, ///< every layer as the flags say
   Auto   ///< per layer, by the cost model, among what the user allows
 };
-/// "fixed" or "auto"; parse throws InvalidArgument naming --schedule and the accepted values.
+/// "fixed" or "auto" (the flag's values: parse_schedule in cli_options.hpp).
 std::string to_string(Schedule schedule);
-Schedule parse_schedule(const std::string& text);
-/// "stale,bf16": the modes and precisions --allow-inexact names (stale, skip, bf16, int8).
-/// Throws InvalidArgument naming the flag, the word and the accepted ones.
-void parse_allowed_inexact(const std::string& text, std::vector<comm::HaloMode>& modes,
-                           std::vector<comm::HaloPrecision>& precisions);
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
 struct TrainJob {
