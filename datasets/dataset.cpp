@@ -10,6 +10,7 @@
 #include "tessera/core/rng.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -195,7 +196,18 @@ Dataset load_dataset(const BackendPtr& backend, const std::string& spec,
   // source has one or none and would ignore the index, so a nonzero one is refused here.
   check_split_index(options.split_index, ds.num_splits(), spec);
   check_stored_splits(ds, options.allow_split_overlap);
+  ds.row_normalize = ds.row_normalize || recipe_row_normalizes(ds.name);
   return ds;
+}
+
+bool recipe_row_normalizes(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const std::string_view set : {"cora", "citeseer", "pubmed"}) {
+    if (lower.starts_with(set)) return true;
+  }
+  return false;
 }
 
 std::vector<std::string> dataset_inputs(const std::string& spec, const LoadOptions& options) {

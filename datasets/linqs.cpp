@@ -98,6 +98,7 @@ Dataset load_linqs(const BackendPtr& backend, const std::string& content_path) {
   ds.adjacency = graph::build_symmetric_csr(backend, edges);
   // Rows are nodes in the order of the .content lines.
   check_loaded(ds, {.features = content_path, .edges = cites_path, .labels = content_path});
+  ds.row_normalize = true; // LINQS's sets are bag-of-words features, row-normalized by recipe
   return ds;
 }
 

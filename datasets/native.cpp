@@ -105,6 +105,7 @@ void save_native(const Dataset& dataset, const std::string& dir, bool replace) {
                                         {"num_classes", dataset.num_classes}};
   io::add_shape(description, io::graph_files_shape(dataset.adjacency, dataset.features));
   description["num_splits"] = dataset.num_splits();
+  description["row_normalize_features"] = dataset.row_normalize;
   // json_text: a name taken from a non-UTF-8 file name must not throw halfway through.
   io::write_text_file(description_path(dir), io::json_text(description));
 }
@@ -118,6 +119,7 @@ struct Description {
   std::int32_t num_classes = 0;
   io::GraphFilesShape shape;
   std::int64_t num_splits = -1; ///< -1: not recorded (a folder written before it was)
+  bool row_normalize = false;   ///< absent in folders written before it was: by name only
 };
 
 Description read_description(const std::string& dir) {
@@ -152,6 +154,14 @@ Description read_description(const std::string& dir) {
         throw FormatError(path + ": num_splits is " + std::to_string(d.num_splits) + " for " +
                           std::to_string(d.num_nodes) + " nodes");
       }
+    }
+    if (description.contains("row_normalize_features")) {
+      const nlohmann::json& flag = description.at("row_normalize_features");
+      if (!flag.is_boolean()) {
+        throw FormatError(path + ": row_normalize_features is " + flag.dump() +
+                          ", expected true or false");
+      }
+      d.row_normalize = flag.get<bool>();
     }
   } catch (const nlohmann::json::exception& e) {
     throw FormatError(path + ": malformed dataset description: " + e.what());
@@ -199,6 +209,7 @@ Dataset load_native(const BackendPtr& backend, const std::string& dir, int split
   check_split_index(split_index, num_splits, dir);
   Dataset ds;
   ds.name = d.name;
+  ds.row_normalize = d.row_normalize;
   ds.num_nodes = d.num_nodes;
   ds.num_classes = d.num_classes;
   std::vector<std::uint32_t> crcs;
@@ -250,7 +261,9 @@ RowBlock load_native_rows(const std::string& dir,
                [&](std::int64_t i) { return "row " + std::to_string(rows.first + i); });
   check_split_parts({files.train_idx, files.val_idx, files.test_idx}, files.labels, rows.first,
                     split_origin(dir, split_index), sources.labels, "", allow_overlap);
-  return make_row_block(d.name, d.num_nodes, d.num_classes, rows, std::move(files));
+  RowBlock block = make_row_block(d.name, d.num_nodes, d.num_classes, rows, std::move(files));
+  block.row_normalize = d.row_normalize || recipe_row_normalizes(d.name);
+  return block;
 }
 
 } // namespace detail

@@ -398,6 +398,16 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path, int spl
       ds.num_classes = static_cast<std::int32_t>(stored);
     }
   }
+  if (npz.contains("row_normalize_features")) {
+    const NpyInfo info = npz.info("row_normalize_features");
+    expect_shape(npz, "row_normalize_features", info, {});
+    expect_integers(npz, "row_normalize_features", info, "whether rows are normalized (0 or 1)");
+    const auto value = npz.read<std::int64_t>("row_normalize_features").data.front();
+    if (value != 0 && value != 1) {
+      npz.fail("row_normalize_features", "holds " + std::to_string(value) + ", expected 0 or 1");
+    }
+    ds.row_normalize = value == 1;
+  }
   read_csr_npz_splits(npz, ds, split_index);
   const Sources sources{.features =
                             array_name(npz, npz.contains("attr_indptr") ? "attr_data" : "features"),

@@ -121,7 +121,9 @@ RowBlock load_block(const BackendPtr& backend, const std::string& spec, const Lo
   const Dataset ds = load_dataset(backend, spec, options);
   const RowRange rows = choose(ds.num_nodes);
   io::check_row_range("dataset '" + spec + "'", rows.first, rows.last, ds.num_nodes);
-  return make_row_block(ds.name, ds.num_nodes, ds.num_classes, rows, cut_rows(ds, rows));
+  RowBlock block = make_row_block(ds.name, ds.num_nodes, ds.num_classes, rows, cut_rows(ds, rows));
+  block.row_normalize = ds.row_normalize;
+  return block;
 }
 
 } // namespace

@@ -81,6 +81,10 @@ void save_npz(const Dataset& dataset, const std::string& path) {
     const std::int64_t num_classes = dataset.num_classes;
     out.add<std::int64_t>("num_classes", {}, std::span<const std::int64_t>(&num_classes, 1));
   }
+  if (dataset.row_normalize) {
+    const std::int64_t yes = 1;
+    out.add<std::int64_t>("row_normalize_features", {}, std::span<const std::int64_t>(&yes, 1));
+  }
   if (dataset.all_splits.size() > 1) {
     add_masks(out, dataset);
   } else if (dataset.has_split()) {

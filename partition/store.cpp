@@ -192,6 +192,7 @@ ordered_json manifest_to_json(const Manifest& m) {
   return {{"format_version", m.format_version},
           {"dataset", m.dataset},
           {"dataset_checksum", m.dataset_checksum},
+          {"row_normalize_features", m.row_normalize},
           {"method", m.method},
           {"vertex_weight", m.vertex_weight},
           {"objective", m.objective},
@@ -373,6 +374,7 @@ void write_store(const std::string& dir, const datasets::Dataset& dataset,
   Manifest manifest = manifest_of(options, reorder, quality);
   manifest.dataset = dataset.name;
   manifest.dataset_checksum = dataset_checksum(dataset);
+  manifest.row_normalize = dataset.row_normalize;
   manifest.num_parts = partition.num_parts;
   manifest.num_nodes = dataset.num_nodes;
   ProgressStage progress("writing " + dir, partition.num_parts, "tiles");
@@ -433,9 +435,10 @@ std::string from_rank_0(const std::string& text, comm::Communicator& comm) {
 } // namespace
 
 void write_store_from_tiles(const std::string& dir, const LocalGraph& tile,
-                            const std::string& dataset_name, const std::string& checksum,
-                            const Options& options, Reorder reorder, const Quality& quality,
-                            comm::Communicator& comm, bool replace) {
+                            const DatasetRecord& dataset, const Options& options, Reorder reorder,
+                            const Quality& quality, comm::Communicator& comm, bool replace) {
+  const std::string& dataset_name = dataset.name;
+  const std::string& checksum = dataset.checksum;
   constexpr int kReportTag = 7111;
   const int me = comm.rank();
   const int ranks = comm.size();
@@ -468,6 +471,7 @@ void write_store_from_tiles(const std::string& dir, const LocalGraph& tile,
     Manifest manifest = manifest_of(options, reorder, quality);
     manifest.dataset = dataset_name;
     manifest.dataset_checksum = checksum;
+    manifest.row_normalize = dataset.row_normalize;
     manifest.num_parts = ranks;
     manifest.num_nodes = tile.num_global_nodes;
     std::vector<std::string> problems;
@@ -524,6 +528,10 @@ Manifest read_manifest(const std::string& dir) {
     }
     j.at("dataset").get_to(m.dataset);
     j.at("dataset_checksum").get_to(m.dataset_checksum);
+    // Optional: stores written before it was recorded go by the dataset's name.
+    m.row_normalize = j.contains("row_normalize_features")
+                          ? j.at("row_normalize_features").get<bool>()
+                          : datasets::recipe_row_normalizes(m.dataset);
     j.at("method").get_to(m.method);
     j.at("vertex_weight").get_to(m.vertex_weight);
     j.at("objective").get_to(m.objective);

@@ -276,11 +276,12 @@ def check_output(out, inputs, force):
 # ---- writing --------------------------------------------------------------------------------
 
 
-def write_npz(out, adjacency, features, labels, split, num_classes=None):
+def write_npz(out, adjacency, features, labels, split, num_classes=None, row_normalize=False):
     """Writes the loader's npz layout to `out` (through a temporary file, then renamed). Every
     argument was checked by its reader: a square CSR adjacency [N, N], features [N, F] (CSR or
     dense) or None, labels [N] or None, sorted ids in 0..N-1 or None, and the num_classes the input
-    stored (kept) or None."""
+    stored (kept) or None. `row_normalize` records that the data's published recipe row-normalizes
+    its features (the key row_normalize_features, which training's default follows)."""
     n = adjacency.shape[0]
     arrays = {
         "adj_indptr": adjacency.indptr.astype("<i8"),
@@ -299,6 +300,8 @@ def write_npz(out, adjacency, features, labels, split, num_classes=None):
         summary += f", {features.shape[1]} features"
     if num_classes is not None:
         arrays["num_classes"] = np.array(num_classes, dtype="<i8")
+    if row_normalize:
+        arrays["row_normalize_features"] = np.array(1, dtype="<i8")
     if labels is not None:
         arrays["labels"] = labels.astype("<i8")
         if num_classes is None:
@@ -675,7 +678,9 @@ def convert_planetoid(path, name, out, force):
     split = {"train_idx": np.arange(num_train),
              "val_idx": np.arange(num_train, num_train + PLANETOID_VAL_SIZE),
              "test_idx": np.sort(test_index)}
-    write_npz(out, adjacency, features, class_ids(labels, f"{prefix}.ally"), split)
+    # Planetoid's sets are bag-of-words citation graphs, row-normalized by their recipe.
+    write_npz(out, adjacency, features, class_ids(labels, f"{prefix}.ally"), split,
+              row_normalize=True)
 
 
 def main(argv):

@@ -303,8 +303,7 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
                load_time.seconds());
   }
   options.feature_width = block.features.cols();
-  const std::string name = block.name;
-  const std::string checksum = tp::dataset_checksum(block, comm);
+  const tp::DatasetRecord record{block.name, tp::dataset_checksum(block, comm), block.row_normalize};
   const tessera::Stopwatch cut_time;
   const std::vector<std::int32_t> owner = tp::partition_rows(block, options, comm);
   const double cut_ms = 1e3 * cut_time.seconds();
@@ -321,8 +320,7 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
   }
   if (!f.out.empty()) {
     const tessera::Stopwatch write_time;
-    tp::write_store_from_tiles(f.out, tile, name, checksum, options, reorder, quality, comm,
-                               f.force);
+    tp::write_store_from_tiles(f.out, tile, record, options, reorder, quality, comm, f.force);
     if (root) {
       fmt::print("wrote {} ({} parts, each by its rank, {}) in {:.2f} s\n", f.out, f.parts,
                  f.method, write_time.seconds());

@@ -66,6 +66,7 @@ json run_json(const CheckpointRun& run) {
             {"order", to_string(run.model.order)},
             {"decay_first_layer_only", run.model.decay_first_layer_only},
             {"activation_dtype", to_string(run.model.activation_dtype)}}},
+          {"row_normalize_features", run.row_normalized.value_or(false)},
           {"epochs", run.epochs},
           {"ranks", run.ranks}};
 }
@@ -235,6 +236,9 @@ CheckpointRun read_run(const json& state, const std::string& file, int version) 
     } catch (const InvalidArgument& e) {
       malformed(file, std::string("field 'activation_dtype': ") + e.what());
     }
+  }
+  if (r.contains("row_normalize_features")) {
+    run.row_normalized = field<bool>(r, "row_normalize_features", file);
   }
   run.epochs = field<int>(r, "epochs", file);
   run.ranks = field<int>(r, "ranks", file);
@@ -465,6 +469,15 @@ std::vector<std::string> check_resumable(const std::string& dir, const Checkpoin
   refuse_if("model", saved.model_name, current.model_name);
   refuse_if("layer sizes", saved.layer_sizes, current.layer_sizes);
   refuse_if("bias", saved.model.bias, current.model.bias);
+  // The features the weights were trained on: a resumed run must see them scaled the same way.
+  if (saved.row_normalized && current.row_normalized &&
+      *saved.row_normalized != *current.row_normalized) {
+    throw InvalidArgument(fmt::format(
+        "checkpoint {} was made with input features {}, this run's are {}: it cannot be resumed "
+        "here (pass --normalize-features {})",
+        dir, *saved.row_normalized ? "row-normalized" : "as stored",
+        *current.row_normalized ? "row-normalized" : "as stored", *saved.row_normalized));
+  }
 
   std::vector<std::string> notes;
   const auto note_if = [&](const char* what, const auto& was, const auto& is) {

@@ -171,6 +171,11 @@ datasets::LoadOptions TrainingFlags::load_options() const {
   return load;
 }
 
+std::optional<bool> TrainingFlags::normalize_choice() const {
+  if (normalize_features == "auto") return std::nullopt;
+  return normalize_features == "true";
+}
+
 void add_training_flags(CLI::App& app, TrainingFlags& f, const TrainingFlagsHelp& help) {
   add_path_option(app, "--dataset", f.dataset, help.dataset)->capture_default_str();
   add_path_option(app, "--data-dir", f.data_dir, "folder of named datasets ($TESSERA_DATA_DIR)")
@@ -214,6 +219,13 @@ void add_training_flags(CLI::App& app, TrainingFlags& f, const TrainingFlagsHelp
   add_seed_option(app, "--split-seed", f.split_seed,
                   "seed of the random 60/20/20 split drawn for data without one (default: "
                   "--seed); hold the split fixed while --seed varies");
+  app.add_option("--normalize-features", f.normalize_features,
+                 "divide each feature row by its sum (Kipf & Welling's preprocessing, PyG's "
+                 "NormalizeFeatures): true, false, or auto: as the dataset's published recipe, "
+                 "on for the bag-of-words citation sets (Cora, CiteSeer, PubMed; data that "
+                 "records it) and off for the rest (counts, ratings, embeddings, generated data)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "true", "false"}));
   app.add_option("--metric", f.metric,
                  "what selects the best validation epoch and leads the summary: accuracy, or "
                  "roc-auc (binary tasks, as the heterophilous benchmark and OGB report them)")

@@ -24,6 +24,22 @@ double max_abs_feature(const graph::Features& features) {
   return 0.0;
 }
 
+std::string describe_normalization(const std::string& dataset, std::optional<bool> asked,
+                                   bool recipe) {
+  if (asked) {
+    return *asked ? "features: row-normalized (--normalize-features true)"
+                  : "features: as stored (--normalize-features false)";
+  }
+  if (recipe) {
+    return fmt::format("features: row-normalized, the published recipe of {} (bag-of-words "
+                       "citation data; --normalize-features false keeps them as stored)",
+                       dataset);
+  }
+  return fmt::format("features: as stored ({} has no row-normalization recipe; "
+                     "--normalize-features true divides each row by its sum)",
+                     dataset);
+}
+
 std::string describe_extreme_features(double max_abs, bool normalized) {
   if (!(max_abs >= kExtremeFeature)) return "";
   return fmt::format("the input features reach {:.3g} in absolute value{}: float32 products and "

@@ -4,6 +4,7 @@
 
 #include "tessera/graph/features.hpp"
 
+#include <optional>
 #include <string>
 
 namespace tessera::runtime {
@@ -14,6 +15,11 @@ inline constexpr double kExtremeFeature = 1e6;
 
 /// The largest absolute value of `features` (host memory; 0 for none).
 double max_abs_feature(const graph::Features& features);
+
+/// The log line of a job's feature normalization: what `asked` (--normalize-features) chose, or
+/// else what the `recipe` of `dataset` (datasets::Dataset::row_normalize) did.
+std::string describe_normalization(const std::string& dataset, std::optional<bool> asked,
+                                   bool recipe);
 
 /// "the input features reach 1e+38 in absolute value, ..." when `max_abs` is at least
 /// kExtremeFeature (saying whether they were row-normalized), else "".

@@ -203,11 +203,13 @@ partition::LocalGraph tile_in_memory(const TrainJob& job, comm::Communicator& co
     }
   }
   share_failure(comm, 0, failure, "could not prepare the dataset");
-  std::vector<std::string> facts{data.name, checksum, data.origin.features};
+  std::vector<std::string> facts{data.name, checksum, data.origin.features,
+                                 data.row_normalize ? "1" : "0"};
   broadcast_texts(comm, facts, 0);
   g.dataset = facts[0];
   g.dataset_checksum = facts[1];
   g.feature_source = facts[2];
+  g.recipe_row_normalize = facts[3] == "1";
   comm.allreduce_sum(std::span<std::int64_t>(&drawn, 1));
   g.split_drawn = drawn != 0;
   if (comm.size() == 1) return partition::whole_graph_tile(std::move(data));
@@ -259,6 +261,7 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   share_first_failure(comm, failure, "could not read its rows of the dataset");
   g.dataset = block.name;
   g.feature_source = "dataset '" + block.name + "' (its feature width)";
+  g.recipe_row_normalize = block.row_normalize;
   std::vector<std::int64_t> split{static_cast<std::int64_t>(block.train_idx.size()),
                                   static_cast<std::int64_t>(block.val_idx.size()),
                                   static_cast<std::int64_t>(block.test_idx.size()),
@@ -633,7 +636,8 @@ void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>
     failure = std::current_exception();
   }
   share_first_failure(*comm, failure, "cannot hold the model");
-  if (job.normalize_features) datasets::row_normalize_features(g.tile.features);
+  g.row_normalized = job.normalize_features.value_or(g.recipe_row_normalize);
+  if (g.row_normalized) datasets::row_normalize_features(g.tile.features);
   double largest[] = {max_abs_feature(g.tile.features)};
   comm->allreduce_max(std::span<double>(largest));
   g.feature_max_abs = largest[0];
@@ -671,6 +675,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
       g.tile = tile_from_store(job, *comm, manifest, source, say);
       g.dataset = manifest.dataset;
       g.dataset_checksum = manifest.dataset_checksum;
+      g.recipe_row_normalize = manifest.row_normalize;
       g.feature_source = source.file + " (feature_width)";
     } catch (const std::exception&) {
       failure = std::current_exception();
@@ -703,7 +708,8 @@ JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Commun
   const Stopwatch clock;
   std::exception_ptr failure;
   partition::Partition parts;
-  std::vector<std::int64_t> moved{0, 0}; // rows whose owner changed, tile bytes sent
+  // Rows whose owner changed, tile bytes sent, and the data's normalization recipe.
+  std::vector<std::int64_t> moved{0, 0, 0};
   if (comm->rank() == 0) {
     try {
       if (!balancing.whole || !balancing.targets) {
@@ -714,6 +720,7 @@ JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Commun
       parts = cut(job, comm->size(), *balancing.whole, &targets, [](const std::string&) {});
       for (std::size_t v = 0; v < parts.owner.size(); ++v)
         moved[0] += parts.owner[v] != balancing.parts.owner[v];
+      moved[2] = balancing.whole->row_normalize ? 1 : 0;
     } catch (const std::exception&) {
       failure = std::current_exception();
     }
@@ -732,6 +739,7 @@ JobGraph recut_job_graph(const TrainJob& job, const std::shared_ptr<comm::Commun
   g.dataset = to_text(name);
   step.rows_moved = moved[0];
   step.bytes_moved = moved[1];
+  g.recipe_row_normalize = moved[2] != 0;
   TileSource source;
   source.file = "the tile rank 0 cut again from dataset '" + g.dataset + "'";
   check_job_facts(*comm, &g.tile, source, nullptr);

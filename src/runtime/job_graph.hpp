@@ -33,6 +33,11 @@ struct JobGraph {
   std::string feature_source;
   /// The data had no split and rank 0 drew the default one with job.split_seed.
   bool split_drawn = false;
+  /// Whether the data's recipe row-normalizes its features (datasets::Dataset::row_normalize,
+  /// a store's Manifest::row_normalize), and whether this job did (job.normalize_features, else
+  /// the recipe).
+  bool recipe_row_normalize = false;
+  bool row_normalized = false;
   /// Owned-then-ghost numbering; its features moved into `features`.
   partition::LocalGraph tile;
   std::int64_t n_interior = 0; ///< owned rows [0, n_interior) read no ghost row

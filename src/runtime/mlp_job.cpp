@@ -140,16 +140,6 @@ namespace {
 
 // ---- the data ----------------------------------------------------------------------------------
 
-/// Whether every feature is >= 0 (bag-of-words, counts), which row normalization suits.
-bool non_negative(const graph::Features& f) {
-  if (f.dense) {
-    const float* v = f.dense->data();
-    return std::all_of(v, v + f.dense->size(), [](float x) { return x >= 0.0f; });
-  }
-  const float* v = f.sparse->val();
-  return std::all_of(v, v + f.sparse->nnz(), [](float x) { return x >= 0.0f; });
-}
-
 struct MlpData {
   datasets::Dataset ds; ///< features, labels and split in host memory; no graph
   bool normalized = false;
@@ -178,7 +168,7 @@ MlpData load_data(const MlpJob& job, const BackendPtr& host) {
     throw InvalidArgument("a split seed (--split-seed) draws a random split, but dataset '" +
                           d.ds.name + "' has its own: drop the split seed");
   }
-  d.normalized = job.normalize_features.value_or(non_negative(d.ds.features));
+  d.normalized = job.normalize_features.value_or(d.ds.row_normalize);
   if (d.normalized) datasets::row_normalize_features(d.ds.features);
   d.ds.adjacency = Csr(); // an MLP does not read the graph
   d.load_s = clock.seconds();

@@ -28,7 +28,6 @@ struct Options : TrainingFlags {
     epochs = 20;
   }
   std::int64_t batch_size = 256;
-  std::string normalize_features = "auto";
   OffloadFlags offload;
 };
 
@@ -44,11 +43,6 @@ void add_flags(CLI::App& app, Options& o) {
   add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 31,
                      "samples per step over all ranks (each rank takes its share)")
       ->capture_default_str();
-  app.add_option("--normalize-features", o.normalize_features,
-                 "row-normalize the features: true, false, or auto (only when none is negative, "
-                 "as bag-of-words)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "true", "false"}));
   add_offload_flags(app, o.offload, "parameters, gradients, Adam state and activations");
 }
 
@@ -56,7 +50,7 @@ MlpJob make_job(const Options& o) {
   MlpJob job;
   job.dataset = o.dataset;
   job.load = o.load_options();
-  if (o.normalize_features != "auto") job.normalize_features = o.normalize_features == "true";
+  job.normalize_features = o.normalize_choice();
   job.threads = o.threads;
   job.device = parse_device_choice(o.device);
   if (!o.layers.empty()) {

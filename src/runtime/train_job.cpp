@@ -310,7 +310,7 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
   s.layer_sizes = m.spec.layer_sizes;
   s.model = job.model;
   s.train = job.train;
-  s.normalize_features = job.normalize_features;
+  s.normalize_features = g.row_normalized;
   s.backend = backend->describe();
   s.threads = backend->num_threads();
   s.blas_core = blas_core_name();
@@ -385,6 +385,7 @@ CheckpointRun checkpoint_run(const TrainJob& job, const comm::Communicator& comm
   run.seed = job.train.seed;
   run.adam = job.train.adam;
   run.model = job.model;
+  run.row_normalized = g.row_normalized;
   run.epochs = job.train.epochs;
   run.ranks = comm.size();
   return run;
@@ -514,8 +515,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   balancing.keep_graph = rebalancing;
   comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
+  say(describe_normalization(graph.dataset, job.normalize_features, graph.recipe_row_normalize));
   if (const std::string note =
-          describe_extreme_features(graph.feature_max_abs, job.normalize_features);
+          describe_extreme_features(graph.feature_max_abs, graph.row_normalized);
       !note.empty()) {
     say("warning: " + note);
   }
@@ -592,7 +594,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     } catch (const gnn::TrainingStopped& e) {
       // A diverged loss on extreme features is no matter of the learning rate: say so.
       const std::string note =
-          describe_extreme_features(graph.feature_max_abs, job.normalize_features);
+          describe_extreme_features(graph.feature_max_abs, graph.row_normalized);
       if (e.signal() != 0 || note.empty()) throw;
       throw gnn::TrainingStopped(std::string(e.what()) + "; but " + note, e.epoch(), 0);
     }

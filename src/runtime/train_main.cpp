@@ -39,7 +39,6 @@ struct Options : TrainingFlags {
       : TrainingFlags("sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2") {}
   bool decay_all_layers = false;
   std::string feature_layout = "auto";
-  bool normalize_features = true;
   std::string order = "auto";
   std::string activation_dtype = "fp32";
   std::string partition_dir;
@@ -137,9 +136,6 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "where dense trains faster; sparse below), sparse or dense")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "sparse", "dense"}));
-  app.add_option("--normalize-features", o.normalize_features,
-                 "row-normalize input features (Kipf & Welling, PyG NormalizeFeatures)")
-      ->capture_default_str();
   if (gcn) {
     app.add_option("--order", o.order, "GCN product order: auto, aggregate-first, transform-first")
         ->capture_default_str()
@@ -264,7 +260,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.split_seed = o.split_seed;
   job.threads = o.threads;
   job.device = parse_device_choice(o.device);
-  job.normalize_features = o.normalize_features;
+  job.normalize_features = o.normalize_choice();
   job.feature_layout = graph::parse_feature_layout(o.feature_layout);
   if (!o.layers.empty()) job.shape.layer_sizes = parse_layer_sizes(o.layers);
   job.shape.hidden = o.hidden;

@@ -473,6 +473,8 @@ class RawPlanetoid(unittest.TestCase):
         np.testing.assert_array_equal(got["train_idx"], np.arange(10))
         np.testing.assert_array_equal(got["val_idx"], np.arange(10, 510))
         np.testing.assert_array_equal(got["test_idx"], np.sort(test_ids))
+        # Planetoid's recipe row-normalizes: recorded, so training's default follows it.
+        self.assertEqual(int(got["row_normalize_features"]), 1)
         self.assertIn("530 nodes", tessera_loads(out))
 
     def test_missing_file_is_named(self):

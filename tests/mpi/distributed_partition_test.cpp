@@ -173,8 +173,8 @@ TEST(DistributedStore, EqualsTheStoreWrittenFromTheWholeGraph) {
   const tp::Partition partition = gather(owner);
   const tp::LocalGraph tile = tp::build_tile_from_rows(cpu(), std::move(block), owner, *world());
   const tp::Quality quality = tp::measure_tiles(tile, *world());
-  tp::write_store_from_tiles(folder.file("store"), tile, whole.name, checksum, options,
-                             tp::Reorder::None, quality, *world());
+  tp::write_store_from_tiles(folder.file("store"), tile, {whole.name, checksum, whole.row_normalize},
+                             options, tp::Reorder::None, quality, *world());
   if (world()->rank() == 0) {
     tp::write_store(folder.file("reference"), whole, partition, options, tp::Reorder::None,
                     quality);
@@ -205,7 +205,7 @@ TEST(DistributedStore, ARankThatDisagreesLeavesNoManifest) {
   const std::string name = odd ? "another" : whole.name;
   const std::string store = folder.file("store");
   try {
-    tp::write_store_from_tiles(store, tile, name, "00000000", options, tp::Reorder::None,
+    tp::write_store_from_tiles(store, tile, {name, "00000000"}, options, tp::Reorder::None,
                                tp::measure_tiles(tile, *world()), *world());
     ADD_FAILURE() << "no error";
   } catch (const IoError& e) {

@@ -44,6 +44,10 @@ runtime::TrainJob generated_job() {
   job.model.dropout = 0.5f;
   job.train.epochs = 20;
   job.train.seed = 7;
+  // Row-normalized, as every run was before the default followed the data's recipe (off for
+  // generated data): unscaled, GIN's loss falls near 0 within 20 epochs, where a tiled sum's
+  // reordering is more than 1e-5 of it.
+  job.normalize_features = true;
   return job;
 }
 

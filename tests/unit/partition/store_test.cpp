@@ -179,6 +179,17 @@ TEST(PartitionStore, EveryPartLoadsBackEqualToBuildLocalGraphWithSparseFeaturesA
   }
 }
 
+// Issue 39: a store keeps its data's feature recipe, so training from it normalizes as in memory.
+TEST(PartitionStore, ManifestRecordsTheDatasFeatureRecipe) {
+  TempDir temp;
+  Dataset dataset = ring_dataset(false);
+  dataset.row_normalize = true;
+  write_store(temp.file("store"), dataset, kPartition, block_options(), Reorder::None,
+              some_quality());
+
+  EXPECT_TRUE(read_manifest(temp.file("store")).row_normalize);
+}
+
 TEST(PartitionStore, ManifestRecordsTheRunAndTheQuality) {
   const StoreFixture store;
 
@@ -187,6 +198,7 @@ TEST(PartitionStore, ManifestRecordsTheRunAndTheQuality) {
   EXPECT_EQ(m.format_version, kStoreFormatVersion);
   EXPECT_EQ(m.dataset, "ring-dense");
   EXPECT_EQ(m.dataset_checksum.size(), 8u);
+  EXPECT_FALSE(m.row_normalize);
   EXPECT_EQ(m.method, to_string(Method::Block));
   EXPECT_EQ(m.vertex_weight, "degree");
   EXPECT_EQ(m.part_weights, (std::vector<double>{0.5, 0.25, 0.25}));

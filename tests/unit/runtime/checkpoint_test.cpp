@@ -192,6 +192,23 @@ TEST(Checkpoint, CheckpointOfAnotherDatasetIsRefusedNamingTheField) {
                         HasSubstr("this run has 'sbm:nodes=1600"))));
 }
 
+// Issue 39: the weights were trained on features scaled one way; a resume must see the same.
+TEST(Checkpoint, CheckpointOfOtherwiseNormalizedFeaturesIsRefusedNamingTheFlag) {
+  const CheckpointFolder dir;
+  train_until_stopped(small_job(10), 2, dir.path()); // generated data: as stored
+  runtime::TrainJob normalized = small_job(10);
+  normalized.normalize_features = true;
+  normalized.resume_dir = dir.path();
+
+  EXPECT_THAT([&] { runtime::run_train_job(normalized); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  AllOf(HasSubstr("made with input features as stored"),
+                        HasSubstr("this run's are row-normalized"),
+                        HasSubstr("--normalize-features false"))));
+  normalized.normalize_features = false;
+  EXPECT_NO_THROW(runtime::run_train_job(normalized));
+}
+
 TEST(Checkpoint, CheckpointOfAnotherModelShapeIsRefusedNamingTheField) {
   const CheckpointFolder dir;
   train_until_stopped(small_job(10), 2, dir.path());

@@ -259,6 +259,30 @@ TEST(TrainJob, OnePartStoreTrainsWhatInMemoryLoadingTrains) {
   EXPECT_EQ(stored.partition, "none (one rank)");
 }
 
+// Issue 39: features are row-normalized where the data's published recipe does it, not always.
+TEST(TrainJob, FeaturesAreRowNormalizedOnlyByTheDatasRecipeUnlessAsked) {
+  std::string said;
+  const auto log = [&](const std::string& line) { said += line + "\n"; };
+  runtime::TrainJob job = small_job(kEasySbm, 1);
+
+  EXPECT_FALSE(runtime::run_train_job(job, log).normalize_features);
+  EXPECT_THAT(said, HasSubstr("features: as stored ("));
+  said.clear();
+  job.normalize_features = true;
+  EXPECT_TRUE(runtime::run_train_job(job, log).normalize_features);
+  EXPECT_THAT(said, HasSubstr("features: row-normalized (--normalize-features true)"));
+}
+
+TEST(TrainJob, CoraIsRowNormalizedByItsRecipe) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  std::string said;
+  const runtime::RunSummary summary = runtime::run_train_job(
+      small_job("cora", 1), [&](const std::string& line) { said += line + "\n"; });
+
+  EXPECT_TRUE(summary.normalize_features);
+  EXPECT_THAT(said, HasSubstr("features: row-normalized, the published recipe of cora"));
+}
+
 TEST(TrainJob, DivergingLossStopsAtTheFirstNonFiniteEpochSuggestingALowerLearningRate) {
   runtime::TrainJob job = small_job(kEasySbm, 50);
   job.train.adam.lr = 1e30f;

@@ -43,6 +43,12 @@ struct Dataset {
   struct Origin {
     std::string features, labels, split;
   } origin;
+  /// Whether the dataset's published recipe row-normalizes its features, as training does by
+  /// default: the bag-of-words citation sets of Planetoid and LINQS (Cora, CiteSeer, PubMed),
+  /// known by name (recipe_row_normalizes), or data that records it (an npz's
+  /// row_normalize_features, a native dataset's dataset.json). Off for everything else: counts,
+  /// ratings and embeddings lose information when rows are scaled to sum to 1.
+  bool row_normalize = false;
 
   /// Whether labels / a split are present.
   bool has_labels() const { return !labels.empty(); }
@@ -102,6 +108,11 @@ std::string default_data_dir();
 /// or a dataset without labels.
 void make_random_split(Dataset& dataset, double fraction_train, double fraction_val,
                        std::uint64_t seed);
+
+/// Whether a dataset named `name` is one whose published recipe row-normalizes its features: a
+/// name that starts with cora, citeseer or pubmed (any case; "cora", "cora-linqs",
+/// "cora_planetoid", "CiteSeer", "pubmed-diabetes").
+bool recipe_row_normalizes(std::string_view name);
 
 /// Divides each feature row by its L1 norm (zero rows stay 0): for non-negative features this is
 /// the row normalization of Kipf & Welling and PyG's NormalizeFeatures. Host memory only.

@@ -42,6 +42,7 @@ struct RowBlock {
   std::vector<std::int32_t> labels; ///< [rows.size()], -1 unknown; empty without labels
   /// The split's global ids inside `rows`, ascending.
   std::vector<std::int64_t> train_idx, val_idx, test_idx;
+  bool row_normalize = false; ///< Dataset::row_normalize of the whole dataset
 };
 
 /// Loads rows `rows` of `spec` (any spec load_dataset takes). A native dataset (its folder, or

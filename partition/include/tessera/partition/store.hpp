@@ -21,6 +21,9 @@ struct Manifest {
   int format_version = kStoreFormatVersion; ///< the store layout's version
   std::string dataset;                      ///< dataset name or spec
   std::string dataset_checksum;             ///< of the whole graph's structure, features and labels
+  /// datasets::Dataset::row_normalize of the data (stores written before it was recorded: by
+  /// the dataset's name, datasets::recipe_row_normalizes).
+  bool row_normalize = false;
   std::string method;        ///< partition::to_string(Method): metis, ..., ptscotch (or parmetis)
   std::string vertex_weight; ///< partition::to_string(VertexWeight): uniform, ..., cost
   std::string objective;     ///< cut or volume (METIS k-way)
@@ -38,6 +41,13 @@ struct Manifest {
   std::vector<std::string> part_checksums;      ///< [P] over the part's array files
   std::vector<std::string> part_json_checksums; ///< [P] over the bytes of each part.json
   Quality quality;                              ///< as measured when the store was written
+};
+
+/// What a store records of the dataset it was cut from.
+struct DatasetRecord {
+  std::string name;         ///< Manifest::dataset
+  std::string checksum;     ///< Manifest::dataset_checksum
+  bool row_normalize = false; ///< Manifest::row_normalize
 };
 
 /// Writes the store for `dataset` cut by `partition` into `dir` (files written to a temporary

@@ -44,6 +44,9 @@ struct CheckpointRun {
   std::uint64_t seed = 0;                ///< of the weights and dropout masks
   AdamConfig adam;
   gnn::ModelConfig model;
+  /// Whether the run row-normalized its input features; nullopt in a checkpoint made before it
+  /// was recorded (not checked on resume).
+  std::optional<bool> row_normalized;
   int epochs = 0; ///< the epochs the run was asked for
   int ranks = 1;  ///< the job's ranks (any count may resume it: weights are replicated)
 };

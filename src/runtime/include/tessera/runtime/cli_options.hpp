@@ -129,6 +129,8 @@ struct TrainingFlags {
 
   /// How the flags ask for the data to be loaded.
   datasets::LoadOptions load_options() const;
+  /// --normalize-features: true or false, or nullopt for auto (the dataset's recipe).
+  std::optional<bool> normalize_choice() const;
 
   std::string dataset;
   std::string data_dir;
@@ -143,6 +145,7 @@ struct TrainingFlags {
   int eval_every = 1;
   std::uint64_t seed = 0;
   std::optional<std::uint64_t> split_seed; ///< not given: seed
+  std::string normalize_features = "auto";
   int threads = 0;
   std::string device = "cpu";
   int split_index = 0;

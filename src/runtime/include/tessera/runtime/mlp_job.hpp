@@ -29,8 +29,8 @@ struct MlpJob {
   /// used) or a generated one such as blobs:samples=100000,features=4096,classes=16.
   std::string dataset = "blobs:samples=10000,features=64,classes=4";
   datasets::LoadOptions load;
-  /// Row-normalize the features (Kipf & Welling's preprocessing). Unset: only when every
-  /// feature is non-negative (bag-of-words), not for signed features such as blobs'.
+  /// Row-normalize the features (Kipf & Welling's preprocessing). Unset: as the dataset's recipe
+  /// (datasets::Dataset::row_normalize: the Planetoid/LINQS citation sets).
   std::optional<bool> normalize_features;
 
   // ---- where it runs ----

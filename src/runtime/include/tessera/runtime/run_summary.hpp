@@ -75,7 +75,7 @@ struct RunSummary {
   std::vector<std::int64_t> layer_sizes;
   gnn::ModelConfig model;
   gnn::TrainConfig train;
-  bool normalize_features = true;
+  bool normalize_features = true; ///< whether the input features were row-normalized
   std::string backend; ///< rank 0's, e.g. "cpu (2 threads, OpenBLAS SkylakeX)"
   int threads = 0;
   std::string blas_core;

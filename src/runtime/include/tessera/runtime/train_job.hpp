@@ -36,7 +36,9 @@ struct TrainJob {
   /// (datasets::use_default_split_when_missing); unset: train.seed. Set for data that has a
   /// split, it is refused (it would be ignored).
   std::optional<std::uint64_t> split_seed;
-  bool normalize_features = true; ///< row-normalize the input features
+  /// Row-normalize the input features; not set: as the data's recipe says
+  /// (datasets::Dataset::row_normalize: the Planetoid/LINQS citation sets).
+  std::optional<bool> normalize_features;
   /// How the input features are stored for training: Auto stores them dense from
   /// graph::kDenseFeatureDensity nonzeros (where dense trains faster), CSR below.
   graph::FeatureLayout feature_layout = graph::FeatureLayout::Auto;
