@@ -56,6 +56,30 @@ template <typename T>
 void permute_values(const T* in, const std::int64_t* perm, T* out, std::int64_t size,
                     cudaStream_t stream);
 
+// ---- attention.cu: the graph-attention family (attention_kernels.hpp), H = heads ----
+/// alpha [nnz, H] of a's edges (row_ptr / col of `rows` rows): softmax per row and head of
+/// leaky(dst[r, h] + src[col[p], h]).
+template <typename T>
+void edge_softmax(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst, const T* src,
+                  T slope, T* alpha, std::int64_t rows, std::int64_t heads, cudaStream_t stream);
+/// out [rows, cols] = per head, Σ of alpha · x rows (cols = H · F).
+template <typename T>
+void edge_spmm(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, const T* x,
+               T* out, std::int64_t rows, std::int64_t cols, std::int64_t heads,
+               cudaStream_t stream);
+/// d_edge [nnz, H] and d_dst [rows, H] of edge_softmax_backward.
+template <typename T>
+void edge_softmax_backward(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst,
+                           const T* src, T slope, const T* alpha, const T* x, const T* d_out,
+                           T* d_dst, T* d_edge, std::int64_t rows, std::int64_t cols,
+                           std::int64_t heads, cudaStream_t stream);
+/// d_x [rows, cols] and d_src [rows, H] over aᵀ's rows (edge_of: aᵀ's edge → a's edge).
+template <typename T>
+void edge_spmm_transpose(const std::int64_t* row_ptr, const std::int32_t* col,
+                         const std::int64_t* edge_of, const T* alpha, const T* d_out,
+                         const T* d_edge, T* d_x, T* d_src, std::int64_t rows, std::int64_t cols,
+                         std::int64_t heads, cudaStream_t stream);
+
 // ---- loss.cu ----
 /// Per selected row i: loss_per_row[i] = -log softmax(logits[rows[i]])[label]; d_logits rows
 /// (when non-null, already zeroed) get (softmax - onehot) · inv_norm. *bad is set to 1 + i for

@@ -116,6 +116,64 @@ TYPED_TEST(CudaKernels, SpmmIsEquivalentToRef) {
   }
 }
 
+TYPED_TEST(CudaKernels, GraphAttentionForwardAndBackwardAreEquivalentToTheCpus) {
+  using T = TypeParam;
+  constexpr std::int64_t heads = 3, width = 5;
+  const T slope = T(0.2);
+  const auto a = random_csr<T>(this->cpu, 211, 150, 0.05, 30, 4); // every 4th row empty
+  // aᵀ's structure and, per edge of it, the edge of a it is.
+  std::vector<std::vector<std::pair<LocalId, T>>> rows(150);
+  std::vector<std::vector<Offset>> edges(150);
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    for (Offset p = a.row_ptr()[r]; p < a.row_ptr()[r + 1]; ++p) {
+      rows[a.col()[p]].emplace_back(static_cast<LocalId>(r), T(1));
+      edges[a.col()[p]].push_back(p);
+    }
+  }
+  const auto at = make_csr<T>(this->cpu, a.rows(), rows);
+  std::vector<Offset> edge_of;
+  for (const auto& list : edges)
+    edge_of.insert(edge_of.end(), list.begin(), list.end());
+  const Buffer<Offset> edge_of_gpu = this->up(edge_of);
+  const auto dst = random_dense<T>(this->cpu, 211, heads, 31);
+  const auto src = random_dense<T>(this->cpu, 150, heads, 32);
+  const auto x = random_dense<T>(this->cpu, 150, heads * width, 33);
+  const auto d_out = random_dense<T>(this->cpu, 211, heads * width, 34);
+  const std::int64_t nnz = a.nnz();
+  DenseT<T> alpha(this->cpu, nnz, heads), out(this->cpu, 211, heads * width);
+  DenseT<T> d_edge(this->cpu, nnz, heads), d_dst(this->cpu, 211, heads);
+  DenseT<T> d_x(this->cpu, 150, heads * width), d_src(this->cpu, 150, heads);
+  DenseT<T> alpha_gpu(this->gpu, nnz, heads), out_gpu(this->gpu, 211, heads * width);
+  DenseT<T> d_edge_gpu(this->gpu, nnz, heads), d_dst_gpu(this->gpu, 211, heads);
+  DenseT<T> d_x_gpu(this->gpu, 150, heads * width), d_src_gpu(this->gpu, 150, heads);
+  const auto a_gpu = this->up(a), at_gpu = this->up(at);
+  const auto dst_gpu = this->up(dst), src_gpu = this->up(src), x_gpu = this->up(x);
+  const auto d_out_gpu = this->up(d_out);
+
+  ops::edge_softmax(*this->cpu, a.view(), dst.cview(), src.cview(), slope, alpha.view());
+  ops::edge_spmm(*this->cpu, a.view(), alpha.cview(), x.cview(), out.view());
+  ops::edge_softmax_backward(*this->cpu, a.view(), dst.cview(), src.cview(), slope, alpha.cview(),
+                             x.cview(), d_out.cview(), d_dst.view(), d_edge.view());
+  ops::edge_spmm_transpose(*this->cpu, at.view(), edge_of.data(), alpha.cview(), d_out.cview(),
+                           d_edge.cview(), d_x.view(), d_src.view());
+  ops::edge_softmax(*this->gpu, a_gpu.view(), dst_gpu.cview(), src_gpu.cview(), slope,
+                    alpha_gpu.view());
+  ops::edge_spmm(*this->gpu, a_gpu.view(), alpha_gpu.cview(), x_gpu.cview(), out_gpu.view());
+  ops::edge_softmax_backward(*this->gpu, a_gpu.view(), dst_gpu.cview(), src_gpu.cview(), slope,
+                             alpha_gpu.cview(), x_gpu.cview(), d_out_gpu.cview(),
+                             d_dst_gpu.view(), d_edge_gpu.view());
+  ops::edge_spmm_transpose(*this->gpu, at_gpu.view(), edge_of_gpu.data(), alpha_gpu.cview(),
+                           d_out_gpu.cview(), d_edge_gpu.cview(), d_x_gpu.view(),
+                           d_src_gpu.view());
+
+  expect_matches(alpha, this->down(alpha_gpu));
+  expect_matches(out, this->down(out_gpu));
+  expect_matches(d_edge, this->down(d_edge_gpu));
+  expect_matches(d_dst, this->down(d_dst_gpu));
+  expect_matches(d_x, this->down(d_x_gpu));
+  expect_matches(d_src, this->down(d_src_gpu));
+}
+
 TEST_F(CudaTest, Bf16RoundingAndDropoutAreTheCpusBitForBitAndItsSpmmMatchesTheCpus) {
   for (const std::int64_t width : {1, 33, 128, 129}) {
     SCOPED_TRACE("width " + std::to_string(width));

@@ -367,5 +367,30 @@ TEST(GradientCheck, SoftmaxCrossEntropyMatchesFiniteDifferences) {
   expect_gradient_matches(objective, logits.data(), logits.size(), grad.data(), "logits");
 }
 
+// Issue 39: the graph-attention ops refuse shapes that do not fit, naming the op and both shapes.
+TEST_F(Ops, GraphAttentionShapesThatDoNotFitAreRefusedNamingTheOp) {
+  const auto a = random_csr<float>(cpu, 6, 5, 0.5, 1);
+  const auto dst = random_dense<float>(cpu, 6, 2, 2), src = random_dense<float>(cpu, 5, 2, 3);
+  const auto x = random_dense<float>(cpu, 5, 8, 4);
+  DenseT<float> alpha(cpu, a.nnz(), 2), out(cpu, 6, 8);
+  DenseT<float> short_alpha(cpu, a.nnz() - 1, 2), no_heads(cpu, a.nnz(), 0);
+  const auto odd_x = random_dense<float>(cpu, 5, 7, 5);
+  const auto wrong_src = random_dense<float>(cpu, 4, 2, 6);
+
+  EXPECT_NO_THROW(ops::edge_softmax(*cpu, a.view(), dst.cview(), src.cview(), 0.2f, alpha.view()));
+  EXPECT_NO_THROW(ops::edge_spmm(*cpu, a.view(), alpha.cview(), x.cview(), out.view()));
+  EXPECT_THAT([&] { ops::edge_softmax(*cpu, a.view(), dst.cview(), src.cview(), 0.2f,
+                                      short_alpha.view()); },
+              ThrowsMessage<DimensionMismatch>(AllOf(HasSubstr("edge_softmax"),
+                                                     HasSubstr("a row per edge of A"))));
+  EXPECT_THAT([&] { ops::edge_softmax(*cpu, a.view(), dst.cview(), wrong_src.cview(), 0.2f,
+                                      alpha.view()); },
+              ThrowsMessage<DimensionMismatch>(HasSubstr("score_src of shape [A.cols, heads]")));
+  EXPECT_THAT([&] { ops::edge_spmm(*cpu, a.view(), no_heads.cview(), x.cview(), out.view()); },
+              ThrowsMessage<DimensionMismatch>(HasSubstr("at least one head")));
+  EXPECT_THAT([&] { ops::edge_spmm(*cpu, a.view(), alpha.cview(), odd_x.cview(), out.view()); },
+              ThrowsMessage<DimensionMismatch>(HasSubstr("x of shape [A.cols, heads · F]")));
+}
+
 } // namespace
 } // namespace tessera::testing

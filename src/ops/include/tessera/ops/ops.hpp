@@ -37,6 +37,28 @@ void spmm_bf16(const Backend& backend, CsrView<float> a, ConstDenseView<Bf16> b,
 template <typename T>
 void spmm_transpose(const Backend& backend, CsrView<T> a, ConstDenseView<T> b, DenseView<T> c);
 
+// ---- graph attention (GAT): kernels/include/tessera/kernels/attention_kernels.hpp says what
+// each computes. a: [m, k] (destinations × sources, values unread); H heads of F features:
+// x: [k, H·F]; per-edge arrays [nnz(a), H] at a's edge positions. The shapes are checked (the
+// per-edge arrays' rows against a's edges where a lies in host memory). -----------------------
+
+template <typename T>
+void edge_softmax(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,
+                  ConstDenseView<T> score_src, T slope, DenseView<T> alpha);
+template <typename T>
+void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, ConstDenseView<T> x,
+               DenseView<T> out);
+template <typename T>
+void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,
+                           ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,
+                           ConstDenseView<T> x, ConstDenseView<T> d_out, DenseView<T> d_score_dst,
+                           DenseView<T> d_edge);
+/// Through at = aᵀ, whose edge q is edge edge_of[q] of a (edge_of in the backend's memory).
+template <typename T>
+void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,
+                         ConstDenseView<T> alpha, ConstDenseView<T> d_out,
+                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src);
+
 // ---- dense -----------------------------------------------------------------------------------
 
 /// C = alpha · op(A) · op(B) + beta · C through BLAS. op(A): [m, k], op(B): [k, n], C: [m, n].

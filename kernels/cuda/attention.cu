@@ -1,0 +1,169 @@
+// Device kernels of the graph-attention family: one thread per (row, head) for the softmax and
+// its backward (a row's edges in order, as the CPU twin sums them), one per output element for
+// the weighted sums. No atomics: the source side runs over aᵀ's rows.
+#include "grid.cuh"
+#include "launch.hpp"
+
+#include <cmath>
+
+namespace tessera::kernels::cuda::launch {
+
+namespace {
+
+template <typename T> __device__ inline T leaky(T v, T slope) {
+  return v > T(0) ? v : slope * v;
+}
+
+template <typename T>
+__global__ void edge_softmax_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                    const T* dst, const T* src, T slope, T* alpha,
+                                    std::int64_t rows, std::int64_t heads) {
+  for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
+    const std::int64_t r = i / heads, h = i % heads;
+    const std::int64_t begin = row_ptr[r], end = row_ptr[r + 1];
+    if (begin == end) continue;
+    const T d = dst[i];
+    T largest = leaky(d + src[static_cast<std::int64_t>(col[begin]) * heads + h], slope);
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T e = leaky(d + src[static_cast<std::int64_t>(col[p]) * heads + h], slope);
+      alpha[p * heads + h] = e;
+      largest = e > largest ? e : largest;
+    }
+    T sum = T(0);
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T w = exp(alpha[p * heads + h] - largest);
+      alpha[p * heads + h] = w;
+      sum += w;
+    }
+    const T inverse = T(1) / sum;
+    for (std::int64_t p = begin; p < end; ++p)
+      alpha[p * heads + h] *= inverse;
+  }
+}
+
+template <typename T>
+__global__ void edge_spmm_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                 const T* alpha, const T* x, T* out, std::int64_t rows,
+                                 std::int64_t cols, std::int64_t heads) {
+  const std::int64_t width = cols / heads;
+  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) {
+    const std::int64_t r = i / cols, c = i % cols, h = c / width;
+    T sum = T(0);
+    for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p)
+      sum += alpha[p * heads + h] * x[static_cast<std::int64_t>(col[p]) * cols + c];
+    out[i] = sum;
+  }
+}
+
+template <typename T>
+__global__ void edge_softmax_backward_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                             const T* dst, const T* src, T slope, const T* alpha,
+                                             const T* x, const T* d_out, T* d_dst, T* d_edge,
+                                             std::int64_t rows, std::int64_t cols,
+                                             std::int64_t heads) {
+  const std::int64_t width = cols / heads;
+  for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
+    const std::int64_t r = i / heads, h = i % heads;
+    const std::int64_t begin = row_ptr[r], end = row_ptr[r + 1];
+    const T* dy = d_out + r * cols + h * width;
+    T weighted = T(0);
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T* source = x + static_cast<std::int64_t>(col[p]) * cols + h * width;
+      T dot = T(0);
+      for (std::int64_t f = 0; f < width; ++f)
+        dot += dy[f] * source[f];
+      d_edge[p * heads + h] = dot;
+      weighted += alpha[p * heads + h] * dot;
+    }
+    T row_sum = T(0);
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T pre = dst[i] + src[static_cast<std::int64_t>(col[p]) * heads + h];
+      const T d_e =
+          alpha[p * heads + h] * (d_edge[p * heads + h] - weighted) * (pre > T(0) ? T(1) : slope);
+      d_edge[p * heads + h] = d_e;
+      row_sum += d_e;
+    }
+    d_dst[i] = row_sum;
+  }
+}
+
+template <typename T>
+__global__ void edge_spmm_transpose_x_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                             const std::int64_t* edge_of, const T* alpha,
+                                             const T* d_out, T* d_x, std::int64_t rows,
+                                             std::int64_t cols, std::int64_t heads) {
+  const std::int64_t width = cols / heads;
+  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) {
+    const std::int64_t j = i / cols, c = i % cols, h = c / width;
+    T sum = T(0);
+    for (std::int64_t q = row_ptr[j]; q < row_ptr[j + 1]; ++q)
+      sum += alpha[edge_of[q] * heads + h] * d_out[static_cast<std::int64_t>(col[q]) * cols + c];
+    d_x[i] = sum;
+  }
+}
+
+template <typename T>
+__global__ void edge_spmm_transpose_score_kernel(const std::int64_t* row_ptr,
+                                                 const std::int64_t* edge_of, const T* d_edge,
+                                                 T* d_src, std::int64_t rows, std::int64_t heads) {
+  for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
+    const std::int64_t j = i / heads, h = i % heads;
+    T sum = T(0);
+    for (std::int64_t q = row_ptr[j]; q < row_ptr[j + 1]; ++q)
+      sum += d_edge[edge_of[q] * heads + h];
+    d_src[i] = sum;
+  }
+}
+
+} // namespace
+
+template <typename T>
+void edge_softmax(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst, const T* src,
+                  T slope, T* alpha, std::int64_t rows, std::int64_t heads, cudaStream_t stream) {
+  edge_softmax_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(row_ptr, col, dst, src,
+                                                                       slope, alpha, rows, heads);
+}
+
+template <typename T>
+void edge_spmm(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, const T* x,
+               T* out, std::int64_t rows, std::int64_t cols, std::int64_t heads,
+               cudaStream_t stream) {
+  edge_spmm_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(row_ptr, col, alpha, x, out,
+                                                                   rows, cols, heads);
+}
+
+template <typename T>
+void edge_softmax_backward(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst,
+                           const T* src, T slope, const T* alpha, const T* x, const T* d_out,
+                           T* d_dst, T* d_edge, std::int64_t rows, std::int64_t cols,
+                           std::int64_t heads, cudaStream_t stream) {
+  edge_softmax_backward_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(
+      row_ptr, col, dst, src, slope, alpha, x, d_out, d_dst, d_edge, rows, cols, heads);
+}
+
+template <typename T>
+void edge_spmm_transpose(const std::int64_t* row_ptr, const std::int32_t* col,
+                         const std::int64_t* edge_of, const T* alpha, const T* d_out,
+                         const T* d_edge, T* d_x, T* d_src, std::int64_t rows, std::int64_t cols,
+                         std::int64_t heads, cudaStream_t stream) {
+  edge_spmm_transpose_x_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(
+      row_ptr, col, edge_of, alpha, d_out, d_x, rows, cols, heads);
+  edge_spmm_transpose_score_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(
+      row_ptr, edge_of, d_edge, d_src, rows, heads);
+}
+
+#define TESSERA_INSTANTIATE_ATTENTION_LAUNCHERS(T)                                                 \
+  template void edge_softmax<T>(const std::int64_t*, const std::int32_t*, const T*, const T*, T,   \
+                                T*, std::int64_t, std::int64_t, cudaStream_t);                     \
+  template void edge_spmm<T>(const std::int64_t*, const std::int32_t*, const T*, const T*, T*,     \
+                             std::int64_t, std::int64_t, std::int64_t, cudaStream_t);              \
+  template void edge_softmax_backward<T>(const std::int64_t*, const std::int32_t*, const T*,       \
+                                         const T*, T, const T*, const T*, const T*, T*, T*,        \
+                                         std::int64_t, std::int64_t, std::int64_t, cudaStream_t);  \
+  template void edge_spmm_transpose<T>(const std::int64_t*, const std::int32_t*,                   \
+                                       const std::int64_t*, const T*, const T*, const T*, T*, T*,  \
+                                       std::int64_t, std::int64_t, std::int64_t, cudaStream_t)
+TESSERA_INSTANTIATE_ATTENTION_LAUNCHERS(float);
+TESSERA_INSTANTIATE_ATTENTION_LAUNCHERS(double);
+
+} // namespace tessera::kernels::cuda::launch
