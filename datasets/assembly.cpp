@@ -292,8 +292,8 @@ void refuse_split_index(int split_index, std::int64_t num_splits, const std::str
                              : num_splits == 1 ? "stores 1 split"
                                                : "stores " + std::to_string(num_splits) + " splits";
   throw InvalidArgument(
-      "split index " + std::to_string(split_index) + " is out of range: '" + source +
-      "' " + stored + " (accepted: " +
+      "split index " + std::to_string(split_index) + " is out of range: '" + source + "' " +
+      stored + " (accepted: " +
       (num_splits <= 1 ? std::string("0") : "0 to " + std::to_string(num_splits - 1)) + ")");
 }
 

@@ -53,7 +53,8 @@ bool is_native_dataset(const std::string& path) {
 }
 
 void throw_not_native(const std::string& dir) {
-  throw IoError("'" + dir + "' has no dataset.json (not a native dataset; tessera-convert "
+  throw IoError("'" + dir +
+                "' has no dataset.json (not a native dataset; tessera-convert "
                 "writes one)");
 }
 

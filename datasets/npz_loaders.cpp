@@ -60,6 +60,14 @@ std::vector<std::int64_t> read_vector(const NpzReader& npz, const std::string& k
   return npz.read<std::int64_t>(key).data;
 }
 
+/// The 0-d integer array of `key` holding `what` ("a class count").
+std::int64_t read_scalar(const NpzReader& npz, const std::string& key, const std::string& what) {
+  const NpyInfo info = npz.info(key);
+  expect_shape(npz, key, info, {});
+  expect_integers(npz, key, info, what);
+  return npz.read<std::int64_t>(key).data.front();
+}
+
 /// The masks of `key`: [S, N] (S splits) or [N] (one), booleans or the integers 0 and 1 (floats
 /// and other integers are refused, naming the value). Row k marks split k's nodes.
 struct Masks {
@@ -388,10 +396,7 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path, int spl
     ds.labels = read_labels(npz, "labels", ds.num_nodes);
     ds.num_classes = count_classes(ds.labels, array_name(npz, "labels"), node_place);
     if (npz.contains("num_classes")) {
-      const NpyInfo count_info = npz.info("num_classes");
-      expect_shape(npz, "num_classes", count_info, {});
-      expect_integers(npz, "num_classes", count_info, "a class count");
-      const auto stored = npz.read<std::int64_t>("num_classes").data.front();
+      const std::int64_t stored = read_scalar(npz, "num_classes", "a class count");
       // Checked before the narrowing cast: within max_class_count and above every label.
       class_count = array_name(npz, "num_classes");
       check_classes(ds.labels, stored, array_name(npz, "labels"), class_count, node_place);
@@ -399,10 +404,8 @@ Dataset load_csr_npz(const BackendPtr& backend, const std::string& path, int spl
     }
   }
   if (npz.contains("row_normalize_features")) {
-    const NpyInfo info = npz.info("row_normalize_features");
-    expect_shape(npz, "row_normalize_features", info, {});
-    expect_integers(npz, "row_normalize_features", info, "whether rows are normalized (0 or 1)");
-    const auto value = npz.read<std::int64_t>("row_normalize_features").data.front();
+    const std::int64_t value =
+        read_scalar(npz, "row_normalize_features", "whether rows are normalized (0 or 1)");
     if (value != 0 && value != 1) {
       npz.fail("row_normalize_features", "holds " + std::to_string(value) + ", expected 0 or 1");
     }

@@ -54,27 +54,7 @@ void validate_options(std::int64_t nodes, const Options& options) {
     throw InvalidArgument(fmt::format("{} part weights given for {} parts",
                                       options.part_weights.size(), options.num_parts));
   }
-  for (const double w : options.part_weights) {
-    if (!std::isfinite(w) || w <= 0.0) {
-      throw InvalidArgument(fmt::format("part weights must be positive and finite, got {}", w));
-    }
-  }
-  if (!options.part_weights.empty()) {
-    // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
-    // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
-    const auto& w = options.part_weights;
-    const double largest = *std::max_element(w.begin(), w.end());
-    if (!std::isfinite(std::accumulate(w.begin(), w.end(), 0.0))) {
-      throw InvalidArgument("part weights sum beyond the range of a double: give relative shares");
-    }
-    for (const double weight : w) {
-      if (weight < kMinPartWeightRatio * largest) {
-        throw InvalidArgument(fmt::format("part weight {:g} is below 10^-6 of the largest ({:g}): "
-                                          "too small a share for a part to hold any row",
-                                          weight, largest));
-      }
-    }
-  }
+  check_part_weights(options.part_weights);
   if (options.objective == Objective::Volume && options.method != Method::MetisKway) {
     throw InvalidArgument("the volume objective needs the METIS k-way method (metis); " +
                           to_string(options.method) + " minimizes no volume");
@@ -454,6 +434,30 @@ VertexWeight parse_vertex_weight(const std::string& text) {
 
 Objective parse_objective(const std::string& text) {
   return parse_choice(text, kObjectives, "partition objective");
+}
+
+void check_part_weights(std::span<const double> weights) {
+  for (const double w : weights) {
+    if (!std::isfinite(w) || w <= 0.0) {
+      throw InvalidArgument(fmt::format("part weights must be positive and finite, got {}", w));
+    }
+  }
+  if (weights.empty()) return;
+  // Shares are relative: their sum must still be a number (1e308,1e308 sums to infinity).
+  if (!std::isfinite(std::accumulate(weights.begin(), weights.end(), 0.0))) {
+    throw InvalidArgument("part weights sum beyond the range of a double: give relative shares "
+                          "such as 2,1");
+  }
+  // Shares are handed to METIS as 32-bit floats of their sum: a part far smaller than the
+  // largest would be a zero share there (METIS_ERROR_INPUT), and would get no rows anyway.
+  const double largest = *std::max_element(weights.begin(), weights.end());
+  for (const double weight : weights) {
+    if (weight < kMinPartWeightRatio * largest) {
+      throw InvalidArgument(fmt::format("part weight {:g} is below 10^-6 of the largest ({:g}): "
+                                        "too small a share for a part to hold any row",
+                                        weight, largest));
+    }
+  }
 }
 
 void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts) {

@@ -112,7 +112,8 @@ tp::Options make_options(const Flags& f) {
   options.method = tp::parse_method(f.method);
   options.vertex_weight = tp::parse_vertex_weight(f.vertex_weights);
   options.objective = tp::parse_objective(f.objective);
-  if (!f.part_weights.empty()) options.part_weights = tessera::runtime::parse_part_weights(f.part_weights, "--part-weights");
+  if (!f.part_weights.empty())
+    options.part_weights = tessera::runtime::parse_part_weights(f.part_weights, "--part-weights");
   options.row_cost = f.row_cost;
   if (f.row_cost != 0.0 && options.vertex_weight != tp::VertexWeight::Cost) {
     throw tessera::InvalidArgument(fmt::format(
@@ -127,7 +128,8 @@ tp::Options make_options(const Flags& f) {
         "it measured) and cut for them with --balance given --rank-speeds S0,S1,...");
   }
   std::vector<double> speeds;
-  if (!f.rank_speeds.empty()) speeds = tessera::runtime::parse_part_weights(f.rank_speeds, "--rank-speeds");
+  if (!f.rank_speeds.empty())
+    speeds = tessera::runtime::parse_part_weights(f.rank_speeds, "--rank-speeds");
   tessera::runtime::check_flags("--rank-speeds",
                                 [&] { tp::check_rank_speeds(options.balance, speeds, f.parts); });
   if (options.balance == tp::Balance::Given) {
@@ -303,7 +305,8 @@ int run_distributed(const Flags& f, tp::Options options, tessera::comm::Communic
                load_time.seconds());
   }
   options.feature_width = block.features.cols();
-  const tp::DatasetRecord record{block.name, tp::dataset_checksum(block, comm), block.row_normalize};
+  const tp::DatasetRecord record{block.name, tp::dataset_checksum(block, comm),
+                                 block.row_normalize};
   const tessera::Stopwatch cut_time;
   const std::vector<std::int32_t> owner = tp::partition_rows(block, options, comm);
   const double cut_ms = 1e3 * cut_time.seconds();

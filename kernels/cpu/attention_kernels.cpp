@@ -23,10 +23,37 @@ template <typename T, typename Body> void for_each_row(CsrView<T> a, Body body) 
   if (a.rows == 0) return;
 #pragma omp parallel
   {
-    const Range rows = balanced_rows(a.row_ptr, a.rows, omp_get_thread_num(), omp_get_num_threads());
+    const Range rows =
+        balanced_rows(a.row_ptr, a.rows, omp_get_thread_num(), omp_get_num_threads());
     for (std::int64_t r = rows.begin; r < rows.end; ++r)
       body(r);
   }
+}
+
+/// out[r, h·F + f] = Σ over row r's edges p of alpha[e, h] · x[col[p], h·F + f], where e is p
+/// (a's own edges) or edge_of[p] (aᵀ's edges, whose weights lie at a's): edge_spmm and the source
+/// side of its backward.
+template <typename T>
+void weighted_rows(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
+                   ConstDenseView<T> x, DenseView<T> out) {
+  const std::int64_t heads = alpha.cols;
+  const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
+  for_each_row(a, [&](std::int64_t r) {
+    T* y = out.row(r);
+    std::fill(y, y + out.cols, T{0});
+    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+      const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+      const T* source = x.row(a.col[p]);
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const T w = alpha(e, h);
+        T* y_head = y + h * width;
+        const T* x_head = source + h * width;
+#pragma omp simd
+        for (std::int64_t f = 0; f < width; ++f)
+          y_head[f] += w * x_head[f];
+      }
+    }
+  });
 }
 
 } // namespace
@@ -62,23 +89,7 @@ void edge_softmax(const Backend&, CsrView<T> a, ConstDenseView<T> score_dst,
 template <typename T>
 void edge_spmm(const Backend&, CsrView<T> a, ConstDenseView<T> alpha, ConstDenseView<T> x,
                DenseView<T> out) {
-  const std::int64_t heads = alpha.cols;
-  const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
-  for_each_row(a, [&](std::int64_t r) {
-    T* y = out.row(r);
-    std::fill(y, y + out.cols, T{0});
-    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
-      const T* source = x.row(a.col[p]);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        const T w = alpha(p, h);
-        T* y_head = y + h * width;
-        const T* x_head = source + h * width;
-#pragma omp simd
-        for (std::int64_t f = 0; f < width; ++f)
-          y_head[f] += w * x_head[f];
-      }
-    }
-  });
+  weighted_rows(a, nullptr, alpha, x, out);
 }
 
 template <typename T>
@@ -119,25 +130,16 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
 
 template <typename T>
 void edge_spmm_transpose(const Backend&, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out,
-                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
+                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
+                         DenseView<T> d_x, DenseView<T> d_score_src) {
+  weighted_rows(at, edge_of, alpha, d_out, d_x);
   const std::int64_t heads = alpha.cols;
-  const std::int64_t width = heads == 0 ? 0 : d_out.cols / heads;
   for_each_row(at, [&](std::int64_t j) {
-    T* dx = d_x.row(j);
-    std::fill(dx, dx + d_x.cols, T{0});
     T* ds = d_score_src.row(j);
     std::fill(ds, ds + heads, T{0});
     for (std::int64_t q = at.row_ptr[j]; q < at.row_ptr[j + 1]; ++q) {
-      const std::int64_t p = edge_of[q];
-      const T* dy = d_out.row(at.col[q]);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        const T w = alpha(p, h);
-        ds[h] += d_edge(p, h);
-#pragma omp simd
-        for (std::int64_t f = 0; f < width; ++f)
-          dx[h * width + f] += w * dy[h * width + f];
-      }
+      for (std::int64_t h = 0; h < heads; ++h)
+        ds[h] += d_edge(edge_of[q], h);
     }
   });
 }

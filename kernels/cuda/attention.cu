@@ -41,16 +41,21 @@ __global__ void edge_softmax_kernel(const std::int64_t* row_ptr, const std::int3
   }
 }
 
+/// out[r, c] = Σ over row r's edges p of alpha[e, c / F] · x[col[p], c], where e is p (a's own
+/// edges: edge_spmm) or edge_of[p] (aᵀ's edges, whose weights lie at a's: the source side).
 template <typename T>
-__global__ void edge_spmm_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
-                                 const T* alpha, const T* x, T* out, std::int64_t rows,
-                                 std::int64_t cols, std::int64_t heads) {
+__global__ void weighted_rows_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                     const std::int64_t* edge_of, const T* alpha, const T* x,
+                                     T* out, std::int64_t rows, std::int64_t cols,
+                                     std::int64_t heads) {
   const std::int64_t width = cols / heads;
   for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) {
     const std::int64_t r = i / cols, c = i % cols, h = c / width;
     T sum = T(0);
-    for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p)
-      sum += alpha[p * heads + h] * x[static_cast<std::int64_t>(col[p]) * cols + c];
+    for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
+      const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+      sum += alpha[e * heads + h] * x[static_cast<std::int64_t>(col[p]) * cols + c];
+    }
     out[i] = sum;
   }
 }
@@ -88,21 +93,6 @@ __global__ void edge_softmax_backward_kernel(const std::int64_t* row_ptr, const 
 }
 
 template <typename T>
-__global__ void edge_spmm_transpose_x_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
-                                             const std::int64_t* edge_of, const T* alpha,
-                                             const T* d_out, T* d_x, std::int64_t rows,
-                                             std::int64_t cols, std::int64_t heads) {
-  const std::int64_t width = cols / heads;
-  for (std::int64_t i = thread_index(); i < rows * cols; i += grid_stride()) {
-    const std::int64_t j = i / cols, c = i % cols, h = c / width;
-    T sum = T(0);
-    for (std::int64_t q = row_ptr[j]; q < row_ptr[j + 1]; ++q)
-      sum += alpha[edge_of[q] * heads + h] * d_out[static_cast<std::int64_t>(col[q]) * cols + c];
-    d_x[i] = sum;
-  }
-}
-
-template <typename T>
 __global__ void edge_spmm_transpose_score_kernel(const std::int64_t* row_ptr,
                                                  const std::int64_t* edge_of, const T* d_edge,
                                                  T* d_src, std::int64_t rows, std::int64_t heads) {
@@ -128,8 +118,8 @@ template <typename T>
 void edge_spmm(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, const T* x,
                T* out, std::int64_t rows, std::int64_t cols, std::int64_t heads,
                cudaStream_t stream) {
-  edge_spmm_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(row_ptr, col, alpha, x, out,
-                                                                   rows, cols, heads);
+  weighted_rows_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(row_ptr, col, nullptr, alpha,
+                                                                       x, out, rows, cols, heads);
 }
 
 template <typename T>
@@ -146,7 +136,7 @@ void edge_spmm_transpose(const std::int64_t* row_ptr, const std::int32_t* col,
                          const std::int64_t* edge_of, const T* alpha, const T* d_out,
                          const T* d_edge, T* d_x, T* d_src, std::int64_t rows, std::int64_t cols,
                          std::int64_t heads, cudaStream_t stream) {
-  edge_spmm_transpose_x_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(
+  weighted_rows_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(
       row_ptr, col, edge_of, alpha, d_out, d_x, rows, cols, heads);
   edge_spmm_transpose_score_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(
       row_ptr, edge_of, d_edge, d_src, rows, heads);

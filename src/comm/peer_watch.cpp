@@ -25,7 +25,8 @@ void PeerWatch::set_limit(std::optional<double> seconds) {
 
 std::string PeerWatch::describe_limit() const {
   if (fixed_) return "the peer timeout given";
-  if (epochs_.empty()) return fmt::format("{:g} s before the first epoch ends", kBeforeTrainingSeconds);
+  if (epochs_.empty())
+    return fmt::format("{:g} s before the first epoch ends", kBeforeTrainingSeconds);
   return fmt::format("the larger of {:g} s and {:g} x the slowest epoch, {:.3g} s", kMinimumSeconds,
                      kEpochs, slowest_epoch_);
 }

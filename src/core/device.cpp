@@ -192,8 +192,8 @@ BackendPtr make_cpu_backend(int num_threads) {
         "OpenMP's default thread count " + std::to_string(omp_get_max_threads()) +
         " (OMP_NUM_THREADS=" + (env != nullptr ? env : "unset") + ") is more than " +
         std::to_string(cap) + " (" + std::to_string(kThreadsPerCore) + " per core of the " +
-        std::to_string(machine_cores()) + " available): set OMP_NUM_THREADS or a thread count in [1, " +
-        std::to_string(cap) + "]");
+        std::to_string(machine_cores()) +
+        " available): set OMP_NUM_THREADS or a thread count in [1, " + std::to_string(cap) + "]");
   }
   return std::make_shared<CpuBackend>(num_threads);
 }

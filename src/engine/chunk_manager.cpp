@@ -258,8 +258,9 @@ public:
     std::size_t victim = 0;
     std::uint64_t next = 0;
     if (!choose(cheap, keep, true, victim, next) && !choose(costly, keep, true, victim, next)) {
-      throw InvalidArgument("the host tier (host memory budget " + format_bytes(config_.host_bytes) +
-                            ") cannot hold one more chunk of " + format_bytes(s_.chunk));
+      throw InvalidArgument("the host tier (host memory budget " +
+                            format_bytes(config_.host_bytes) + ") cannot hold one more chunk of " +
+                            format_bytes(s_.chunk));
     }
     Chunk& chunk = s_.chunks.at(victim);
     if (chunk.slot < 0 && !chunk.disk_valid) write_to_disk(victim, chunk);
@@ -532,10 +533,9 @@ std::byte* ChunkManager::acquire(int id, Access access, std::size_t offset, std:
   if (s.pinned + more > s.slots) {
     throw InvalidArgument(
         "the device memory budget (" + format_bytes(config_.device_bytes) + ", " +
-        std::to_string(s.slots) +
-        " chunks) cannot hold what is needed at once: " + std::to_string(s.pinned) +
-        " chunks are pinned and '" + t.name + "' needs " + std::to_string(more) +
-        " more; give a larger device memory budget or a smaller chunk size");
+        std::to_string(s.slots) + " chunks) cannot hold what is needed at once: " +
+        std::to_string(s.pinned) + " chunks are pinned and '" + t.name + "' needs " +
+        std::to_string(more) + " more; give a larger device memory budget or a smaller chunk size");
   }
 
   ChunkMover mover(s, *backend_, config_, epoch_, total_);

@@ -110,8 +110,8 @@ void DiskTier::write(std::int64_t& slot, std::size_t index, const std::byte* byt
       const std::string why = want == 0 ? "no space left on device (injected)"
                               : n == 0  ? "short write"
                                         : errno_text();
-      throw IoError("offload file " + path_ + ": writing chunk " +
-                    std::to_string(index) + " (" + format_bytes(chunk_) + ") at offset " +
+      throw IoError("offload file " + path_ + ": writing chunk " + std::to_string(index) + " (" +
+                    format_bytes(chunk_) + ") at offset " +
                     std::to_string(at + static_cast<off_t>(done)) + " failed after " +
                     std::to_string(done) + " bytes: " + why);
     }
@@ -127,8 +127,8 @@ void DiskTier::read(std::int64_t slot, std::size_t index, std::byte* bytes) {
     const ssize_t n = pread(fd_, bytes + done, chunk_ - done, at + done);
     if (n <= 0) {
       if (n < 0 && errno == EINTR) continue;
-      throw IoError("offload file " + path_ + ": reading chunk " +
-                    std::to_string(index) + " at offset " + std::to_string(at) +
+      throw IoError("offload file " + path_ + ": reading chunk " + std::to_string(index) +
+                    " at offset " + std::to_string(at) +
                     " failed: " + (n == 0 ? std::string("unexpected end of file") : errno_text()));
     }
     done += static_cast<std::size_t>(n);

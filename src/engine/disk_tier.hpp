@@ -25,7 +25,8 @@ public:
 
   /// Writes the `chunk` bytes at `bytes` to slot `slot` (a free one is taken when it is -1),
   /// for chunk number `index` (named in errors). Throws InvalidArgument when there is no tier
-  /// (`host_budget`, the host memory budget as text, ran out) and IoError naming the file, the offset and why.
+  /// (`host_budget`, the host memory budget as text, ran out) and IoError naming the file, the
+  /// offset and why.
   void write(std::int64_t& slot, std::size_t index, const std::byte* bytes,
              const std::string& host_budget);
   /// Reads slot `slot` into the `chunk` bytes at `bytes`; IoError naming the file otherwise.

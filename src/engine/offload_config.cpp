@@ -1,4 +1,5 @@
-// The chunk engine's settings as text: tensor kinds and policies by name, byte sizes printed, and the ratios of its statistics.
+// The chunk engine's settings as text: tensor kinds and policies by name, byte sizes printed, and
+// the ratios of its statistics.
 #include "tessera/engine/chunk_manager.hpp"
 
 #include "tessera/core/error.hpp"

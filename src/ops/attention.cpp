@@ -1,6 +1,6 @@
 // Dispatch of the graph-attention ops (GAT) to the backend's kernels, after their shape checks.
-#include "tessera/kernels/attention_kernels.hpp"
 #include "checks.hpp"
+#include "tessera/kernels/attention_kernels.hpp"
 #include "tessera/ops/ops.hpp"
 
 #include <string>
@@ -17,8 +17,8 @@ namespace {
 /// dst: [m, H] and src: [k, H]; per-edge arrays [nnz, H] (their rows checked against a's edges
 /// where a lies in host memory).
 template <typename T>
-void check_scores(const char* op, const Backend& backend, CsrView<T> a, std::int64_t heads,
-                  ConstDenseView<T> dst, ConstDenseView<T> src) {
+void check_scores(const char* op, CsrView<T> a, std::int64_t heads, ConstDenseView<T> dst,
+                  ConstDenseView<T> src) {
   if (heads < 1) refuse(op, "expected at least one head (per-edge arrays of >= 1 column)");
   if (dst.rows != a.rows || dst.cols != heads) {
     detail::throw_mismatch(op, "score_dst of shape [A.rows, heads]", "A", detail::shape(a),
@@ -28,7 +28,6 @@ void check_scores(const char* op, const Backend& backend, CsrView<T> a, std::int
     detail::throw_mismatch(op, "score_src of shape [A.cols, heads]", "A", detail::shape(a),
                            "score_src", detail::shape(src));
   }
-  (void)backend;
 }
 
 template <typename T>
@@ -39,21 +38,22 @@ void check_edges(const char* op, const Backend& backend, CsrView<T> a, ConstDens
   if (backend.kind() != DeviceKind::Cpu || a.rows == 0) return;
   if (edges.rows < a.row_ptr[a.rows]) {
     detail::throw_mismatch(op, "a row per edge of A", "A's edges",
-                           shape_string(a.row_ptr[a.rows], edges.cols), name,
-                           detail::shape(edges));
+                           shape_string(a.row_ptr[a.rows], edges.cols), name, detail::shape(edges));
   }
 }
 
+/// The rows summed (`in`, read at A's columns: [A.cols, heads · F]) and those written (`out`,
+/// [A.rows, in.cols]), named as the op calls them.
 template <typename T>
-void check_features(const char* op, CsrView<T> a, std::int64_t heads, ConstDenseView<T> x,
-                    ConstDenseView<T> out, const char* out_name) {
-  if (x.rows != a.cols || x.cols % heads != 0) {
-    detail::throw_mismatch(op, "x of shape [A.cols, heads · F]", "A", detail::shape(a), "x",
-                           detail::shape(x));
+void check_features(const char* op, CsrView<T> a, std::int64_t heads, ConstDenseView<T> in,
+                    const char* in_name, ConstDenseView<T> out, const char* out_name) {
+  if (in.rows != a.cols || in.cols % heads != 0) {
+    detail::throw_mismatch(op, "rows summed of shape [A.cols, heads · F]", "A", detail::shape(a),
+                           in_name, detail::shape(in));
   }
-  if (out.rows != a.rows || out.cols != x.cols) {
-    detail::throw_mismatch(op, "an output of shape [A.rows, x.cols]", "x", detail::shape(x),
-                           out_name, detail::shape(out));
+  if (out.rows != a.rows || out.cols != in.cols) {
+    detail::throw_mismatch(op, "rows written of shape [A.rows, heads · F]", in_name,
+                           detail::shape(in), out_name, detail::shape(out));
   }
 }
 
@@ -62,7 +62,7 @@ void check_features(const char* op, CsrView<T> a, std::int64_t heads, ConstDense
 template <typename T>
 void edge_softmax(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,
                   ConstDenseView<T> score_src, T slope, DenseView<T> alpha) {
-  check_scores("edge_softmax", backend, a, alpha.cols, score_dst, score_src);
+  check_scores("edge_softmax", a, alpha.cols, score_dst, score_src);
   check_edges<T>("edge_softmax", backend, a, alpha, "alpha");
   switch (backend.kind()) {
   case DeviceKind::Cpu:
@@ -77,7 +77,7 @@ void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, Co
                DenseView<T> out) {
   if (alpha.cols < 1) refuse("edge_spmm", "expected at least one head (alpha of >= 1 column)");
   check_edges("edge_spmm", backend, a, alpha, "alpha");
-  check_features<T>("edge_spmm", a, alpha.cols, x, out, "out");
+  check_features<T>("edge_spmm", a, alpha.cols, x, "x", out, "out");
   switch (backend.kind()) {
   case DeviceKind::Cpu:
     return kernels::cpu::edge_spmm(backend, a, alpha, x, out);
@@ -92,10 +92,10 @@ void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<
                            ConstDenseView<T> x, ConstDenseView<T> d_out, DenseView<T> d_score_dst,
                            DenseView<T> d_edge) {
   const char* op = "edge_softmax_backward";
-  check_scores(op, backend, a, alpha.cols, score_dst, score_src);
+  check_scores(op, a, alpha.cols, score_dst, score_src);
   check_edges(op, backend, a, alpha, "alpha");
   check_edges<T>(op, backend, a, d_edge, "d_edge");
-  check_features(op, a, alpha.cols, x, d_out, "d_out");
+  check_features(op, a, alpha.cols, x, "x", d_out, "d_out");
   if (d_edge.cols != alpha.cols) {
     detail::throw_mismatch(op, "d_edge of alpha's shape", "alpha", detail::shape(alpha), "d_edge",
                            detail::shape(d_edge));
@@ -116,15 +116,15 @@ void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<
 
 template <typename T>
 void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out,
-                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
+                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
+                         DenseView<T> d_x, DenseView<T> d_score_src) {
   const char* op = "edge_spmm_transpose";
   if (alpha.cols < 1) refuse(op, "expected at least one head (alpha of >= 1 column)");
   if (d_edge.rows != alpha.rows || d_edge.cols != alpha.cols) {
     detail::throw_mismatch(op, "d_edge of alpha's shape", "alpha", detail::shape(alpha), "d_edge",
                            detail::shape(d_edge));
   }
-  check_features<T>(op, at, alpha.cols, d_out, ConstDenseView<T>(d_x), "d_x");
+  check_features<T>(op, at, alpha.cols, d_out, "d_out", d_x, "d_x");
   if (d_score_src.rows != at.rows || d_score_src.cols != alpha.cols) {
     detail::throw_mismatch(op, "d_score_src of shape [Aᵀ.rows, heads]", "Aᵀ", detail::shape(at),
                            "d_score_src", detail::shape(d_score_src));

@@ -1,9 +1,8 @@
 // The values of flags: text → the library's typed settings. Every refusal names the flag, the
 // text and the form it takes; the library checks the settings again, naming settings.
-#include "tessera/runtime/cli_options.hpp"
-
 #include "tessera/core/error.hpp"
 #include "tessera/partition/partition.hpp"
+#include "tessera/runtime/cli_options.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -11,7 +10,6 @@
 #include <cstdint>
 #include <fmt/core.h>
 #include <limits>
-#include <numeric>
 #include <stdexcept>
 #include <string_view>
 
@@ -133,18 +131,8 @@ std::vector<double> parse_part_weights(const std::string& text, const std::strin
     weights.push_back(value);
     start = end + 1;
   }
-  // Shares are relative: their sum must still be a number (1e308,1e308 sums to infinity).
-  if (!std::isfinite(std::accumulate(weights.begin(), weights.end(), 0.0))) {
-    throw fail("the items sum beyond the range of a double; give relative shares such as 2,1");
-  }
-  const double largest = *std::max_element(weights.begin(), weights.end());
-  for (std::size_t i = 0; i < weights.size(); ++i) {
-    if (weights[i] < partition::kMinPartWeightRatio * largest) {
-      throw fail(fmt::format("item {} ({:g}) is below 10^-6 of the largest ({:g}), too small a "
-                             "share for a part to hold any row",
-                             i + 1, weights[i], largest));
-    }
-  }
+  // What a cut can use of them is the library's check, before anything is loaded.
+  check_flags(fmt::format("{} '{}'", flag, text), [&] { partition::check_part_weights(weights); });
   return weights;
 }
 

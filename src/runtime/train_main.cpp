@@ -283,8 +283,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.partition.method = partition::parse_method(o.partition_method);
   job.partition.seed = o.seed;
   job.balance = partition::parse_balance(o.balance);
-  if (!o.rank_speeds.empty())
-    job.rank_speeds = parse_part_weights(o.rank_speeds, "--rank-speeds");
+  if (!o.rank_speeds.empty()) job.rank_speeds = parse_part_weights(o.rank_speeds, "--rank-speeds");
   job.rebalance_threshold = o.rebalance_threshold;
   for (const std::string& text : o.simulate_rank_speed)
     job.simulation.rank_speeds.push_back(parse_rank_speed(text));

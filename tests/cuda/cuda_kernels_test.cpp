@@ -160,11 +160,10 @@ TYPED_TEST(CudaKernels, GraphAttentionForwardAndBackwardAreEquivalentToTheCpus) 
                     alpha_gpu.view());
   ops::edge_spmm(*this->gpu, a_gpu.view(), alpha_gpu.cview(), x_gpu.cview(), out_gpu.view());
   ops::edge_softmax_backward(*this->gpu, a_gpu.view(), dst_gpu.cview(), src_gpu.cview(), slope,
-                             alpha_gpu.cview(), x_gpu.cview(), d_out_gpu.cview(),
-                             d_dst_gpu.view(), d_edge_gpu.view());
+                             alpha_gpu.cview(), x_gpu.cview(), d_out_gpu.cview(), d_dst_gpu.view(),
+                             d_edge_gpu.view());
   ops::edge_spmm_transpose(*this->gpu, at_gpu.view(), edge_of_gpu.data(), alpha_gpu.cview(),
-                           d_out_gpu.cview(), d_edge_gpu.cview(), d_x_gpu.view(),
-                           d_src_gpu.view());
+                           d_out_gpu.cview(), d_edge_gpu.cview(), d_x_gpu.view(), d_src_gpu.view());
 
   expect_matches(alpha, this->down(alpha_gpu));
   expect_matches(out, this->down(out_gpu));

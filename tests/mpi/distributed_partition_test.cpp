@@ -173,8 +173,9 @@ TEST(DistributedStore, EqualsTheStoreWrittenFromTheWholeGraph) {
   const tp::Partition partition = gather(owner);
   const tp::LocalGraph tile = tp::build_tile_from_rows(cpu(), std::move(block), owner, *world());
   const tp::Quality quality = tp::measure_tiles(tile, *world());
-  tp::write_store_from_tiles(folder.file("store"), tile, {whole.name, checksum, whole.row_normalize},
-                             options, tp::Reorder::None, quality, *world());
+  tp::write_store_from_tiles(folder.file("store"), tile,
+                             {whole.name, checksum, whole.row_normalize}, options,
+                             tp::Reorder::None, quality, *world());
   if (world()->rank() == 0) {
     tp::write_store(folder.file("reference"), whole, partition, options, tp::Reorder::None,
                     quality);

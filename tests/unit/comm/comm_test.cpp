@@ -161,8 +161,8 @@ TEST(ExchangeOptions, OutOfRangeNameTheirSetting) {
                                                  HasSubstr("staleness smoothing 1: expects")));
   EXPECT_THAT([&] { threshold.validate(); }, ::testing::ThrowsMessage<InvalidArgument>(
                                                  HasSubstr("halo skip threshold -0.5: expects")));
-  EXPECT_THAT([&] { age.validate(); }, ::testing::ThrowsMessage<InvalidArgument>(
-                                           HasSubstr("halo skip max age 0: expects")));
+  EXPECT_THAT([&] { age.validate(); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("halo skip max age 0: expects")));
 }
 
 TEST(ExchangeOptions, DescribeSaysTheModeItsSettingsAndThePrecision) {

@@ -20,8 +20,8 @@ using ::testing::ThrowsMessage;
 constexpr const char* kSbm = "sbm:nodes=120,classes=3,avg-degree=4,features=3";
 
 TEST(FeatureRecipe, TheCitationSetsAreKnownByName) {
-  for (const char* name : {"cora", "cora-linqs", "cora_planetoid", "CiteSeer", "citeseer",
-                           "pubmed", "pubmed-diabetes"}) {
+  for (const char* name : {"cora", "cora-linqs", "cora_planetoid", "CiteSeer", "citeseer", "pubmed",
+                           "pubmed-diabetes"}) {
     EXPECT_TRUE(recipe_row_normalizes(name)) << name;
   }
   for (const char* name : {"minesweeper", "roman-empire", "ogbn-arxiv", "sbm", "g", "", "acora"}) {
@@ -66,14 +66,14 @@ TEST(FeatureRecipe, AnNpzKeyThatIsNoFlagIsRefusedNamingIt) {
     return Member{key, "<i8", shape, bytes_of(values)};
   };
   const std::string path =
-      dir.write("bad.npz", npz_bytes({i64("adj_indptr", "(3,)", {0, 1, 2}),
-                                      i64("adj_indices", "(2,)", {1, 0}),
-                                      i64("row_normalize_features", "()", {2})}));
+      dir.write("bad.npz",
+                npz_bytes({i64("adj_indptr", "(3,)", {0, 1, 2}), i64("adj_indices", "(2,)", {1, 0}),
+                           i64("row_normalize_features", "()", {2})}));
 
-  EXPECT_THAT([&] { load("npz:" + path); },
-              ThrowsMessage<FormatError>(AllOf(HasSubstr("bad.npz"),
-                                               HasSubstr("row_normalize_features"),
-                                               HasSubstr("expected 0 or 1"))));
+  EXPECT_THAT(
+      [&] { load("npz:" + path); },
+      ThrowsMessage<FormatError>(AllOf(HasSubstr("bad.npz"), HasSubstr("row_normalize_features"),
+                                       HasSubstr("expected 0 or 1"))));
 }
 
 } // namespace

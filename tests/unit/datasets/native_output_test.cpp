@@ -27,7 +27,8 @@ TEST(DatasetsNativeOutput, ExistingNativeDatasetIsReplacedOnlyWithReplace) {
   const Dataset other = load("sbm:nodes=80,classes=2,avg-degree=4,features=3", 9);
 
   EXPECT_THAT([&] { save_native(other, out); },
-              ThrowsMessage<OutputExists>(AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
+              ThrowsMessage<OutputExists>(
+                  AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
   EXPECT_EQ(load(out).num_nodes, 120);
 
   save_native(other, out, true);

@@ -281,7 +281,8 @@ TEST(ChunkManager, ABudgetSmallerThanOneChunkIsRefused) {
     ChunkManager m(make_cpu_backend(1), config);
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("device memory budget 32 KiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("device memory budget 32 KiB"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("smaller than one chunk"), std::string::npos) << e.what();
   }
 }

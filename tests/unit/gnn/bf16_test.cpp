@@ -199,12 +199,12 @@ TEST(Bf16GcnConv, IsRefusedInABudgetsMemoryAndForAFloat64Layer) {
                          GcnOrder::AggregateThenTransform);
 
   // Refused when set, whatever the budget: its buffers are not among what the manager acquires.
+  EXPECT_THAT([&] { managed.set_activation_dtype(ActivationDType::Bf16); },
+              ThrowsMessage<InvalidArgument>(AllOf(HasSubstr("bf16 activations"),
+                                                   HasSubstr("cannot run under a memory budget"))));
   EXPECT_THAT(
-      [&] { managed.set_activation_dtype(ActivationDType::Bf16); },
-      ThrowsMessage<InvalidArgument>(
-          AllOf(HasSubstr("bf16 activations"), HasSubstr("cannot run under a memory budget"))));
-  EXPECT_THAT([&] { managed.set_input_dropout(0.5f, 0); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("dropout fused into a layer's input cannot run")));
+      [&] { managed.set_input_dropout(0.5f, 0); },
+      ThrowsMessage<InvalidArgument>(HasSubstr("dropout fused into a layer's input cannot run")));
 
   const CsrT<double> a64 = a.cast<double>();
   GcnConv<double> conv64(cpu(), a64, a64, 4, 4, true, 1, 0);

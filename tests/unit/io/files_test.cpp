@@ -294,9 +294,11 @@ TEST_F(Files, ExistingOutputIsReplacedOnlyWhenAsked) {
   std::ofstream(out + "/manifest.json") << "{}";
 
   EXPECT_THAT([&] { io::OutputFolder again(out, "partition store", false); },
-              ThrowsMessage<OutputExists>(AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
+              ThrowsMessage<OutputExists>(
+                  AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
   EXPECT_THAT([&] { io::check_output_folder(out, "partition store", false); },
-              ThrowsMessage<OutputExists>(AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
+              ThrowsMessage<OutputExists>(
+                  AllOf(HasSubstr(out), HasSubstr("replacing it was not asked for"))));
   EXPECT_NO_THROW(io::check_output_folder(out, "partition store", true));
   EXPECT_NO_THROW(io::OutputFolder(out, "partition store", true));
 }

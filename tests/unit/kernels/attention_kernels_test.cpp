@@ -147,8 +147,8 @@ TYPED_TEST(AttentionKernels, BackwardIsTheGradientOfTheForward) {
     // Central differences of the loss in double over each input the backward differentiates.
     const double step = sizeof(T) == 4 ? 1e-3 : 1e-6;
     const double scale = sizeof(T) == 4 ? 300.0 : 1e4; // the difference quotient's own error
-    for (auto [input, grad] : {std::pair{&in.dst, &d_dst}, std::pair{&in.src, &d_src},
-                               std::pair{&in.x, &d_x}}) {
+    for (auto [input, grad] :
+         {std::pair{&in.dst, &d_dst}, std::pair{&in.src, &d_src}, std::pair{&in.x, &d_x}}) {
       std::vector<double> numeric(static_cast<std::size_t>(input->size()));
       for (std::int64_t i = 0; i < input->size(); ++i) {
         const T saved = input->data()[i];

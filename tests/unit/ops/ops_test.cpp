@@ -379,17 +379,23 @@ TEST_F(Ops, GraphAttentionShapesThatDoNotFitAreRefusedNamingTheOp) {
 
   EXPECT_NO_THROW(ops::edge_softmax(*cpu, a.view(), dst.cview(), src.cview(), 0.2f, alpha.view()));
   EXPECT_NO_THROW(ops::edge_spmm(*cpu, a.view(), alpha.cview(), x.cview(), out.view()));
-  EXPECT_THAT([&] { ops::edge_softmax(*cpu, a.view(), dst.cview(), src.cview(), 0.2f,
-                                      short_alpha.view()); },
-              ThrowsMessage<DimensionMismatch>(AllOf(HasSubstr("edge_softmax"),
-                                                     HasSubstr("a row per edge of A"))));
-  EXPECT_THAT([&] { ops::edge_softmax(*cpu, a.view(), dst.cview(), wrong_src.cview(), 0.2f,
-                                      alpha.view()); },
-              ThrowsMessage<DimensionMismatch>(HasSubstr("score_src of shape [A.cols, heads]")));
+  EXPECT_THAT(
+      [&] {
+        ops::edge_softmax(*cpu, a.view(), dst.cview(), src.cview(), 0.2f, short_alpha.view());
+      },
+      ThrowsMessage<DimensionMismatch>(
+          AllOf(HasSubstr("edge_softmax"), HasSubstr("a row per edge of A"))));
+  EXPECT_THAT(
+      [&] {
+        ops::edge_softmax(*cpu, a.view(), dst.cview(), wrong_src.cview(), 0.2f, alpha.view());
+      },
+      ThrowsMessage<DimensionMismatch>(HasSubstr("score_src of shape [A.cols, heads]")));
   EXPECT_THAT([&] { ops::edge_spmm(*cpu, a.view(), no_heads.cview(), x.cview(), out.view()); },
               ThrowsMessage<DimensionMismatch>(HasSubstr("at least one head")));
-  EXPECT_THAT([&] { ops::edge_spmm(*cpu, a.view(), alpha.cview(), odd_x.cview(), out.view()); },
-              ThrowsMessage<DimensionMismatch>(HasSubstr("x of shape [A.cols, heads · F]")));
+  EXPECT_THAT(
+      [&] { ops::edge_spmm(*cpu, a.view(), alpha.cview(), odd_x.cview(), out.view()); },
+      ThrowsMessage<DimensionMismatch>(
+          AllOf(HasSubstr("rows summed of shape [A.cols, heads · F]"), HasSubstr("x is [5, 7]"))));
 }
 
 } // namespace

@@ -470,10 +470,16 @@ TEST(PartitionGraph, BadOptionsThrowInvalidArgument) {
   EXPECT_THROW(partition_graph(a, options_for(Method::Block, 2, {1, 0})), InvalidArgument);
   EXPECT_THROW(partition_graph(a, options_for(Method::Random, 2, {1, -2})), InvalidArgument);
   // Shares whose sum is no number, or one METIS would read as zero, name the setting.
-  EXPECT_THAT([&] { partition_graph(a, options_for(Method::Block, 2, {1e308, 1e308})); },
-              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("part weights sum beyond")));
-  EXPECT_THAT([&] { partition_graph(a, options_for(Method::MetisKway, 2, {1e-300, 1})); },
-              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("part weight 1e-300 is below")));
+  EXPECT_THAT(
+      [&] {
+        partition_graph(a, options_for(Method::Block, 2, {1e308, 1e308}));
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("part weights sum beyond")));
+  EXPECT_THAT(
+      [&] {
+        partition_graph(a, options_for(Method::MetisKway, 2, {1e-300, 1}));
+      },
+      ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("part weight 1e-300 is below")));
   EXPECT_THROW(partition_graph(a, negative_width), InvalidArgument);
   EXPECT_THROW(partition_graph(Csr(make_cpu_backend(), 3, 4, 0), options_for(Method::Block, 2)),
                InvalidArgument);

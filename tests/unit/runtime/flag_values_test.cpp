@@ -47,8 +47,9 @@ TEST(FlagValues, DeviceChoices) {
   EXPECT_EQ(parse_device_choice("cpu"), DeviceChoice::Cpu);
   EXPECT_EQ(parse_device_choice("cuda"), DeviceChoice::Cuda);
   EXPECT_EQ(parse_device_choice("auto"), DeviceChoice::Auto);
-  EXPECT_THAT([] { parse_device_choice("gpu"); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("--device 'gpu': expects cpu, cuda or auto")));
+  EXPECT_THAT(
+      [] { parse_device_choice("gpu"); },
+      ThrowsMessage<InvalidArgument>(HasSubstr("--device 'gpu': expects cpu, cuda or auto")));
 }
 
 TEST(FlagValues, SimulatedLinkTakesBandwidthAndLatency) {
@@ -97,8 +98,8 @@ TEST(FlagValues, SimulationsNameTheirFlags) {
 TEST(FlagValues, ScheduleAndTheInexactExchangesItMayPick) {
   EXPECT_EQ(parse_schedule("auto"), Schedule::Auto);
   EXPECT_EQ(parse_schedule("fixed"), Schedule::Fixed);
-  EXPECT_THAT([] { parse_schedule("fast"); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("--schedule 'fast': expects fixed or auto")));
+  EXPECT_THAT([] { parse_schedule("fast"); }, ThrowsMessage<InvalidArgument>(HasSubstr(
+                                                  "--schedule 'fast': expects fixed or auto")));
   std::vector<comm::HaloMode> modes;
   std::vector<comm::HaloPrecision> precisions;
   parse_allowed_inexact("stale,int8", modes, precisions);

@@ -421,8 +421,8 @@ TEST(TrainJobOffload, ABudgetBelowWhatMustBeWholeNamesTheSettings) {
   const runtime::TrainJob job = under_budget(small_job(kEasySbm, 2), 32);
 
   EXPECT_THAT([&] { runtime::run_train_job(job); },
-              ::testing::ThrowsMessage<InvalidArgument>(
-                  ::testing::AllOf(HasSubstr("device memory budget (32 KiB"), HasSubstr("chunk size"))));
+              ::testing::ThrowsMessage<InvalidArgument>(::testing::AllOf(
+                  HasSubstr("device memory budget (32 KiB"), HasSubstr("chunk size"))));
 }
 
 TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {
@@ -431,8 +431,8 @@ TEST(TrainJobOffload, ABudgetSmallerThanOneChunkIsRefusedBeforeLoading) {
   job.offload.device_bytes = 16 * kKiB;
 
   EXPECT_THAT([&] { runtime::run_train_job(job); },
-              ::testing::ThrowsMessage<InvalidArgument>(
-                  HasSubstr("device memory budget 16 KiB is smaller than one chunk (chunk size 64 KiB)")));
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr(
+                  "device memory budget 16 KiB is smaller than one chunk (chunk size 64 KiB)")));
 }
 
 } // namespace

@@ -13,35 +13,35 @@
 #include "tessera/core/tensor.hpp"
 
 // Declared once, expanded into every backend namespace below. Shapes are checked by src/ops.
-#define TESSERA_DECLARE_ATTENTION_KERNELS                                                          \
-  /* alpha[p, h] = softmax over row i's edges of e[p, h], e[p, h] = leaky(score_dst[i, h] +      \
-     score_src[col[p], h]) with leaky(v) = v > 0 ? v : slope·v. score_dst: [m, H]; score_src:  \
-     [k, H]; alpha: [nnz, H] written at a's edges. A row without edges writes nothing. */         \
-  template <typename T>                                                                            \
-  void edge_softmax(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,             \
-                    ConstDenseView<T> score_src, T slope, DenseView<T> alpha);                     \
-  /* out[i, h·F + f] = Σ over row i's edges p of alpha[p, h] · x[col[p], h·F + f]. x: [k, H·F];  \
-     out: [m, H·F] overwritten (0 for a row without edges); H = alpha.cols. */                   \
-  template <typename T>                                                                            \
-  void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha,                    \
-                 ConstDenseView<T> x, DenseView<T> out);                                           \
-  /* The destination side of the backward of edge_spmm(edge_softmax(...)), given d_out [m, H·F]: \
-     d_alpha[p, h] = Σ_f d_out[i, h·F + f] · x[col[p], h·F + f];                                  \
-     d_edge[p, h] = alpha[p, h] · (d_alpha[p, h] − Σ over row i's edges q of alpha[q, h] ·       \
-       d_alpha[q, h]) · leaky'(score_dst[i, h] + score_src[col[p], h]), written at a's edges;   \
-     d_score_dst[i, h] = Σ over row i's edges of d_edge[p, h], overwritten ([m, H]). */          \
-  template <typename T>                                                                            \
-  void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,    \
-                             ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,        \
-                             ConstDenseView<T> x, ConstDenseView<T> d_out,                         \
-                             DenseView<T> d_score_dst, DenseView<T> d_edge);                       \
-  /* The source side, through at = aᵀ ([k, m], its values unread) whose edge q is edge          \
-     edge_of[q] of a: d_x[j, h·F + f] = Σ over row j's edges q of at of alpha[edge_of[q], h] ·  \
-     d_out[col_t[q], h·F + f]; d_score_src[j, h] = Σ of d_edge[edge_of[q], h]. Both [k, ·],      \
-     overwritten. No atomics: the sums run over at's rows, in their order. */                    \
-  template <typename T>                                                                            \
-  void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,           \
-                           ConstDenseView<T> alpha, ConstDenseView<T> d_out,                       \
+#define TESSERA_DECLARE_ATTENTION_KERNELS                                                            \
+  /* alpha[p, h] = softmax over row i's edges of e[p, h], e[p, h] = leaky(score_dst[i, h] +          \
+     score_src[col[p], h]) with leaky(v) = v > 0 ? v : slope·v. score_dst: [m, H]; score_src:       \
+     [k, H]; alpha: [nnz, H] written at a's edges. A row without edges writes nothing. */            \
+  template <typename T>                                                                              \
+  void edge_softmax(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,               \
+                    ConstDenseView<T> score_src, T slope, DenseView<T> alpha);                       \
+  /* out[i, h·F + f] = Σ over row i's edges p of alpha[p, h] · x[col[p], h·F + f]. x: [k, H·F]; \
+     out: [m, H·F] overwritten (0 for a row without edges); H = alpha.cols. */                      \
+  template <typename T>                                                                              \
+  void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha,                      \
+                 ConstDenseView<T> x, DenseView<T> out);                                             \
+  /* The destination side of the backward of edge_spmm(edge_softmax(...)), given d_out [m, H·F]:    \
+     d_alpha[p, h] = Σ_f d_out[i, h·F + f] · x[col[p], h·F + f];                                 \
+     d_edge[p, h] = alpha[p, h] · (d_alpha[p, h] − Σ over row i's edges q of alpha[q, h] ·      \
+       d_alpha[q, h]) · leaky'(score_dst[i, h] + score_src[col[p], h]), written at a's edges;       \
+     d_score_dst[i, h] = Σ over row i's edges of d_edge[p, h], overwritten ([m, H]). */             \
+  template <typename T>                                                                              \
+  void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,      \
+                             ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,          \
+                             ConstDenseView<T> x, ConstDenseView<T> d_out,                           \
+                             DenseView<T> d_score_dst, DenseView<T> d_edge);                         \
+  /* The source side, through at = aᵀ ([k, m], its values unread) whose edge q is edge             \
+     edge_of[q] of a: d_x[j, h·F + f] = Σ over row j's edges q of at of alpha[edge_of[q], h] ·    \
+     d_out[col_t[q], h·F + f]; d_score_src[j, h] = Σ of d_edge[edge_of[q], h]. Both [k, ·],       \
+     overwritten. No atomics: the sums run over at's rows, in their order. */                        \
+  template <typename T>                                                                              \
+  void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,             \
+                           ConstDenseView<T> alpha, ConstDenseView<T> d_out,                         \
                            ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src);
 
 /// Explicit instantiation of the family for value type T, used by every backend's source.
@@ -50,10 +50,9 @@
                                 T, DenseView<T>);                                                  \
   template void edge_spmm<T>(const Backend&, CsrView<T>, ConstDenseView<T>, ConstDenseView<T>,     \
                              DenseView<T>);                                                        \
-  template void edge_softmax_backward<T>(const Backend&, CsrView<T>, ConstDenseView<T>,            \
-                                         ConstDenseView<T>, T, ConstDenseView<T>,                  \
-                                         ConstDenseView<T>, ConstDenseView<T>, DenseView<T>,       \
-                                         DenseView<T>);                                            \
+  template void edge_softmax_backward<T>(                                                          \
+      const Backend&, CsrView<T>, ConstDenseView<T>, ConstDenseView<T>, T, ConstDenseView<T>,      \
+      ConstDenseView<T>, ConstDenseView<T>, DenseView<T>, DenseView<T>);                           \
   template void edge_spmm_transpose<T>(const Backend&, CsrView<T>, const Offset*,                  \
                                        ConstDenseView<T>, ConstDenseView<T>, ConstDenseView<T>,    \
                                        DenseView<T>, DenseView<T>)

@@ -53,13 +53,13 @@ std::string dataset_checksum(const datasets::RowBlock& block, comm::Communicator
 /// `dir` (io::OutputFolder, as write_store; `replace` as there) and removes an old manifest, each
 /// rank writes its own part folder, and rank 0 writes the manifest last, once every rank has
 /// written its part and every rank agrees on the part count, node count, dataset name and
-/// checksum (`dataset`: what the manifest records of it). A failure on any rank (a refused folder, a write error, a disagreement) throws
-/// IoError on every rank naming each failing rank and its problem, and leaves no manifest, so the
-/// half-written store is never loaded. `dir` must be a folder every rank sees (a shared file
-/// system on a cluster). `options` and `quality` are recorded, as by write_store. Collective.
+/// checksum (`dataset`: what the manifest records of it). A failure on any rank (a refused folder,
+/// a write error, a disagreement) throws IoError on every rank naming each failing rank and its
+/// problem, and leaves no manifest, so the half-written store is never loaded. `dir` must be a
+/// folder every rank sees (a shared file system on a cluster). `options` and `quality` are
+/// recorded, as by write_store. Collective.
 void write_store_from_tiles(const std::string& dir, const LocalGraph& tile,
                             const DatasetRecord& dataset, const Options& options, Reorder reorder,
-                            const Quality& quality, comm::Communicator& comm,
-                            bool replace = false);
+                            const Quality& quality, comm::Communicator& comm, bool replace = false);
 
 } // namespace tessera::partition

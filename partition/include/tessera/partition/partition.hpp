@@ -143,5 +143,9 @@ Balance parse_balance(const std::string& text);            ///< none, given, mea
 void check_rank_speeds(Balance balance, std::span<const double> speeds, int parts);
 /// The smallest a part's weight may be next to the largest: METIS reads shares as 32-bit floats.
 inline constexpr double kMinPartWeightRatio = 1e-6;
+/// Refuses part weights (or rank speeds) a cut cannot use: one that is not positive and finite,
+/// a sum beyond a double, one below kMinPartWeightRatio of the largest. Throws InvalidArgument
+/// naming the weight. Empty weights pass (equal shares).
+void check_part_weights(std::span<const double> weights);
 
 } // namespace tessera::partition

@@ -45,8 +45,8 @@ struct Manifest {
 
 /// What a store records of the dataset it was cut from.
 struct DatasetRecord {
-  std::string name;         ///< Manifest::dataset
-  std::string checksum;     ///< Manifest::dataset_checksum
+  std::string name;           ///< Manifest::dataset
+  std::string checksum;       ///< Manifest::dataset_checksum
   bool row_normalize = false; ///< Manifest::row_normalize
 };
 

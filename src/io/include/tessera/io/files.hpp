@@ -91,12 +91,12 @@ void check_output_file(const std::string& path);
 /// for the object's lifetime. The folder is created when absent (with its parents). Refused with
 /// IoError naming the folder: "/", a link or anything not a folder, a non-empty folder that is not
 /// a Tessera output, a Tessera output of another kind, and an existing output of the same kind
-/// unless `replace` (OutputExists: "... replacing it was not asked for"); an interrupted output (marker present,
-/// content incomplete) counts as an existing one. The claim is the file DIR/.tessera-output (which
-/// names the kind and stays) held under an exclusive flock until destruction, so a second
-/// concurrent writer fails with "another process is writing DIR"; the kernel drops the lock when
-/// the process dies, so a crash leaves no stale lock. Replacing empties nothing: the caller
-/// overwrites or removes the old files inside path().
+/// unless `replace` (OutputExists: "... replacing it was not asked for"); an interrupted output
+/// (marker present, content incomplete) counts as an existing one. The claim is the file
+/// DIR/.tessera-output (which names the kind and stays) held under an exclusive flock until
+/// destruction, so a second concurrent writer fails with "another process is writing DIR"; the
+/// kernel drops the lock when the process dies, so a crash leaves no stale lock. Replacing empties
+/// nothing: the caller overwrites or removes the old files inside path().
 class OutputFolder {
 public:
   OutputFolder(const std::string& dir, const std::string& kind, bool replace);

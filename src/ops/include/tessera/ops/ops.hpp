@@ -56,8 +56,8 @@ void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<
 /// Through at = aᵀ, whose edge q is edge edge_of[q] of a (edge_of in the backend's memory).
 template <typename T>
 void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out,
-                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src);
+                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
+                         DenseView<T> d_x, DenseView<T> d_score_src);
 
 // ---- dense -----------------------------------------------------------------------------------
 

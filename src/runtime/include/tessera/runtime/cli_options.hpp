@@ -7,8 +7,8 @@
 #pragma once
 
 #include "tessera/comm/communicator.hpp"
-#include "tessera/core/error.hpp"
 #include "tessera/comm/halo_exchange.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
 #include "tessera/ops/backends.hpp"
 #include "tessera/runtime/train_job.hpp"
@@ -86,8 +86,8 @@ DeviceChoice parse_device_choice(const std::string& text);
 /// --simulate-link: "10" (10 Gb/s, no latency) or "10:5" (and 5 µs per message); a bandwidth
 /// above 0 and a latency not negative.
 comm::LinkModel parse_link_model(const std::string& text);
-/// "2,1,1,1" → {2, 1, 1, 1} for `flag` (--part-weights, --rank-speeds): positive numbers whose
-/// sum is finite, none below partition::kMinPartWeightRatio of the largest.
+/// "2,1,1,1" → {2, 1, 1, 1} for `flag` (--part-weights, --rank-speeds): positive numbers, which
+/// partition::check_part_weights then checks (led by the flag and the text).
 std::vector<double> parse_part_weights(const std::string& text, const std::string& flag);
 /// --simulate-rank-speed "R:FACTOR" → {R, FACTOR} (ranges are checked by Simulation::check).
 std::pair<int, double> parse_rank_speed(const std::string& text);

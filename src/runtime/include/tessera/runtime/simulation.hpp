@@ -40,7 +40,6 @@ struct Simulation {
   void after_epoch(int rank, int epoch) const;
 };
 
-
 /// A simulated slower device on `model` while it lives: after each module's training forward and
 /// backward it sleeps (slowdown - 1) times the call's compute — its time less what
 /// `blocked_seconds` (a running total: halo waits and message posting) grew by during it — so
