@@ -24,6 +24,10 @@ runtime::TrainJob community_job() {
   job.model.dropout = 0.5f;
   job.train.epochs = 20;
   job.train.seed = 11;
+  // Row-normalized, as these tests were tuned: with the features as stored (the default for
+  // generated data), validation accuracy ties between epochs 9 and 13 and the sanitizer build's
+  // reassociated losses broke the tie the other way at 3 ranks.
+  job.normalize_features = true;
   return job;
 }
 
