@@ -93,33 +93,49 @@ void edge_spmm(const Backend&, CsrView<T> a, ConstDenseView<T> alpha, ConstDense
 }
 
 template <typename T>
+void edge_dropout(const Backend&, CsrView<T> a, ConstDenseView<T> alpha, float prob,
+                  const RngKey& key, RowIds rows, DenseView<T> out) {
+  const std::int64_t heads = alpha.cols;
+  const T scale = T{1} / (T{1} - static_cast<T>(prob));
+  for_each_row(a, [&](std::int64_t r) {
+    const std::int64_t dst = rows(r) * heads;
+    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+      const std::int64_t src = rows(a.col[p]);
+      for (std::int64_t h = 0; h < heads; ++h)
+        out(p, h) = uniform(key, dst + h, src) >= prob ? alpha(p, h) * scale : T{0};
+    }
+  });
+}
+
+template <typename T>
 void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score_dst,
                            ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,
-                           ConstDenseView<T> x, ConstDenseView<T> d_out, DenseView<T> d_score_dst,
-                           DenseView<T> d_edge) {
+                           ConstDenseView<T> weights, ConstDenseView<T> x, ConstDenseView<T> d_out,
+                           DenseView<T> d_score_dst, DenseView<T> d_edge) {
   const std::int64_t heads = alpha.cols;
   const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
   for_each_row(a, [&](std::int64_t r) {
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
     const T* dy = d_out.row(r);
-    // d_alpha into d_edge first: a dot product of the row's gradient and the source row.
+    // weights · d_w into d_edge first, d_w a dot product of the row's gradient and the source.
     for (std::int64_t p = begin; p < end; ++p) {
       const T* source = x.row(a.col[p]);
       for (std::int64_t h = 0; h < heads; ++h) {
         T dot = T{0};
+#pragma omp simd reduction(+ : dot)
         for (std::int64_t f = 0; f < width; ++f)
           dot += dy[h * width + f] * source[h * width + f];
-        d_edge(p, h) = dot;
+        d_edge(p, h) = weights(p, h) * dot;
       }
     }
     for (std::int64_t h = 0; h < heads; ++h) {
-      T weighted = T{0}; // Σ alpha · d_alpha over the row
+      T weighted = T{0}; // Σ weights · d_w over the row
       for (std::int64_t p = begin; p < end; ++p)
-        weighted += alpha(p, h) * d_edge(p, h);
+        weighted += d_edge(p, h);
       T row_sum = T{0};
       for (std::int64_t p = begin; p < end; ++p) {
         const T pre = score_dst(r, h) + score_src(a.col[p], h);
-        const T d_e = alpha(p, h) * (d_edge(p, h) - weighted) * (pre > T{0} ? T{1} : slope);
+        const T d_e = (d_edge(p, h) - alpha(p, h) * weighted) * (pre > T{0} ? T{1} : slope);
         d_edge(p, h) = d_e;
         row_sum += d_e;
       }
@@ -130,10 +146,10 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
 
 template <typename T>
 void edge_spmm_transpose(const Backend&, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
-                         DenseView<T> d_x, DenseView<T> d_score_src) {
-  weighted_rows(at, edge_of, alpha, d_out, d_x);
-  const std::int64_t heads = alpha.cols;
+                         ConstDenseView<T> weights, ConstDenseView<T> d_out,
+                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
+  weighted_rows(at, edge_of, weights, d_out, d_x);
+  const std::int64_t heads = weights.cols;
   for_each_row(at, [&](std::int64_t j) {
     T* ds = d_score_src.row(j);
     std::fill(ds, ds + heads, T{0});

@@ -41,6 +41,21 @@ void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, De
     dx.data[i] = y.data[i] > T{0} ? scale * dy.data[i] : T{0};
 }
 
+template <typename T> void elu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {
+  const std::int64_t size = x.size();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    y.data[i] = x.data[i] > T{0} ? x.data[i] : std::expm1(x.data[i]);
+}
+
+template <typename T>
+void elu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx) {
+  const std::int64_t size = y.size();
+#pragma omp parallel for simd schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    dx.data[i] = y.data[i] > T{0} ? dy.data[i] : dy.data[i] * (y.data[i] + T{1});
+}
+
 namespace {
 
 /// An output element: T itself, or rounded to bfloat16.

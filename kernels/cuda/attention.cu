@@ -60,11 +60,27 @@ __global__ void weighted_rows_kernel(const std::int64_t* row_ptr, const std::int
   }
 }
 
+/// One thread per (row, head): the row's edges in order, as the CPU twin draws them.
+template <typename T>
+__global__ void edge_dropout_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
+                                    const T* alpha, float prob, RngKey key, RowIds ids, T* out,
+                                    std::int64_t rows, std::int64_t heads) {
+  const T scale = T(1) / (T(1) - static_cast<T>(prob));
+  for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
+    const std::int64_t r = i / heads, h = i % heads;
+    const std::int64_t dst = row_id(ids, r) * heads + h;
+    for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
+      const std::int64_t src = row_id(ids, col[p]);
+      out[p * heads + h] = uniform(key, dst, src) >= prob ? alpha[p * heads + h] * scale : T(0);
+    }
+  }
+}
+
 template <typename T>
 __global__ void edge_softmax_backward_kernel(const std::int64_t* row_ptr, const std::int32_t* col,
                                              const T* dst, const T* src, T slope, const T* alpha,
-                                             const T* x, const T* d_out, T* d_dst, T* d_edge,
-                                             std::int64_t rows, std::int64_t cols,
+                                             const T* weights, const T* x, const T* d_out, T* d_dst,
+                                             T* d_edge, std::int64_t rows, std::int64_t cols,
                                              std::int64_t heads) {
   const std::int64_t width = cols / heads;
   for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
@@ -77,14 +93,15 @@ __global__ void edge_softmax_backward_kernel(const std::int64_t* row_ptr, const 
       T dot = T(0);
       for (std::int64_t f = 0; f < width; ++f)
         dot += dy[f] * source[f];
-      d_edge[p * heads + h] = dot;
-      weighted += alpha[p * heads + h] * dot;
+      const T term = weights[p * heads + h] * dot;
+      d_edge[p * heads + h] = term;
+      weighted += term;
     }
     T row_sum = T(0);
     for (std::int64_t p = begin; p < end; ++p) {
       const T pre = dst[i] + src[static_cast<std::int64_t>(col[p]) * heads + h];
       const T d_e =
-          alpha[p * heads + h] * (d_edge[p * heads + h] - weighted) * (pre > T(0) ? T(1) : slope);
+          (d_edge[p * heads + h] - alpha[p * heads + h] * weighted) * (pre > T(0) ? T(1) : slope);
       d_edge[p * heads + h] = d_e;
       row_sum += d_e;
     }
@@ -123,12 +140,20 @@ void edge_spmm(const std::int64_t* row_ptr, const std::int32_t* col, const T* al
 }
 
 template <typename T>
+void edge_dropout(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, float prob,
+                  RngKey key, RowIds ids, T* out, std::int64_t rows, std::int64_t heads,
+                  cudaStream_t stream) {
+  edge_dropout_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(row_ptr, col, alpha, prob,
+                                                                       key, ids, out, rows, heads);
+}
+
+template <typename T>
 void edge_softmax_backward(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst,
-                           const T* src, T slope, const T* alpha, const T* x, const T* d_out,
-                           T* d_dst, T* d_edge, std::int64_t rows, std::int64_t cols,
-                           std::int64_t heads, cudaStream_t stream) {
+                           const T* src, T slope, const T* alpha, const T* weights, const T* x,
+                           const T* d_out, T* d_dst, T* d_edge, std::int64_t rows,
+                           std::int64_t cols, std::int64_t heads, cudaStream_t stream) {
   edge_softmax_backward_kernel<<<blocks_for(rows * heads), kBlock, 0, stream>>>(
-      row_ptr, col, dst, src, slope, alpha, x, d_out, d_dst, d_edge, rows, cols, heads);
+      row_ptr, col, dst, src, slope, alpha, weights, x, d_out, d_dst, d_edge, rows, cols, heads);
 }
 
 template <typename T>
@@ -147,9 +172,11 @@ void edge_spmm_transpose(const std::int64_t* row_ptr, const std::int32_t* col,
                                 T*, std::int64_t, std::int64_t, cudaStream_t);                     \
   template void edge_spmm<T>(const std::int64_t*, const std::int32_t*, const T*, const T*, T*,     \
                              std::int64_t, std::int64_t, std::int64_t, cudaStream_t);              \
-  template void edge_softmax_backward<T>(const std::int64_t*, const std::int32_t*, const T*,       \
-                                         const T*, T, const T*, const T*, const T*, T*, T*,        \
-                                         std::int64_t, std::int64_t, std::int64_t, cudaStream_t);  \
+  template void edge_dropout<T>(const std::int64_t*, const std::int32_t*, const T*, float, RngKey, \
+                                RowIds, T*, std::int64_t, std::int64_t, cudaStream_t);             \
+  template void edge_softmax_backward<T>(                                                          \
+      const std::int64_t*, const std::int32_t*, const T*, const T*, T, const T*, const T*,         \
+      const T*, const T*, T*, T*, std::int64_t, std::int64_t, std::int64_t, cudaStream_t);         \
   template void edge_spmm_transpose<T>(const std::int64_t*, const std::int32_t*,                   \
                                        const std::int64_t*, const T*, const T*, const T*, T*, T*,  \
                                        std::int64_t, std::int64_t, std::int64_t, cudaStream_t)

@@ -7,10 +7,6 @@ namespace tessera::kernels::cuda::launch {
 
 namespace {
 
-__device__ inline std::int64_t row_id(RowIds ids, std::int64_t r) {
-  return ids.ids != nullptr ? ids.ids[r] : ids.offset + r;
-}
-
 template <typename T> __global__ void relu_forward_kernel(const T* x, T* y, std::int64_t size) {
   for (std::int64_t i = thread_index(); i < size; i += grid_stride())
     y[i] = x[i] < T{0} ? T{0} : x[i]; // NaN propagates, as on the CPU
@@ -20,6 +16,17 @@ template <typename T>
 __global__ void relu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t size, T scale) {
   for (std::int64_t i = thread_index(); i < size; i += grid_stride())
     dx[i] = y[i] > T{0} ? scale * dy[i] : T{0};
+}
+
+template <typename T> __global__ void elu_forward_kernel(const T* x, T* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    y[i] = x[i] > T{0} ? x[i] : expm1(x[i]);
+}
+
+template <typename T>
+__global__ void elu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    dx[i] = y[i] > T{0} ? dy[i] : dy[i] * (y[i] + T{1});
 }
 
 /// An output element: T itself, or (Out = uint16) its bfloat16 bits.
@@ -79,6 +86,15 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale,
   relu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, scale);
 }
 
+template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+  elu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
+}
+
+template <typename T>
+void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, cudaStream_t stream) {
+  elu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size);
+}
+
 template <typename T>
 void dropout(const T* x, T* y, const T* bias, std::int64_t rows, std::int64_t cols, float p,
              RngKey key, RowIds ids, bool relu, cudaStream_t stream) {
@@ -105,6 +121,8 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);           \
+  template void elu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                          \
+  template void elu_backward<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);               \
   template void dropout<T>(const T*, T*, const T*, std::int64_t, std::int64_t, float, RngKey,      \
                            RowIds, bool, cudaStream_t);                                            \
   template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,      \

@@ -23,6 +23,21 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
 }
 
 template <typename T>
+void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  if (x.size() == 0) return;
+  launch::elu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());
+  check_launch("elu_forward");
+}
+
+template <typename T>
+void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                  DenseView<T> dx) {
+  if (y.size() == 0) return;
+  launch::elu_backward(y.data, dy.data, dx.data, y.size(), as_cuda(backend).stream());
+  check_launch("elu_backward");
+}
+
+template <typename T>
 void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                    DenseView<T> dx, T scale) {
   if (y.size() == 0) return;

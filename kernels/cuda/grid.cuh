@@ -1,6 +1,8 @@
 // Launch geometry shared by the .cu files: grid-stride loops over 64-bit sizes.
 #pragma once
 
+#include "launch.hpp"
+
 #include <algorithm>
 #include <cstdint>
 
@@ -20,6 +22,11 @@ __device__ inline std::int64_t thread_index() {
 }
 __device__ inline std::int64_t grid_stride() {
   return static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+}
+
+/// Global id of local row r.
+__device__ inline std::int64_t row_id(RowIds ids, std::int64_t r) {
+  return ids.ids != nullptr ? ids.ids[r] : ids.offset + r;
 }
 
 } // namespace tessera::kernels::cuda::launch

@@ -20,6 +20,10 @@ struct RowIds {
 template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream);
+/// ELU (α = 1) and its backward from the output: dx = dy where y > 0, else dy · (y + 1).
+template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
+template <typename T>
+void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, cudaStream_t stream);
 /// y = a(x + bias) · mask / (1 - p) with the CPU's mask: keep where uniform(key, id(r), c) >= p
 /// (nothing drawn when p = 0). bias: [cols] or null; y may be x.
 template <typename T>
@@ -67,12 +71,17 @@ template <typename T>
 void edge_spmm(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, const T* x,
                T* out, std::int64_t rows, std::int64_t cols, std::int64_t heads,
                cudaStream_t stream);
+/// out [nnz, H] = alpha with edge_dropout's mask.
+template <typename T>
+void edge_dropout(const std::int64_t* row_ptr, const std::int32_t* col, const T* alpha, float prob,
+                  RngKey key, RowIds ids, T* out, std::int64_t rows, std::int64_t heads,
+                  cudaStream_t stream);
 /// d_edge [nnz, H] and d_dst [rows, H] of edge_softmax_backward.
 template <typename T>
 void edge_softmax_backward(const std::int64_t* row_ptr, const std::int32_t* col, const T* dst,
-                           const T* src, T slope, const T* alpha, const T* x, const T* d_out,
-                           T* d_dst, T* d_edge, std::int64_t rows, std::int64_t cols,
-                           std::int64_t heads, cudaStream_t stream);
+                           const T* src, T slope, const T* alpha, const T* weights, const T* x,
+                           const T* d_out, T* d_dst, T* d_edge, std::int64_t rows,
+                           std::int64_t cols, std::int64_t heads, cudaStream_t stream);
 /// d_x [rows, cols] and d_src [rows, H] over aᵀ's rows (edge_of: aᵀ's edge → a's edge).
 template <typename T>
 void edge_spmm_transpose(const std::int64_t* row_ptr, const std::int32_t* col,

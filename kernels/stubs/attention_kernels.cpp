@@ -17,9 +17,15 @@ void edge_spmm(const Backend&, CsrView<T>, ConstDenseView<T>, ConstDenseView<T>,
 }
 
 template <typename T>
+void edge_dropout(const Backend&, CsrView<T>, ConstDenseView<T>, float, const RngKey&, RowIds,
+                  DenseView<T>) {
+  not_compiled("edge_dropout");
+}
+
+template <typename T>
 void edge_softmax_backward(const Backend&, CsrView<T>, ConstDenseView<T>, ConstDenseView<T>, T,
-                           ConstDenseView<T>, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>,
-                           DenseView<T>) {
+                           ConstDenseView<T>, ConstDenseView<T>, ConstDenseView<T>,
+                           ConstDenseView<T>, DenseView<T>, DenseView<T>) {
   not_compiled("edge_softmax_backward");
 }
 

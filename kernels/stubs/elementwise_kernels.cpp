@@ -14,6 +14,15 @@ void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseVi
   not_compiled("relu_backward");
 }
 
+template <typename T> void elu_forward(const Backend&, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("elu_forward");
+}
+
+template <typename T>
+void elu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("elu_backward");
+}
+
 template <typename T>
 void dropout(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&, RowIds,
              bool) {

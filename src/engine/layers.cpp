@@ -266,6 +266,37 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
   return dx;
 }
 
+template <typename T>
+Elu<T>::Elu(BackendPtr backend) : MaskedElementwise<T>(std::move(backend), 0.0f, 0, "ELU") {}
+
+template <typename T> Context<T> Elu<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
+  DenseView<T> y = this->output_.get(x.rows(), x.cols());
+  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
+                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::elu_forward(*this->backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e));
+                 });
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> Elu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                   GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(this->name(), input_mode);
+  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
+  const ConstDenseView<T> y = ctx.output.dense;
+  for_row_blocks(
+      own_memory(*this, this->backend_, ctx.input), d_output.rows,
+      {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
+      [&](std::int64_t b, std::int64_t e) {
+        ops::elu_backward(*this->backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
+                          dx.slice_rows(b, e));
+      });
+  return dx;
+}
+
 template class MaskedElementwise<float>;
 template class MaskedElementwise<double>;
 
@@ -273,7 +304,8 @@ template class MaskedElementwise<double>;
   template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                       \
   template class Linear<T>;                                                                        \
   template class Dropout<T>;                                                                       \
-  template class ReluDropout<T>
+  template class ReluDropout<T>;                                                                   \
+  template class Elu<T>
 TESSERA_INSTANTIATE(float);
 TESSERA_INSTANTIATE(double);
 #undef TESSERA_INSTANTIATE

@@ -48,6 +48,7 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   }
   switch (kind) {
   case AggregationKind::Gcn:
+  case AggregationKind::Attention:
     b.host = degree_.empty() ? graph::gcn_normalize(adjacency_)
                              : graph::gcn_normalize_tile(adjacency_, degree_);
     break;
@@ -60,10 +61,19 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   }
   // Without ghost rows the rows and columns are the same vertices: Â and A of an undirected
   // graph are symmetric there (on one process, or a tile no edge leaves); D⁻¹A is not.
-  b.symmetric = n_local_ == n_owned_ && kind != AggregationKind::Mean;
-  if (!b.symmetric) b.host_t = graph::transpose(b.host);
+  b.symmetric =
+      n_local_ == n_owned_ && kind != AggregationKind::Mean && kind != AggregationKind::Attention;
+  const BackendPtr memory =
+      in_backend_memory() ? memory_for(backend_, TensorKind::Matrix) : b.host.backend();
+  if (kind == AggregationKind::Attention) {
+    std::vector<Offset> edge_of;
+    b.host_t = graph::transpose(b.host, edge_of);
+    b.edge_of = Buffer<Offset>(memory, static_cast<std::int64_t>(edge_of.size()));
+    memory->copy_from_host(b.edge_of.data(), edge_of.data(), edge_of.size() * sizeof(Offset));
+  } else if (!b.symmetric) {
+    b.host_t = graph::transpose(b.host);
+  }
   if (in_backend_memory()) {
-    const BackendPtr memory = memory_for(backend_, TensorKind::Matrix);
     b.device = to_backend(b.host, memory);
     b.host = Csr();
     if (!b.symmetric) {
@@ -88,6 +98,10 @@ const Csr& ModelGraph::transpose(AggregationKind kind) {
   Built& b = build(kind);
   if (b.symmetric) return matrix(kind);
   return in_backend_memory() ? b.device_t : b.host_t;
+}
+
+const Buffer<Offset>& ModelGraph::transpose_edges(AggregationKind kind) {
+  return build(kind).edge_of;
 }
 
 comm::LayerExchange<float>* ModelGraph::halo(int layer) {
@@ -154,7 +168,8 @@ comm::HaloStats ModelGraph::halo_totals() const {
 std::size_t ModelGraph::bytes() const {
   std::size_t total = adjacency_.bytes();
   for (const Built& b : built_) {
-    total += b.host.bytes() + b.host_t.bytes() + b.device.bytes() + b.device_t.bytes();
+    total += b.host.bytes() + b.host_t.bytes() + b.device.bytes() + b.device_t.bytes() +
+             b.edge_of.bytes();
   }
   return total;
 }

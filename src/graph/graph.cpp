@@ -133,8 +133,10 @@ Csr build_symmetric_csr(const BackendPtr& backend, const EdgeList& edges, bool k
   return out;
 }
 
-template <typename T>
-CsrT<T> transpose(const CsrT<T>& a) {
+namespace {
+
+/// Aᵀ by a counting sort; edge_of, when given, receives the A entry of each Aᵀ entry.
+template <typename T> CsrT<T> transpose_into(const CsrT<T>& a, Offset* edge_of) {
   const std::int64_t rows = a.rows(), cols = a.cols();
   std::vector<Offset> count(cols, 0);
   for (std::int64_t k = 0; k < a.nnz(); ++k) ++count[a.col()[k]];
@@ -147,12 +149,26 @@ CsrT<T> transpose(const CsrT<T>& a) {
       const Offset dst = cursor[a.col()[k]]++;
       out.col()[dst] = static_cast<LocalId>(r);
       out.val()[dst] = a.val()[k];
+      if (edge_of != nullptr) edge_of[dst] = k;
     }
   }
   return out;
 }
 
+} // namespace
+
+template <typename T> CsrT<T> transpose(const CsrT<T>& a) {
+  return transpose_into(a, static_cast<Offset*>(nullptr));
+}
+
+template <typename T> CsrT<T> transpose(const CsrT<T>& a, std::vector<Offset>& edge_of) {
+  edge_of.resize(static_cast<std::size_t>(a.nnz()));
+  return transpose_into(a, edge_of.data());
+}
+
 template CsrT<float> transpose(const CsrT<float>&);
+template CsrT<float> transpose(const CsrT<float>&, std::vector<Offset>&);
+template CsrT<double> transpose(const CsrT<double>&, std::vector<Offset>&);
 template CsrT<double> transpose(const CsrT<double>&);
 
 namespace {

@@ -87,10 +87,29 @@ void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, Co
 }
 
 template <typename T>
+void edge_dropout(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, float prob,
+                  const RngKey& key, RowIds rows, DenseView<T> out) {
+  const char* op = "edge_dropout";
+  detail::check_probability(op, prob);
+  if (alpha.cols < 1) refuse(op, "expected at least one head (alpha of >= 1 column)");
+  check_edges(op, backend, a, alpha, "alpha");
+  if (out.rows != alpha.rows || out.cols != alpha.cols) {
+    detail::throw_mismatch(op, "out of alpha's shape", "alpha", detail::shape(alpha), "out",
+                           detail::shape(out));
+  }
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::edge_dropout(backend, a, alpha, prob, key, rows, out);
+  case DeviceKind::Cuda:
+    return kernels::cuda::edge_dropout(backend, a, alpha, prob, key, rows, out);
+  }
+}
+
+template <typename T>
 void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,
                            ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,
-                           ConstDenseView<T> x, ConstDenseView<T> d_out, DenseView<T> d_score_dst,
-                           DenseView<T> d_edge) {
+                           ConstDenseView<T> weights, ConstDenseView<T> x, ConstDenseView<T> d_out,
+                           DenseView<T> d_score_dst, DenseView<T> d_edge) {
   const char* op = "edge_softmax_backward";
   check_scores(op, a, alpha.cols, score_dst, score_src);
   check_edges(op, backend, a, alpha, "alpha");
@@ -100,24 +119,29 @@ void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<
     detail::throw_mismatch(op, "d_edge of alpha's shape", "alpha", detail::shape(alpha), "d_edge",
                            detail::shape(d_edge));
   }
+  if (weights.rows != alpha.rows || weights.cols != alpha.cols) {
+    detail::throw_mismatch(op, "weights of alpha's shape", "alpha", detail::shape(alpha), "weights",
+                           detail::shape(weights));
+  }
   if (d_score_dst.rows != a.rows || d_score_dst.cols != alpha.cols) {
     detail::throw_mismatch(op, "d_score_dst of score_dst's shape", "score_dst",
                            detail::shape(score_dst), "d_score_dst", detail::shape(d_score_dst));
   }
   switch (backend.kind()) {
   case DeviceKind::Cpu:
-    return kernels::cpu::edge_softmax_backward(backend, a, score_dst, score_src, slope, alpha, x,
-                                               d_out, d_score_dst, d_edge);
+    return kernels::cpu::edge_softmax_backward(backend, a, score_dst, score_src, slope, alpha,
+                                               weights, x, d_out, d_score_dst, d_edge);
   case DeviceKind::Cuda:
-    return kernels::cuda::edge_softmax_backward(backend, a, score_dst, score_src, slope, alpha, x,
-                                                d_out, d_score_dst, d_edge);
+    return kernels::cuda::edge_softmax_backward(backend, a, score_dst, score_src, slope, alpha,
+                                                weights, x, d_out, d_score_dst, d_edge);
   }
 }
 
 template <typename T>
 void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
-                         DenseView<T> d_x, DenseView<T> d_score_src) {
+                         ConstDenseView<T> weights, ConstDenseView<T> d_out,
+                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
+  const ConstDenseView<T> alpha = weights; // shaped as alpha
   const char* op = "edge_spmm_transpose";
   if (alpha.cols < 1) refuse(op, "expected at least one head (alpha of >= 1 column)");
   if (d_edge.rows != alpha.rows || d_edge.cols != alpha.cols) {

@@ -16,6 +16,30 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
   }
 }
 
+template <typename T>
+void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  detail::check_same_shape("elu_forward", "x", x, "y", y);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::elu_forward(backend, x, y);
+  case DeviceKind::Cuda:
+    return kernels::cuda::elu_forward(backend, x, y);
+  }
+}
+
+template <typename T>
+void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                  DenseView<T> dx) {
+  detail::check_same_shape("elu_backward", "y", y, "dy", dy);
+  detail::check_same_shape("elu_backward", "dy", dy, "dx", dx);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::elu_backward(backend, y, dy, dx);
+  case DeviceKind::Cuda:
+    return kernels::cuda::elu_backward(backend, y, dy, dx);
+  }
+}
+
 namespace {
 
 /// dx = scale · dy where y > 0, else 0: the backward of ReLU (scale 1) and of ReLU-dropout.
@@ -150,6 +174,12 @@ void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_
   }
 }
 
+template void elu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
+template void elu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
+template void elu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,
+                                  DenseView<float>);
+template void elu_backward<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
+                                   DenseView<double>);
 template void relu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void relu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
 template void relu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,

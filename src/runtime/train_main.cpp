@@ -6,6 +6,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/gnn/models.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/job_paths.hpp"
@@ -38,6 +39,10 @@ struct Options : TrainingFlags {
   Options()
       : TrainingFlags("sbm:nodes=20000,classes=8,avg-degree=10,p-in=0.7,features=64,noise=2") {}
   bool decay_all_layers = false;
+  std::string model = "gcn";
+  std::int64_t heads = 8;
+  std::int64_t output_heads = 1;
+  std::optional<double> attention_dropout; // not given: --dropout
   std::string feature_layout = "auto";
   std::string order = "auto";
   std::string activation_dtype = "fp32";
@@ -127,9 +132,24 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                       gcn ? "layer sizes, e.g. 1433-16-7 (overrides --hidden/--num-layers)" : "",
                       "graph layer"});
   if (gcn) {
-    app.add_flag(
-        "--decay-all-layers", o.decay_all_layers,
-        "apply weight decay to every layer (default: first layer only, as Kipf & Welling)");
+    app.add_option("--model", o.model,
+                   "the graph model: gcn (Kipf & Welling), sage (GraphSAGE, mean aggregator), "
+                   "gin (GIN, learnable epsilon) or gat (GAT: --heads, --attention-dropout)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"gcn", "sage", "gin", "gat"}));
+    add_integer_option(app, "--heads", o.heads, 1, 4096,
+                       "GAT: attention heads of every hidden layer, concatenated (a hidden layer "
+                       "gives heads x --hidden features)")
+        ->capture_default_str();
+    add_integer_option(app, "--output-heads", o.output_heads, 1, 4096,
+                       "GAT: attention heads of the output layer, averaged")
+        ->capture_default_str();
+    add_number_option(app, "--attention-dropout", o.attention_dropout, 0, false, 0.999,
+                      "GAT: dropout of the attention coefficients while training (default: "
+                      "--dropout)");
+    app.add_flag("--decay-all-layers", o.decay_all_layers,
+                 "GCN: apply weight decay to every layer (default: first layer only, as Kipf & "
+                 "Welling; the other models decay every layer)");
   }
   app.add_option("--feature-layout", o.feature_layout,
                  "how input features are stored for training: auto (dense from 12 % nonzeros, "
@@ -233,7 +253,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "device on a machine of equal cores");
   app.add_option("--inject-failure", o.inject_failure,
                  "testing: RANK:EPOCH makes that rank throw after that epoch");
-  if (gcn) group_flags(app, kTuningFlags, {"--order", "--activation-dtype"});
+  if (gcn) {
+    group_flags(app, kTuningFlags,
+                {"--output-heads", "--attention-dropout", "--order", "--activation-dtype"});
+  }
   group_flags(app, kTuningFlags,
               {"--feature-layout", "--balance", "--rank-speeds", "--rebalance-threshold",
                "--halo-precision", "--staleness", "--staleness-smoothing", "--halo-skip-threshold",
@@ -272,6 +295,14 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.model.decay_first_layer_only = !o.decay_all_layers;
   job.model_builder = program.model_builder;
   job.model_name = program.model_name;
+  if (const gnn::ModelKind kind = gnn::parse_model_kind(o.model); kind != gnn::ModelKind::Gcn) {
+    job.model_builder = gnn::builder_for(kind);
+    job.model_name = gnn::display_name(kind);
+    job.model.decay_first_layer_only = false;
+  }
+  job.model.heads = o.heads;
+  job.model.output_heads = o.output_heads;
+  job.model.attention_dropout = static_cast<float>(o.attention_dropout.value_or(o.dropout));
   job.train.epochs = o.epochs;
   job.train.eval_every = o.eval_every;
   job.train.seed = o.seed;

@@ -152,20 +152,28 @@ TYPED_TEST(CudaKernels, GraphAttentionForwardAndBackwardAreEquivalentToTheCpus) 
 
   ops::edge_softmax(*this->cpu, a.view(), dst.cview(), src.cview(), slope, alpha.view());
   ops::edge_spmm(*this->cpu, a.view(), alpha.cview(), x.cview(), out.view());
+  const RngKey key = RngKey::make(3, RngPurpose::AttentionDropout, 1, 2);
+  DenseT<T> weights(this->cpu, nnz, heads), weights_gpu(this->gpu, nnz, heads);
+  ops::edge_dropout(*this->cpu, a.view(), alpha.cview(), 0.3f, key, RowIds{nullptr, 7},
+                    weights.view());
   ops::edge_softmax_backward(*this->cpu, a.view(), dst.cview(), src.cview(), slope, alpha.cview(),
-                             x.cview(), d_out.cview(), d_dst.view(), d_edge.view());
-  ops::edge_spmm_transpose(*this->cpu, at.view(), edge_of.data(), alpha.cview(), d_out.cview(),
+                             weights.cview(), x.cview(), d_out.cview(), d_dst.view(),
+                             d_edge.view());
+  ops::edge_spmm_transpose(*this->cpu, at.view(), edge_of.data(), weights.cview(), d_out.cview(),
                            d_edge.cview(), d_x.view(), d_src.view());
   ops::edge_softmax(*this->gpu, a_gpu.view(), dst_gpu.cview(), src_gpu.cview(), slope,
                     alpha_gpu.view());
   ops::edge_spmm(*this->gpu, a_gpu.view(), alpha_gpu.cview(), x_gpu.cview(), out_gpu.view());
+  ops::edge_dropout(*this->gpu, a_gpu.view(), alpha_gpu.cview(), 0.3f, key, RowIds{nullptr, 7},
+                    weights_gpu.view());
   ops::edge_softmax_backward(*this->gpu, a_gpu.view(), dst_gpu.cview(), src_gpu.cview(), slope,
-                             alpha_gpu.cview(), x_gpu.cview(), d_out_gpu.cview(), d_dst_gpu.view(),
-                             d_edge_gpu.view());
-  ops::edge_spmm_transpose(*this->gpu, at_gpu.view(), edge_of_gpu.data(), alpha_gpu.cview(),
+                             alpha_gpu.cview(), weights_gpu.cview(), x_gpu.cview(),
+                             d_out_gpu.cview(), d_dst_gpu.view(), d_edge_gpu.view());
+  ops::edge_spmm_transpose(*this->gpu, at_gpu.view(), edge_of_gpu.data(), weights_gpu.cview(),
                            d_out_gpu.cview(), d_edge_gpu.cview(), d_x_gpu.view(), d_src_gpu.view());
 
   expect_matches(alpha, this->down(alpha_gpu));
+  expect_matches(weights, this->down(weights_gpu));
   expect_matches(out, this->down(out_gpu));
   expect_matches(d_edge, this->down(d_edge_gpu));
   expect_matches(d_dst, this->down(d_dst_gpu));

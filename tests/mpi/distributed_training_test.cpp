@@ -322,6 +322,52 @@ TEST(DistributedTraining, CustomModelsMatchOneProcessWithAndWithoutTheCache) {
   }
 }
 
+/// GAT over the generated graph: 3 heads of 8 concatenated, attention dropout, the library's
+/// builder.
+runtime::TrainJob gat_job() {
+  runtime::TrainJob job = generated_job();
+  job.model_builder = gnn::build_gat;
+  job.model_name = "GAT";
+  job.shape.hidden = 8;
+  job.model.heads = 3;
+  job.model.output_heads = 2;
+  job.model.attention_dropout = 0.3f;
+  job.train.epochs = 12;
+  return job;
+}
+
+TEST(DistributedTraining, GatMatchesOneProcessWithAndWithoutTheCache) {
+  // Every rank scores and normalizes its own rows' edges; ghost rows of x·W arrive through the
+  // halo, their gradients go back through it; attention dropout is keyed by global ids.
+  runtime::TrainJob job = gat_job();
+  expect_same_training(serial(job), distributed(job));
+  job.cache_input_features = false;
+  expect_same_training(serial(job), distributed(job));
+}
+
+TEST(DistributedTraining, GatOnCoraMatchesOneProcess) {
+  TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
+  runtime::TrainJob job = cora_job(5, 10);
+  job.model_builder = gnn::build_gat;
+  job.model_name = "GAT";
+  job.shape.hidden = 8;
+  job.model.dropout = 0.6f;
+  job.model.attention_dropout = 0.6f;
+  expect_same_training(serial(job), distributed(job));
+}
+
+TEST(DistributedTraining, GatUnderEachRanksBudgetMatchesOneProcessWithout) {
+  // Above the largest GAT layer's working set, below what each rank holds: layers run whole,
+  // one at a time on the "device".
+  runtime::TrainJob job = gat_job();
+  constexpr std::size_t budget_kib[] = {5120, 3072, 2560, 2048};
+  const std::size_t kib = budget_kib[std::min(world()->size(), 4) - 1];
+
+  const runtime::RunSummary many = run_under_budget(job, kib);
+
+  expect_same_training(serial(job), many.result);
+}
+
 TEST(DistributedTraining, CustomModelSummaryCountsEveryLayersHalo) {
   if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
   runtime::TrainJob job = generated_job();

@@ -88,12 +88,29 @@ template <typename T> struct Problem {
   DenseT<T> dst, src, x, d_out;
 };
 
-/// Σ d_out · edge_spmm(edge_softmax(dst, src), x) in double: the loss whose gradient the
-/// backward kernels give.
+/// edge_dropout's factor for each edge and head by its definition (rows numbered from 0).
+template <typename T>
+std::vector<double> dropout_ref(const CsrT<T>& a, float prob, const RngKey& key) {
+  std::vector<double> keep(static_cast<std::size_t>(a.nnz() * kHeads));
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    for (Offset p = a.row_ptr()[r]; p < a.row_ptr()[r + 1]; ++p) {
+      for (std::int64_t h = 0; h < kHeads; ++h)
+        keep[p * kHeads + h] =
+            uniform(key, r * kHeads + h, a.col()[p]) >= prob ? 1 / (1.0 - prob) : 0;
+    }
+  }
+  return keep;
+}
+
+/// Σ d_out · edge_spmm(edge_dropout(edge_softmax(dst, src)), x) in double (`keep`:
+/// dropout_ref's factors): the loss whose gradient the backward kernels give.
 template <typename T>
 double loss_of(const CsrT<T>& a, const DenseT<T>& dst, const DenseT<T>& src, const DenseT<T>& x,
-               const DenseT<T>& d_out) {
-  const std::vector<double> out = edge_spmm_ref(a, softmax_ref(a, dst, src), x);
+               const DenseT<T>& d_out, const std::vector<double>& keep) {
+  std::vector<double> weights = softmax_ref(a, dst, src);
+  for (std::size_t i = 0; i < weights.size(); ++i)
+    weights[i] *= keep[i];
+  const std::vector<double> out = edge_spmm_ref(a, weights, x);
   double loss = 0;
   for (std::int64_t i = 0; i < d_out.size(); ++i)
     loss += out[i] * double{d_out.data()[i]};
@@ -123,43 +140,95 @@ TYPED_TEST(AttentionKernels, SoftmaxAndWeightedSumMatchTheirDefinitions) {
   }
 }
 
-TYPED_TEST(AttentionKernels, BackwardIsTheGradientOfTheForward) {
+TYPED_TEST(AttentionKernels, BackwardIsTheGradientOfTheForwardWithAndWithoutAttentionDropout) {
   using T = TypeParam;
   const BackendPtr cpu = make_cpu_backend();
   Problem<T> in(cpu);
-  for (const int threads : {1, 3}) {
-    SCOPED_TRACE(threads);
-    const ThreadCount scope(threads);
-    DenseT<T> alpha(cpu, in.a.nnz(), kHeads);
-    DenseT<T> d_edge(cpu, in.a.nnz(), kHeads);
-    DenseT<T> d_dst(cpu, in.a.rows(), kHeads);
-    DenseT<T> d_src(cpu, in.a.cols(), kHeads);
-    DenseT<T> d_x(cpu, in.a.cols(), kHeads * kWidth);
+  const RngKey key = RngKey::make(7, RngPurpose::AttentionDropout, 1, 3);
+  for (const float prob : {0.0f, 0.4f}) {
+    for (const int threads : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << "threads " << threads << ", dropout " << prob);
+      const ThreadCount scope(threads);
+      DenseT<T> alpha(cpu, in.a.nnz(), kHeads), weights(cpu, in.a.nnz(), kHeads);
+      DenseT<T> d_edge(cpu, in.a.nnz(), kHeads);
+      DenseT<T> d_dst(cpu, in.a.rows(), kHeads);
+      DenseT<T> d_src(cpu, in.a.cols(), kHeads);
+      DenseT<T> d_x(cpu, in.a.cols(), kHeads * kWidth);
 
-    kernels::cpu::edge_softmax(*cpu, in.a.view(), in.dst.cview(), in.src.cview(), T(kSlope),
-                               alpha.view());
-    kernels::cpu::edge_softmax_backward(*cpu, in.a.view(), in.dst.cview(), in.src.cview(),
-                                        T(kSlope), alpha.cview(), in.x.cview(), in.d_out.cview(),
-                                        d_dst.view(), d_edge.view());
-    kernels::cpu::edge_spmm_transpose(*cpu, in.t.at.view(), in.t.edge_of.data(), alpha.cview(),
-                                      in.d_out.cview(), d_edge.cview(), d_x.view(), d_src.view());
-
-    // Central differences of the loss in double over each input the backward differentiates.
-    const double step = sizeof(T) == 4 ? 1e-3 : 1e-6;
-    const double scale = sizeof(T) == 4 ? 300.0 : 1e4; // the difference quotient's own error
-    for (auto [input, grad] :
-         {std::pair{&in.dst, &d_dst}, std::pair{&in.src, &d_src}, std::pair{&in.x, &d_x}}) {
-      std::vector<double> numeric(static_cast<std::size_t>(input->size()));
-      for (std::int64_t i = 0; i < input->size(); ++i) {
-        const T saved = input->data()[i];
-        input->data()[i] = static_cast<T>(saved + step);
-        const double up = loss_of(in.a, in.dst, in.src, in.x, in.d_out);
-        input->data()[i] = static_cast<T>(saved - step);
-        const double down = loss_of(in.a, in.dst, in.src, in.x, in.d_out);
-        input->data()[i] = saved;
-        numeric[i] = (up - down) / (2 * step);
+      kernels::cpu::edge_softmax(*cpu, in.a.view(), in.dst.cview(), in.src.cview(), T(kSlope),
+                                 alpha.view());
+      kernels::cpu::edge_dropout(*cpu, in.a.view(), alpha.cview(), prob, key, RowIds{},
+                                 weights.view());
+      const std::vector<double> keep = dropout_ref(in.a, prob, key);
+      std::vector<double> expected(keep.size());
+      for (std::size_t i = 0; i < keep.size(); ++i)
+        expected[i] = double{alpha.data()[i]} * keep[i];
+      expect_all_near(expected, weights.data(), weights.size());
+      if (prob > 0) { // some edges dropped, some kept
+        EXPECT_GT(std::count(keep.begin(), keep.end(), 0.0), 0);
+        EXPECT_LT(std::count(keep.begin(), keep.end(), 0.0), std::ssize(keep));
       }
-      expect_all_near(numeric, grad->data(), grad->size(), scale);
+      kernels::cpu::edge_softmax_backward(*cpu, in.a.view(), in.dst.cview(), in.src.cview(),
+                                          T(kSlope), alpha.cview(), weights.cview(), in.x.cview(),
+                                          in.d_out.cview(), d_dst.view(), d_edge.view());
+      kernels::cpu::edge_spmm_transpose(*cpu, in.t.at.view(), in.t.edge_of.data(), weights.cview(),
+                                        in.d_out.cview(), d_edge.cview(), d_x.view(), d_src.view());
+
+      // Central differences of the loss in double over each input the backward differentiates.
+      const double step = sizeof(T) == 4 ? 1e-3 : 1e-6;
+      const double scale = sizeof(T) == 4 ? 300.0 : 1e4; // the difference quotient's own error
+      for (auto [input, grad] :
+           {std::pair{&in.dst, &d_dst}, std::pair{&in.src, &d_src}, std::pair{&in.x, &d_x}}) {
+        std::vector<double> numeric(static_cast<std::size_t>(input->size()));
+        for (std::int64_t i = 0; i < input->size(); ++i) {
+          const T saved = input->data()[i];
+          input->data()[i] = static_cast<T>(saved + step);
+          const double up = loss_of(in.a, in.dst, in.src, in.x, in.d_out, keep);
+          input->data()[i] = static_cast<T>(saved - step);
+          const double down = loss_of(in.a, in.dst, in.src, in.x, in.d_out, keep);
+          input->data()[i] = saved;
+          numeric[i] = (up - down) / (2 * step);
+        }
+        expect_all_near(numeric, grad->data(), grad->size(), scale);
+      }
+    }
+  }
+}
+
+TYPED_TEST(AttentionKernels, DropoutIsKeyedByTheGlobalIdsOfBothEnds) {
+  // The same edges under another local numbering (rows' global ids given by RowIds): the same
+  // edges are dropped, so a rank's tile drops what one process does.
+  using T = TypeParam;
+  const BackendPtr cpu = make_cpu_backend();
+  // Global graph: 0 -> {0, 1, 2}, 1 -> {1, 2}, 2 -> {0}. Local numbering: global 2, 0, 1.
+  const CsrT<T> global =
+      make_csr<T>(cpu, 3, {{{0, T(1)}, {1, T(1)}, {2, T(1)}}, {{1, T(1)}, {2, T(1)}}, {{0, T(1)}}});
+  const CsrT<T> local = make_csr<T>(cpu, 3,
+                                    {{{1, T(1)}},                       // global 2
+                                     {{0, T(1)}, {1, T(1)}, {2, T(1)}}, // global 0
+                                     {{0, T(1)}, {2, T(1)}}});          // global 1
+  const std::vector<GlobalId> ids = {2, 0, 1};
+  DenseT<T> ones_g(cpu, global.nnz(), kHeads), ones_l(cpu, local.nnz(), kHeads);
+  std::fill(ones_g.data(), ones_g.data() + ones_g.size(), T(1));
+  std::fill(ones_l.data(), ones_l.data() + ones_l.size(), T(1));
+  DenseT<T> kept_g(cpu, global.nnz(), kHeads), kept_l(cpu, local.nnz(), kHeads);
+  const RngKey key = RngKey::make(11, RngPurpose::AttentionDropout, 0, 5);
+  kernels::cpu::edge_dropout(*cpu, global.view(), ones_g.cview(), 0.5f, key, RowIds{},
+                             kept_g.view());
+  kernels::cpu::edge_dropout(*cpu, local.view(), ones_l.cview(), 0.5f, key, RowIds{ids.data(), 0},
+                             kept_l.view());
+  const auto edge = [](const CsrT<T>& a, std::int64_t r, LocalId c) {
+    for (Offset p = a.row_ptr()[r]; p < a.row_ptr()[r + 1]; ++p) {
+      if (a.col()[p] == c) return p;
+    }
+    return Offset{-1};
+  };
+  for (std::int64_t r = 0; r < 3; ++r) {
+    for (Offset p = local.row_ptr()[r]; p < local.row_ptr()[r + 1]; ++p) {
+      const Offset q = edge(global, ids[r], static_cast<LocalId>(ids[local.col()[p]]));
+      ASSERT_GE(q, 0);
+      for (std::int64_t h = 0; h < kHeads; ++h)
+        EXPECT_EQ(kept_l(p, h), kept_g(q, h)) << "local row " << r << ", edge " << p;
     }
   }
 }

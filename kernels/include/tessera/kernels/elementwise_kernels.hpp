@@ -18,6 +18,13 @@
   template <typename T>                                                                             \
   void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,             \
                      DenseView<T> dx, T scale);                                                     \
+  /* y = x where x > 0, else exp(x) − 1 (ELU, α = 1). x, y: [n, f]; y may be x. */               \
+  template <typename T>                                                                             \
+  void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                    \
+  /* From ELU's output y: dx = dy where y > 0, else dy · (y + 1). dx may be dy. */                 \
+  template <typename T>                                                                             \
+  void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,              \
+                    DenseView<T> dx);                                                               \
   /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
   /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */  \
   /* x, y: [n, f]; y may be x. */                                                                   \
@@ -43,6 +50,9 @@
   template void relu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                  \
   template void relu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
                                  DenseView<T>, T);                                                 \
+  template void elu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                   \
+  template void elu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,              \
+                                DenseView<T>);                                                     \
   template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \
                            RowIds, bool);                                                          \
   template void bias_activation<T>(const Backend&, DenseView<T>, std::span<const T>, float,        \

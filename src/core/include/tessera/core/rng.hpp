@@ -15,7 +15,8 @@ enum class RngPurpose : std::uint32_t {
   Dropout = 2,
   Generator = 3,
   Split = 4,
-  HaloRounding = 5 ///< stochastic rounding of compressed halo messages
+  HaloRounding = 5,    ///< stochastic rounding of compressed halo messages
+  AttentionDropout = 6 ///< dropout of graph-attention coefficients (per edge and head)
 };
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).

@@ -149,4 +149,22 @@ public:
   std::string name() const override { return "ReLU"; }
 };
 
+/// y = x where x > 0, else exp(x) − 1 (ELU, α = 1: GAT's activation between layers). Its
+/// backward reads its output, not its input.
+template <typename T> class Elu final : public MaskedElementwise<T> {
+public:
+  explicit Elu(BackendPtr backend);
+
+  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
+  /// InvalidArgument for input_mode Accumulate.
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  /// "ELU".
+  std::string name() const override { return "ELU"; }
+  /// Bytes of its output and d_input buffers.
+  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
+};
+
 } // namespace tessera

@@ -42,6 +42,13 @@ struct ModelConfig {
   bool decay_first_layer_only = true;
   /// How the graph layers store what they aggregate (GcnConv::set_activation_dtype).
   ActivationDType activation_dtype = ActivationDType::Fp32;
+  /// Attention (GAT): heads of every hidden layer (concatenated, so a hidden layer of width F
+  /// gives heads·F features), heads of the output layer (averaged), dropout of the attention
+  /// coefficients while training, and the LeakyReLU slope of the scores.
+  std::int64_t heads = 8;
+  std::int64_t output_heads = 1;
+  float attention_dropout = 0.6f;
+  float negative_slope = 0.2f;
 };
 
 /// One model to build: its widths resolved against the data, the settings, and the seed every

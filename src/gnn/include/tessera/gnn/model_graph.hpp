@@ -20,7 +20,10 @@ namespace tessera::gnn {
 enum class AggregationKind {
   Gcn,  ///< Â = D^-1/2 (A + I) D^-1/2 (GcnConv)
   Mean, ///< D⁻¹A, the mean over the neighbours (SageConv)
-  Sum   ///< A with unit weights, no self-loops (GinAggregate)
+  Sum,  ///< A with unit weights, no self-loops (GinAggregate)
+  /// A + I's pattern (GatConv; its values are Â's and unread): the transpose is always built,
+  /// with the edge of A + I that each of its edges is (ModelGraph::transpose_edges)
+  Attention
 };
 
 /// One process's graph, or one rank's tile of it, as a model builder sees it. Matrices are
@@ -67,6 +70,9 @@ public:
   /// (the same object when the matrix is symmetric: Â and A on one process).
   const Csr& matrix(AggregationKind kind);
   const Csr& transpose(AggregationKind kind);
+  /// For AggregationKind::Attention: [nnz] in the matrices' memory, transpose(kind)'s edge q is
+  /// matrix(kind)'s edge transpose_edges(kind)[q]. Empty for the other kinds.
+  const Buffer<Offset>& transpose_edges(AggregationKind kind);
 
   /// The halo exchange for the aggregating layer `layer` (0, 1, ... in model order), made on
   /// first request with the exchange options; nullptr when that layer's input already holds its
@@ -99,6 +105,7 @@ private:
   struct Built {
     Csr host, host_t;     // on the host
     Csr device, device_t; // copies in the backend's memory (in_backend_memory())
+    Buffer<Offset> edge_of; // Attention: host_t's (device_t's) edges as edges of host (device)
     bool ready = false;
     bool symmetric = false;
   };
@@ -119,7 +126,7 @@ private:
   // The job's choice (the same on every rank), not a row count: a rank without ghost rows must
   // still take part in the layer-0 exchange when the others make one.
   bool input_has_ghost_rows_;
-  Built built_[3];
+  Built built_[4];
   std::vector<std::unique_ptr<comm::LayerExchange<float>>> halos_; // by layer, null for none
 };
 

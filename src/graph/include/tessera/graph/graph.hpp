@@ -38,6 +38,9 @@ Csr build_symmetric_csr(const BackendPtr& backend, const EdgeList& edges,
 /// sort).
 template <typename T>
 CsrT<T> transpose(const CsrT<T>& a);
+/// The same Aᵀ, and in `edge_of` (resized to nnz) the edge of A each of its edges is: Aᵀ's entry
+/// q is A's entry edge_of[q] (what the source side of graph attention sums over).
+template <typename T> CsrT<T> transpose(const CsrT<T>& a, std::vector<Offset>& edge_of);
 
 /// Â = D^-1/2 (A + I) D^-1/2 for a square A: [n, n] in host memory, columns sorted. A unit
 /// self-loop is added to rows that lack one, and D is the row sum of A + I; values of A are edge

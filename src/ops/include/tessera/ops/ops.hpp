@@ -48,16 +48,21 @@ void edge_softmax(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_
 template <typename T>
 void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, ConstDenseView<T> x,
                DenseView<T> out);
+/// rows: global ids of a's rows and columns (both local rows of one numbering); 0 <= prob < 1.
+template <typename T>
+void edge_dropout(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, float prob,
+                  const RngKey& key, RowIds rows, DenseView<T> out);
+/// weights: what edge_spmm multiplied by (alpha itself, or alpha after edge_dropout).
 template <typename T>
 void edge_softmax_backward(const Backend& backend, CsrView<T> a, ConstDenseView<T> score_dst,
                            ConstDenseView<T> score_src, T slope, ConstDenseView<T> alpha,
-                           ConstDenseView<T> x, ConstDenseView<T> d_out, DenseView<T> d_score_dst,
-                           DenseView<T> d_edge);
+                           ConstDenseView<T> weights, ConstDenseView<T> x, ConstDenseView<T> d_out,
+                           DenseView<T> d_score_dst, DenseView<T> d_edge);
 /// Through at = aᵀ, whose edge q is edge edge_of[q] of a (edge_of in the backend's memory).
 template <typename T>
 void edge_spmm_transpose(const Backend& backend, CsrView<T> at, const Offset* edge_of,
-                         ConstDenseView<T> alpha, ConstDenseView<T> d_out, ConstDenseView<T> d_edge,
-                         DenseView<T> d_x, DenseView<T> d_score_src);
+                         ConstDenseView<T> weights, ConstDenseView<T> d_out,
+                         ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src);
 
 // ---- dense -----------------------------------------------------------------------------------
 
@@ -104,6 +109,16 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 template <typename T>
 void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                    DenseView<T> dx);
+
+/// y = x where x > 0, else exp(x) − 1 (ELU with α = 1, GAT's activation). x, y: [n, f]; y may
+/// alias x.
+template <typename T> void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
+
+/// From ELU's output y: dx = dy where y > 0, else dy · (y + 1). y, dy, dx: [n, f]; dx may alias
+/// dy.
+template <typename T>
+void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                  DenseView<T> dx);
 
 /// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. x, y: [n, f]; y may
 /// alias x; rows gives the global ids of the n rows. Throws InvalidArgument unless 0 <= p < 1.

@@ -1,0 +1,46 @@
+// The graph models a user picks by name — GCN, GraphSAGE, GIN and GAT — as model builders over a
+// ModelGraph, so each trains on one process, across ranks and under a memory budget alike.
+#pragma once
+
+#include "tessera/engine/sequential.hpp"
+#include "tessera/gnn/model.hpp"
+#include "tessera/gnn/model_graph.hpp"
+
+#include <string>
+
+namespace tessera::gnn {
+
+/// The models built in.
+enum class ModelKind {
+  Gcn,  ///< Kipf & Welling (build_gcn)
+  Sage, ///< GraphSAGE, mean aggregator (build_graphsage)
+  Gin,  ///< GIN with a learnable ε (build_gin)
+  Gat   ///< GAT (build_gat)
+};
+
+/// "gcn", "sage", "gin", "gat".
+std::string to_string(ModelKind kind);
+/// The kind named `text`; InvalidArgument naming the valid names otherwise.
+ModelKind parse_model_kind(const std::string& text);
+/// The model's name in reports and checkpoints: "GCN", "GraphSAGE", "GIN", "GAT".
+std::string display_name(ModelKind kind);
+/// The builder of `kind`.
+ModelBuilder builder_for(ModelKind kind);
+
+/// Dropout → SAGEConv → ReLU+Dropout → ... → SAGEConv (Hamilton et al., mean aggregator): each
+/// layer's self and neighbour weights, over D⁻¹A and its transpose.
+Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec);
+
+/// Layer i: h = Linear_i((1 + ε_i)·x + A·x) (Xu et al.), ReLU+Dropout between layers, dropout on
+/// the input. The first layer moves its Linear before the aggregation — Linear(no bias) then
+/// the aggregation with the bias, the same function — so it aggregates hidden-wide rows instead
+/// of the (sparse, wide) input features; the others aggregate first, as GIN is written.
+Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec);
+
+/// Dropout → GATConv (config.heads heads, concatenated) → ELU → Dropout → ... → GATConv
+/// (config.output_heads heads, averaged) (Veličković et al.): spec.layer_sizes are widths per
+/// head, so hidden layer i outputs heads · sizes[i + 1] features. Attention dropout
+/// config.attention_dropout, slope config.negative_slope, self-loops added (A + I).
+Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec);
+
+} // namespace tessera::gnn

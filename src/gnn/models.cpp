@@ -1,0 +1,164 @@
+// The built-in models by name, and the builders of GraphSAGE, GIN and GAT.
+#include "tessera/gnn/models.hpp"
+
+#include "tessera/core/error.hpp"
+#include "tessera/engine/layers.hpp"
+#include "tessera/gnn/gat_conv.hpp"
+#include "tessera/gnn/gin_conv.hpp"
+#include "tessera/gnn/sage_conv.hpp"
+
+#include <memory>
+
+namespace tessera::gnn {
+
+namespace {
+
+constexpr ModelKind kKinds[] = {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gin, ModelKind::Gat};
+
+/// Marks the parameters of graph layer `layer` for weight decay as spec says.
+void set_decay(Module<float>& module, const ModelSpec& spec, int layer) {
+  for (Parameter<float>* p : module.parameters()) {
+    if (p->decay) p->decay = spec.decays(layer); // biases never decay
+  }
+}
+
+} // namespace
+
+std::string to_string(ModelKind kind) {
+  switch (kind) {
+  case ModelKind::Gcn:
+    return "gcn";
+  case ModelKind::Sage:
+    return "sage";
+  case ModelKind::Gin:
+    return "gin";
+  case ModelKind::Gat:
+    return "gat";
+  }
+  return "unknown";
+}
+
+ModelKind parse_model_kind(const std::string& text) {
+  for (const ModelKind kind : kKinds) {
+    if (text == to_string(kind)) return kind;
+  }
+  throw InvalidArgument("unknown model '" + text + "'; valid: gcn, sage, gin, gat");
+}
+
+std::string display_name(ModelKind kind) {
+  switch (kind) {
+  case ModelKind::Gcn:
+    return "GCN";
+  case ModelKind::Sage:
+    return "GraphSAGE";
+  case ModelKind::Gin:
+    return "GIN";
+  case ModelKind::Gat:
+    return "GAT";
+  }
+  return "unknown";
+}
+
+ModelBuilder builder_for(ModelKind kind) {
+  switch (kind) {
+  case ModelKind::Gcn:
+    return [](ModelGraph& graph, const ModelSpec& spec) { return build_gcn(graph, spec); };
+  case ModelKind::Sage:
+    return build_graphsage;
+  case ModelKind::Gin:
+    return build_gin;
+  case ModelKind::Gat:
+    return build_gat;
+  }
+  throw InvalidArgument("unknown model kind");
+}
+
+Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const float dropout = spec.config.dropout;
+  const Csr& mean = graph.matrix(AggregationKind::Mean);
+  const Csr& mean_t = graph.transpose(AggregationKind::Mean);
+  const BackendPtr& backend = graph.backend();
+  Sequential<float> model;
+  model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    auto sage = std::make_unique<SageConv<float>>(backend, mean, mean_t, sizes[i], sizes[i + 1],
+                                                  spec.config.bias, spec.seed, layer,
+                                                  spec.order_of(static_cast<int>(i)));
+    sage->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
+    set_decay(*sage, spec, static_cast<int>(i));
+    model.add(std::move(sage));
+    if (i + 2 < sizes.size()) {
+      model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
+    }
+  }
+  return model;
+}
+
+Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const float dropout = spec.config.dropout;
+  const Csr& sum = graph.matrix(AggregationKind::Sum);
+  const Csr& sum_t = graph.transpose(AggregationKind::Sum);
+  const BackendPtr& backend = graph.backend();
+  Sequential<float> model;
+  model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    const bool first = i == 0;
+    const std::int64_t width = first ? sizes[1] : sizes[i]; // of the aggregated rows
+    auto gin = std::make_unique<GinAggregate<float>>(backend, sum, sum_t, width, 0.0f, layer,
+                                                     /*bias=*/first && spec.config.bias);
+    gin->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
+    auto linear = std::make_unique<Linear<float>>(backend, sizes[i], sizes[i + 1],
+                                                  !first && spec.config.bias, spec.seed, layer);
+    set_decay(*linear, spec, static_cast<int>(i));
+    if (first) {
+      model.add(std::move(linear));
+      model.add(std::move(gin));
+    } else {
+      model.add(std::move(gin));
+      model.add(std::move(linear));
+    }
+    if (i + 2 < sizes.size()) {
+      model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
+    }
+  }
+  return model;
+}
+
+Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const ModelConfig& config = spec.config;
+  const Csr& a = graph.matrix(AggregationKind::Attention);
+  const Csr& a_t = graph.transpose(AggregationKind::Attention);
+  const Offset* edge_of = graph.transpose_edges(AggregationKind::Attention).data();
+  const BackendPtr& backend = graph.backend();
+  Sequential<float> model;
+  model.add(std::make_unique<Dropout<float>>(backend, config.dropout, 0));
+  std::int64_t in = sizes.front();
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    const bool last = i + 2 == sizes.size();
+    GatOptions options;
+    options.heads = last ? config.output_heads : config.heads;
+    options.concat = !last;
+    options.negative_slope = config.negative_slope;
+    options.attention_dropout = config.attention_dropout;
+    options.bias = config.bias;
+    auto conv = std::make_unique<GatConv<float>>(backend, a, a_t, edge_of, in, sizes[i + 1],
+                                                 options, spec.seed, layer);
+    conv->distribute(graph.halo(static_cast<int>(i)));
+    set_decay(*conv, spec, static_cast<int>(i));
+    in = conv->out_features();
+    model.add(std::move(conv));
+    if (!last) {
+      model.add(std::make_unique<Elu<float>>(backend));
+      model.add(std::make_unique<Dropout<float>>(backend, config.dropout, layer + 1));
+    }
+  }
+  return model;
+}
+
+} // namespace tessera::gnn
