@@ -56,6 +56,85 @@ void elu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, Den
     dx.data[i] = y.data[i] > T{0} ? dy.data[i] : dy.data[i] * (y.data[i] + T{1});
 }
 
+template <typename T> void gelu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {
+  const std::int64_t size = x.size();
+  const T inv_sqrt2 = T(0.70710678118654752440);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < size; ++i)
+    y.data[i] = T(0.5) * x.data[i] * (T{1} + std::erf(x.data[i] * inv_sqrt2));
+}
+
+template <typename T>
+void gelu_backward(const Backend&, ConstDenseView<T> x, ConstDenseView<T> dy, DenseView<T> dx) {
+  const std::int64_t size = x.size();
+  const T inv_sqrt2 = T(0.70710678118654752440);
+  const T inv_sqrt_2pi = T(0.39894228040143267794);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < size; ++i) {
+    const T v = x.data[i];
+    const T cdf = T(0.5) * (T{1} + std::erf(v * inv_sqrt2));
+    dx.data[i] = dy.data[i] * (cdf + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
+  }
+}
+
+template <typename T>
+void layer_norm_forward(const Backend&, ConstDenseView<T> x, std::span<const T> gamma,
+                        std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
+                        std::span<T> rstd) {
+  const std::int64_t f = x.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    const T* in = x.row(r);
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < f; ++c)
+      sum += in[c];
+    const double mean = f > 0 ? sum / static_cast<double>(f) : 0.0;
+    double squares = 0.0;
+    for (std::int64_t c = 0; c < f; ++c) {
+      const double d = in[c] - mean;
+      squares += d * d;
+    }
+    const T inv = static_cast<T>(1.0 / std::sqrt((f > 0 ? squares / static_cast<double>(f) : 0.0) +
+                                                 static_cast<double>(eps)));
+    rstd[static_cast<std::size_t>(r)] = inv;
+    T* normalized = xhat.row(r);
+    T* out = y.row(r);
+    for (std::int64_t c = 0; c < f; ++c) {
+      normalized[c] = (in[c] - static_cast<T>(mean)) * inv;
+      out[c] =
+          normalized[c] * gamma[static_cast<std::size_t>(c)] + beta[static_cast<std::size_t>(c)];
+    }
+  }
+}
+
+template <typename T>
+void layer_norm_backward(const Backend&, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,
+                         DenseView<T> dy_xhat) {
+  const std::int64_t f = dy.cols;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < dy.rows; ++r) {
+    const T* g_row = dy.row(r);
+    const T* normalized = xhat.row(r);
+    double sum_g = 0.0, sum_gx = 0.0;
+    for (std::int64_t c = 0; c < f; ++c) {
+      const double g = g_row[c] * gamma[static_cast<std::size_t>(c)];
+      sum_g += g;
+      sum_gx += g * normalized[c];
+    }
+    const auto mean_g = static_cast<T>(f > 0 ? sum_g / static_cast<double>(f) : 0.0);
+    const auto mean_gx = static_cast<T>(f > 0 ? sum_gx / static_cast<double>(f) : 0.0);
+    const T inv = rstd[static_cast<std::size_t>(r)];
+    T* out = dx.row(r);
+    T* product = dy_xhat.row(r);
+    for (std::int64_t c = 0; c < f; ++c) {
+      product[c] = g_row[c] * normalized[c];
+      out[c] =
+          inv * (g_row[c] * gamma[static_cast<std::size_t>(c)] - mean_g - normalized[c] * mean_gx);
+    }
+  }
+}
+
 namespace {
 
 /// An output element: T itself, or rounded to bfloat16.

@@ -29,6 +29,66 @@ __global__ void elu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t
     dx[i] = y[i] > T{0} ? dy[i] : dy[i] * (y[i] + T{1});
 }
 
+template <typename T> __global__ void gelu_forward_kernel(const T* x, T* y, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride())
+    y[i] = T(0.5) * x[i] * (T(1) + erf(x[i] * T(0.70710678118654752440)));
+}
+
+template <typename T>
+__global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t size) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) {
+    const T v = x[i];
+    const T cdf = T(0.5) * (T(1) + erf(v * T(0.70710678118654752440)));
+    dx[i] = dy[i] * (cdf + v * T(0.39894228040143267794) * exp(T(-0.5) * v * v));
+  }
+}
+
+/// One thread per row, in the CPU twin's order (sums in double).
+template <typename T>
+__global__ void layer_norm_forward_kernel(const T* x, const T* gamma, const T* beta, T eps, T* y,
+                                          T* xhat, T* rstd, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = thread_index(); r < rows; r += grid_stride()) {
+    const T* in = x + r * cols;
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      sum += in[c];
+    const double mean = cols > 0 ? sum / static_cast<double>(cols) : 0.0;
+    double squares = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      squares += (in[c] - mean) * (in[c] - mean);
+    const T inv = static_cast<T>(1.0 / sqrt((cols > 0 ? squares / static_cast<double>(cols) : 0.0) +
+                                            static_cast<double>(eps)));
+    rstd[r] = inv;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const T normalized = (in[c] - static_cast<T>(mean)) * inv;
+      xhat[r * cols + c] = normalized;
+      y[r * cols + c] = normalized * gamma[c] + beta[c];
+    }
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_backward_kernel(const T* dy, const T* xhat, const T* rstd,
+                                           const T* gamma, T* dx, T* dy_xhat, std::int64_t rows,
+                                           std::int64_t cols) {
+  for (std::int64_t r = thread_index(); r < rows; r += grid_stride()) {
+    const T* g_row = dy + r * cols;
+    const T* normalized = xhat + r * cols;
+    double sum_g = 0.0, sum_gx = 0.0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double g = g_row[c] * gamma[c];
+      sum_g += g;
+      sum_gx += g * normalized[c];
+    }
+    const T mean_g = static_cast<T>(cols > 0 ? sum_g / static_cast<double>(cols) : 0.0);
+    const T mean_gx = static_cast<T>(cols > 0 ? sum_gx / static_cast<double>(cols) : 0.0);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      dy_xhat[r * cols + c] = g_row[c] * normalized[c];
+      dx[r * cols + c] = rstd[r] * (g_row[c] * gamma[c] - mean_g - normalized[c] * mean_gx);
+    }
+  }
+}
+
 /// An output element: T itself, or (Out = uint16) its bfloat16 bits.
 template <typename Out, typename T> __device__ inline Out stored(T value) {
   if constexpr (sizeof(Out) == 2) {
@@ -86,6 +146,29 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale,
   relu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, scale);
 }
 
+template <typename T> void gelu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
+  gelu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
+}
+
+template <typename T>
+void gelu_backward(const T* x, const T* dy, T* dx, std::int64_t size, cudaStream_t stream) {
+  gelu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, dy, dx, size);
+}
+
+template <typename T>
+void layer_norm_forward(const T* x, const T* gamma, const T* beta, T eps, T* y, T* xhat, T* rstd,
+                        std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  layer_norm_forward_kernel<<<blocks_for(rows), kBlock, 0, stream>>>(x, gamma, beta, eps, y, xhat,
+                                                                     rstd, rows, cols);
+}
+
+template <typename T>
+void layer_norm_backward(const T* dy, const T* xhat, const T* rstd, const T* gamma, T* dx,
+                         T* dy_xhat, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  layer_norm_backward_kernel<<<blocks_for(rows), kBlock, 0, stream>>>(dy, xhat, rstd, gamma, dx,
+                                                                      dy_xhat, rows, cols);
+}
+
 template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
   elu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
 }
@@ -122,6 +205,12 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
   template void relu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);           \
   template void elu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                          \
+  template void gelu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
+  template void gelu_backward<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);              \
+  template void layer_norm_forward<T>(const T*, const T*, const T*, T, T*, T*, T*, std::int64_t,   \
+                                      std::int64_t, cudaStream_t);                                 \
+  template void layer_norm_backward<T>(const T*, const T*, const T*, const T*, T*, T*,             \
+                                       std::int64_t, std::int64_t, cudaStream_t);                  \
   template void elu_backward<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);               \
   template void dropout<T>(const T*, T*, const T*, std::int64_t, std::int64_t, float, RngKey,      \
                            RowIds, bool, cudaStream_t);                                            \

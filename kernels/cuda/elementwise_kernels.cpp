@@ -23,6 +23,41 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
 }
 
 template <typename T>
+void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  if (x.size() == 0) return;
+  launch::gelu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());
+  check_launch("gelu_forward");
+}
+
+template <typename T>
+void gelu_backward(const Backend& backend, ConstDenseView<T> x, ConstDenseView<T> dy,
+                   DenseView<T> dx) {
+  if (x.size() == 0) return;
+  launch::gelu_backward(x.data, dy.data, dx.data, x.size(), as_cuda(backend).stream());
+  check_launch("gelu_backward");
+}
+
+template <typename T>
+void layer_norm_forward(const Backend& backend, ConstDenseView<T> x, std::span<const T> gamma,
+                        std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
+                        std::span<T> rstd) {
+  if (x.rows == 0) return;
+  launch::layer_norm_forward(x.data, gamma.data(), beta.data(), eps, y.data, xhat.data, rstd.data(),
+                             x.rows, x.cols, as_cuda(backend).stream());
+  check_launch("layer_norm_forward");
+}
+
+template <typename T>
+void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,
+                         DenseView<T> dy_xhat) {
+  if (dy.rows == 0) return;
+  launch::layer_norm_backward(dy.data, xhat.data, rstd.data(), gamma.data(), dx.data, dy_xhat.data,
+                              dy.rows, dy.cols, as_cuda(backend).stream());
+  check_launch("layer_norm_backward");
+}
+
+template <typename T>
 void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
   if (x.size() == 0) return;
   launch::elu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());

@@ -20,6 +20,17 @@ struct RowIds {
 template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream);
+/// GELU (erf form) and its backward from the input.
+template <typename T> void gelu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
+template <typename T>
+void gelu_backward(const T* x, const T* dy, T* dx, std::int64_t size, cudaStream_t stream);
+/// LayerNorm over each row of [rows, cols] (elementwise_kernels.hpp): one thread per row.
+template <typename T>
+void layer_norm_forward(const T* x, const T* gamma, const T* beta, T eps, T* y, T* xhat, T* rstd,
+                        std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+template <typename T>
+void layer_norm_backward(const T* dy, const T* xhat, const T* rstd, const T* gamma, T* dx,
+                         T* dy_xhat, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 /// ELU (α = 1) and its backward from the output: dx = dy where y > 0, else dy · (y + 1).
 template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>

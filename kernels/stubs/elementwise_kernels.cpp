@@ -14,6 +14,27 @@ void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseVi
   not_compiled("relu_backward");
 }
 
+template <typename T> void gelu_forward(const Backend&, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("gelu_forward");
+}
+
+template <typename T>
+void gelu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>) {
+  not_compiled("gelu_backward");
+}
+
+template <typename T>
+void layer_norm_forward(const Backend&, ConstDenseView<T>, std::span<const T>, std::span<const T>,
+                        T, DenseView<T>, DenseView<T>, std::span<T>) {
+  not_compiled("layer_norm_forward");
+}
+
+template <typename T>
+void layer_norm_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, std::span<const T>,
+                         std::span<const T>, DenseView<T>, DenseView<T>) {
+  not_compiled("layer_norm_backward");
+}
+
 template <typename T> void elu_forward(const Backend&, ConstDenseView<T>, DenseView<T>) {
   not_compiled("elu_forward");
 }

@@ -297,6 +297,154 @@ ConstDenseView<T> Elu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_ou
   return dx;
 }
 
+template <typename T>
+Gelu<T>::Gelu(BackendPtr backend) : MaskedElementwise<T>(std::move(backend), 0.0f, 0, "GELU") {}
+
+template <typename T> Context<T> Gelu<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
+  DenseView<T> y = this->output_.get(x.rows(), x.cols());
+  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
+                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::gelu_forward(*this->backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e));
+                 });
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> Gelu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                    GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(this->name(), input_mode);
+  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
+  const ConstDenseView<T> x = ctx.input.dense;
+  for_row_blocks(
+      own_memory(*this, this->backend_, ctx.input), d_output.rows,
+      {rows_of(x, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
+      [&](std::int64_t b, std::int64_t e) {
+        ops::gelu_backward(*this->backend_, x.slice_rows(b, e), d_output.slice_rows(b, e),
+                           dx.slice_rows(b, e));
+      });
+  return dx;
+}
+
+template <typename T>
+LayerNorm<T>::LayerNorm(BackendPtr backend, std::int64_t features, std::string name_prefix, T eps)
+    : backend_(std::move(backend)), eps_(eps),
+      gamma_(make_bias<T>(backend_, name_prefix + ".gamma", features, true)),
+      beta_(make_bias<T>(backend_, name_prefix + ".beta", features, true)), output_(backend_),
+      normalized_(backend_), rstd_(backend_), d_input_(backend_), product_(backend_) {
+  const std::vector<T> ones(static_cast<std::size_t>(features), T{1});
+  backend_->copy_from_host(gamma_.value.data(), ones.data(), ones.size() * sizeof(T));
+  this->register_parameter(gamma_);
+  this->register_parameter(beta_);
+}
+
+template <typename T> Context<T> LayerNorm<T>::forward(const Step& step, Input<T> x) {
+  const std::int64_t f = gamma_.value.cols();
+  if (x.is_sparse() || x.cols() != f) {
+    throw DimensionMismatch(name() + ": needs a dense input " + std::to_string(f) + " wide, got " +
+                            shape_string(x.rows(), x.cols()) + (x.is_sparse() ? " (sparse)" : ""));
+  }
+  const std::int64_t n = x.rows();
+  DenseView<T> y = output_.get(n, f);
+  const DenseView<T> rstd = rstd_.get(n, 1);
+  const auto width = static_cast<std::size_t>(f);
+  ops::layer_norm_forward(*backend_, x.dense, std::span<const T>(gamma_.value.data(), width),
+                          std::span<const T>(beta_.value.data(), width), eps_, y,
+                          normalized_.get(n, f),
+                          std::span<T>(rstd.data, static_cast<std::size_t>(n)));
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> LayerNorm<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                         GradientMode input_mode, GradientMode param_mode) {
+  const std::int64_t n = d_output.rows, f = d_output.cols;
+  const DenseView<T> dx = d_input_.get(n, f);
+  const DenseView<T> product = product_.get(n, f);
+  const DenseView<T> rstd = rstd_.get(n, 1);
+  ops::layer_norm_backward(*backend_, d_output, ConstDenseView<T>(normalized_.get(n, f)),
+                           std::span<const T>(rstd.data, static_cast<std::size_t>(n)),
+                           std::span<const T>(gamma_.value.data(), static_cast<std::size_t>(f)), dx,
+                           product);
+  bias_gradient(*backend_, d_output, beta_, param_mode);
+  bias_gradient(*backend_, ConstDenseView<T>(product), gamma_, param_mode);
+  (void)ctx;
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(name(), input_mode);
+  return dx;
+}
+
+template <typename T> std::string LayerNorm<T>::name() const {
+  return "LayerNorm(" + std::to_string(gamma_.value.cols()) + ")";
+}
+
+template <typename T> std::size_t LayerNorm<T>::bytes() const {
+  return 2 * (gamma_.value.bytes() + beta_.value.bytes()) + output_.bytes() + normalized_.bytes() +
+         rstd_.bytes() + d_input_.bytes() + product_.bytes();
+}
+
+template <typename T>
+ResidualStart<T>::ResidualStart(BackendPtr backend)
+    : backend_(std::move(backend)), d_input_(backend_) {}
+
+template <typename T> Context<T> ResidualStart<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse()) throw InvalidArgument("a residual branch needs a dense input");
+  saved_ = x.dense;
+  return Context<T>{x, x, step};
+}
+
+template <typename T>
+ConstDenseView<T> ResidualStart<T>::backward(const Context<T>&, ConstDenseView<T> d_output,
+                                             GradientMode input_mode, GradientMode) {
+  if (add_ == nullptr) throw InvalidArgument("a residual branch was opened but never closed");
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(name(), input_mode);
+  const ConstDenseView<T> skip = add_->skip_gradient();
+  Pins pins(manager_of(backend_)); // the skip's gradient is the ResidualAdd's, not ours
+  pins.add_dense(skip, Access::Read);
+  const DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  ops::copy(*backend_, d_output, dx);
+  ops::axpy(*backend_, T{1}, std::span<const T>(skip.data, static_cast<std::size_t>(skip.size())),
+            std::span<T>(dx.data, static_cast<std::size_t>(skip.size())));
+  return dx;
+}
+
+template <typename T>
+ResidualAdd<T>::ResidualAdd(BackendPtr backend, ResidualStart<T>& start)
+    : backend_(std::move(backend)), start_(&start), output_(backend_), skip_(backend_) {
+  start.close(this);
+}
+
+template <typename T> Context<T> ResidualAdd<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse() || x.rows() > start_->saved().rows || x.cols() != start_->saved().cols) {
+    throw DimensionMismatch("residual branch: its output " + shape_string(x.rows(), x.cols()) +
+                            " must have its input's width and at most its rows, " +
+                            shape_string(start_->saved().rows, start_->saved().cols));
+  }
+  const ConstDenseView<T> skip = start_->saved().slice_rows(0, x.rows());
+  Pins pins(manager_of(backend_)); // the branch's input is the ResidualStart's
+  pins.add_dense(skip, Access::Read);
+  const DenseView<T> y = output_.get(skip.rows, skip.cols);
+  ops::copy(*backend_, skip, y);
+  ops::axpy(*backend_, T{1},
+            std::span<const T>(x.dense.data, static_cast<std::size_t>(x.dense.size())),
+            std::span<T>(y.data, static_cast<std::size_t>(y.size())));
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> ResidualAdd<T>::backward(const Context<T>&, ConstDenseView<T> d_output,
+                                           GradientMode, GradientMode) {
+  // The branch's gradient goes on; the skip's copy waits for ResidualStart (the branch's
+  // backward may discard d_output under a budget).
+  const DenseView<T> skip = skip_.get(d_output.rows, d_output.cols);
+  ops::copy(*backend_, d_output, skip);
+  skip_view_ = ConstDenseView<T>(skip);
+  return d_output;
+}
+
 template class MaskedElementwise<float>;
 template class MaskedElementwise<double>;
 
@@ -305,7 +453,11 @@ template class MaskedElementwise<double>;
   template class Linear<T>;                                                                        \
   template class Dropout<T>;                                                                       \
   template class ReluDropout<T>;                                                                   \
-  template class Elu<T>
+  template class Elu<T>;                                                                           \
+  template class Gelu<T>;                                                                          \
+  template class LayerNorm<T>;                                                                     \
+  template class ResidualStart<T>;                                                                 \
+  template class ResidualAdd<T>
 TESSERA_INSTANTIATE(float);
 TESSERA_INSTANTIATE(double);
 #undef TESSERA_INSTANTIATE

@@ -10,6 +10,25 @@
 
 namespace tessera::gnn {
 
+std::string to_string(NormKind kind) {
+  switch (kind) {
+  case NormKind::None:
+    return "none";
+  case NormKind::Layer:
+    return "layer";
+  case NormKind::Batch:
+    return "batch";
+  }
+  return "unknown";
+}
+
+NormKind parse_norm_kind(const std::string& text) {
+  for (const NormKind kind : {NormKind::None, NormKind::Layer, NormKind::Batch}) {
+    if (text == to_string(kind)) return kind;
+  }
+  throw InvalidArgument("unknown normalization '" + text + "'; valid: none, layer, batch");
+}
+
 std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t classes) const {
   if (!layer_sizes.empty()) {
     if (layer_sizes.size() < 2 || layer_sizes.front() != in || layer_sizes.back() != classes) {

@@ -4,9 +4,14 @@
 #include "tessera/core/error.hpp"
 #include "tessera/engine/layers.hpp"
 #include "tessera/gnn/gat_conv.hpp"
+#include "tessera/gnn/gcn_conv.hpp"
 #include "tessera/gnn/gin_conv.hpp"
 #include "tessera/gnn/sage_conv.hpp"
 
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
 #include <memory>
 
 namespace tessera::gnn {
@@ -158,6 +163,127 @@ Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
       model.add(std::make_unique<Dropout<float>>(backend, config.dropout, layer + 1));
     }
   }
+  return model;
+}
+
+namespace {
+
+/// The normalization `kind` of rows `width` wide (nullptr for none); `name` prefixes its
+/// parameters.
+std::unique_ptr<Module<float>> make_norm(ModelGraph& graph, NormKind kind, std::int64_t width,
+                                         const std::string& name) {
+  switch (kind) {
+  case NormKind::None:
+    return nullptr;
+  case NormKind::Layer:
+    return std::make_unique<LayerNorm<float>>(graph.backend(), width, name);
+  case NormKind::Batch:
+    break;
+  }
+  throw InvalidArgument("BatchNorm in residual blocks (" + name +
+                        ") is not built yet: use layer "
+                        "or no normalization");
+}
+
+} // namespace
+
+Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const ModelConfig& config = spec.config;
+  if (sizes.size() < 3 || std::adjacent_find(sizes.begin() + 1, sizes.end() - 1,
+                                             std::not_equal_to<>()) != sizes.end() - 1) {
+    throw InvalidArgument(fmt::format("residual blocks need one hidden width for every block, "
+                                      "got layer sizes {}",
+                                      fmt::join(sizes, "-")));
+  }
+  const std::int64_t width = sizes[1], blocks = spec.num_layers();
+  const std::int64_t inner = width * config.feed_forward_multiplier;
+  if (config.feed_forward_multiplier < 1) {
+    throw InvalidArgument("the feed-forward multiplier must be at least 1");
+  }
+  if (kind == ModelKind::Gat && width % config.heads != 0) {
+    throw InvalidArgument(fmt::format("GAT blocks split the hidden width {} over {} heads: it must "
+                                      "be a multiple of the heads",
+                                      width, config.heads));
+  }
+  const BackendPtr& backend = graph.backend();
+  const float dropout = config.dropout;
+  // Random fields: graph layers use their block index (and multiples of it); the Linear layers
+  // their own range above them.
+  constexpr std::uint32_t kLinearStreams = 1u << 12;
+  const auto linear = [&](std::int64_t in, std::int64_t out, std::uint32_t stream, int decay_as) {
+    auto layer = std::make_unique<Linear<float>>(backend, in, out, config.bias, spec.seed,
+                                                 kLinearStreams + stream);
+    set_decay(*layer, spec, decay_as);
+    return layer;
+  };
+  Sequential<float> model;
+  model.add(linear(sizes.front(), width, 0, 0));
+  model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
+  model.add(std::make_unique<Gelu<float>>(backend));
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const auto block = static_cast<std::uint32_t>(b);
+    const int layer = static_cast<int>(b);
+    auto start = std::make_unique<ResidualStart<float>>(backend);
+    ResidualStart<float>& opened = *start;
+    model.add(std::move(start));
+    if (auto norm = make_norm(graph, config.norm, width, "block" + std::to_string(b) + ".norm")) {
+      model.add(std::move(norm));
+    }
+    switch (kind) {
+    case ModelKind::Gcn: {
+      auto conv = std::make_unique<GcnConv<float>>(
+          backend, graph.matrix(AggregationKind::Gcn), graph.transpose(AggregationKind::Gcn), width,
+          inner, config.bias, spec.seed, block, spec.order_of(layer));
+      conv->distribute(graph.halo(layer), graph.n_interior());
+      set_decay(*conv, spec, layer);
+      model.add(std::move(conv));
+      break;
+    }
+    case ModelKind::Sage: {
+      auto conv = std::make_unique<SageConv<float>>(
+          backend, graph.matrix(AggregationKind::Mean), graph.transpose(AggregationKind::Mean),
+          width, inner, config.bias, spec.seed, block, spec.order_of(layer));
+      conv->distribute(graph.halo(layer), graph.n_interior());
+      set_decay(*conv, spec, layer);
+      model.add(std::move(conv));
+      break;
+    }
+    case ModelKind::Gat: {
+      GatOptions options;
+      options.heads = config.heads;
+      options.negative_slope = config.negative_slope;
+      options.attention_dropout = config.attention_dropout;
+      options.bias = config.bias;
+      auto conv =
+          std::make_unique<GatConv<float>>(backend, graph.matrix(AggregationKind::Attention),
+                                           graph.transpose(AggregationKind::Attention),
+                                           graph.transpose_edges(AggregationKind::Attention).data(),
+                                           width, width / config.heads, options, spec.seed, block);
+      conv->distribute(graph.halo(layer));
+      set_decay(*conv, spec, layer);
+      model.add(std::move(conv));
+      model.add(linear(width, inner, 1 + 2 * block, layer));
+      break;
+    }
+    case ModelKind::Gin: {
+      auto conv = std::make_unique<GinAggregate<float>>(backend, graph.matrix(AggregationKind::Sum),
+                                                        graph.transpose(AggregationKind::Sum),
+                                                        width, 0.0f, block, false);
+      conv->distribute(graph.halo(layer), graph.n_interior());
+      model.add(std::move(conv));
+      model.add(linear(width, inner, 1 + 2 * block, layer));
+      break;
+    }
+    }
+    model.add(std::make_unique<Dropout<float>>(backend, dropout, 1 + 2 * block));
+    model.add(std::make_unique<Gelu<float>>(backend));
+    model.add(linear(inner, width, 2 + 2 * block, layer));
+    model.add(std::make_unique<Dropout<float>>(backend, dropout, 2 + 2 * block));
+    model.add(std::make_unique<ResidualAdd<float>>(backend, opened));
+  }
+  if (auto norm = make_norm(graph, config.norm, width, "output.norm")) model.add(std::move(norm));
+  model.add(linear(width, sizes.back(), 2 + 2 * static_cast<std::uint32_t>(blocks), 0));
   return model;
 }
 

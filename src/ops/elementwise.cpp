@@ -40,6 +40,79 @@ void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T>
   }
 }
 
+template <typename T>
+void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
+  detail::check_same_shape("gelu_forward", "x", x, "y", y);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::gelu_forward(backend, x, y);
+  case DeviceKind::Cuda:
+    return kernels::cuda::gelu_forward(backend, x, y);
+  }
+}
+
+template <typename T>
+void gelu_backward(const Backend& backend, ConstDenseView<T> x, ConstDenseView<T> dy,
+                   DenseView<T> dx) {
+  detail::check_same_shape("gelu_backward", "x", x, "dy", dy);
+  detail::check_same_shape("gelu_backward", "dy", dy, "dx", dx);
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::gelu_backward(backend, x, dy, dx);
+  case DeviceKind::Cuda:
+    return kernels::cuda::gelu_backward(backend, x, dy, dx);
+  }
+}
+
+namespace {
+
+/// LayerNorm's vectors: gamma and beta [f] for rows of width f, rstd [n].
+void check_norm_vectors(const char* op, std::int64_t rows, std::int64_t cols, std::size_t gamma,
+                        std::size_t beta, std::size_t rstd) {
+  if (gamma != static_cast<std::size_t>(cols) || beta != static_cast<std::size_t>(cols) ||
+      rstd != static_cast<std::size_t>(rows)) {
+    throw DimensionMismatch(std::string(op) + ": rows " + shape_string(rows, cols) +
+                            " need gamma and beta of " + std::to_string(cols) + " and rstd of " +
+                            std::to_string(rows) + ", got " + std::to_string(gamma) + ", " +
+                            std::to_string(beta) + " and " + std::to_string(rstd));
+  }
+}
+
+} // namespace
+
+template <typename T>
+void layer_norm_forward(const Backend& backend, ConstDenseView<T> x, std::span<const T> gamma,
+                        std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
+                        std::span<T> rstd) {
+  const char* op = "layer_norm_forward";
+  detail::check_same_shape(op, "x", x, "y", y);
+  detail::check_same_shape(op, "x", x, "xhat", xhat);
+  check_norm_vectors(op, x.rows, x.cols, gamma.size(), beta.size(), rstd.size());
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::layer_norm_forward(backend, x, gamma, beta, eps, y, xhat, rstd);
+  case DeviceKind::Cuda:
+    return kernels::cuda::layer_norm_forward(backend, x, gamma, beta, eps, y, xhat, rstd);
+  }
+}
+
+template <typename T>
+void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,
+                         DenseView<T> dy_xhat) {
+  const char* op = "layer_norm_backward";
+  detail::check_same_shape(op, "dy", dy, "xhat", xhat);
+  detail::check_same_shape(op, "dy", dy, "dx", dx);
+  detail::check_same_shape(op, "dy", dy, "dy_xhat", dy_xhat);
+  check_norm_vectors(op, dy.rows, dy.cols, gamma.size(), gamma.size(), rstd.size());
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::layer_norm_backward(backend, dy, xhat, rstd, gamma, dx, dy_xhat);
+  case DeviceKind::Cuda:
+    return kernels::cuda::layer_norm_backward(backend, dy, xhat, rstd, gamma, dx, dy_xhat);
+  }
+}
+
 namespace {
 
 /// dx = scale · dy where y > 0, else 0: the backward of ReLU (scale 1) and of ReLU-dropout.
@@ -174,6 +247,26 @@ void dropout_csr_values(const Backend& backend, CsrView<T> in, std::span<T> out_
   }
 }
 
+template void gelu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
+template void gelu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,
+                                   DenseView<float>);
+template void layer_norm_forward<float>(const Backend&, ConstDenseView<float>,
+                                        std::span<const float>, std::span<const float>, float,
+                                        DenseView<float>, DenseView<float>, std::span<float>);
+template void layer_norm_backward<float>(const Backend&, ConstDenseView<float>,
+                                         ConstDenseView<float>, std::span<const float>,
+                                         std::span<const float>, DenseView<float>,
+                                         DenseView<float>);
+template void gelu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
+template void gelu_backward<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
+                                    DenseView<double>);
+template void layer_norm_forward<double>(const Backend&, ConstDenseView<double>,
+                                         std::span<const double>, std::span<const double>, double,
+                                         DenseView<double>, DenseView<double>, std::span<double>);
+template void layer_norm_backward<double>(const Backend&, ConstDenseView<double>,
+                                          ConstDenseView<double>, std::span<const double>,
+                                          std::span<const double>, DenseView<double>,
+                                          DenseView<double>);
 template void elu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void elu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
 template void elu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,

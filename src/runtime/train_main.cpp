@@ -43,6 +43,9 @@ struct Options : TrainingFlags {
   std::int64_t heads = 8;
   std::int64_t output_heads = 1;
   std::optional<double> attention_dropout; // not given: --dropout
+  bool residual = false;
+  std::string norm = "layer";
+  std::int64_t feed_forward = 1;
   std::string feature_layout = "auto";
   std::string order = "auto";
   std::string activation_dtype = "fp32";
@@ -147,6 +150,20 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     add_number_option(app, "--attention-dropout", o.attention_dropout, 0, false, 0.999,
                       "GAT: dropout of the attention coefficients while training (default: "
                       "--dropout)");
+    app.add_flag(
+        "--residual", o.residual,
+        "build the model of residual blocks (Platonov et al.): an input Linear, then per "
+        "graph layer x + FF(layer(norm(x))) with a GELU feed-forward part, then a norm and "
+        "an output Linear; --hidden is every block's width");
+    app.add_option("--norm", o.norm,
+                   "with --residual: the normalization of each block's input and of the output: "
+                   "none, layer (LayerNorm) or batch (BatchNorm, statistics over every rank)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"none", "layer", "batch"}));
+    add_integer_option(app, "--feed-forward", o.feed_forward, 1, 64,
+                       "with --residual: the width of each block's feed-forward part, in multiples "
+                       "of --hidden")
+        ->capture_default_str();
     app.add_flag("--decay-all-layers", o.decay_all_layers,
                  "GCN: apply weight decay to every layer (default: first layer only, as Kipf & "
                  "Welling; the other models decay every layer)");
@@ -255,7 +272,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "testing: RANK:EPOCH makes that rank throw after that epoch");
   if (gcn) {
     group_flags(app, kTuningFlags,
-                {"--output-heads", "--attention-dropout", "--order", "--activation-dtype"});
+                {"--output-heads", "--attention-dropout", "--norm", "--feed-forward", "--order",
+                 "--activation-dtype"});
   }
   group_flags(app, kTuningFlags,
               {"--feature-layout", "--balance", "--rank-speeds", "--rebalance-threshold",
@@ -303,6 +321,16 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.model.heads = o.heads;
   job.model.output_heads = o.output_heads;
   job.model.attention_dropout = static_cast<float>(o.attention_dropout.value_or(o.dropout));
+  job.model.norm = gnn::parse_norm_kind(o.norm);
+  job.model.feed_forward_multiplier = o.feed_forward;
+  if (o.residual) {
+    const gnn::ModelKind kind = gnn::parse_model_kind(o.model);
+    job.model_builder = [kind](gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
+      return gnn::build_residual(graph, spec, kind);
+    };
+    job.model_name = gnn::display_name(kind) + " (residual blocks)";
+    job.model.decay_first_layer_only = false;
+  }
   job.train.epochs = o.epochs;
   job.train.eval_every = o.eval_every;
   job.train.seed = o.seed;

@@ -368,6 +368,46 @@ TEST(DistributedTraining, GatUnderEachRanksBudgetMatchesOneProcessWithout) {
   expect_same_training(serial(job), many.result);
 }
 
+/// Residual blocks of `kind` (LayerNorm, feed-forward twice the width) over the generated graph.
+runtime::TrainJob residual_job(gnn::ModelKind kind) {
+  runtime::TrainJob job = generated_job();
+  job.model_builder = [kind](gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
+    return gnn::build_residual(graph, spec, kind);
+  };
+  job.model_name = gnn::display_name(kind) + " (residual blocks)";
+  job.shape.hidden = 16;
+  job.model.heads = 4;
+  job.model.attention_dropout = 0.2f;
+  job.model.dropout = 0.2f;
+  job.model.feed_forward_multiplier = 2;
+  job.model.decay_first_layer_only = false;
+  job.train.epochs = 10;
+  return job;
+}
+
+TEST(DistributedTraining, ResidualBlocksOfEveryKindMatchOneProcessWithAndWithoutTheCache) {
+  // With the cache the first block's graph layer reads ghost rows its branch began with and ends
+  // with the owned ones: the skip adds to those.
+  for (const gnn::ModelKind kind :
+       {gnn::ModelKind::Gcn, gnn::ModelKind::Sage, gnn::ModelKind::Gat, gnn::ModelKind::Gin}) {
+    SCOPED_TRACE(gnn::display_name(kind));
+    runtime::TrainJob job = residual_job(kind);
+    expect_same_training(serial(job), distributed(job));
+    job.cache_input_features = false;
+    expect_same_training(serial(job), distributed(job));
+  }
+}
+
+TEST(DistributedTraining, ResidualBlocksUnderEachRanksBudgetMatchOneProcessWithout) {
+  runtime::TrainJob job = residual_job(gnn::ModelKind::Sage);
+  constexpr std::size_t budget_kib[] = {4096, 2560, 2048, 1536};
+  const std::size_t kib = budget_kib[std::min(world()->size(), 4) - 1];
+
+  const runtime::RunSummary many = run_under_budget(job, kib);
+
+  expect_same_training(serial(job), many.result);
+}
+
 TEST(DistributedTraining, CustomModelSummaryCountsEveryLayersHalo) {
   if (world()->size() == 1) GTEST_SKIP() << "one rank exchanges no halo";
   runtime::TrainJob job = generated_job();

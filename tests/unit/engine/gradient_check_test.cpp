@@ -1,14 +1,18 @@
 // Finite-difference gradient checks in float64 for the layers without a graph.
 #include "tessera/engine/layers.hpp"
+#include "tessera/engine/sequential.hpp"
 #include "unit/gradient_check.hpp"
 
 #include <gtest/gtest.h>
+#include <memory>
 
 namespace tessera {
 namespace {
 
 using testing::check_module;
 using testing::cpu;
+using testing::dot;
+using testing::expect_parameter_gradients_match;
 using testing::Matrix;
 using testing::random_matrix;
 
@@ -40,6 +44,89 @@ TEST(GradientCheck, ReluDropoutMatchesFiniteDifferencesWithItsMask) {
   const Step step{42, 3, true, {}};
 
   check_module(relu_dropout, x, 7, step);
+}
+
+TEST(GradientCheck, EluAndGeluMatchFiniteDifferences) {
+  Elu<double> elu(cpu());
+  Gelu<double> gelu(cpu());
+  Matrix x = random_matrix(6, 5, 21);
+  check_module(elu, x, 5, Step{});
+  check_module(gelu, x, 5, Step{});
+}
+
+TEST(GradientCheck, LayerNormMatchesFiniteDifferencesIncludingItsScaleAndShift) {
+  LayerNorm<double> norm(cpu(), 7, "norm");
+  // A scale and shift away from their start (ones and zeros), so their gradients matter.
+  const auto params = norm.parameters();
+  for (std::int64_t c = 0; c < 7; ++c) {
+    params[0]->value.data()[c] = 1.0 + 0.1 * static_cast<double>(c);
+    params[1]->value.data()[c] = -0.05 * static_cast<double>(c);
+  }
+  Matrix x = random_matrix(5, 7, 22);
+  check_module(norm, x, 7, Step{});
+
+  // Each row normalized: mean 0 and variance 1 (before the scale and shift).
+  LayerNorm<double> plain(cpu(), 7, "plain", 0.0);
+  const ConstDenseView<double> y = plain.forward(Step{}, x.cview()).output.dense;
+  for (std::int64_t r = 0; r < 5; ++r) {
+    double sum = 0, squares = 0;
+    for (std::int64_t c = 0; c < 7; ++c) {
+      sum += y(r, c);
+      squares += y(r, c) * y(r, c);
+    }
+    EXPECT_NEAR(sum / 7, 0.0, 1e-12);
+    EXPECT_NEAR(squares / 7, 1.0, 1e-12);
+  }
+}
+
+TEST(GradientCheck, AResidualBranchInAChainMatchesFiniteDifferences) {
+  // Linear → [x + Linear(GELU(LayerNorm(x)))] → Linear: the skip's gradient reaches the first
+  // Linear through ResidualStart.
+  Sequential<double> model;
+  model.add(std::make_unique<Linear<double>>(cpu(), 4, 6, true, 1, 0));
+  auto start = std::make_unique<ResidualStart<double>>(cpu());
+  ResidualStart<double>& opened = *start;
+  model.add(std::move(start));
+  model.add(std::make_unique<LayerNorm<double>>(cpu(), 6, "norm"));
+  model.add(std::make_unique<Linear<double>>(cpu(), 6, 6, true, 1, 1));
+  model.add(std::make_unique<Gelu<double>>(cpu()));
+  model.add(std::make_unique<ResidualAdd<double>>(cpu(), opened));
+  model.add(std::make_unique<Linear<double>>(cpu(), 6, 3, true, 1, 2));
+  const Matrix x = random_matrix(5, 4, 23);
+  const Matrix r = random_matrix(5, 3, 24);
+  const auto objective = [&] { return dot(model.forward(Step{}, x.cview()), r.cview()); };
+
+  model.forward(Step{}, x.cview());
+  model.backward(r.cview());
+
+  expect_parameter_gradients_match(objective, model.parameters());
+  // And the skip is there: the output is the branch's plus its input.
+  const Sequential<double>* chain = &model;
+  EXPECT_EQ(chain->modules()[5]->name(), "+ Residual");
+}
+
+TEST(Residual, ABranchThatEndsWithFewerRowsAddsTheSkipToItsFirstRows) {
+  ResidualStart<double> start(cpu());
+  ResidualAdd<double> add(cpu(), start);
+  const Matrix x = random_matrix(5, 3, 25);
+  const Matrix branch = random_matrix(3, 3, 26); // the first 3 rows, as a graph layer's owned ones
+  start.forward(Step{}, x.cview());
+  const ConstDenseView<double> y = add.forward(Step{}, branch.cview()).output.dense;
+  ASSERT_EQ(y.rows, 3);
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    EXPECT_DOUBLE_EQ(y.data[i], x.data()[i] + branch.data()[i]);
+
+  const Matrix dy = random_matrix(3, 3, 27);
+  const Matrix d_branch = random_matrix(5, 3, 28); // the branch's input gradient, all 5 rows
+  add.backward(Context<double>{}, dy.cview(), GradientMode::Overwrite, GradientMode::Ignore);
+  const ConstDenseView<double> dx = start.backward(Context<double>{}, d_branch.cview(),
+                                                   GradientMode::Overwrite, GradientMode::Ignore);
+  for (std::int64_t i = 0; i < dx.size(); ++i) {
+    const double skip = i < dy.size() ? dy.data()[i] : 0.0;
+    EXPECT_DOUBLE_EQ(dx.data[i], d_branch.data()[i] + skip);
+  }
+  const Matrix wide = random_matrix(3, 4, 29);
+  EXPECT_THROW(add.forward(Step{}, wide.cview()), DimensionMismatch);
 }
 
 } // namespace

@@ -25,6 +25,25 @@
   template <typename T>                                                                             \
   void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,              \
                     DenseView<T> dx);                                                               \
+  /* y = GELU(x) = x · Φ(x) (the erf form, PyTorch's nn.GELU()). x, y: [n, f]; y may be x. */     \
+  template <typename T>                                                                             \
+  void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                   \
+  /* dx = dy · (Φ(x) + x · φ(x)) from GELU's input x. dx may be dy. */                          \
+  template <typename T>                                                                             \
+  void gelu_backward(const Backend& backend, ConstDenseView<T> x, ConstDenseView<T> dy,             \
+                     DenseView<T> dx);                                                              \
+  /* Per row r of x [n, f]: mean μ, variance σ² (biased), rstd[r] = 1 / sqrt(σ² + eps),        \
+     xhat = (x − μ) · rstd[r], y = xhat · gamma + beta (gamma, beta: [f]). y, xhat: [n, f]. */ \
+  template <typename T>                                                                             \
+  void layer_norm_forward(const Backend& backend, ConstDenseView<T> x, std::span<const T> gamma,    \
+                          std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,        \
+                          std::span<T> rstd);                                                       \
+  /* From the forward's xhat and rstd: g = dy · gamma, dx = rstd · (g − mean(g) − xhat ·     \
+     mean(g · xhat)) per row; dy_xhat = dy · xhat (whose column sums are dgamma). */              \
+  template <typename T>                                                                             \
+  void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,    \
+                           std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,      \
+                           DenseView<T> dy_xhat);                                                   \
   /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
   /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */  \
   /* x, y: [n, f]; y may be x. */                                                                   \
@@ -51,6 +70,15 @@
   template void relu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
                                  DenseView<T>, T);                                                 \
   template void elu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                   \
+  template void gelu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                  \
+  template void gelu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
+                                 DenseView<T>);                                                    \
+  template void layer_norm_forward<T>(const Backend&, ConstDenseView<T>, std::span<const T>,       \
+                                      std::span<const T>, T, DenseView<T>, DenseView<T>,           \
+                                      std::span<T>);                                               \
+  template void layer_norm_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,       \
+                                       std::span<const T>, std::span<const T>, DenseView<T>,       \
+                                       DenseView<T>);                                              \
   template void elu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,              \
                                 DenseView<T>);                                                     \
   template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \

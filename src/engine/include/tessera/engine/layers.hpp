@@ -167,4 +167,110 @@ public:
   std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
 };
 
+/// y = GELU(x) = x · Φ(x) (the erf form, PyTorch's nn.GELU()). Its backward reads its input.
+template <typename T> class Gelu final : public MaskedElementwise<T> {
+public:
+  explicit Gelu(BackendPtr backend);
+
+  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
+  /// InvalidArgument for input_mode Accumulate.
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  /// "GELU".
+  std::string name() const override { return "GELU"; }
+  bool backward_reads_input() const override { return true; }
+  bool backward_reads_output() const override { return false; }
+  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
+};
+
+/// Layer normalization (Ba et al.) of each row: y = (x − mean) / sqrt(var + eps) · γ + β, with γ
+/// ([1, f], ones) and β ([1, f], zeros) learned, without weight decay. Each row on its own, so
+/// it needs nothing from other rows or ranks.
+template <typename T> class LayerNorm final : public Module<T> {
+public:
+  LayerNorm(BackendPtr backend, std::int64_t features, std::string name_prefix, T eps = T(1e-5));
+
+  /// x: [n, f] dense → [n, f].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  /// "LayerNorm(f)".
+  std::string name() const override;
+  std::size_t bytes() const override;
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+private:
+  BackendPtr backend_;
+  T eps_;
+  Parameter<T> gamma_; // [1, f]
+  Parameter<T> beta_;  // [1, f]
+  Workspace<T> output_, normalized_, rstd_, d_input_, product_;
+};
+
+template <typename T> class ResidualAdd;
+
+/// Where a residual branch leaves the chain (a Sequential stays a chain): passes x on unchanged
+/// and keeps it for the ResidualAdd that closes the branch, y = x + branch(x); in backward it
+/// adds the gradient the skip carried to the branch's. Pair it with exactly one ResidualAdd,
+/// made after it, with the branch's modules between them. The branch may end with fewer rows
+/// than it began with (a graph layer that reads ghost rows and writes the owned ones): the skip
+/// then adds to the first rows.
+template <typename T> class ResidualStart final : public Module<T> {
+public:
+  explicit ResidualStart(BackendPtr backend);
+
+  /// x: [n, f] dense; the output is x itself.
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: the branch's input gradient; returns it plus the skip's, [n, f].
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override { return "Residual"; }
+  std::size_t bytes() const override { return d_input_.bytes(); }
+  /// x must outlive the branch: Sequential keeps a module's input while its backward reads it.
+  bool backward_reads_input() const override { return true; }
+  bool backward_reads_output() const override { return false; }
+
+  /// The x of the last forward (what ResidualAdd adds).
+  ConstDenseView<T> saved() const noexcept { return saved_; }
+  /// Set by the ResidualAdd that closes the branch.
+  void close(const ResidualAdd<T>* add) noexcept { add_ = add; }
+
+private:
+  BackendPtr backend_;
+  ConstDenseView<T> saved_;
+  const ResidualAdd<T>* add_ = nullptr;
+  Workspace<T> d_input_;
+};
+
+/// Closes the branch `start` opened: y = branch(x) + x. Its backward passes the gradient to the
+/// branch and keeps a copy for `start` (the skip).
+template <typename T> class ResidualAdd final : public Module<T> {
+public:
+  /// start: made before this module, outliving it.
+  ResidualAdd(BackendPtr backend, ResidualStart<T>& start);
+
+  /// x: the branch's output, [n, f] as start's input; output [n, f].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// Returns d_output itself (the branch's gradient) after copying it for the skip.
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override { return "+ Residual"; }
+  std::size_t bytes() const override { return output_.bytes() + skip_.bytes(); }
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+  /// The gradient the skip carries, as of the last backward.
+  ConstDenseView<T> skip_gradient() const noexcept { return skip_view_; }
+
+private:
+  BackendPtr backend_;
+  ResidualStart<T>* start_;
+  Workspace<T> output_;
+  Workspace<T> skip_;
+  ConstDenseView<T> skip_view_;
+};
+
 } // namespace tessera

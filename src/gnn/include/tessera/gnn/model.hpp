@@ -29,6 +29,18 @@ struct ModelShape {
 /// The widest a layer may be (its columns are 32-bit ids); ModelShape::resolve refuses more.
 inline constexpr std::int64_t kMaxLayerWidth = 2147483647;
 
+/// The normalization of a residual block's input (ModelConfig::norm).
+enum class NormKind {
+  None,  ///< none
+  Layer, ///< LayerNorm of each row
+  Batch  ///< BatchNorm over the rows of every rank (statistics summed across ranks)
+};
+
+/// "none", "layer", "batch".
+std::string to_string(NormKind kind);
+/// The kind named `text`; InvalidArgument naming the valid ones otherwise.
+NormKind parse_norm_kind(const std::string& text);
+
 /// The settings every graph model reads, whatever its layers (GCN, GraphSAGE, GIN or a custom
 /// builder's): a builder applies those that mean something for its layers. A builder's own
 /// settings (GIN's initial ε, say) are its own to carry.
@@ -49,6 +61,10 @@ struct ModelConfig {
   std::int64_t output_heads = 1;
   float attention_dropout = 0.6f;
   float negative_slope = 0.2f;
+  /// Residual blocks (build_residual): the normalization of each block's input and of the
+  /// output, and the feed-forward sub-layer's width as a multiple of the hidden width.
+  NormKind norm = NormKind::Layer;
+  std::int64_t feed_forward_multiplier = 1;
 };
 
 /// One model to build: its widths resolved against the data, the settings, and the seed every

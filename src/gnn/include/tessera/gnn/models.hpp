@@ -43,4 +43,14 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec);
 /// config.attention_dropout, slope config.negative_slope, self-loops added (A + I).
 Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec);
 
+/// The recipe of today's strong baselines (Platonov et al., ICLR 2023): Linear(in → d) →
+/// Dropout → GELU → blocks → Norm → Linear(d → classes), each block
+///   x + Dropout(Linear(GELU(Dropout(Conv(Norm(x)))))),
+/// Conv the graph layer of `kind` mapping d to m·d (GCN: Â·x·W; GraphSAGE: x·W_self + mean·W_neigh;
+/// GAT: attention with config.heads heads of d / heads concatenated, then a Linear to m·d; GIN:
+/// the (1 + ε) aggregation, then a Linear), m = config.feed_forward_multiplier, Norm per
+/// config.norm. d is the hidden width (every hidden size must be equal) and there are
+/// spec.num_layers() blocks. Throws InvalidArgument for sizes that do not fit.
+Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind);
+
 } // namespace tessera::gnn

@@ -120,6 +120,30 @@ template <typename T>
 void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
                   DenseView<T> dx);
 
+/// y = GELU(x) = x · Φ(x), the erf form (PyTorch's nn.GELU()). x, y: [n, f]; y may alias x.
+template <typename T>
+void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
+
+/// dx = dy · (Φ(x) + x · φ(x)) from GELU's input x. x, dy, dx: [n, f]; dx may alias dy.
+template <typename T>
+void gelu_backward(const Backend& backend, ConstDenseView<T> x, ConstDenseView<T> dy,
+                   DenseView<T> dx);
+
+/// LayerNorm of each row: y = (x − mean) / sqrt(var + eps) · gamma + beta, keeping xhat (the
+/// normalized rows, [n, f]) and rstd ([n], 1 / sqrt(var + eps)) for the backward. gamma, beta:
+/// [f]. Throws DimensionMismatch for other shapes.
+template <typename T>
+void layer_norm_forward(const Backend& backend, ConstDenseView<T> x, std::span<const T> gamma,
+                        std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
+                        std::span<T> rstd);
+
+/// LayerNorm's backward from the forward's xhat and rstd: dx, and dy_xhat = dy · xhat (its
+/// column sums are d gamma; dy's are d beta). All [n, f] but rstd [n] and gamma [f].
+template <typename T>
+void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,
+                         DenseView<T> dy_xhat);
+
 /// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. x, y: [n, f]; y may
 /// alias x; rows gives the global ids of the n rows. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
