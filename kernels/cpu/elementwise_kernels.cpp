@@ -78,6 +78,52 @@ void gelu_backward(const Backend&, ConstDenseView<T> x, ConstDenseView<T> dy, De
 }
 
 template <typename T>
+void column_sums(const Backend&, ConstDenseView<T> a, ConstDenseView<T> b, std::span<T> sum_a,
+                 std::span<T> sum_ab) {
+  // One column per iteration, its rows in order: the same sums for any thread count.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < a.cols; ++c) {
+    double s = 0.0, p = 0.0;
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      const double v = a(r, c);
+      s += v;
+      p += v * static_cast<double>(b(r, c));
+    }
+    sum_a[static_cast<std::size_t>(c)] = static_cast<T>(s);
+    sum_ab[static_cast<std::size_t>(c)] = static_cast<T>(p);
+  }
+}
+
+template <typename T>
+void batch_norm_apply(const Backend&, ConstDenseView<T> x, std::span<const T> mean,
+                      std::span<const T> rstd, std::span<const T> gamma, std::span<const T> beta,
+                      DenseView<T> y, DenseView<T> xhat) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    for (std::int64_t c = 0; c < x.cols; ++c) {
+      const auto j = static_cast<std::size_t>(c);
+      const T normalized = (x(r, c) - mean[j]) * rstd[j];
+      xhat(r, c) = normalized;
+      y(r, c) = normalized * gamma[j] + beta[j];
+    }
+  }
+}
+
+template <typename T>
+void batch_norm_backward(const Backend&, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma,
+                         std::span<const T> mean_dy, std::span<const T> mean_dy_xhat,
+                         DenseView<T> dx) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < dy.rows; ++r) {
+    for (std::int64_t c = 0; c < dy.cols; ++c) {
+      const auto j = static_cast<std::size_t>(c);
+      dx(r, c) = gamma[j] * rstd[j] * (dy(r, c) - mean_dy[j] - xhat(r, c) * mean_dy_xhat[j]);
+    }
+  }
+}
+
+template <typename T>
 void layer_norm_forward(const Backend&, ConstDenseView<T> x, std::span<const T> gamma,
                         std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
                         std::span<T> rstd) {

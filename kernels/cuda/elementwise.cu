@@ -43,6 +43,44 @@ __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, std::int64_
   }
 }
 
+/// One thread per column, its rows in order (the CPU twin's sums).
+template <typename T>
+__global__ void column_sums_kernel(const T* a, const T* b, T* sum_a, T* sum_ab, std::int64_t rows,
+                                   std::int64_t cols) {
+  for (std::int64_t c = thread_index(); c < cols; c += grid_stride()) {
+    double s = 0.0, p = 0.0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double v = a[r * cols + c];
+      s += v;
+      p += v * static_cast<double>(b[r * cols + c]);
+    }
+    sum_a[c] = static_cast<T>(s);
+    sum_ab[c] = static_cast<T>(p);
+  }
+}
+
+template <typename T>
+__global__ void batch_norm_apply_kernel(const T* x, const T* mean, const T* rstd, const T* gamma,
+                                        const T* beta, T* y, T* xhat, std::int64_t size,
+                                        std::int64_t cols) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) {
+    const std::int64_t c = i % cols;
+    const T normalized = (x[i] - mean[c]) * rstd[c];
+    xhat[i] = normalized;
+    y[i] = normalized * gamma[c] + beta[c];
+  }
+}
+
+template <typename T>
+__global__ void batch_norm_backward_kernel(const T* dy, const T* xhat, const T* rstd,
+                                           const T* gamma, const T* mean_dy, const T* mean_dy_xhat,
+                                           T* dx, std::int64_t size, std::int64_t cols) {
+  for (std::int64_t i = thread_index(); i < size; i += grid_stride()) {
+    const std::int64_t c = i % cols;
+    dx[i] = gamma[c] * rstd[c] * (dy[i] - mean_dy[c] - xhat[i] * mean_dy_xhat[c]);
+  }
+}
+
 /// One thread per row, in the CPU twin's order (sums in double).
 template <typename T>
 __global__ void layer_norm_forward_kernel(const T* x, const T* gamma, const T* beta, T eps, T* y,
@@ -146,6 +184,27 @@ void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale,
   relu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, scale);
 }
 
+template <typename T>
+void column_sums(const T* a, const T* b, T* sum_a, T* sum_ab, std::int64_t rows, std::int64_t cols,
+                 cudaStream_t stream) {
+  column_sums_kernel<<<blocks_for(cols), kBlock, 0, stream>>>(a, b, sum_a, sum_ab, rows, cols);
+}
+
+template <typename T>
+void batch_norm_apply(const T* x, const T* mean, const T* rstd, const T* gamma, const T* beta, T* y,
+                      T* xhat, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+  batch_norm_apply_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(
+      x, mean, rstd, gamma, beta, y, xhat, rows * cols, cols);
+}
+
+template <typename T>
+void batch_norm_backward(const T* dy, const T* xhat, const T* rstd, const T* gamma,
+                         const T* mean_dy, const T* mean_dy_xhat, T* dx, std::int64_t rows,
+                         std::int64_t cols, cudaStream_t stream) {
+  batch_norm_backward_kernel<<<blocks_for(rows * cols), kBlock, 0, stream>>>(
+      dy, xhat, rstd, gamma, mean_dy, mean_dy_xhat, dx, rows * cols, cols);
+}
+
 template <typename T> void gelu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream) {
   gelu_forward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(x, y, size);
 }
@@ -206,6 +265,12 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
   template void relu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);           \
   template void elu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                          \
   template void gelu_forward<T>(const T*, T*, std::int64_t, cudaStream_t);                         \
+  template void column_sums<T>(const T*, const T*, T*, T*, std::int64_t, std::int64_t,             \
+                               cudaStream_t);                                                      \
+  template void batch_norm_apply<T>(const T*, const T*, const T*, const T*, const T*, T*, T*,      \
+                                    std::int64_t, std::int64_t, cudaStream_t);                     \
+  template void batch_norm_backward<T>(const T*, const T*, const T*, const T*, const T*, const T*, \
+                                       T*, std::int64_t, std::int64_t, cudaStream_t);              \
   template void gelu_backward<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);              \
   template void layer_norm_forward<T>(const T*, const T*, const T*, T, T*, T*, T*, std::int64_t,   \
                                       std::int64_t, cudaStream_t);                                 \

@@ -23,6 +23,37 @@ void relu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
 }
 
 template <typename T>
+void column_sums(const Backend& backend, ConstDenseView<T> a, ConstDenseView<T> b,
+                 std::span<T> sum_a, std::span<T> sum_ab) {
+  if (a.cols == 0) return;
+  launch::column_sums(a.data, b.data, sum_a.data(), sum_ab.data(), a.rows, a.cols,
+                      as_cuda(backend).stream());
+  check_launch("column_sums");
+}
+
+template <typename T>
+void batch_norm_apply(const Backend& backend, ConstDenseView<T> x, std::span<const T> mean,
+                      std::span<const T> rstd, std::span<const T> gamma, std::span<const T> beta,
+                      DenseView<T> y, DenseView<T> xhat) {
+  if (x.size() == 0) return;
+  launch::batch_norm_apply(x.data, mean.data(), rstd.data(), gamma.data(), beta.data(), y.data,
+                           xhat.data, x.rows, x.cols, as_cuda(backend).stream());
+  check_launch("batch_norm_apply");
+}
+
+template <typename T>
+void batch_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma,
+                         std::span<const T> mean_dy, std::span<const T> mean_dy_xhat,
+                         DenseView<T> dx) {
+  if (dy.size() == 0) return;
+  launch::batch_norm_backward(dy.data, xhat.data, rstd.data(), gamma.data(), mean_dy.data(),
+                              mean_dy_xhat.data(), dx.data, dy.rows, dy.cols,
+                              as_cuda(backend).stream());
+  check_launch("batch_norm_backward");
+}
+
+template <typename T>
 void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
   if (x.size() == 0) return;
   launch::gelu_forward(x.data, y.data, x.size(), as_cuda(backend).stream());

@@ -20,6 +20,18 @@ struct RowIds {
 template <typename T> void relu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
 void relu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T scale, cudaStream_t stream);
+/// BatchNorm's pieces (elementwise_kernels.hpp): column sums (one thread per column), the
+/// normalization with given statistics and its backward (one thread per element).
+template <typename T>
+void column_sums(const T* a, const T* b, T* sum_a, T* sum_ab, std::int64_t rows, std::int64_t cols,
+                 cudaStream_t stream);
+template <typename T>
+void batch_norm_apply(const T* x, const T* mean, const T* rstd, const T* gamma, const T* beta, T* y,
+                      T* xhat, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+template <typename T>
+void batch_norm_backward(const T* dy, const T* xhat, const T* rstd, const T* gamma,
+                         const T* mean_dy, const T* mean_dy_xhat, T* dx, std::int64_t rows,
+                         std::int64_t cols, cudaStream_t stream);
 /// GELU (erf form) and its backward from the input.
 template <typename T> void gelu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>

@@ -14,6 +14,23 @@ void relu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseVi
   not_compiled("relu_backward");
 }
 
+template <typename T>
+void column_sums(const Backend&, ConstDenseView<T>, ConstDenseView<T>, std::span<T>, std::span<T>) {
+  not_compiled("column_sums");
+}
+
+template <typename T>
+void batch_norm_apply(const Backend&, ConstDenseView<T>, std::span<const T>, std::span<const T>,
+                      std::span<const T>, std::span<const T>, DenseView<T>, DenseView<T>) {
+  not_compiled("batch_norm_apply");
+}
+
+template <typename T>
+void batch_norm_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, std::span<const T>,
+                         std::span<const T>, std::span<const T>, std::span<const T>, DenseView<T>) {
+  not_compiled("batch_norm_backward");
+}
+
 template <typename T> void gelu_forward(const Backend&, ConstDenseView<T>, DenseView<T>) {
   not_compiled("gelu_forward");
 }

@@ -386,6 +386,119 @@ template <typename T> std::size_t LayerNorm<T>::bytes() const {
 }
 
 template <typename T>
+BatchNorm<T>::BatchNorm(BackendPtr backend, std::int64_t features, std::string name_prefix,
+                        comm::Communicator* comm, std::int64_t counted_rows, T eps)
+    : backend_(std::move(backend)), comm_(comm), counted_rows_(counted_rows), eps_(eps),
+      gamma_(make_bias<T>(backend_, name_prefix + ".gamma", features, true)),
+      beta_(make_bias<T>(backend_, name_prefix + ".beta", features, true)), output_(backend_),
+      normalized_(backend_), d_input_(backend_), sums_(backend_), stats_(backend_) {
+  const std::vector<T> ones(static_cast<std::size_t>(features), T{1});
+  backend_->copy_from_host(gamma_.value.data(), ones.data(), ones.size() * sizeof(T));
+  this->register_parameter(gamma_);
+  this->register_parameter(beta_);
+}
+
+template <typename T>
+std::vector<double> BatchNorm<T>::global_sums(ConstDenseView<T> a, ConstDenseView<T> b,
+                                              std::int64_t rows) {
+  const std::int64_t f = a.cols;
+  const auto width = static_cast<std::size_t>(f);
+  const DenseView<T> sums = sums_.get(2, f);
+  ops::column_sums(*backend_, a.slice_rows(0, rows), b.slice_rows(0, rows),
+                   std::span<T>(sums.data, width), std::span<T>(sums.data + f, width));
+  std::vector<T> host(2 * width);
+  backend_->copy_to_host(host.data(), sums.data, host.size() * sizeof(T));
+  std::vector<double> total(host.begin(), host.end());
+  total.push_back(static_cast<double>(rows));
+  if (comm_ != nullptr && comm_->size() > 1) comm_->allreduce_sum(std::span<double>(total));
+  return total;
+}
+
+template <typename T> Context<T> BatchNorm<T>::forward(const Step& step, Input<T> x) {
+  const std::int64_t f = gamma_.value.cols();
+  if (x.is_sparse() || x.cols() != f) {
+    throw DimensionMismatch(name() + ": needs a dense input " + std::to_string(f) + " wide, got " +
+                            shape_string(x.rows(), x.cols()) + (x.is_sparse() ? " (sparse)" : ""));
+  }
+  const auto width = static_cast<std::size_t>(f);
+  const std::vector<double> sums = global_sums(x.dense, x.dense, counted(x.rows()));
+  counted_total_ = sums.back();
+  const double n = std::max(counted_total_, 1.0);
+  std::vector<T> stats(2 * width); // mean, rstd
+  for (std::size_t c = 0; c < width; ++c) {
+    const double mean = sums[c] / n;
+    const double variance = std::max(0.0, sums[width + c] / n - mean * mean); // biased
+    stats[c] = static_cast<T>(mean);
+    stats[width + c] = static_cast<T>(1.0 / std::sqrt(variance + static_cast<double>(eps_)));
+  }
+  const DenseView<T> device_stats = stats_.get(4, f);
+  backend_->copy_from_host(device_stats.data, stats.data(), stats.size() * sizeof(T));
+  const DenseView<T> y = output_.get(x.rows(), f);
+  ops::batch_norm_apply(*backend_, x.dense, std::span<const T>(device_stats.data, width),
+                        std::span<const T>(device_stats.data + f, width),
+                        std::span<const T>(gamma_.value.data(), width),
+                        std::span<const T>(beta_.value.data(), width), y,
+                        normalized_.get(x.rows(), f));
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> BatchNorm<T>::backward(const Context<T>&, ConstDenseView<T> d_output,
+                                         GradientMode input_mode, GradientMode param_mode) {
+  const std::int64_t rows = d_output.rows, f = d_output.cols;
+  const auto width = static_cast<std::size_t>(f);
+  const ConstDenseView<T> xhat(normalized_.get(rows, f));
+  // Σ dy and Σ dy·xhat over every row (ghost copies' too: their gradients reach the
+  // statistics), summed over the ranks; before the ranks' sum they are dβ and dγ.
+  const std::vector<double> sums = global_sums(d_output, xhat, rows);
+  const DenseView<T> local = sums_.get(2, f);
+  const auto set_gradient = [&](Parameter<T>& p, const T* from) {
+    if (param_mode == GradientMode::Ignore) return;
+    const std::span<T> grad(p.grad.data(), width);
+    if (param_mode == GradientMode::Overwrite) {
+      backend_->copy_within(grad.data(), from, width * sizeof(T));
+    } else {
+      ops::axpy(*backend_, T{1}, std::span<const T>(from, width), grad);
+    }
+  };
+  set_gradient(beta_, local.data);
+  set_gradient(gamma_, local.data + f);
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(name(), input_mode);
+  // The statistics' totals count the rows every rank counts.
+  std::vector<T> means(2 * width, T{0});
+  const double n = std::max(counted_total_, 1.0);
+  for (std::size_t c = 0; c < 2 * width; ++c)
+    means[c] = static_cast<T>(sums[c] / n);
+  const DenseView<T> stats = stats_.get(4, f);
+  backend_->copy_from_host(stats.data + 2 * f, means.data(), means.size() * sizeof(T));
+  const DenseView<T> dx = d_input_.get(rows, f);
+  const std::span<const T> rstd(stats.data + f, width), gamma(gamma_.value.data(), width);
+  const std::int64_t own = counted(rows);
+  ops::batch_norm_backward(*backend_, d_output.slice_rows(0, own), xhat.slice_rows(0, own), rstd,
+                           gamma, std::span<const T>(stats.data + 2 * f, width),
+                           std::span<const T>(stats.data + 3 * f, width), dx.slice_rows(0, own));
+  if (own < rows) { // ghost copies: the direct term only (their owners count the statistics')
+    const std::vector<T> zeros(width, T{0});
+    backend_->copy_from_host(stats.data + 2 * f, zeros.data(), width * sizeof(T));
+    ops::batch_norm_backward(*backend_, d_output.slice_rows(own, rows), xhat.slice_rows(own, rows),
+                             rstd, gamma, std::span<const T>(stats.data + 2 * f, width),
+                             std::span<const T>(stats.data + 2 * f, width),
+                             dx.slice_rows(own, rows));
+  }
+  return dx;
+}
+
+template <typename T> std::string BatchNorm<T>::name() const {
+  return "BatchNorm(" + std::to_string(gamma_.value.cols()) + ")";
+}
+
+template <typename T> std::size_t BatchNorm<T>::bytes() const {
+  return 2 * (gamma_.value.bytes() + beta_.value.bytes()) + output_.bytes() + normalized_.bytes() +
+         d_input_.bytes() + sums_.bytes() + stats_.bytes();
+}
+
+template <typename T>
 ResidualStart<T>::ResidualStart(BackendPtr backend)
     : backend_(std::move(backend)), d_input_(backend_) {}
 
@@ -456,6 +569,7 @@ template class MaskedElementwise<double>;
   template class Elu<T>;                                                                           \
   template class Gelu<T>;                                                                          \
   template class LayerNorm<T>;                                                                     \
+  template class BatchNorm<T>;                                                                     \
   template class ResidualStart<T>;                                                                 \
   template class ResidualAdd<T>
 TESSERA_INSTANTIATE(float);

@@ -178,11 +178,10 @@ std::unique_ptr<Module<float>> make_norm(ModelGraph& graph, NormKind kind, std::
   case NormKind::Layer:
     return std::make_unique<LayerNorm<float>>(graph.backend(), width, name);
   case NormKind::Batch:
-    break;
+    return std::make_unique<BatchNorm<float>>(graph.backend(), width, name, graph.comm(),
+                                              graph.n_owned());
   }
-  throw InvalidArgument("BatchNorm in residual blocks (" + name +
-                        ") is not built yet: use layer "
-                        "or no normalization");
+  return nullptr;
 }
 
 } // namespace

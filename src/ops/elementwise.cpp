@@ -80,6 +80,70 @@ void check_norm_vectors(const char* op, std::int64_t rows, std::int64_t cols, st
 
 } // namespace
 
+namespace {
+
+/// Every vector of a per-column op of rows `cols` wide has `cols` entries.
+void check_column_vectors(const char* op, std::int64_t cols,
+                          std::initializer_list<std::size_t> sizes) {
+  for (const std::size_t size : sizes) {
+    if (size != static_cast<std::size_t>(cols)) {
+      throw DimensionMismatch(std::string(op) + ": per-column vectors of rows " +
+                              std::to_string(cols) + " wide need " + std::to_string(cols) +
+                              " entries, got " + std::to_string(size));
+    }
+  }
+}
+
+} // namespace
+
+template <typename T>
+void column_sums(const Backend& backend, ConstDenseView<T> a, ConstDenseView<T> b,
+                 std::span<T> sum_a, std::span<T> sum_ab) {
+  detail::check_same_shape("column_sums", "a", a, "b", b);
+  check_column_vectors("column_sums", a.cols, {sum_a.size(), sum_ab.size()});
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::column_sums(backend, a, b, sum_a, sum_ab);
+  case DeviceKind::Cuda:
+    return kernels::cuda::column_sums(backend, a, b, sum_a, sum_ab);
+  }
+}
+
+template <typename T>
+void batch_norm_apply(const Backend& backend, ConstDenseView<T> x, std::span<const T> mean,
+                      std::span<const T> rstd, std::span<const T> gamma, std::span<const T> beta,
+                      DenseView<T> y, DenseView<T> xhat) {
+  detail::check_same_shape("batch_norm_apply", "x", x, "y", y);
+  detail::check_same_shape("batch_norm_apply", "x", x, "xhat", xhat);
+  check_column_vectors("batch_norm_apply", x.cols,
+                       {mean.size(), rstd.size(), gamma.size(), beta.size()});
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::batch_norm_apply(backend, x, mean, rstd, gamma, beta, y, xhat);
+  case DeviceKind::Cuda:
+    return kernels::cuda::batch_norm_apply(backend, x, mean, rstd, gamma, beta, y, xhat);
+  }
+}
+
+template <typename T>
+void batch_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma,
+                         std::span<const T> mean_dy, std::span<const T> mean_dy_xhat,
+                         DenseView<T> dx) {
+  detail::check_same_shape("batch_norm_backward", "dy", dy, "xhat", xhat);
+  detail::check_same_shape("batch_norm_backward", "dy", dy, "dx", dx);
+  check_column_vectors("batch_norm_backward", dy.cols,
+                       {rstd.size(), gamma.size(), mean_dy.size(), mean_dy_xhat.size()});
+  switch (backend.kind()) {
+  case DeviceKind::Cpu:
+    return kernels::cpu::batch_norm_backward(backend, dy, xhat, rstd, gamma, mean_dy, mean_dy_xhat,
+                                             dx);
+  case DeviceKind::Cuda:
+    return kernels::cuda::batch_norm_backward(backend, dy, xhat, rstd, gamma, mean_dy, mean_dy_xhat,
+                                              dx);
+  }
+}
+
 template <typename T>
 void layer_norm_forward(const Backend& backend, ConstDenseView<T> x, std::span<const T> gamma,
                         std::span<const T> beta, T eps, DenseView<T> y, DenseView<T> xhat,
@@ -267,6 +331,25 @@ template void layer_norm_backward<double>(const Backend&, ConstDenseView<double>
                                           ConstDenseView<double>, std::span<const double>,
                                           std::span<const double>, DenseView<double>,
                                           DenseView<double>);
+template void column_sums<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,
+                                 std::span<float>, std::span<float>);
+template void batch_norm_apply<float>(const Backend&, ConstDenseView<float>, std::span<const float>,
+                                      std::span<const float>, std::span<const float>,
+                                      std::span<const float>, DenseView<float>, DenseView<float>);
+template void batch_norm_backward<float>(const Backend&, ConstDenseView<float>,
+                                         ConstDenseView<float>, std::span<const float>,
+                                         std::span<const float>, std::span<const float>,
+                                         std::span<const float>, DenseView<float>);
+template void column_sums<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
+                                  std::span<double>, std::span<double>);
+template void batch_norm_apply<double>(const Backend&, ConstDenseView<double>,
+                                       std::span<const double>, std::span<const double>,
+                                       std::span<const double>, std::span<const double>,
+                                       DenseView<double>, DenseView<double>);
+template void batch_norm_backward<double>(const Backend&, ConstDenseView<double>,
+                                          ConstDenseView<double>, std::span<const double>,
+                                          std::span<const double>, std::span<const double>,
+                                          std::span<const double>, DenseView<double>);
 template void elu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void elu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
 template void elu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,

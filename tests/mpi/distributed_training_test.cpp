@@ -398,6 +398,19 @@ TEST(DistributedTraining, ResidualBlocksOfEveryKindMatchOneProcessWithAndWithout
   }
 }
 
+TEST(DistributedTraining, ResidualBlocksWithBatchNormMatchOneProcessWithAndWithoutTheCache) {
+  // BatchNorm's statistics are every rank's rows, summed across the ranks; with the cache the
+  // first block normalizes ghost copies too, counted by their owners.
+  for (const gnn::ModelKind kind : {gnn::ModelKind::Gcn, gnn::ModelKind::Gat}) {
+    SCOPED_TRACE(gnn::display_name(kind));
+    runtime::TrainJob job = residual_job(kind);
+    job.model.norm = gnn::NormKind::Batch;
+    expect_same_training(serial(job), distributed(job));
+    job.cache_input_features = false;
+    expect_same_training(serial(job), distributed(job));
+  }
+}
+
 TEST(DistributedTraining, ResidualBlocksUnderEachRanksBudgetMatchOneProcessWithout) {
   runtime::TrainJob job = residual_job(gnn::ModelKind::Sage);
   constexpr std::size_t budget_kib[] = {4096, 2560, 2048, 1536};

@@ -79,6 +79,35 @@ TEST(GradientCheck, LayerNormMatchesFiniteDifferencesIncludingItsScaleAndShift) 
   }
 }
 
+TEST(GradientCheck, BatchNormMatchesFiniteDifferencesCountingAllRowsOrTheFirstOnes) {
+  // Counting the first 4 of 6 rows: the last two (a tile's ghost copies) are normalized with the
+  // others' statistics, and their gradients still reach the statistics.
+  for (const std::int64_t counted : {std::int64_t{-1}, std::int64_t{4}}) {
+    SCOPED_TRACE(counted);
+    BatchNorm<double> norm(cpu(), 5, "norm", nullptr, counted);
+    const auto params = norm.parameters();
+    for (std::int64_t c = 0; c < 5; ++c) {
+      params[0]->value.data()[c] = 1.0 + 0.2 * static_cast<double>(c);
+      params[1]->value.data()[c] = 0.1 * static_cast<double>(c);
+    }
+    Matrix x = random_matrix(6, 5, 30);
+    check_module(norm, x, 5, Step{});
+  }
+  // Every column of the counted rows normalized: mean 0, variance 1.
+  BatchNorm<double> plain(cpu(), 3, "plain", nullptr, -1, 0.0);
+  const Matrix x = random_matrix(8, 3, 31);
+  const ConstDenseView<double> y = plain.forward(Step{}, x.cview()).output.dense;
+  for (std::int64_t c = 0; c < 3; ++c) {
+    double sum = 0, squares = 0;
+    for (std::int64_t r = 0; r < 8; ++r) {
+      sum += y(r, c);
+      squares += y(r, c) * y(r, c);
+    }
+    EXPECT_NEAR(sum / 8, 0.0, 1e-12);
+    EXPECT_NEAR(squares / 8, 1.0, 1e-12);
+  }
+}
+
 TEST(GradientCheck, AResidualBranchInAChainMatchesFiniteDifferences) {
   // Linear → [x + Linear(GELU(LayerNorm(x)))] → Linear: the skip's gradient reaches the first
   // Linear through ResidualStart.

@@ -44,6 +44,23 @@
   void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,    \
                            std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,      \
                            DenseView<T> dy_xhat);                                                   \
+  /* Column sums of a [n, f] and of a · b ([n, f]), summed in double: sum_a, sum_ab: [f]. */       \
+  template <typename T>                                                                             \
+  void column_sums(const Backend& backend, ConstDenseView<T> a, ConstDenseView<T> b,                \
+                   std::span<T> sum_a, std::span<T> sum_ab);                                        \
+  /* BatchNorm with given statistics: xhat = (x − mean) · rstd, y = xhat · gamma + beta, all    \
+     vectors [f] over the columns of x, y, xhat [n, f]. */                                          \
+  template <typename T>                                                                             \
+  void batch_norm_apply(const Backend& backend, ConstDenseView<T> x, std::span<const T> mean,       \
+                        std::span<const T> rstd, std::span<const T> gamma,                          \
+                        std::span<const T> beta, DenseView<T> y, DenseView<T> xhat);                \
+  /* dx = gamma · rstd · (dy − mean_dy − xhat · mean_dy_xhat), the means over every row the  \
+     statistics covered; vectors [f]. */                                                            \
+  template <typename T>                                                                             \
+  void batch_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,    \
+                           std::span<const T> rstd, std::span<const T> gamma,                       \
+                           std::span<const T> mean_dy, std::span<const T> mean_dy_xhat,             \
+                           DenseView<T> dx);                                                        \
   /* y = a(x) · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p; 0 <= p < 1; */         \
   /* a = max(·, 0) when relu, else the identity. Forward and backward of dropout are this map. */  \
   /* x, y: [n, f]; y may be x. */                                                                   \
@@ -71,6 +88,14 @@
                                  DenseView<T>, T);                                                 \
   template void elu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                   \
   template void gelu_forward<T>(const Backend&, ConstDenseView<T>, DenseView<T>);                  \
+  template void column_sums<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>, std::span<T>, \
+                               std::span<T>);                                                      \
+  template void batch_norm_apply<T>(const Backend&, ConstDenseView<T>, std::span<const T>,         \
+                                    std::span<const T>, std::span<const T>, std::span<const T>,    \
+                                    DenseView<T>, DenseView<T>);                                   \
+  template void batch_norm_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,       \
+                                       std::span<const T>, std::span<const T>, std::span<const T>, \
+                                       std::span<const T>, DenseView<T>);                          \
   template void gelu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,             \
                                  DenseView<T>);                                                    \
   template void layer_norm_forward<T>(const Backend&, ConstDenseView<T>, std::span<const T>,       \

@@ -1,6 +1,7 @@
 // General layers on the module contract: Linear, ReLU and Dropout.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
 #include "tessera/engine/module.hpp"
 #include "tessera/engine/row_blocks.hpp"
 
@@ -208,6 +209,51 @@ private:
   Parameter<T> gamma_; // [1, f]
   Parameter<T> beta_;  // [1, f]
   Workspace<T> output_, normalized_, rstd_, d_input_, product_;
+};
+
+/// Batch normalization of each column over the rows of every rank (synchronized BatchNorm): the
+/// statistics of a call are its input's, summed across the ranks of `comm`, so P ranks compute
+/// what one process does. The input's first `counted_rows` rows are this rank's own; rows past
+/// them (a graph tile's ghost copies of other ranks' rows) are normalized with the same
+/// statistics but counted by their owners. Full-graph training normalizes the whole graph each
+/// call, so evaluation uses the statistics of the graph it evaluates (no running averages: none
+/// to keep in a checkpoint). γ (ones) and β (zeros) are learned, without weight decay.
+template <typename T> class BatchNorm final : public Module<T> {
+public:
+  /// comm: nullptr for one process. counted_rows < 0: every row is this rank's.
+  BatchNorm(BackendPtr backend, std::int64_t features, std::string name_prefix,
+            comm::Communicator* comm = nullptr, std::int64_t counted_rows = -1, T eps = T(1e-5));
+
+  /// x: [n, f] dense → [n, f]. Collective over comm.
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// Collective over comm.
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  /// "BatchNorm(f)".
+  std::string name() const override;
+  std::size_t bytes() const override;
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+private:
+  /// Column sums of a and a · b over the rows, summed over the ranks with the row count:
+  /// {Σ a, Σ a·b, N} on the host in double.
+  std::vector<double> global_sums(ConstDenseView<T> a, ConstDenseView<T> b, std::int64_t rows);
+  /// Rows of an input of n rows that the statistics count.
+  std::int64_t counted(std::int64_t n) const noexcept {
+    return counted_rows_ < 0 ? n : std::min(n, counted_rows_);
+  }
+
+  BackendPtr backend_;
+  comm::Communicator* comm_;
+  std::int64_t counted_rows_;
+  double counted_total_ = 0; // rows the last forward's statistics counted, every rank's
+  T eps_;
+  Parameter<T> gamma_; // [1, f]
+  Parameter<T> beta_;  // [1, f]
+  Workspace<T> output_, normalized_, d_input_;
+  Workspace<T> sums_;  // [2, f]: column sums on the backend
+  Workspace<T> stats_; // [4, f]: mean, rstd, and the backward's two means (or zeros)
 };
 
 template <typename T> class ResidualAdd;

@@ -56,6 +56,8 @@ public:
   /// Width F of the input features and number of classes (the logits' width).
   std::int64_t in_features() const noexcept { return in_features_; }
   std::int64_t num_classes() const noexcept { return classes_; }
+  /// The job's ranks (nullptr on one process): what a layer that sums over ranks uses.
+  comm::Communicator* comm() const noexcept { return comm_.get(); }
   /// Whether this is one tile of a job of several ranks (halo() can then return exchanges).
   bool distributed() const noexcept { return comm_ != nullptr && comm_->size() > 1; }
   /// Rows this process or rank owns (the logits' rows), and those plus its ghost rows.

@@ -144,6 +144,27 @@ void layer_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDens
                          std::span<const T> rstd, std::span<const T> gamma, DenseView<T> dx,
                          DenseView<T> dy_xhat);
 
+/// Column sums of a and of a · b (both [n, f]) into sum_a and sum_ab ([f]), summed in double
+/// in row order (BatchNorm's statistics: b = a for the sums of squares).
+template <typename T>
+void column_sums(const Backend& backend, ConstDenseView<T> a, ConstDenseView<T> b,
+                 std::span<T> sum_a, std::span<T> sum_ab);
+
+/// BatchNorm with given per-column statistics: xhat = (x − mean) · rstd, y = xhat · gamma + beta.
+/// x, y, xhat: [n, f]; the vectors [f].
+template <typename T>
+void batch_norm_apply(const Backend& backend, ConstDenseView<T> x, std::span<const T> mean,
+                      std::span<const T> rstd, std::span<const T> gamma, std::span<const T> beta,
+                      DenseView<T> y, DenseView<T> xhat);
+
+/// BatchNorm's input gradient: dx = gamma · rstd · (dy − mean_dy − xhat · mean_dy_xhat), with the
+/// means of dy and dy · xhat over every row the statistics covered (every rank's). [n, f] and [f].
+template <typename T>
+void batch_norm_backward(const Backend& backend, ConstDenseView<T> dy, ConstDenseView<T> xhat,
+                         std::span<const T> rstd, std::span<const T> gamma,
+                         std::span<const T> mean_dy, std::span<const T> mean_dy_xhat,
+                         DenseView<T> dx);
+
 /// y = x · mask / (1 - p), mask[r, c] = uniform(key, rows(r), c) >= p. x, y: [n, f]; y may
 /// alias x; rows gives the global ids of the n rows. Throws InvalidArgument unless 0 <= p < 1.
 template <typename T>
