@@ -6,7 +6,8 @@
 # Usage: scripts/bench/accuracy.sh [--model M] [--seeds N] [--dataset SPEC] [--epochs E]
 #            [--hidden H] [--dropout P] [--lr X] [--weight-decay W] [--ranks R] [--no-build]
 #            [TESSERA_TRAIN_FLAGS...]
-#   --model M      gcn (tessera-train, default), graphsage or gin (apps/examples)
+#   --model M      tessera-train's --model: gcn (default), sage, gin or gat; gin-mlp: the
+#                  example program apps/examples/gin (GIN with two-layer MLPs)
 #   --seeds N      runs with --seed 0..N-1 (default 10)
 #   --ranks R      train on R MPI ranks (mpirun, one OpenMP thread each; default 1: no mpirun)
 #   --dataset SPEC dataset for tessera-train (default cora)
@@ -47,9 +48,12 @@ fi
 
 tessera_bench_build "${build}"
 case "${model}" in
-  gcn) train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train" ;;
-  graphsage | gin) train="${TESSERA_BUILD_DIR}/apps/examples/${model}/tessera-example-${model}" ;;
-  *) tessera_die "--model must be gcn, graphsage or gin, got '${model}'" ;;
+  gcn | sage | gin | gat)
+    train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
+    extra=(--model "${model}" "${extra[@]}")
+    ;;
+  gin-mlp) train="${TESSERA_BUILD_DIR}/apps/examples/gin/tessera-example-gin" ;;
+  *) tessera_die "--model must be gcn, sage, gin, gat or gin-mlp, got '${model}'" ;;
 esac
 tessera_require_programs "${train}"
 

@@ -267,63 +267,45 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
 }
 
 template <typename T>
-Elu<T>::Elu(BackendPtr backend) : MaskedElementwise<T>(std::move(backend), 0.0f, 0, "ELU") {}
+PointwiseActivation<T>::PointwiseActivation(BackendPtr backend, Pointwise kind)
+    : MaskedElementwise<T>(std::move(backend), 0.0f, 0, kind == Pointwise::Elu ? "ELU" : "GELU"),
+      kind_(kind) {}
 
-template <typename T> Context<T> Elu<T>::forward(const Step& step, Input<T> x) {
+template <typename T> Context<T> PointwiseActivation<T>::forward(const Step& step, Input<T> x) {
   if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
   DenseView<T> y = this->output_.get(x.rows(), x.cols());
   for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
                  {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
                  [&](std::int64_t b, std::int64_t e) {
-                   ops::elu_forward(*this->backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e));
+                   const ConstDenseView<T> in = x.dense.slice_rows(b, e);
+                   if (kind_ == Pointwise::Elu) {
+                     ops::elu_forward(*this->backend_, in, y.slice_rows(b, e));
+                   } else {
+                     ops::gelu_forward(*this->backend_, in, y.slice_rows(b, e));
+                   }
                  });
   return make_context<T>(step, x, y);
 }
 
 template <typename T>
-ConstDenseView<T> Elu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                                   GradientMode input_mode, GradientMode) {
+ConstDenseView<T> PointwiseActivation<T>::backward(const Context<T>& ctx,
+                                                   ConstDenseView<T> d_output,
+                                                   GradientMode input_mode, GradientMode) {
   if (input_mode == GradientMode::Ignore) return {};
   require_overwrite(this->name(), input_mode);
   DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  const ConstDenseView<T> y = ctx.output.dense;
+  // ELU's derivative follows from its output, GELU's from its input.
+  const ConstDenseView<T> read = kind_ == Pointwise::Elu ? ctx.output.dense : ctx.input.dense;
   for_row_blocks(
       own_memory(*this, this->backend_, ctx.input), d_output.rows,
-      {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
+      {rows_of(read, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
       [&](std::int64_t b, std::int64_t e) {
-        ops::elu_backward(*this->backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
-                          dx.slice_rows(b, e));
-      });
-  return dx;
-}
-
-template <typename T>
-Gelu<T>::Gelu(BackendPtr backend) : MaskedElementwise<T>(std::move(backend), 0.0f, 0, "GELU") {}
-
-template <typename T> Context<T> Gelu<T>::forward(const Step& step, Input<T> x) {
-  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
-  DenseView<T> y = this->output_.get(x.rows(), x.cols());
-  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
-                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
-                 [&](std::int64_t b, std::int64_t e) {
-                   ops::gelu_forward(*this->backend_, x.dense.slice_rows(b, e), y.slice_rows(b, e));
-                 });
-  return make_context<T>(step, x, y);
-}
-
-template <typename T>
-ConstDenseView<T> Gelu<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                                    GradientMode input_mode, GradientMode) {
-  if (input_mode == GradientMode::Ignore) return {};
-  require_overwrite(this->name(), input_mode);
-  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  const ConstDenseView<T> x = ctx.input.dense;
-  for_row_blocks(
-      own_memory(*this, this->backend_, ctx.input), d_output.rows,
-      {rows_of(x, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
-      [&](std::int64_t b, std::int64_t e) {
-        ops::gelu_backward(*this->backend_, x.slice_rows(b, e), d_output.slice_rows(b, e),
-                           dx.slice_rows(b, e));
+        const ConstDenseView<T> r = read.slice_rows(b, e), dy = d_output.slice_rows(b, e);
+        if (kind_ == Pointwise::Elu) {
+          ops::elu_backward(*this->backend_, r, dy, dx.slice_rows(b, e));
+        } else {
+          ops::gelu_backward(*this->backend_, r, dy, dx.slice_rows(b, e));
+        }
       });
   return dx;
 }
@@ -566,8 +548,7 @@ template class MaskedElementwise<double>;
   template class Linear<T>;                                                                        \
   template class Dropout<T>;                                                                       \
   template class ReluDropout<T>;                                                                   \
-  template class Elu<T>;                                                                           \
-  template class Gelu<T>;                                                                          \
+  template class PointwiseActivation<T>;                                                           \
   template class LayerNorm<T>;                                                                     \
   template class BatchNorm<T>;                                                                     \
   template class ResidualStart<T>;                                                                 \

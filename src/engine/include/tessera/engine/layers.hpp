@@ -150,40 +150,45 @@ public:
   std::string name() const override { return "ReLU"; }
 };
 
-/// y = x where x > 0, else exp(x) − 1 (ELU, α = 1: GAT's activation between layers). Its
-/// backward reads its output, not its input.
-template <typename T> class Elu final : public MaskedElementwise<T> {
-public:
-  explicit Elu(BackendPtr backend);
-
-  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
-  Context<T> forward(const Step& step, Input<T> x) override;
-  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
-  /// InvalidArgument for input_mode Accumulate.
-  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                             GradientMode input_mode, GradientMode param_mode) override;
-  /// "ELU".
-  std::string name() const override { return "ELU"; }
-  /// Bytes of its output and d_input buffers.
-  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
+/// The pointwise activations without a mask that PointwiseActivation computes.
+enum class Pointwise {
+  Elu, ///< x where x > 0, else exp(x) − 1 (α = 1: GAT's activation); backward from the output
+  Gelu ///< x · Φ(x), the erf form (PyTorch's nn.GELU()); backward from the input
 };
 
-/// y = GELU(x) = x · Φ(x) (the erf form, PyTorch's nn.GELU()). Its backward reads its input.
-template <typename T> class Gelu final : public MaskedElementwise<T> {
+/// A pointwise activation (Elu, Gelu below), in row blocks under a budget like the masked ones.
+template <typename T> class PointwiseActivation : public MaskedElementwise<T> {
 public:
-  explicit Gelu(BackendPtr backend);
-
   /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
   Context<T> forward(const Step& step, Input<T> x) override;
   /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
   /// InvalidArgument for input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// "GELU".
-  std::string name() const override { return "GELU"; }
-  bool backward_reads_input() const override { return true; }
-  bool backward_reads_output() const override { return false; }
+  /// "ELU" or "GELU".
+  std::string name() const override { return this->label_; }
+  bool backward_reads_input() const override { return kind_ == Pointwise::Gelu; }
+  bool backward_reads_output() const override { return kind_ == Pointwise::Elu; }
+  /// Bytes of its output and d_input buffers.
   std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
+
+protected:
+  PointwiseActivation(BackendPtr backend, Pointwise kind);
+
+private:
+  Pointwise kind_;
+};
+
+/// ELU (α = 1).
+template <typename T> class Elu final : public PointwiseActivation<T> {
+public:
+  explicit Elu(BackendPtr backend) : PointwiseActivation<T>(std::move(backend), Pointwise::Elu) {}
+};
+
+/// GELU (erf form).
+template <typename T> class Gelu final : public PointwiseActivation<T> {
+public:
+  explicit Gelu(BackendPtr backend) : PointwiseActivation<T>(std::move(backend), Pointwise::Gelu) {}
 };
 
 /// Layer normalization (Ba et al.) of each row: y = (x − mean) / sqrt(var + eps) · γ + β, with γ
