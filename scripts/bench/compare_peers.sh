@@ -14,12 +14,16 @@
 # the process and final test accuracy of each, and Tessera's speedup over the fastest peer and
 # its memory against that peer's. Then Cora's test accuracy over 10 seeds for Tessera and the
 # fastest PyG variant (mean ± sample std).
+# With --model gat: GAT (Veličković et al.: 8 heads of 8 on Cora, of 16 on the SBM graphs, one
+# averaged output head, dropout 0.6 on inputs and attention, Adam lr 0.005, weight decay 5e-4 on
+# every weight) against PyG's GATConv and DGL's GATConv (scripts/bench/peer_gat.py); a peer that
+# runs out of memory shows "failed".
 #
 # PyG and DGL go into a virtual environment over Debian's python3-torch on first use
 # (pip from PyPI; a PyPI torch wheel would pull gigabytes of CUDA libraries, so none is
 # installed): $TESSERA_PEERS_VENV, default ~/.cache/tessera/peers-venv. Never run by the tests.
 #
-# Usage: scripts/bench/compare_peers.sh [--quick] [--threads T|all] [--no-build]
+# Usage: scripts/bench/compare_peers.sh [--model gcn|gat] [--quick] [--threads T|all] [--no-build]
 #   --quick      Cora and the 100 k graph (10 epochs) only, 3 seeds: a few minutes
 #   --threads T  1, 2 or all (default all)
 #   --no-build   use the existing build instead of installing deps and building
@@ -33,7 +37,21 @@ tessera_fast_blas_env
 quick=0
 build=1
 threads_arg=all
-tessera_parse_args "$0" --quick=quick=1 --no-build=build=0 --threads=threads_arg -- "$@"
+model=gcn
+tessera_parse_args "$0" --model=model --quick=quick=1 --no-build=build=0 \
+  --threads=threads_arg -- "$@"
+case "${model}" in
+  gcn)
+    model_flags=(--num-layers 2 --dropout 0.5 --lr 0.01 --weight-decay 5e-4)
+    columns=(pyg-csr pyg-edge dgl torch torch-sx)
+    ;;
+  gat)
+    model_flags=(--model gat --heads 8 --output-heads 1 --num-layers 2 --dropout 0.6 --lr 0.005
+      --weight-decay 5e-4)
+    columns=(pyg-gat dgl-gat)
+    ;;
+  *) tessera_die "--model must be gcn or gat, got '${model}'" ;;
+esac
 case "${threads_arg}" in
   all) thread_counts=(1 2) ;;
   1 | 2) thread_counts=("${threads_arg}") ;;
@@ -86,6 +104,10 @@ run_peer() {
     pyg-csr) cmd=("${peer_python}" "${bench}/peer_gcn.py" --framework pyg-csr "${common[@]}") ;;
     pyg-edge) cmd=("${peer_python}" "${bench}/peer_gcn.py" --framework pyg-edge-index "${common[@]}") ;;
     dgl) cmd=("${peer_python}" "${bench}/peer_gcn.py" --framework dgl "${common[@]}") ;;
+    pyg-gat | dgl-gat)
+      cmd=("${peer_python}" "${bench}/peer_gat.py" --framework "${peer%-gat}" --mode timing
+        "${common[@]}")
+      ;;
   esac
   if OMP_NUM_THREADS="${threads}" LD_PRELOAD="${tcmalloc}" "${cmd[@]}" >"${work}/${name}.log" 2>&1; then
     tail -n 1 "${work}/${name}.log" >"${work}/${name}.json"
@@ -101,8 +123,9 @@ run_tessera() {
   local name="$1" threads="$2" hidden="$3" epochs="$4" seed="$5"
   shift 5
   if ! OMP_NUM_THREADS="${threads}" "${train}" "$@" --threads "${threads}" --epochs "${epochs}" \
-    --hidden "${hidden}" --num-layers 2 --dropout 0.5 --lr 0.01 --weight-decay 5e-4 \
-    --seed "${seed}" --report "${work}/${name}.json" >"${work}/${name}.log" 2>&1; then
+    --hidden "${hidden}" "${model_flags[@]}" --normalize-features true --seed "${seed}" \
+    --report "${work}/${name}.json" \
+    >"${work}/${name}.log" 2>&1; then
     tail -n 20 "${work}/${name}.log" >&2
     tessera_die "tessera-train failed on ${name}"
   fi
@@ -117,8 +140,8 @@ field() {
   tessera_json_get "$1" "$2" 2>/dev/null || echo -
 }
 
-peers=(pyg-csr pyg-edge torch torch-sx)
-((have_dgl)) && peers+=(dgl)
+peers=(pyg-csr pyg-edge torch torch-sx pyg-gat)
+((have_dgl)) && peers+=(dgl dgl-gat)
 rows=()
 
 # compare GRAPH NPZ HIDDEN EPOCHS DATASET_ARGS...: one row per thread count.
@@ -134,7 +157,7 @@ compare() {
     t_acc=$(field "${work}/${graph}-t${threads}-tessera.json" metrics.final_test_accuracy)
     row="| ${graph} | ${threads} | $(printf '%.2f' "${t_ms}") ms, $(awk -v b="${t_rss}" 'BEGIN { printf "%.0f", b / 1048576 }') MiB, $(awk -v a="${t_acc}" 'BEGIN { printf "%.1f", 100 * a }') %"
     best="" best_ms=""
-    for peer in pyg-csr pyg-edge dgl torch torch-sx; do
+    for peer in "${columns[@]}"; do
       if [[ " ${peers[*]} " != *" ${peer} "* ]]; then
         row+=" | -"
         continue
@@ -157,8 +180,10 @@ compare() {
   done
 }
 
+cora_hidden=16 sbm_hidden=128
+[[ "${model}" == gat ]] && cora_hidden=8 sbm_hidden=16 # per head, 8 heads
 if [[ -n "${data_dir}" && -f "${data_dir}/cora_planetoid/cora_planetoid.npz" ]]; then
-  compare cora "${data_dir}/cora_planetoid/cora_planetoid.npz" 16 200 --dataset cora \
+  compare cora "${data_dir}/cora_planetoid/cora_planetoid.npz" "${cora_hidden}" 200 --dataset cora \
     --data-dir "${data_dir}"
 else
   echo "note: Cora skipped: cora_planetoid/cora_planetoid.npz not found (set TESSERA_DATA_DIR)" >&2
@@ -170,18 +195,33 @@ for nodes in "${sizes[@]}"; do
   spec="sbm:nodes=${nodes},classes=16,avg-degree=16,p-in=0.5,features=128,noise=2"
   tessera_log "generating ${spec}"
   "${convert}" --dataset "${spec}" --out "${work}/${graph}.npz" >"${work}/${graph}-convert.log"
-  compare "${graph}" "${work}/${graph}.npz" 128 $((quick ? 10 : nodes >= 1000000 ? 10 : 30)) \
+  compare "${graph}" "${work}/${graph}.npz" "${sbm_hidden}" \
+    $((quick ? 10 : nodes >= 1000000 ? 10 : 30)) \
     --dataset "npz:${work}/${graph}.npz"
 done
 
 echo
-echo "GCN, 2 layers, dropout 0.5, Adam lr 0.01, weight decay 5e-4 on layer 1; median ms per"
-echo "training epoch, peak RSS, final test accuracy. $(date +%F), $(nproc) cores,"
+if [[ "${model}" == gat ]]; then
+  echo "GAT, 2 layers, 8 heads (of 8 on Cora, 16 on SBM) and 1 output head, dropout 0.6 on inputs"
+  echo "and attention, Adam lr 0.005, weight decay 5e-4; median ms per training epoch, peak RSS,"
+else
+  echo "GCN, 2 layers, dropout 0.5, Adam lr 0.01, weight decay 5e-4 on layer 1; median ms per"
+  echo "training epoch, peak RSS,"
+fi
+echo "final test accuracy. $(date +%F), $(nproc) cores,"
 echo "torch $("${TESSERA_PYTHON}" -c 'import torch; print(torch.__version__)'), tcmalloc preloaded for the peers."
 echo
-echo "| graph | threads | Tessera | PyG CSR | PyG edge_index | DGL | PyTorch | PyTorch sparse x | Tessera speedup (fastest peer) | Tessera RSS / its |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+if [[ "${model}" == gat ]]; then
+  echo "| graph | threads | Tessera | PyG GATConv | DGL GATConv | Tessera speedup (fastest peer) | Tessera RSS / its |"
+  echo "|---|---|---|---|---|---|---|"
+else
+  echo "| graph | threads | Tessera | PyG CSR | PyG edge_index | DGL | PyTorch | PyTorch sparse x | Tessera speedup (fastest peer) | Tessera RSS / its |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+fi
 printf '%s\n' "${rows[@]}"
+# Cora's accuracy over seeds with GAT: scripts/bench/peer_gat.py --mode accuracy and
+# scripts/bench/accuracy.sh --model gat (the training guide's "Models").
+[[ "${model}" == gat ]] && exit 0
 
 # Cora's accuracy over seeds: Tessera and PyG's CSR path (the two train the same model).
 if [[ -n "${data_dir}" && -f "${data_dir}/cora_planetoid/cora_planetoid.npz" ]]; then

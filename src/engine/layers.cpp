@@ -481,6 +481,30 @@ template <typename T> std::size_t BatchNorm<T>::bytes() const {
 }
 
 template <typename T>
+FirstRows<T>::FirstRows(BackendPtr backend, std::int64_t rows)
+    : backend_(std::move(backend)), rows_(rows), d_input_(backend_) {}
+
+template <typename T> Context<T> FirstRows<T>::forward(const Step& step, Input<T> x) {
+  if (x.rows() < rows_) {
+    throw DimensionMismatch(name() + ": input " + shape_string(x.rows(), x.cols()) +
+                            " has fewer rows than it keeps");
+  }
+  return Context<T>{x, x.first_rows(rows_), step};
+}
+
+template <typename T>
+ConstDenseView<T> FirstRows<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                         GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  require_overwrite(name(), input_mode);
+  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
+  const DenseView<T> dx = d_input_.get(ctx.input.rows(), d_output.cols);
+  backend_->zero_bytes(dx.data, static_cast<std::size_t>(dx.size()) * sizeof(T));
+  ops::copy(*backend_, d_output, dx.slice_rows(0, d_output.rows));
+  return dx;
+}
+
+template <typename T>
 ResidualStart<T>::ResidualStart(BackendPtr backend)
     : backend_(std::move(backend)), d_input_(backend_) {}
 
@@ -551,6 +575,7 @@ template class MaskedElementwise<double>;
   template class PointwiseActivation<T>;                                                           \
   template class LayerNorm<T>;                                                                     \
   template class BatchNorm<T>;                                                                     \
+  template class FirstRows<T>;                                                                     \
   template class ResidualStart<T>;                                                                 \
   template class ResidualAdd<T>
 TESSERA_INSTANTIATE(float);

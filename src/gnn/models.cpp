@@ -18,7 +18,15 @@ namespace tessera::gnn {
 
 namespace {
 
-constexpr ModelKind kKinds[] = {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gin, ModelKind::Gat};
+constexpr ModelKind kKinds[] = {ModelKind::Gcn, ModelKind::Sage, ModelKind::Gin, ModelKind::Gat,
+                                ModelKind::Mlp};
+
+/// A graph-free model's first module on a tile whose input holds ghost rows: keep the owned.
+void keep_owned_rows(ModelGraph& graph, Sequential<float>& model) {
+  if (graph.input_rows() > graph.n_owned()) {
+    model.add(std::make_unique<FirstRows<float>>(graph.backend(), graph.n_owned()));
+  }
+}
 
 /// Marks the parameters of graph layer `layer` for weight decay as spec says.
 void set_decay(Module<float>& module, const ModelSpec& spec, int layer) {
@@ -39,6 +47,8 @@ std::string to_string(ModelKind kind) {
     return "gin";
   case ModelKind::Gat:
     return "gat";
+  case ModelKind::Mlp:
+    return "mlp";
   }
   return "unknown";
 }
@@ -47,7 +57,7 @@ ModelKind parse_model_kind(const std::string& text) {
   for (const ModelKind kind : kKinds) {
     if (text == to_string(kind)) return kind;
   }
-  throw InvalidArgument("unknown model '" + text + "'; valid: gcn, sage, gin, gat");
+  throw InvalidArgument("unknown model '" + text + "'; valid: gcn, sage, gin, gat, mlp");
 }
 
 std::string display_name(ModelKind kind) {
@@ -60,6 +70,8 @@ std::string display_name(ModelKind kind) {
     return "GIN";
   case ModelKind::Gat:
     return "GAT";
+  case ModelKind::Mlp:
+    return "MLP";
   }
   return "unknown";
 }
@@ -74,6 +86,8 @@ ModelBuilder builder_for(ModelKind kind) {
     return build_gin;
   case ModelKind::Gat:
     return build_gat;
+  case ModelKind::Mlp:
+    return build_mlp;
   }
   throw InvalidArgument("unknown model kind");
 }
@@ -96,6 +110,25 @@ Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
     model.add(std::move(sage));
     if (i + 2 < sizes.size()) {
       model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
+    }
+  }
+  return model;
+}
+
+Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec) {
+  const std::vector<std::int64_t>& sizes = spec.layer_sizes;
+  const BackendPtr& backend = graph.backend();
+  Sequential<float> model;
+  keep_owned_rows(graph, model);
+  model.add(std::make_unique<Dropout<float>>(backend, spec.config.dropout, 0));
+  for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
+    const auto layer = static_cast<std::uint32_t>(i);
+    auto linear = std::make_unique<Linear<float>>(backend, sizes[i], sizes[i + 1], spec.config.bias,
+                                                  spec.seed, layer);
+    set_decay(*linear, spec, static_cast<int>(i));
+    model.add(std::move(linear));
+    if (i + 2 < sizes.size()) {
+      model.add(std::make_unique<ReluDropout<float>>(backend, spec.config.dropout, layer + 1));
     }
   }
   return model;
@@ -217,6 +250,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
     return layer;
   };
   Sequential<float> model;
+  if (kind == ModelKind::Mlp) keep_owned_rows(graph, model);
   model.add(linear(sizes.front(), width, 0, 0));
   model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
   model.add(std::make_unique<Gelu<float>>(backend));
@@ -265,6 +299,9 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
       model.add(linear(width, inner, 1 + 2 * block, layer));
       break;
     }
+    case ModelKind::Mlp:
+      model.add(linear(width, inner, 1 + 2 * block, layer));
+      break;
     case ModelKind::Gin: {
       auto conv = std::make_unique<GinAggregate<float>>(backend, graph.matrix(AggregationKind::Sum),
                                                         graph.transpose(AggregationKind::Sum),

@@ -137,9 +137,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   if (gcn) {
     app.add_option("--model", o.model,
                    "the graph model: gcn (Kipf & Welling), sage (GraphSAGE, mean aggregator), "
-                   "gin (GIN, learnable epsilon) or gat (GAT: --heads, --attention-dropout)")
+                   "gin (GIN, learnable epsilon), gat (GAT: --heads, --attention-dropout) or mlp "
+                   "(no graph: the node features alone; with --residual the ResNet baseline)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"gcn", "sage", "gin", "gat"}));
+        ->check(CLI::IsMember({"gcn", "sage", "gin", "gat", "mlp"}));
     add_integer_option(app, "--heads", o.heads, 1, 4096,
                        "GAT: attention heads of every hidden layer, concatenated (a hidden layer "
                        "gives heads x --hidden features)")

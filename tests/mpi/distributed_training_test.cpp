@@ -345,6 +345,15 @@ TEST(DistributedTraining, GatMatchesOneProcessWithAndWithoutTheCache) {
   expect_same_training(serial(job), distributed(job));
 }
 
+TEST(DistributedTraining, TheGraphFreeMlpMatchesOneProcessWithAndWithoutTheCache) {
+  runtime::TrainJob job = generated_job();
+  job.model_builder = gnn::build_mlp;
+  job.model_name = "MLP";
+  expect_same_training(serial(job), distributed(job));
+  job.cache_input_features = false;
+  expect_same_training(serial(job), distributed(job));
+}
+
 TEST(DistributedTraining, GatOnCoraMatchesOneProcess) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
   runtime::TrainJob job = cora_job(5, 10);
@@ -388,8 +397,9 @@ runtime::TrainJob residual_job(gnn::ModelKind kind) {
 TEST(DistributedTraining, ResidualBlocksOfEveryKindMatchOneProcessWithAndWithoutTheCache) {
   // With the cache the first block's graph layer reads ghost rows its branch began with and ends
   // with the owned ones: the skip adds to those.
-  for (const gnn::ModelKind kind :
-       {gnn::ModelKind::Gcn, gnn::ModelKind::Sage, gnn::ModelKind::Gat, gnn::ModelKind::Gin}) {
+  // The graph-free blocks (the ResNet baseline) keep the owned rows of an input with ghosts.
+  for (const gnn::ModelKind kind : {gnn::ModelKind::Gcn, gnn::ModelKind::Sage, gnn::ModelKind::Gat,
+                                    gnn::ModelKind::Gin, gnn::ModelKind::Mlp}) {
     SCOPED_TRACE(gnn::display_name(kind));
     runtime::TrainJob job = residual_job(kind);
     expect_same_training(serial(job), distributed(job));

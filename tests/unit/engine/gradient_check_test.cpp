@@ -158,5 +158,21 @@ TEST(Residual, ABranchThatEndsWithFewerRowsAddsTheSkipToItsFirstRows) {
   EXPECT_THROW(add.forward(Step{}, wide.cview()), DimensionMismatch);
 }
 
+TEST(FirstRows, KeepsTheFirstRowsAndGivesTheOthersAZeroGradient) {
+  FirstRows<double> keep(cpu(), 2);
+  const Matrix x = random_matrix(4, 3, 40);
+  const Context<double> ctx = keep.forward(Step{}, x.cview());
+  ASSERT_EQ(ctx.output.rows(), 2);
+  EXPECT_EQ(ctx.output.dense.data, x.data()); // a view, not a copy
+  const Matrix dy = random_matrix(2, 3, 41);
+  const ConstDenseView<double> dx =
+      keep.backward(ctx, dy.cview(), GradientMode::Overwrite, GradientMode::Ignore);
+  ASSERT_EQ(dx.rows, 4);
+  for (std::int64_t i = 0; i < dx.size(); ++i)
+    EXPECT_EQ(dx.data[i], i < dy.size() ? dy.data()[i] : 0.0);
+  const Matrix short_input = random_matrix(1, 3, 42);
+  EXPECT_THROW(keep.forward(Step{}, short_input.cview()), DimensionMismatch);
+}
+
 } // namespace
 } // namespace tessera

@@ -261,6 +261,28 @@ private:
   Workspace<T> stats_; // [4, f]: mean, rstd, and the backward's two means (or zeros)
 };
 
+/// The first `rows` rows of its input, unchanged (a view): a graph-free model on a tile whose
+/// input also holds ghost rows keeps the owned ones. Backward gives the dropped rows a zero
+/// gradient.
+template <typename T> class FirstRows final : public Module<T> {
+public:
+  FirstRows(BackendPtr backend, std::int64_t rows);
+
+  /// x: [n >= rows, f] dense or sparse → its first rows.
+  Context<T> forward(const Step& step, Input<T> x) override;
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override { return "FirstRows(" + std::to_string(rows_) + ")"; }
+  std::size_t bytes() const override { return d_input_.bytes(); }
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+private:
+  BackendPtr backend_;
+  std::int64_t rows_;
+  Workspace<T> d_input_;
+};
+
 template <typename T> class ResidualAdd;
 
 /// Where a residual branch leaves the chain (a Sequential stays a chain): passes x on unchanged

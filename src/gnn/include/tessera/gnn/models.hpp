@@ -15,10 +15,12 @@ enum class ModelKind {
   Gcn,  ///< Kipf & Welling (build_gcn)
   Sage, ///< GraphSAGE, mean aggregator (build_graphsage)
   Gin,  ///< GIN with a learnable ε (build_gin)
-  Gat   ///< GAT (build_gat)
+  Gat,  ///< GAT (build_gat)
+  Mlp   ///< no graph: an MLP of the node features (build_mlp; with build_residual, the ResNet
+        ///< baseline of Platonov et al.)
 };
 
-/// "gcn", "sage", "gin", "gat".
+/// "gcn", "sage", "gin", "gat", "mlp".
 std::string to_string(ModelKind kind);
 /// The kind named `text`; InvalidArgument naming the valid names otherwise.
 ModelKind parse_model_kind(const std::string& text);
@@ -43,12 +45,17 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec);
 /// config.attention_dropout, slope config.negative_slope, self-loops added (A + I).
 Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec);
 
+/// Dropout → Linear → ReLU+Dropout → ... → Linear over each node's own features: the graph-free
+/// baseline. On a tile whose input holds ghost rows it keeps the owned ones first.
+Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec);
+
 /// The recipe of today's strong baselines (Platonov et al., ICLR 2023): Linear(in → d) →
 /// Dropout → GELU → blocks → Norm → Linear(d → classes), each block
 ///   x + Dropout(Linear(GELU(Dropout(Conv(Norm(x)))))),
 /// Conv the graph layer of `kind` mapping d to m·d (GCN: Â·x·W; GraphSAGE: x·W_self + mean·W_neigh;
 /// GAT: attention with config.heads heads of d / heads concatenated, then a Linear to m·d; GIN:
-/// the (1 + ε) aggregation, then a Linear), m = config.feed_forward_multiplier, Norm per
+/// the (1 + ε) aggregation, then a Linear; Mlp: a Linear, no graph: the paper's ResNet),
+/// m = config.feed_forward_multiplier, Norm per
 /// config.norm. d is the hidden width (every hidden size must be equal) and there are
 /// spec.num_layers() blocks. Throws InvalidArgument for sizes that do not fit.
 Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind);
