@@ -68,10 +68,11 @@ __global__ void edge_dropout_kernel(const std::int64_t* row_ptr, const std::int3
   const T scale = T(1) / (T(1) - static_cast<T>(prob));
   for (std::int64_t i = thread_index(); i < rows * heads; i += grid_stride()) {
     const std::int64_t r = i / heads, h = i % heads;
-    const std::int64_t dst = row_id(ids, r) * heads + h;
+    const std::int64_t dst = row_id(ids, r) * ((heads + 3) / 4) + h / 4;
     for (std::int64_t p = row_ptr[r]; p < row_ptr[r + 1]; ++p) {
-      const std::int64_t src = row_id(ids, col[p]);
-      out[p * heads + h] = uniform(key, dst, src) >= prob ? alpha[p * heads + h] * scale : T(0);
+      const auto src = static_cast<std::uint32_t>(row_id(ids, col[p]));
+      const bool keep = bits_to_unit_float(random_bits4(key, dst, src)[h % 4]) >= prob;
+      out[p * heads + h] = keep ? alpha[p * heads + h] * scale : T(0);
     }
   }
 }

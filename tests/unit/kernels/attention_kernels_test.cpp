@@ -92,11 +92,14 @@ template <typename T> struct Problem {
 template <typename T>
 std::vector<double> dropout_ref(const CsrT<T>& a, float prob, const RngKey& key) {
   std::vector<double> keep(static_cast<std::size_t>(a.nnz() * kHeads));
+  const std::int64_t groups = (kHeads + 3) / 4;
   for (std::int64_t r = 0; r < a.rows(); ++r) {
     for (Offset p = a.row_ptr()[r]; p < a.row_ptr()[r + 1]; ++p) {
-      for (std::int64_t h = 0; h < kHeads; ++h)
-        keep[p * kHeads + h] =
-            uniform(key, r * kHeads + h, a.col()[p]) >= prob ? 1 / (1.0 - prob) : 0;
+      for (std::int64_t h = 0; h < kHeads; ++h) {
+        const auto bits =
+            random_bits4(key, r * groups + h / 4, static_cast<std::uint32_t>(a.col()[p]));
+        keep[p * kHeads + h] = bits_to_unit_float(bits[h % 4]) >= prob ? 1 / (1.0 - prob) : 0;
+      }
     }
   }
   return keep;

@@ -27,10 +27,11 @@
   template <typename T>                                                                              \
   void edge_spmm(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha,                      \
                  ConstDenseView<T> x, DenseView<T> out);                                             \
-  /* Attention dropout: out[p, h] = alpha[p, h] · keep / (1 − prob), keep = uniform(key,          \
-     rows(i)·H + h, rows(col[p])) >= prob for edge p of row i: keyed by the global ids of both      \
-     ends (rows maps a's rows and columns, which share their first rows, to global ids), so every    \
-     tiling drops the same edges. out may alias alpha. */                                            \
+  /* Attention dropout: out[p, h] = alpha[p, h] · keep / (1 − prob) for edge p of row i, keep =   \
+     unit(random_bits4(key, rows(i)·⌈H/4⌉ + h/4, rows(col[p]))[h mod 4]) >= prob: keyed by the  \
+     global ids of both ends (rows maps a's rows and columns, which share their first rows, to       \
+     global ids), so every tiling drops the same edges; one Philox call serves four heads. out       \
+     may alias alpha. */                                                                             \
   template <typename T>                                                                              \
   void edge_dropout(const Backend& backend, CsrView<T> a, ConstDenseView<T> alpha, float prob,       \
                     const RngKey& key, RowIds rows, DenseView<T> out);                               \
