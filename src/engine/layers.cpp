@@ -340,7 +340,7 @@ template <typename T> Context<T> LayerNorm<T>::forward(const Step& step, Input<T
 }
 
 template <typename T>
-ConstDenseView<T> LayerNorm<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+ConstDenseView<T> LayerNorm<T>::backward(const Context<T>&, ConstDenseView<T> d_output,
                                          GradientMode input_mode, GradientMode param_mode) {
   const std::int64_t n = d_output.rows, f = d_output.cols;
   const DenseView<T> dx = d_input_.get(n, f);
@@ -352,7 +352,6 @@ ConstDenseView<T> LayerNorm<T>::backward(const Context<T>& ctx, ConstDenseView<T
                            product);
   bias_gradient(*backend_, d_output, beta_, param_mode);
   bias_gradient(*backend_, ConstDenseView<T>(product), gamma_, param_mode);
-  (void)ctx;
   if (input_mode == GradientMode::Ignore) return {};
   require_overwrite(name(), input_mode);
   return dx;
