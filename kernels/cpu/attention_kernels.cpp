@@ -4,6 +4,8 @@
 #include "tessera/kernels/attention_kernels.hpp"
 
 #include "parallel.hpp"
+#include "random_lanes.hpp"
+#include "vector_math.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 #include <omp.h>
+#include <type_traits>
+#include <vector>
 
 namespace tessera::kernels::cpu {
 namespace {
@@ -19,30 +23,111 @@ template <typename T> inline T leaky(T v, T slope) {
   return v > T{0} ? v : slope * v;
 }
 
-/// Runs body(r) for every row r of `a`, the rows split among the threads by cost.
-template <typename T, typename Body> void for_each_row(CsrView<T> a, Body body) {
+/// Runs body(r, scratch) for every row r of `a`, the rows split among the threads by cost;
+/// `scratch` is `scratch_size` values of the calling thread's own.
+template <typename T, typename Body>
+void for_each_row(CsrView<T> a, std::int64_t scratch_size, Body body) {
   if (a.rows == 0) return;
 #pragma omp parallel
   {
+    std::vector<T> scratch(static_cast<std::size_t>(scratch_size));
     const Range rows =
         balanced_rows(a.row_ptr, a.rows, omp_get_thread_num(), omp_get_num_threads());
     for (std::int64_t r = rows.begin; r < rows.end; ++r)
-      body(r);
+      body(r, scratch.data());
   }
+}
+
+/// e^v: vector_math.hpp's for float (vectorized), libm's for double.
+template <typename T> inline T exp_of(T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return exp_float(v);
+  } else {
+    return std::exp(v);
+  }
+}
+
+/// Prefetches the `bytes` from `row` on: the rows the attention kernels gather (a source's
+/// features, an edge's weights) lie at random, and the hardware prefetcher cannot guess them.
+inline void prefetch_bytes(const void* row, std::int64_t bytes) {
+  constexpr std::int64_t kCacheLine = 64;
+  for (std::int64_t byte = 0; byte < bytes; byte += kCacheLine)
+    __builtin_prefetch(static_cast<const char*>(row) + byte);
+}
+
+/// Edges ahead whose gathered rows are prefetched: at least 8, and about 2 KiB of rows for
+/// narrow ones (the SpMM's distances, spmm_kernels.cpp).
+inline std::int64_t prefetch_distance(std::int64_t row_bytes) {
+  return std::max<std::int64_t>(8, 2048 / std::max<std::int64_t>(row_bytes, 1));
+}
+
+/// weighted_rows over columns in blocks of B, each block's sums kept in registers across the
+/// row's edges (rather than loaded and stored at every edge). W is the width of a head when a
+/// block holds B / W whole heads; 0 when a block lies within one head (width a multiple of B).
+template <int B, int W, typename T>
+void weighted_rows_blocked(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
+                           ConstDenseView<T> x, DenseView<T> out) {
+  const std::int64_t heads = alpha.cols, width = x.cols / heads;
+  const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t ahead = prefetch_distance(row_bytes);
+  const std::int64_t nnz = a.row_ptr[a.rows];
+  for_each_row(a, 0, [&](std::int64_t r, T*) {
+    const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
+    for (std::int64_t c0 = 0; c0 < x.cols; c0 += B) {
+      T acc[B] = {};
+      const std::int64_t h0 = c0 / width;
+      for (std::int64_t p = begin; p < end; ++p) {
+        if (c0 == 0 && p + ahead < nnz) { // the later blocks find the rows in cache
+          prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
+          if (edge_of != nullptr) prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
+        }
+        const T* w = alpha.row(edge_of != nullptr ? edge_of[p] : p) + h0;
+        const T* source = x.row(a.col[p]) + c0;
+        if constexpr (W == 0) {
+#pragma omp simd
+          for (int c = 0; c < B; ++c)
+            acc[c] += w[0] * source[c];
+        } else {
+          for (int h = 0; h < B / W; ++h) {
+#pragma omp simd
+            for (int f = 0; f < W; ++f)
+              acc[h * W + f] += w[h] * source[h * W + f];
+          }
+        }
+      }
+      std::copy(acc, acc + B, out.row(r) + c0);
+    }
+  });
 }
 
 /// out[r, h·F + f] = Σ over row r's edges p of alpha[e, h] · x[col[p], h·F + f], where e is p
 /// (a's own edges) or edge_of[p] (aᵀ's edges, whose weights lie at a's): edge_spmm and the source
-/// side of its backward.
+/// side of its backward. Common shapes run blocked (weighted_rows_blocked).
 template <typename T>
 void weighted_rows(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
                    ConstDenseView<T> x, DenseView<T> out) {
   const std::int64_t heads = alpha.cols;
   const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
-  for_each_row(a, [&](std::int64_t r) {
+  if (heads > 0 && x.cols % 64 == 0) {
+    if (width % 64 == 0) return weighted_rows_blocked<64, 0>(a, edge_of, alpha, x, out);
+    if (width == 32) return weighted_rows_blocked<64, 32>(a, edge_of, alpha, x, out);
+    if (width == 16) return weighted_rows_blocked<64, 16>(a, edge_of, alpha, x, out);
+    if (width == 8) return weighted_rows_blocked<64, 8>(a, edge_of, alpha, x, out);
+  }
+  if (heads > 0 && x.cols % 16 == 0 && width % 16 == 0) {
+    return weighted_rows_blocked<16, 0>(a, edge_of, alpha, x, out);
+  }
+  const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t ahead = prefetch_distance(row_bytes);
+  const std::int64_t nnz = a.row_ptr[a.rows];
+  for_each_row(a, 0, [&](std::int64_t r, T*) {
     T* y = out.row(r);
     std::fill(y, y + out.cols, T{0});
     for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+      if (p + ahead < nnz) {
+        prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
+        if (edge_of != nullptr) prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
+      }
       const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
       const T* source = x.row(a.col[p]);
       for (std::int64_t h = 0; h < heads; ++h) {
@@ -63,26 +148,44 @@ template <typename T>
 void edge_softmax(const Backend&, CsrView<T> a, ConstDenseView<T> score_dst,
                   ConstDenseView<T> score_src, T slope, DenseView<T> alpha) {
   const std::int64_t heads = alpha.cols;
-  for_each_row(a, [&](std::int64_t r) {
+  // Each pass runs over the row's edges with the heads innermost: an edge's scores and
+  // weights are contiguous, and the heads' exponentials vectorize.
+  const std::int64_t score_bytes = heads * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t ahead = prefetch_distance(score_bytes);
+  const std::int64_t nnz = a.row_ptr[a.rows];
+  for_each_row(a, 2 * heads, [&](std::int64_t r, T* scratch) {
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
     if (begin == end) return;
     const T* dst = score_dst.row(r);
-    for (std::int64_t h = 0; h < heads; ++h) {
-      T largest = -std::numeric_limits<T>::infinity();
-      for (std::int64_t p = begin; p < end; ++p) {
-        const T e = leaky(dst[h] + score_src(a.col[p], h), slope);
-        alpha(p, h) = e;
-        largest = std::max(largest, e);
+    T* largest = scratch;
+    T* sum = scratch + heads;
+    std::fill(largest, largest + heads, -std::numeric_limits<T>::infinity());
+    std::fill(sum, sum + heads, T{0});
+    for (std::int64_t p = begin; p < end; ++p) {
+      if (p + ahead < nnz) prefetch_bytes(score_src.row(a.col[p + ahead]), score_bytes);
+      const T* src = score_src.row(a.col[p]);
+      T* e = alpha.row(p);
+#pragma omp simd
+      for (std::int64_t h = 0; h < heads; ++h) {
+        e[h] = leaky(dst[h] + src[h], slope);
+        largest[h] = largest[h] < e[h] ? e[h] : largest[h];
       }
-      T sum = T{0};
-      for (std::int64_t p = begin; p < end; ++p) {
-        const T w = std::exp(alpha(p, h) - largest);
-        alpha(p, h) = w;
-        sum += w;
+    }
+    for (std::int64_t p = begin; p < end; ++p) {
+      T* w = alpha.row(p);
+#pragma omp simd
+      for (std::int64_t h = 0; h < heads; ++h) {
+        w[h] = exp_of(w[h] - largest[h]);
+        sum[h] += w[h];
       }
-      const T inverse = T{1} / sum;
-      for (std::int64_t p = begin; p < end; ++p)
-        alpha(p, h) *= inverse;
+    }
+    for (std::int64_t h = 0; h < heads; ++h)
+      sum[h] = T{1} / sum[h];
+    for (std::int64_t p = begin; p < end; ++p) {
+      T* w = alpha.row(p);
+#pragma omp simd
+      for (std::int64_t h = 0; h < heads; ++h)
+        w[h] *= sum[h];
     }
   });
 }
@@ -98,17 +201,42 @@ void edge_dropout(const Backend&, CsrView<T> a, ConstDenseView<T> alpha, float p
                   const RngKey& key, RowIds rows, DenseView<T> out) {
   const std::int64_t heads = alpha.cols, groups = (heads + 3) / 4;
   const T scale = T{1} / (T{1} - static_cast<T>(prob));
-  for_each_row(a, [&](std::int64_t r) {
+  constexpr int kLanes = RandomLanesAt::kLanes;
+  for_each_row(a, 0, [&](std::int64_t r, T*) {
+    const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
     const std::int64_t dst = rows(r) * groups;
-    for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
-      const auto src = static_cast<std::uint32_t>(rows(a.col[p]));
-      for (std::int64_t g = 0; g < groups; ++g) { // one Philox call for four heads
-        const std::array<std::uint32_t, 4> bits = random_bits4(key, dst + g, src);
-        for (std::int64_t h = 4 * g; h < std::min(heads, 4 * g + 4); ++h) {
-          const bool keep = bits_to_unit_float(bits[static_cast<std::size_t>(h - 4 * g)]) >= prob;
-          out(p, h) = keep ? alpha(p, h) * scale : T{0};
-        }
+    // The row's (edge, group of four heads) pairs in edge-major order, 16 Philox calls at a
+    // time. A run of pairs covers a contiguous run of the row's [edges, heads] weights.
+    std::int64_t edge = begin, group = 0; // the next pair
+    std::int64_t lane_row[kLanes];
+    std::uint32_t lane_block[kLanes];
+    std::uint32_t flat[4 * kLanes];
+    while (edge < end) {
+      const std::int64_t first = edge * heads + 4 * group; // its first weight's index
+      int count = 0;
+      for (std::int64_t e = edge, g = group; count < kLanes && e < end; ++count) {
+        lane_row[count] = dst + g;
+        lane_block[count] = static_cast<std::uint32_t>(rows(a.col[e]));
+        if (++g == groups) g = 0, ++e;
       }
+      for (int i = count; i < kLanes; ++i) { // spare lanes repeat the last pair
+        lane_row[i] = lane_row[count - 1];
+        lane_block[i] = lane_block[count - 1];
+      }
+      const RandomLanesAt bits(key, lane_row, lane_block);
+      // Each pair's draws in weight order: head 4g + j takes word j.
+      std::int64_t length = 0;
+      for (int i = 0; i < count; ++i) {
+        const std::int64_t width = std::min<std::int64_t>(4, heads - 4 * group);
+        for (std::int64_t j = 0; j < width; ++j)
+          flat[length++] = bits.word[j][i];
+        if (++group == groups) group = 0, ++edge;
+      }
+      const T* in = alpha.data + first;
+      T* o = out.data + first;
+#pragma omp simd
+      for (std::int64_t k = 0; k < length; ++k)
+        o[k] = bits_to_unit_float(flat[k]) >= prob ? in[k] * scale : T{0};
     }
   });
 }
@@ -120,33 +248,49 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
                            DenseView<T> d_score_dst, DenseView<T> d_edge) {
   const std::int64_t heads = alpha.cols;
   const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
-  for_each_row(a, [&](std::int64_t r) {
+  const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t ahead = prefetch_distance(row_bytes);
+  const std::int64_t nnz = a.row_ptr[a.rows];
+  for_each_row(a, 2 * heads, [&](std::int64_t r, T* scratch) {
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
     const T* dy = d_out.row(r);
+    T* weighted = scratch; // Σ weights · d_w over the row, per head
+    T* row_sum = scratch + heads;
+    std::fill(weighted, weighted + heads, T{0});
+    std::fill(row_sum, row_sum + heads, T{0});
     // weights · d_w into d_edge first, d_w a dot product of the row's gradient and the source.
     for (std::int64_t p = begin; p < end; ++p) {
+      if (p + ahead < nnz) {
+        prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
+        prefetch_bytes(score_src.row(a.col[p + ahead]), heads * sizeof(T)); // for the next pass
+      }
       const T* source = x.row(a.col[p]);
+      const T* w = weights.row(p);
+      T* de = d_edge.row(p);
       for (std::int64_t h = 0; h < heads; ++h) {
         T dot = T{0};
 #pragma omp simd reduction(+ : dot)
         for (std::int64_t f = 0; f < width; ++f)
           dot += dy[h * width + f] * source[h * width + f];
-        d_edge(p, h) = weights(p, h) * dot;
+        de[h] = w[h] * dot;
+      }
+#pragma omp simd
+      for (std::int64_t h = 0; h < heads; ++h)
+        weighted[h] += de[h];
+    }
+    const T* dst = score_dst.row(r);
+    for (std::int64_t p = begin; p < end; ++p) {
+      const T* src = score_src.row(a.col[p]);
+      const T* al = alpha.row(p);
+      T* de = d_edge.row(p);
+#pragma omp simd
+      for (std::int64_t h = 0; h < heads; ++h) {
+        const T pre = dst[h] + src[h];
+        de[h] = (de[h] - al[h] * weighted[h]) * (pre > T{0} ? T{1} : slope);
+        row_sum[h] += de[h];
       }
     }
-    for (std::int64_t h = 0; h < heads; ++h) {
-      T weighted = T{0}; // Σ weights · d_w over the row
-      for (std::int64_t p = begin; p < end; ++p)
-        weighted += d_edge(p, h);
-      T row_sum = T{0};
-      for (std::int64_t p = begin; p < end; ++p) {
-        const T pre = score_dst(r, h) + score_src(a.col[p], h);
-        const T d_e = (d_edge(p, h) - alpha(p, h) * weighted) * (pre > T{0} ? T{1} : slope);
-        d_edge(p, h) = d_e;
-        row_sum += d_e;
-      }
-      d_score_dst(r, h) = row_sum;
-    }
+    std::copy(row_sum, row_sum + heads, d_score_dst.row(r));
   });
 }
 
@@ -156,7 +300,7 @@ void edge_spmm_transpose(const Backend&, CsrView<T> at, const Offset* edge_of,
                          ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
   weighted_rows(at, edge_of, weights, d_out, d_x);
   const std::int64_t heads = weights.cols;
-  for_each_row(at, [&](std::int64_t j) {
+  for_each_row(at, 0, [&](std::int64_t j, T*) {
     T* ds = d_score_src.row(j);
     std::fill(ds, ds + heads, T{0});
     for (std::int64_t q = at.row_ptr[j]; q < at.row_ptr[j + 1]; ++q) {

@@ -3,6 +3,7 @@
 
 #include "parallel.hpp"
 #include "random_lanes.hpp"
+#include "vector_math.hpp"
 
 #include <algorithm>
 #include <array>
@@ -43,9 +44,15 @@ void relu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, De
 
 template <typename T> void elu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {
   const std::int64_t size = x.size();
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < size; ++i)
+      y.data[i] = x.data[i] > 0.0f ? x.data[i] : expm1_float(std::min(x.data[i], 0.0f));
+  } else {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < size; ++i)
-    y.data[i] = x.data[i] > T{0} ? x.data[i] : std::expm1(x.data[i]);
+    for (std::int64_t i = 0; i < size; ++i)
+      y.data[i] = x.data[i] > T{0} ? x.data[i] : std::expm1(x.data[i]);
+  }
 }
 
 template <typename T>
@@ -59,9 +66,15 @@ void elu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, Den
 template <typename T> void gelu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {
   const std::int64_t size = x.size();
   const T inv_sqrt2 = T(0.70710678118654752440);
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < size; ++i)
+      y.data[i] = x.data[i] * normal_cdf_float(x.data[i]);
+  } else {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < size; ++i)
-    y.data[i] = T(0.5) * x.data[i] * (T{1} + std::erf(x.data[i] * inv_sqrt2));
+    for (std::int64_t i = 0; i < size; ++i)
+      y.data[i] = T(0.5) * x.data[i] * (T{1} + std::erf(x.data[i] * inv_sqrt2));
+  }
 }
 
 template <typename T>
@@ -69,11 +82,19 @@ void gelu_backward(const Backend&, ConstDenseView<T> x, ConstDenseView<T> dy, De
   const std::int64_t size = x.size();
   const T inv_sqrt2 = T(0.70710678118654752440);
   const T inv_sqrt_2pi = T(0.39894228040143267794);
+  if constexpr (std::is_same_v<T, float>) {
+#pragma omp parallel for simd schedule(static)
+    for (std::int64_t i = 0; i < size; ++i) {
+      const float v = x.data[i];
+      dx.data[i] = dy.data[i] * (normal_cdf_float(v) + v * inv_sqrt_2pi * exp_float(-0.5f * v * v));
+    }
+  } else {
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < size; ++i) {
-    const T v = x.data[i];
-    const T cdf = T(0.5) * (T{1} + std::erf(v * inv_sqrt2));
-    dx.data[i] = dy.data[i] * (cdf + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
+    for (std::int64_t i = 0; i < size; ++i) {
+      const T v = x.data[i];
+      const T cdf = T(0.5) * (T{1} + std::erf(v * inv_sqrt2));
+      dx.data[i] = dy.data[i] * (cdf + v * inv_sqrt_2pi * std::exp(T(-0.5) * v * v));
+    }
   }
 }
 

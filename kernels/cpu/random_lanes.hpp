@@ -12,6 +12,49 @@
 
 namespace tessera::kernels::cpu {
 
+/// Philox4x32-10 on `Lanes` counters at once, x[j][i] word j of lane i, keyed (k0, k1): the
+/// rounds of philox4x32 with one SIMD lane per counter (the compiler vectorizes the lane loops).
+template <int Lanes>
+inline void philox_rounds(std::uint32_t (&x)[4][Lanes], std::uint32_t k0,
+                          std::uint32_t k1) noexcept {
+  for (int round = 0; round < 10; ++round) {
+#pragma omp simd
+    for (int i = 0; i < Lanes; ++i) {
+      const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * x[0][i];
+      const std::uint64_t p1 = std::uint64_t{0xCD9E8D57u} * x[2][i];
+      const std::uint32_t y0 = static_cast<std::uint32_t>(p1 >> 32) ^ x[1][i] ^ k0;
+      const std::uint32_t y2 = static_cast<std::uint32_t>(p0 >> 32) ^ x[3][i] ^ k1;
+      x[1][i] = static_cast<std::uint32_t>(p1);
+      x[3][i] = static_cast<std::uint32_t>(p0);
+      x[0][i] = y0;
+      x[2][i] = y2;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+/// Draws of 16 arbitrary (row, block) counters at once: word[j][i] is exactly
+/// random_bits4(key, rows[i], blocks[i])[j]. For draws keyed per edge (attention dropout), where
+/// neighbouring draws share no row.
+struct RandomLanesAt {
+  static constexpr int kLanes = 16;
+  alignas(64) std::uint32_t word[4][kLanes];
+
+  RandomLanesAt(const RngKey& key, const std::int64_t* rows, const std::uint32_t* blocks) noexcept {
+#pragma omp simd
+    for (int i = 0; i < kLanes; ++i) {
+      const auto r = static_cast<std::uint64_t>(rows[i]);
+      word[0][i] = blocks[i];
+      word[1][i] = static_cast<std::uint32_t>(r);
+      word[2][i] = static_cast<std::uint32_t>((r >> 32) & 0xFFFFu) | (key.stream << 16);
+      word[3][i] = key.epoch;
+    }
+    philox_rounds<kLanes>(word, static_cast<std::uint32_t>(key.seed),
+                          static_cast<std::uint32_t>(key.seed >> 32) ^ (key.stream >> 16));
+  }
+};
+
 /// Draws of columns [4·first_block, 4·first_block + 64) of one row, in column order:
 /// draws[4i + j] is exactly random_bits4(key, row, first_block + i)[j].
 struct RandomLanes {
@@ -37,34 +80,18 @@ struct RandomLanes {
   void generate_portable(std::uint32_t first_block, std::uint32_t row_lo, std::uint32_t row_hi,
                          std::uint32_t epoch, std::uint32_t k0, std::uint32_t k1) noexcept {
     // One SIMD lane per block: x0..x3 are the four counter words of the 16 blocks.
-    alignas(64) std::uint32_t x0[kLanes], x1[kLanes], x2[kLanes], x3[kLanes];
+    alignas(64) std::uint32_t x[4][kLanes];
 #pragma omp simd
     for (int i = 0; i < kLanes; ++i) {
-      x0[i] = first_block + static_cast<std::uint32_t>(i);
-      x1[i] = row_lo;
-      x2[i] = row_hi;
-      x3[i] = epoch;
+      x[0][i] = first_block + static_cast<std::uint32_t>(i);
+      x[1][i] = row_lo;
+      x[2][i] = row_hi;
+      x[3][i] = epoch;
     }
-    for (int round = 0; round < 10; ++round) {
-#pragma omp simd
-      for (int i = 0; i < kLanes; ++i) {
-        const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * x0[i];
-        const std::uint64_t p1 = std::uint64_t{0xCD9E8D57u} * x2[i];
-        const std::uint32_t y0 = static_cast<std::uint32_t>(p1 >> 32) ^ x1[i] ^ k0;
-        const std::uint32_t y2 = static_cast<std::uint32_t>(p0 >> 32) ^ x3[i] ^ k1;
-        x1[i] = static_cast<std::uint32_t>(p1);
-        x3[i] = static_cast<std::uint32_t>(p0);
-        x0[i] = y0;
-        x2[i] = y2;
-      }
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
-    }
+    philox_rounds<kLanes>(x, k0, k1);
     for (int i = 0; i < kLanes; ++i) {
-      draws[4 * i] = x0[i];
-      draws[4 * i + 1] = x1[i];
-      draws[4 * i + 2] = x2[i];
-      draws[4 * i + 3] = x3[i];
+      for (int j = 0; j < 4; ++j)
+        draws[4 * i + j] = x[j][i];
     }
   }
 

@@ -6,11 +6,14 @@
 # beside the published numbers. One recipe per model, no tuning per graph.
 #
 # Usage: scripts/bench/reproduce_heterophilous.sh [--models "resnet gcn sage gat"] [--splits N]
-#            [--layers L] [--hidden H] [--epochs E] [--threads T] [--no-build]
+#            [--layers L] [--hidden H] [--epochs E] [--threads T] [--out DIR] [--no-build]
 #            [TESSERA_TRAIN_FLAGS...]
 #   --models   which rows (resnet: the graph-free baseline, tessera-train --model mlp)
 #   --splits N the first N of the 10 stored splits (default 10)
 #   --layers L residual blocks (default 5; the paper reports the best of 1-5 by validation)
+#   --out DIR  keep each run's report and log in DIR, and reuse the reports already there (a
+#              table that takes hours can be built over several sittings; the settings are
+#              part of each file's name)
 #   --no-build use the existing build instead of installing deps and building
 #   Other flags go to tessera-train unchanged (e.g. --device cuda).
 # Published (test ROC-AUC × 100, mean ± std over the 10 splits; the authors' results notebook,
@@ -31,10 +34,11 @@ layers=5
 hidden=512
 epochs=1000
 threads=0
+out=""
 build=1
 extra=()
 tessera_parse_args "$0" --models=models --splits=splits --layers=layers --hidden=hidden \
-  --epochs=epochs --threads=threads --no-build=build=0 '*extra' -- "$@"
+  --epochs=epochs --threads=threads --out=out --no-build=build=0 '*extra' -- "$@"
 tessera_require_positive_int --splits "${splits}"
 tessera_require_positive_int --layers "${layers}"
 ((splits <= 10)) || tessera_die "--splits: minesweeper stores 10 splits, asked for ${splits}"
@@ -45,8 +49,15 @@ tessera_require_programs "${train}"
 data_dir="$(tessera_data_dir)"
 [[ -n "${data_dir}" ]] && extra+=(--data-dir "${data_dir}")
 
-work="$(mktemp -d)"
-trap 'rm -rf "${work}"' EXIT
+if [[ -n "${out}" ]]; then
+  mkdir -p "${out}"
+  work="${out}"
+else
+  work="$(mktemp -d)"
+  trap 'rm -rf "${work}"' EXIT
+fi
+settings="l${layers}-h${hidden}-e${epochs}"
+[[ ${#extra[@]} -gt 0 ]] && settings+="-$(printf '%s' "${extra[*]}" | cksum | cut -d' ' -f1)"
 
 declare -A published=([resnet]="50.89 1.39" [gcn]="89.75 0.52" [sage]="93.51 0.57"
   [gat]="92.01 0.68")
@@ -57,17 +68,19 @@ for model in ${models}; do
   [[ -n "${flag[${model}]:-}" ]] || tessera_die "--models: unknown '${model}' (resnet, gcn, sage, gat)"
   reports=()
   for ((split = 0; split < splits; ++split)); do
-    report="${work}/${model}-${split}.json"
+    report="${work}/${model}-${split}-${settings}.json"
+    log="${work}/${model}-${split}-${settings}.log"
     # GAT's blocks attend with 8 heads of 64 and no attention dropout, as the paper's GATModule.
-    if ! "${train}" --dataset minesweeper --split "${split}" --model "${flag[${model}]}" \
-      --residual --norm layer --hidden "${hidden}" --num-layers "${layers}" --dropout 0.2 \
-      --heads 8 --attention-dropout 0 --optimizer adamw --lr 3e-5 --weight-decay 0 \
-      --epochs "${epochs}" --metric roc-auc --threads "${threads}" --seed 0 \
-      --report "${report}" "${extra[@]}" >"${work}/${model}-${split}.log" 2>&1; then
+    if [[ ! -s "${report}" ]] && ! "${train}" --dataset minesweeper --split "${split}" \
+      --model "${flag[${model}]}" --residual --norm layer --hidden "${hidden}" \
+      --num-layers "${layers}" --dropout 0.2 --heads 8 --attention-dropout 0 --optimizer adamw \
+      --lr 3e-5 --weight-decay 0 --epochs "${epochs}" --metric roc-auc --threads "${threads}" \
+      --seed 0 --report "${report}.part" "${extra[@]}" >"${log}" 2>&1; then
       echo "${model}, split ${split}: tessera-train failed; the end of its output:" >&2
-      tail -n 20 "${work}/${model}-${split}.log" >&2
+      tail -n 20 "${log}" >&2
       exit 1
     fi
+    [[ -s "${report}" ]] || mv "${report}.part" "${report}"
     reports+=("${report}")
     auc="$(tessera_json_get "${report}" metrics.test_roc_auc)"
     awk -v m="${model}" -v s="${split}" -v a="${auc}" \

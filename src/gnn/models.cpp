@@ -228,7 +228,8 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
                                       "got layer sizes {}",
                                       fmt::join(sizes, "-")));
   }
-  const std::int64_t width = sizes[1], blocks = spec.num_layers();
+  // {in, d × blocks, classes}: one block per hidden size.
+  const std::int64_t width = sizes[1], blocks = static_cast<std::int64_t>(sizes.size()) - 2;
   const std::int64_t inner = width * config.feed_forward_multiplier;
   if (config.feed_forward_multiplier < 1) {
     throw InvalidArgument("the feed-forward multiplier must be at least 1");

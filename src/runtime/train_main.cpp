@@ -155,7 +155,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         "--residual", o.residual,
         "build the model of residual blocks (Platonov et al.): an input Linear, then per "
         "graph layer x + FF(layer(norm(x))) with a GELU feed-forward part, then a norm and "
-        "an output Linear; --hidden is every block's width");
+        "an output Linear; --hidden is every block's width, --num-layers the number of blocks "
+        "(with --layers: one block per hidden size)");
     app.add_option("--norm", o.norm,
                    "with --residual: the normalization of each block's input and of the output: "
                    "none, layer (LayerNorm) or batch (BatchNorm, statistics over every rank)")
@@ -306,7 +307,9 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.feature_layout = graph::parse_feature_layout(o.feature_layout);
   if (!o.layers.empty()) job.shape.layer_sizes = parse_layer_sizes(o.layers);
   job.shape.hidden = o.hidden;
-  job.shape.num_layers = o.num_layers;
+  // Residual blocks take one hidden size each ({in, hidden × blocks, classes}): --num-layers
+  // counts the blocks.
+  job.shape.num_layers = o.residual ? o.num_layers + 1 : o.num_layers;
   job.model = program.model;
   job.model.dropout = o.dropout;
   job.model.order = parse_gcn_order(o.order);

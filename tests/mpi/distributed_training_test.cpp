@@ -385,6 +385,7 @@ runtime::TrainJob residual_job(gnn::ModelKind kind) {
   };
   job.model_name = gnn::display_name(kind) + " (residual blocks)";
   job.shape.hidden = 16;
+  job.shape.num_layers = 3; // {in, 16, 16, classes}: two blocks
   job.model.heads = 4;
   job.model.attention_dropout = 0.2f;
   job.model.dropout = 0.2f;

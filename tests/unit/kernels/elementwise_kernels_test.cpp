@@ -1,5 +1,7 @@
-// The CPU elementwise kernels (ReLU, dropout) against naive loops and the RNG's definition.
+// The CPU elementwise kernels (ReLU, ELU, GELU, dropout) and their float math against naive loops
+// and the RNG's definition.
 #include "cpu/random_lanes.hpp"
+#include "cpu/vector_math.hpp"
 #include "tessera/kernels/elementwise_kernels.hpp"
 #include "tessera/ops/ops.hpp"
 #include "unit/kernels/kernel_test_util.hpp"
@@ -324,6 +326,23 @@ TEST(DropoutToBf16, IsDropoutThenRoundingBitForBitWithOneAndTwoThreads) {
                InvalidArgument);
 }
 
+TEST(RandomLanesAt, MatchesRandomBits4ForEveryLane) {
+  const RngKey key = RngKey::make(0x123456789abcULL, RngPurpose::AttentionDropout, 3, 7);
+  std::int64_t rows[kernels::cpu::RandomLanesAt::kLanes];
+  std::uint32_t blocks[kernels::cpu::RandomLanesAt::kLanes];
+  for (int i = 0; i < kernels::cpu::RandomLanesAt::kLanes; ++i) {
+    rows[i] = i % 3 == 0 ? std::int64_t{123456789012} + i : 17 * i; // ids above 2^32 too
+    blocks[i] = 0x9E3779B9u * static_cast<std::uint32_t>(i);
+  }
+  const kernels::cpu::RandomLanesAt lanes(key, rows, blocks);
+  for (int i = 0; i < kernels::cpu::RandomLanesAt::kLanes; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      ASSERT_EQ(lanes.word[j][i], random_bits4(key, rows[i], blocks[i])[j])
+          << "lane " << i << " word " << j;
+    }
+  }
+}
+
 TEST(RandomLanes, MatchesRandomBits4ForEveryColumn) {
   const RngKey key = RngKey::make(0x123456789abcULL, RngPurpose::Dropout, 3, 7);
 
@@ -336,6 +355,120 @@ TEST(RandomLanes, MatchesRandomBits4ForEveryColumn) {
       }
     }
   }
+}
+
+/// Relative error of got against ref, with ref's magnitude floored at `tiny`.
+double relative_error(double ref, double got, double tiny = 1e-30) {
+  return std::abs(got - ref) / std::max(std::abs(ref), tiny);
+}
+
+TEST(VectorMath, ExpIsWithinTwoUlpAndSaturatesAtTheEnds) {
+  double worst = 0.0;
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = -87.0f + 175.0f * static_cast<float>(i) / 200000.0f;
+    worst = std::max(worst, relative_error(std::exp(double{x}), kernels::cpu::exp_float(x)));
+  }
+  EXPECT_LT(worst, 2.5e-7); // 2 ulp of float
+  EXPECT_EQ(kernels::cpu::exp_float(0.0f), 1.0f);
+  EXPECT_EQ(kernels::cpu::exp_float(-1000.0f), 0.0f);
+  EXPECT_EQ(kernels::cpu::exp_float(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isfinite(kernels::cpu::exp_float(1000.0f)));
+  EXPECT_TRUE(std::isnan(kernels::cpu::exp_float(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(VectorMath, Expm1IsAccurateNearZeroAndTendsToMinusOne) {
+  double worst = 0.0;
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = -30.0f + 40.0f * static_cast<float>(i) / 200000.0f;
+    worst = std::max(worst, relative_error(std::expm1(double{x}), kernels::cpu::expm1_float(x)));
+  }
+  EXPECT_LT(worst, 3e-7);
+  EXPECT_EQ(kernels::cpu::expm1_float(0.0f), 0.0f);
+  EXPECT_FLOAT_EQ(kernels::cpu::expm1_float(1e-10f), 1e-10f); // no cancellation
+  EXPECT_EQ(kernels::cpu::expm1_float(-200.0f), -1.0f);
+  EXPECT_TRUE(std::isnan(kernels::cpu::expm1_float(std::numeric_limits<float>::quiet_NaN())));
+}
+
+TEST(VectorMath, NormalCdfIsWithinItsStatedError) {
+  double worst_abs = 0.0, worst_rel_6 = 0.0, worst_rel_11 = 0.0;
+  for (int i = 0; i <= 400000; ++i) {
+    const float x = -14.0f + 28.0f * static_cast<float>(i) / 400000.0f;
+    const double ref = 0.5 * std::erfc(-double{x} / std::sqrt(2.0));
+    const double got = kernels::cpu::normal_cdf_float(x);
+    worst_abs = std::max(worst_abs, std::abs(got - ref));
+    if (std::abs(x) <= 6.0f) worst_rel_6 = std::max(worst_rel_6, relative_error(ref, got));
+    if (x >= -11.0f) worst_rel_11 = std::max(worst_rel_11, relative_error(ref, got));
+  }
+  EXPECT_LT(worst_abs, 1e-7);
+  EXPECT_LT(worst_rel_6, 3e-6);
+  EXPECT_LT(worst_rel_11, 1e-5);
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(kernels::cpu::normal_cdf_float(inf), 1.0f);
+  EXPECT_EQ(kernels::cpu::normal_cdf_float(-inf), 0.0f);
+  EXPECT_TRUE(std::isnan(kernels::cpu::normal_cdf_float(std::numeric_limits<float>::quiet_NaN())));
+}
+
+/// Inputs spread over [-8, 8] (both branches of ELU, GELU's tails), a NaN and the infinities.
+template <typename T> DenseT<T> activation_inputs(const BackendPtr& backend) {
+  DenseT<T> x = random_dense<T>(backend, 37, 45, 11);
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    x.data()[i] = static_cast<T>(8) * x.data()[i];
+  x.data()[0] = std::numeric_limits<T>::quiet_NaN();
+  x.data()[1] = std::numeric_limits<T>::infinity();
+  x.data()[2] = -std::numeric_limits<T>::infinity();
+  x.data()[3] = T{0};
+  return x;
+}
+
+/// Expects a and b to agree as near<T>, NaN where the reference is NaN.
+template <typename T> void expect_matches(const std::vector<double>& ref, const DenseT<T>& got) {
+  for (std::int64_t i = 0; i < got.size(); ++i) {
+    const double g = static_cast<double>(got.data()[i]);
+    if (std::isnan(ref[i])) {
+      EXPECT_TRUE(std::isnan(g)) << "element " << i;
+    } else if (std::isinf(ref[i])) {
+      EXPECT_EQ(ref[i], g) << "element " << i;
+    } else {
+      EXPECT_TRUE(near<T>(ref[i], g))
+          << "element " << i << ": expected " << ref[i] << ", got " << g;
+    }
+  }
+}
+
+TYPED_TEST(ElementwiseKernels, EluMatchesItsDefinitionForwardAndBackward) {
+  using T = TypeParam;
+  const DenseT<T> x = activation_inputs<T>(this->backend);
+  const DenseT<T> dy = random_dense<T>(this->backend, x.rows(), x.cols(), 12);
+  DenseT<T> y(this->backend, x.rows(), x.cols()), dx(this->backend, x.rows(), x.cols());
+  kernels::cpu::elu_forward(*this->backend, x.cview(), y.view());
+  kernels::cpu::elu_backward(*this->backend, y.cview(), dy.cview(), dx.view());
+  std::vector<double> y_ref(static_cast<std::size_t>(x.size())), dx_ref(y_ref.size());
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    const double v = x.data()[i];
+    y_ref[i] = v > 0.0 ? v : std::expm1(v);
+    dx_ref[i] = v > 0.0 ? double{dy.data()[i]} : std::isnan(v) ? v : dy.data()[i] * std::exp(v);
+  }
+  expect_matches(y_ref, y);
+  expect_matches(dx_ref, dx);
+}
+
+TYPED_TEST(ElementwiseKernels, GeluMatchesItsDefinitionForwardAndBackward) {
+  using T = TypeParam;
+  const DenseT<T> x = activation_inputs<T>(this->backend);
+  const DenseT<T> dy = random_dense<T>(this->backend, x.rows(), x.cols(), 13);
+  DenseT<T> y(this->backend, x.rows(), x.cols()), dx(this->backend, x.rows(), x.cols());
+  kernels::cpu::gelu_forward(*this->backend, x.cview(), y.view());
+  kernels::cpu::gelu_backward(*this->backend, x.cview(), dy.cview(), dx.view());
+  std::vector<double> y_ref(static_cast<std::size_t>(x.size())), dx_ref(y_ref.size());
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    const double v = x.data()[i];
+    const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+    const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::acos(-1.0));
+    y_ref[i] = v * cdf;
+    dx_ref[i] = dy.data()[i] * (cdf + v * pdf);
+  }
+  expect_matches(y_ref, y);
+  expect_matches(dx_ref, dx);
 }
 } // namespace
 } // namespace tessera::testing

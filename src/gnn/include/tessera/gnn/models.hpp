@@ -56,8 +56,9 @@ Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec);
 /// GAT: attention with config.heads heads of d / heads concatenated, then a Linear to m·d; GIN:
 /// the (1 + ε) aggregation, then a Linear; Mlp: a Linear, no graph: the paper's ResNet),
 /// m = config.feed_forward_multiplier, Norm per
-/// config.norm. d is the hidden width (every hidden size must be equal) and there are
-/// spec.num_layers() blocks. Throws InvalidArgument for sizes that do not fit.
+/// config.norm. The layer sizes are {in, d × blocks, classes}: d is the hidden width (every
+/// hidden size must be equal) and there is one block per hidden size. Throws InvalidArgument for
+/// sizes that do not fit.
 Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind);
 
 } // namespace tessera::gnn
