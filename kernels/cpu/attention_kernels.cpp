@@ -157,6 +157,7 @@ void edge_softmax(const Backend&, CsrView<T> a, ConstDenseView<T> score_dst,
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
     if (begin == end) return;
     const T* dst = score_dst.row(r);
+    const T negative_slope = slope; // a local: the captured one might alias the stores
     T* largest = scratch;
     T* sum = scratch + heads;
     std::fill(largest, largest + heads, -std::numeric_limits<T>::infinity());
@@ -167,7 +168,7 @@ void edge_softmax(const Backend&, CsrView<T> a, ConstDenseView<T> score_dst,
       T* e = alpha.row(p);
 #pragma omp simd
       for (std::int64_t h = 0; h < heads; ++h) {
-        e[h] = leaky(dst[h] + src[h], slope);
+        e[h] = leaky(dst[h] + src[h], negative_slope);
         largest[h] = largest[h] < e[h] ? e[h] : largest[h];
       }
     }
@@ -234,9 +235,11 @@ void edge_dropout(const Backend&, CsrView<T> a, ConstDenseView<T> alpha, float p
       }
       const T* in = alpha.data + first;
       T* o = out.data + first;
+      const float p = prob; // locals: captured ones might alias the stores, keeping it scalar
+      const T kept = scale;
 #pragma omp simd
       for (std::int64_t k = 0; k < length; ++k)
-        o[k] = bits_to_unit_float(flat[k]) >= prob ? in[k] * scale : T{0};
+        o[k] = in[k] * (bits_to_unit_float(flat[k]) >= p ? kept : T{0});
     }
   });
 }
@@ -279,6 +282,7 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
         weighted[h] += de[h];
     }
     const T* dst = score_dst.row(r);
+    const T negative_slope = slope; // a local: the captured one might alias the stores
     for (std::int64_t p = begin; p < end; ++p) {
       const T* src = score_src.row(a.col[p]);
       const T* al = alpha.row(p);
@@ -286,7 +290,7 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
 #pragma omp simd
       for (std::int64_t h = 0; h < heads; ++h) {
         const T pre = dst[h] + src[h];
-        de[h] = (de[h] - al[h] * weighted[h]) * (pre > T{0} ? T{1} : slope);
+        de[h] = (de[h] - al[h] * weighted[h]) * (pre > T{0} ? T{1} : negative_slope);
         row_sum[h] += de[h];
       }
     }
