@@ -1,6 +1,6 @@
 // Kernel benchmarks: the STREAM triad (what the memory system can do), SpMM on an R-MAT graph
-// measured against it, the SGEMM rate of the GCN layer's dense product, and encoding halo
-// messages (bf16, int8).
+// measured against it, GAT's attention kernels against their byte floor, the SGEMM rate of the
+// GCN layer's dense product, and encoding halo messages (bf16, int8).
 //
 //   tessera-bench-kernels [--benchmark_min_time=0.5]    TESSERA_BENCH_SCALE=16 for a quick run,
 //   TESSERA_BENCH_DATASET=npz:FILE (or any dataset spec with 128 dense features) instead of RMAT
@@ -275,6 +275,93 @@ void BM_OutputLayer(benchmark::State& state) {
 }
 BENCHMARK(BM_OutputLayer)
     ->ArgsProduct({{1, 2}, {0, 1, 2, 3}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+
+// ---- GAT's attention kernels -------------------------------------------------------------------
+
+/// The attention kernels of a GAT layer with 8 heads of 16 (the features, 128 wide, as z) over Â's
+/// pattern, each against its floor: the bytes it must move if nothing is reused (every gathered
+/// row and per-edge weight counted once per edge, at its useful size) at the triad rate (their
+/// flops, a few per byte, are not the limit). range(0) threads, range(1) the kernel — 0:
+/// edge_softmax, 1: edge_dropout (p 0.6), 2: edge_spmm, 3: edge_softmax_backward, 4:
+/// edge_spmm_transpose.
+void BM_Attention(benchmark::State& state) {
+  constexpr std::int64_t kHeads = 8;
+  SpmmInput& input = spmm_input();
+  const std::int64_t n = input.a.rows(), nnz = input.a.nnz();
+  const auto& be = *backend();
+  struct Buffers {
+    tessera::Csr at;
+    std::vector<tessera::Offset> edge_of;
+    tessera::Dense dst, src, alpha, weights, d_edge, d_dst, d_src, d_x;
+  };
+  static Buffers b = [&] {
+    Buffers m;
+    m.at = tessera::graph::transpose(input.a, m.edge_of);
+    m.dst = tessera::Dense(backend(), n, kHeads);
+    m.src = tessera::Dense(backend(), n, kHeads);
+    m.dst.fill(0.1f);
+    m.src.fill(-0.05f);
+    for (tessera::Dense* e : {&m.alpha, &m.weights, &m.d_edge})
+      *e = tessera::Dense::zeros(backend(), nnz, kHeads);
+    m.d_dst = tessera::Dense::zeros(backend(), n, kHeads);
+    m.d_src = tessera::Dense::zeros(backend(), n, kHeads);
+    m.d_x = tessera::Dense::zeros(backend(), n, kFeatures);
+    tessera::ops::edge_softmax(*backend(), input.a.view(), m.dst.cview(), m.src.cview(), 0.2f,
+                               m.alpha.view());
+    return m;
+  }();
+  const tessera::RngKey key = tessera::RngKey::make(1, tessera::RngPurpose::AttentionDropout, 0, 1);
+  const int kernel = static_cast<int>(state.range(1));
+  const double seconds = timed_loop(state, [&] {
+    switch (kernel) {
+    case 0:
+      tessera::ops::edge_softmax(be, input.a.view(), b.dst.cview(), b.src.cview(), 0.2f,
+                                 b.alpha.view());
+      break;
+    case 1:
+      tessera::ops::edge_dropout(be, input.a.view(), b.alpha.cview(), 0.6f, key, {},
+                                 b.weights.view());
+      break;
+    case 2:
+      tessera::ops::edge_spmm(be, input.a.view(), b.alpha.cview(), input.x.cview(), input.y.view());
+      break;
+    case 3:
+      tessera::ops::edge_softmax_backward(be, input.a.view(), b.dst.cview(), b.src.cview(), 0.2f,
+                                          b.alpha.cview(), b.alpha.cview(), input.x.cview(),
+                                          input.y.cview(), b.d_dst.view(), b.d_edge.view());
+      break;
+    default:
+      tessera::ops::edge_spmm_transpose(be, b.at.view(), b.edge_of.data(), b.alpha.cview(),
+                                        input.y.cview(), b.d_edge.cview(), b.d_x.view(),
+                                        b.d_src.view());
+    }
+    benchmark::ClobberMemory();
+  });
+  // Bytes by kernel: E edges, n rows, H heads, F features; 4-byte values, columns and 8-byte
+  // row offsets and edge ids.
+  const double e = static_cast<double>(nnz), rows = static_cast<double>(n);
+  const double h = kHeads, f = kFeatures, v = sizeof(float);
+  const double structure = 8 * rows + 4 * e; // row_ptr, col
+  const double bytes[] = {
+      structure + v * (rows * h + 2 * e * h),                                // dst, src, alpha
+      structure + v * 2 * e * h,                                             // alpha, out
+      structure + v * (e * h + e * f + rows * f),                            // alpha, x, out
+      structure + v * (2 * rows * h + 3 * e * h + e * h + e * f + rows * f), // + d_edge
+      structure + 8 * e + v * (2 * e * h + e * f + rows * f + rows * h)};    // edge_of, ...
+  const char* names[] = {"edge_softmax", "edge_dropout", "edge_spmm", "edge_softmax_backward",
+                         "edge_spmm_transpose"};
+  const int threads = static_cast<int>(state.range(0));
+  const double per_call = seconds / static_cast<double>(state.iterations());
+  state.SetLabel(names[kernel]);
+  state.counters["GB/s"] = bytes[kernel] / per_call / 1e9;
+  if (const auto tr = triad.find(threads); tr != triad.end()) {
+    state.counters["bytes_floor_ratio"] = per_call / (bytes[kernel] / (tr->second.best * 1e9));
+  }
+}
+BENCHMARK(BM_Attention)
+    ->ArgsProduct({{1, 2}, {0, 1, 2, 3, 4}})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -11,6 +11,9 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 #include <limits>
 #include <omp.h>
 #include <type_traits>
@@ -21,6 +24,61 @@ namespace {
 
 template <typename T> inline T leaky(T v, T slope) {
   return v > T{0} ? v : slope * v;
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+/// dots[h] for eight heads of W floats from h0 on: each head's products summed in an 8-lane
+/// register, then the eight registers reduced together (horizontal adds and one cross-lane add)
+/// into one register of eight dot products. W is a compile-time width so that the loops unroll
+/// into independent chains; a per-head reduction left to the compiler summed its lanes one by one
+/// through memory.
+template <int W>
+inline void eight_head_dots(const float* a, const float* b, std::int64_t h0, float* dots) {
+  static_assert(W % 8 == 0);
+  __m256 p[8];
+  for (int j = 0; j < 8; ++j) {
+    const float* x = a + (h0 + j) * W;
+    const float* y = b + (h0 + j) * W;
+    p[j] = _mm256_mul_ps(_mm256_loadu_ps(x), _mm256_loadu_ps(y));
+    for (int f = 8; f < W; f += 8)
+      p[j] = _mm256_fmadd_ps(_mm256_loadu_ps(x + f), _mm256_loadu_ps(y + f), p[j]);
+  }
+  const __m256 s0 = _mm256_hadd_ps(_mm256_hadd_ps(p[0], p[1]), _mm256_hadd_ps(p[2], p[3]));
+  const __m256 s1 = _mm256_hadd_ps(_mm256_hadd_ps(p[4], p[5]), _mm256_hadd_ps(p[6], p[7]));
+  // s0 holds heads 0-3's sums of lanes 0-3 then of lanes 4-7; s1 heads 4-7's.
+  _mm256_storeu_ps(dots + h0, _mm256_add_ps(_mm256_permute2f128_ps(s0, s1, 0x20),
+                                            _mm256_permute2f128_ps(s0, s1, 0x31)));
+}
+#endif
+
+/// dots[h] = Σ_f a[h·F + f] · b[h·F + f] for the heads h < H, F = width.
+template <typename T>
+inline void head_dots(const T* a, const T* b, std::int64_t heads, std::int64_t width, T* dots) {
+  std::int64_t h = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; h + 8 <= heads; h += 8) {
+      if (width == 8) {
+        eight_head_dots<8>(a, b, h, dots);
+      } else if (width == 16) {
+        eight_head_dots<16>(a, b, h, dots);
+      } else if (width == 32) {
+        eight_head_dots<32>(a, b, h, dots);
+      } else if (width == 64) {
+        eight_head_dots<64>(a, b, h, dots);
+      } else {
+        break;
+      }
+    }
+  }
+#endif
+  for (; h < heads; ++h) {
+    T dot = T{0};
+#pragma omp simd reduction(+ : dot)
+    for (std::int64_t f = 0; f < width; ++f)
+      dot += a[h * width + f] * b[h * width + f];
+    dots[h] = dot;
+  }
 }
 
 /// Runs body(r, scratch) for every row r of `a`, the rows split among the threads by cost;
@@ -61,27 +119,53 @@ inline std::int64_t prefetch_distance(std::int64_t row_bytes) {
   return std::max<std::int64_t>(8, 2048 / std::max<std::int64_t>(row_bytes, 1));
 }
 
+/// Sums of per-edge rows taken along weighted_rows' pass: out[r, h] = Σ over row r's edges of
+/// in[e, h] (e as weighted_rows' weights). Empty (in.data null) when there are none to take.
+template <typename T> struct EdgeSums {
+  ConstDenseView<T> in;
+  DenseView<T> out;
+};
+
+/// Adds edge e's row of sums.in into `sum` (H wide).
+template <typename T> inline void add_edge_row(const EdgeSums<T>& sums, std::int64_t e, T* sum) {
+  const T* in = sums.in.row(e);
+  const std::int64_t heads = sums.in.cols;
+#pragma omp simd
+  for (std::int64_t h = 0; h < heads; ++h)
+    sum[h] += in[h];
+}
+
 /// weighted_rows over columns in blocks of B, each block's sums kept in registers across the
 /// row's edges (rather than loaded and stored at every edge). W is the width of a head when a
 /// block holds B / W whole heads; 0 when a block lies within one head (width a multiple of B).
 template <int B, int W, typename T>
 void weighted_rows_blocked(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
-                           ConstDenseView<T> x, DenseView<T> out) {
+                           ConstDenseView<T> x, DenseView<T> out, const EdgeSums<T>& sums) {
   const std::int64_t heads = alpha.cols, width = x.cols / heads;
   const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
   const std::int64_t ahead = prefetch_distance(row_bytes);
   const std::int64_t nnz = a.row_ptr[a.rows];
   for_each_row(a, 0, [&](std::int64_t r, T*) {
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
+    T* sum = sums.in.data != nullptr ? sums.out.row(r) : nullptr;
+    if (sum != nullptr) std::fill(sum, sum + heads, T{0});
     for (std::int64_t c0 = 0; c0 < x.cols; c0 += B) {
       T acc[B] = {};
       const std::int64_t h0 = c0 / width;
       for (std::int64_t p = begin; p < end; ++p) {
-        if (c0 == 0 && p + ahead < nnz) { // the later blocks find the rows in cache
-          prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
-          if (edge_of != nullptr) prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
+        const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+        if (c0 == 0) { // the later blocks find the rows in cache
+          if (p + ahead < nnz) {
+            prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
+            if (edge_of != nullptr) {
+              prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
+              if (sum != nullptr)
+                prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads * sizeof(T));
+            }
+          }
+          if (sum != nullptr) add_edge_row(sums, e, sum);
         }
-        const T* w = alpha.row(edge_of != nullptr ? edge_of[p] : p) + h0;
+        const T* w = alpha.row(e) + h0;
         const T* source = x.row(a.col[p]) + c0;
         if constexpr (W == 0) {
 #pragma omp simd
@@ -105,17 +189,24 @@ void weighted_rows_blocked(CsrView<T> a, const Offset* edge_of, ConstDenseView<T
 /// side of its backward. Common shapes run blocked (weighted_rows_blocked).
 template <typename T>
 void weighted_rows(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
-                   ConstDenseView<T> x, DenseView<T> out) {
+                   ConstDenseView<T> x, DenseView<T> out, const EdgeSums<T>& sums = {}) {
   const std::int64_t heads = alpha.cols;
   const std::int64_t width = heads == 0 ? 0 : x.cols / heads;
+  if (heads > 0 && x.cols % 128 == 0) { // whole 512-byte rows, as the SpMM's blocks
+    if (width % 128 == 0) return weighted_rows_blocked<128, 0>(a, edge_of, alpha, x, out, sums);
+    if (width == 64) return weighted_rows_blocked<128, 64>(a, edge_of, alpha, x, out, sums);
+    if (width == 32) return weighted_rows_blocked<128, 32>(a, edge_of, alpha, x, out, sums);
+    if (width == 16) return weighted_rows_blocked<128, 16>(a, edge_of, alpha, x, out, sums);
+    if (width == 8) return weighted_rows_blocked<128, 8>(a, edge_of, alpha, x, out, sums);
+  }
   if (heads > 0 && x.cols % 64 == 0) {
-    if (width % 64 == 0) return weighted_rows_blocked<64, 0>(a, edge_of, alpha, x, out);
-    if (width == 32) return weighted_rows_blocked<64, 32>(a, edge_of, alpha, x, out);
-    if (width == 16) return weighted_rows_blocked<64, 16>(a, edge_of, alpha, x, out);
-    if (width == 8) return weighted_rows_blocked<64, 8>(a, edge_of, alpha, x, out);
+    if (width % 64 == 0) return weighted_rows_blocked<64, 0>(a, edge_of, alpha, x, out, sums);
+    if (width == 32) return weighted_rows_blocked<64, 32>(a, edge_of, alpha, x, out, sums);
+    if (width == 16) return weighted_rows_blocked<64, 16>(a, edge_of, alpha, x, out, sums);
+    if (width == 8) return weighted_rows_blocked<64, 8>(a, edge_of, alpha, x, out, sums);
   }
   if (heads > 0 && x.cols % 16 == 0 && width % 16 == 0) {
-    return weighted_rows_blocked<16, 0>(a, edge_of, alpha, x, out);
+    return weighted_rows_blocked<16, 0>(a, edge_of, alpha, x, out, sums);
   }
   const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
   const std::int64_t ahead = prefetch_distance(row_bytes);
@@ -123,12 +214,16 @@ void weighted_rows(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
   for_each_row(a, 0, [&](std::int64_t r, T*) {
     T* y = out.row(r);
     std::fill(y, y + out.cols, T{0});
+    T* sum = sums.in.data != nullptr ? sums.out.row(r) : nullptr;
+    if (sum != nullptr) std::fill(sum, sum + heads, T{0});
     for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
       if (p + ahead < nnz) {
         prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
         if (edge_of != nullptr) prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
+        if (sum != nullptr) prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads * sizeof(T));
       }
       const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+      if (sum != nullptr) add_edge_row(sums, e, sum);
       const T* source = x.row(a.col[p]);
       for (std::int64_t h = 0; h < heads; ++h) {
         const T w = alpha(e, h);
@@ -270,16 +365,12 @@ void edge_softmax_backward(const Backend&, CsrView<T> a, ConstDenseView<T> score
       const T* source = x.row(a.col[p]);
       const T* w = weights.row(p);
       T* de = d_edge.row(p);
-      for (std::int64_t h = 0; h < heads; ++h) {
-        T dot = T{0};
-#pragma omp simd reduction(+ : dot)
-        for (std::int64_t f = 0; f < width; ++f)
-          dot += dy[h * width + f] * source[h * width + f];
-        de[h] = w[h] * dot;
-      }
+      head_dots(dy, source, heads, width, de);
 #pragma omp simd
-      for (std::int64_t h = 0; h < heads; ++h)
+      for (std::int64_t h = 0; h < heads; ++h) {
+        de[h] *= w[h];
         weighted[h] += de[h];
+      }
     }
     const T* dst = score_dst.row(r);
     const T negative_slope = slope; // a local: the captured one might alias the stores
@@ -302,16 +393,8 @@ template <typename T>
 void edge_spmm_transpose(const Backend&, CsrView<T> at, const Offset* edge_of,
                          ConstDenseView<T> weights, ConstDenseView<T> d_out,
                          ConstDenseView<T> d_edge, DenseView<T> d_x, DenseView<T> d_score_src) {
-  weighted_rows(at, edge_of, weights, d_out, d_x);
-  const std::int64_t heads = weights.cols;
-  for_each_row(at, 0, [&](std::int64_t j, T*) {
-    T* ds = d_score_src.row(j);
-    std::fill(ds, ds + heads, T{0});
-    for (std::int64_t q = at.row_ptr[j]; q < at.row_ptr[j + 1]; ++q) {
-      for (std::int64_t h = 0; h < heads; ++h)
-        ds[h] += d_edge(edge_of[q], h);
-    }
-  });
+  // d_score_src's sums run along d_x's: one pass over aᵀ's edges.
+  weighted_rows(at, edge_of, weights, d_out, d_x, EdgeSums<T>{d_edge, d_score_src});
 }
 
 TESSERA_INSTANTIATE_ATTENTION_KERNELS(float);
