@@ -126,14 +126,46 @@ template <typename T> struct EdgeSums {
   DenseView<T> out;
 };
 
-/// Adds edge e's row of sums.in into `sum` (H wide).
-template <typename T> inline void add_edge_row(const EdgeSums<T>& sums, std::int64_t e, T* sum) {
-  const T* in = sums.in.row(e);
-  const std::int64_t heads = sums.in.cols;
+/// What weighted_rows' two paths do at each edge besides the sum itself: prefetch the rows the
+/// edge `ahead` on gathers, and add the edge's row of sums.
+template <typename T> struct WeightedPass {
+  CsrView<T> a;
+  const Offset* edge_of; // null: a's own edges
+  ConstDenseView<T> alpha;
+  ConstDenseView<T> x;
+  const EdgeSums<T>& sums;
+  std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
+  std::int64_t ahead = prefetch_distance(row_bytes);
+  std::int64_t nnz = a.row_ptr[a.rows];
+
+  /// Row r's sums of per-edge rows zeroed, or null when there are none.
+  T* begin_row(std::int64_t r) const {
+    if (sums.in.data == nullptr) return nullptr;
+    T* sum = sums.out.row(r);
+    std::fill(sum, sum + sums.out.cols, T{0});
+    return sum;
+  }
+
+  /// The weights' row of edge p of a, after the prefetches and `sum` += its row of sums.
+  std::int64_t visit(std::int64_t p, T* sum) const {
+    const std::int64_t heads_bytes = alpha.cols * static_cast<std::int64_t>(sizeof(T));
+    if (p + ahead < nnz) {
+      prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
+      if (edge_of != nullptr) {
+        prefetch_bytes(alpha.row(edge_of[p + ahead]), heads_bytes);
+        if (sum != nullptr) prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads_bytes);
+      }
+    }
+    const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+    if (sum != nullptr) {
+      const T* in = sums.in.row(e);
 #pragma omp simd
-  for (std::int64_t h = 0; h < heads; ++h)
-    sum[h] += in[h];
-}
+      for (std::int64_t h = 0; h < sums.in.cols; ++h)
+        sum[h] += in[h];
+    }
+    return e;
+  }
+};
 
 /// weighted_rows over columns in blocks of B, each block's sums kept in registers across the
 /// row's edges (rather than loaded and stored at every edge). W is the width of a head when a
@@ -141,30 +173,17 @@ template <typename T> inline void add_edge_row(const EdgeSums<T>& sums, std::int
 template <int B, int W, typename T>
 void weighted_rows_blocked(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
                            ConstDenseView<T> x, DenseView<T> out, const EdgeSums<T>& sums) {
-  const std::int64_t heads = alpha.cols, width = x.cols / heads;
-  const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t ahead = prefetch_distance(row_bytes);
-  const std::int64_t nnz = a.row_ptr[a.rows];
+  const std::int64_t width = x.cols / alpha.cols;
+  const WeightedPass<T> pass{a, edge_of, alpha, x, sums};
   for_each_row(a, 0, [&](std::int64_t r, T*) {
     const std::int64_t begin = a.row_ptr[r], end = a.row_ptr[r + 1];
-    T* sum = sums.in.data != nullptr ? sums.out.row(r) : nullptr;
-    if (sum != nullptr) std::fill(sum, sum + heads, T{0});
+    T* sum = pass.begin_row(r);
     for (std::int64_t c0 = 0; c0 < x.cols; c0 += B) {
       T acc[B] = {};
       const std::int64_t h0 = c0 / width;
       for (std::int64_t p = begin; p < end; ++p) {
-        const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
-        if (c0 == 0) { // the later blocks find the rows in cache
-          if (p + ahead < nnz) {
-            prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
-            if (edge_of != nullptr) {
-              prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
-              if (sum != nullptr)
-                prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads * sizeof(T));
-            }
-          }
-          if (sum != nullptr) add_edge_row(sums, e, sum);
-        }
+        // The first block prefetches and sums; the later ones find the rows in cache.
+        const std::int64_t e = c0 == 0 ? pass.visit(p, sum) : edge_of != nullptr ? edge_of[p] : p;
         const T* w = alpha.row(e) + h0;
         const T* source = x.row(a.col[p]) + c0;
         if constexpr (W == 0) {
@@ -208,22 +227,13 @@ void weighted_rows(CsrView<T> a, const Offset* edge_of, ConstDenseView<T> alpha,
   if (heads > 0 && x.cols % 16 == 0 && width % 16 == 0) {
     return weighted_rows_blocked<16, 0>(a, edge_of, alpha, x, out, sums);
   }
-  const std::int64_t row_bytes = x.cols * static_cast<std::int64_t>(sizeof(T));
-  const std::int64_t ahead = prefetch_distance(row_bytes);
-  const std::int64_t nnz = a.row_ptr[a.rows];
+  const WeightedPass<T> pass{a, edge_of, alpha, x, sums};
   for_each_row(a, 0, [&](std::int64_t r, T*) {
     T* y = out.row(r);
     std::fill(y, y + out.cols, T{0});
-    T* sum = sums.in.data != nullptr ? sums.out.row(r) : nullptr;
-    if (sum != nullptr) std::fill(sum, sum + heads, T{0});
+    T* sum = pass.begin_row(r);
     for (std::int64_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
-      if (p + ahead < nnz) {
-        prefetch_bytes(x.row(a.col[p + ahead]), row_bytes);
-        if (edge_of != nullptr) prefetch_bytes(alpha.row(edge_of[p + ahead]), heads * sizeof(T));
-        if (sum != nullptr) prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads * sizeof(T));
-      }
-      const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
-      if (sum != nullptr) add_edge_row(sums, e, sum);
+      const std::int64_t e = pass.visit(p, sum);
       const T* source = x.row(a.col[p]);
       for (std::int64_t h = 0; h < heads; ++h) {
         const T w = alpha(e, h);

@@ -6,9 +6,19 @@
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 namespace tessera::kernels::cpu {
+
+/// c[0]·x^(N-1) + ... + c[N-1] by Horner's rule, one fused multiply-add a step (the highest
+/// coefficient first).
+template <std::size_t N> inline float horner(float x, const float (&c)[N]) noexcept {
+  float p = c[0];
+  for (std::size_t i = 1; i < N; ++i)
+    p = std::fma(p, x, c[i]);
+  return p;
+}
 
 /// e^x within 2 ulp for x in [-87, 88]; 0 below about -87.7, e^88 above 88; NaN stays NaN.
 /// Cody-Waite reduction x = n·ln2 + r, |r| <= ln2/2, and r's Taylor series to degree 7.
@@ -23,14 +33,8 @@ inline float exp_float(float x) noexcept {
   float n = (c * kLog2e + kRound) - kRound;
   n = n == n ? n : 0.0f; // a NaN's exponent would be an undefined conversion; r stays NaN
   const float r = std::fma(-n, kLn2Lo, std::fma(-n, kLn2Hi, c));
-  float p = 1.0f / 5040.0f;
-  p = std::fma(p, r, 1.0f / 720.0f);
-  p = std::fma(p, r, 1.0f / 120.0f);
-  p = std::fma(p, r, 1.0f / 24.0f);
-  p = std::fma(p, r, 1.0f / 6.0f);
-  p = std::fma(p, r, 0.5f);
-  p = std::fma(p, r, 1.0f);
-  p = std::fma(p, r, 1.0f);
+  const float p = horner(r, {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f,
+                             1.0f / 6.0f, 0.5f, 1.0f, 1.0f});
   // n in [-127, 127]: 2^n as a float's exponent field (n = -127 gives 0).
   const float scale = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
   return p * scale;
@@ -38,16 +42,9 @@ inline float exp_float(float x) noexcept {
 
 /// e^x - 1 for x <= 88, accurate near 0 (its Taylor series below |x| = 0.5, e^x - 1 above).
 inline float expm1_float(float x) noexcept {
-  float p = 1.0f / 362880.0f;
-  p = std::fma(p, x, 1.0f / 40320.0f);
-  p = std::fma(p, x, 1.0f / 5040.0f);
-  p = std::fma(p, x, 1.0f / 720.0f);
-  p = std::fma(p, x, 1.0f / 120.0f);
-  p = std::fma(p, x, 1.0f / 24.0f);
-  p = std::fma(p, x, 1.0f / 6.0f);
-  p = std::fma(p, x, 0.5f);
-  p = std::fma(p, x, 1.0f);
-  const float small = p * x;
+  const float small =
+      x * horner(x, {1.0f / 362880.0f, 1.0f / 40320.0f, 1.0f / 5040.0f, 1.0f / 720.0f,
+                     1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f});
   const float large = exp_float(x) - 1.0f;
   return std::fabs(x) < 0.5f ? small : large;
 }
@@ -64,29 +61,16 @@ inline float normal_cdf_float(float x) noexcept {
   const float z = std::fabs(x) * kInvSqrt2;
   // erf(z) = 2/√π · Σ (-1)^n z^(2n+1) / (n!(2n+1)).
   const float z2 = z * z;
-  float s = -1.0f / 685440.0f;
-  s = std::fma(s, z2, 1.0f / 75600.0f);
-  s = std::fma(s, z2, -1.0f / 9360.0f);
-  s = std::fma(s, z2, 1.0f / 1320.0f);
-  s = std::fma(s, z2, -1.0f / 216.0f);
-  s = std::fma(s, z2, 1.0f / 42.0f);
-  s = std::fma(s, z2, -1.0f / 10.0f);
-  s = std::fma(s, z2, 1.0f / 3.0f);
-  s = std::fma(-s, z2, 1.0f);
-  const float half_erf = 0.5f * kTwoOverSqrtPi * z * s;
+  const float q = horner(z2, {-1.0f / 685440.0f, 1.0f / 75600.0f, -1.0f / 9360.0f, 1.0f / 1320.0f,
+                              -1.0f / 216.0f, 1.0f / 42.0f, -1.0f / 10.0f, 1.0f / 3.0f});
+  const float half_erf = 0.5f * kTwoOverSqrtPi * z * std::fma(-q, z2, 1.0f); // z·(1 - z²·q)
   // erfc(z) = t·e^(P(t) - z²); erfc(10) is below the smallest normal float.
   const float zc = z > 10.0f ? 10.0f : z; // NaN passes through
   const float t = 1.0f / std::fma(0.5f, zc, 1.0f);
-  float p = 1.705782871e-01f;
-  p = std::fma(p, t, -8.111995619e-01f);
-  p = std::fma(p, t, 1.441537783e+00f);
-  p = std::fma(p, t, -1.046039304e+00f);
-  p = std::fma(p, t, 1.849500598e-01f);
-  p = std::fma(p, t, -1.270266252e-01f);
-  p = std::fma(p, t, 7.404764936e-02f);
-  p = std::fma(p, t, 3.792311631e-01f);
-  p = std::fma(p, t, 9.994024429e-01f);
-  p = std::fma(p, t, -1.265481644e+00f);
+  const float p =
+      horner(t, {1.705782871e-01f, -8.111995619e-01f, 1.441537783e+00f, -1.046039304e+00f,
+                 1.849500598e-01f, -1.270266252e-01f, 7.404764936e-02f, 3.792311631e-01f,
+                 9.994024429e-01f, -1.265481644e+00f});
   // P - z² = hi + lo: z² = zc2 + zc2_lo exactly, and hi = P - z2 rounded, its error by two-sum.
   const float zc2 = zc * zc;
   const float zc2_lo = std::fma(zc, zc, -zc2);

@@ -6,6 +6,7 @@
 #   partition.png     halo volume against random's by method and P (tessera-partition --compare:
 #                     slashdot when the shared data holds it, and an RMAT graph)
 #   peers.png         epoch time of Tessera, PyG, DGL and PyTorch (scripts/bench/compare_peers.sh)
+#   peers_gat.png     GAT's epoch time: Tessera, PyG's and DGL's GATConv (compare_peers.sh --model gat)
 #   offload.png       step time against the device budget (scripts/bench/offload.sh gnn)
 #   feature_layout.png  sparse against dense features by density (feature_layout.sh)
 # The logs, reports and tables behind them are kept in WORK (default: a temporary folder, named
@@ -96,6 +97,16 @@ WORK="${work}/peers" "${bench}/compare_peers.sh" "${quick_flag[@]}" --threads 1 
 "${plot[@]}" bars "${work}/peers.md" --x graph,threads \
   --y "Tessera,PyG CSR,PyG edge_index,DGL,PyTorch,PyTorch sparse x" --log \
   --title "GCN epoch (ms), 1 thread" -o "${figures}/peers.png"
+
+# 4b. GAT against PyG's and DGL's GATConv.
+tessera_log "peers, GAT (compare_peers.sh --model gat ${quick_flag[*]})"
+WORK="${work}/peers-gat" "${bench}/compare_peers.sh" --model gat "${quick_flag[@]}" --threads 1 \
+  --no-build >"${work}/peers-gat.md" 2>"${work}/peers-gat.log" || {
+  tail -n 20 "${work}/peers-gat.log" >&2
+  tessera_die "compare_peers.sh --model gat failed"
+}
+"${plot[@]}" bars "${work}/peers-gat.md" --x graph,threads --y "Tessera,PyG GATConv,DGL GATConv" \
+  --log --title "GAT epoch (ms), 1 thread" -o "${figures}/peers_gat.png"
 
 # 5. Offload cost against the budget.
 tessera_log "offload (offload.sh ${quick_flag[*]} gnn)"
