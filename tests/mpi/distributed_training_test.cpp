@@ -497,6 +497,20 @@ TEST(DistributedTraining, EachRankLoadingItsPartFromAStoreMatchesOneProcess) {
   expect_same_training(serial(job), distributed(from_store));
 }
 
+TEST(DistributedTraining, GatAndResidualBlocksFromAStoreMatchOneProcess) {
+  // GAT, and residual GAT blocks with BatchNorm (statistics summed across the ranks), each rank
+  // training on its part of a partition store.
+  runtime::TrainJob residual = residual_job(gnn::ModelKind::Gat);
+  residual.model.norm = gnn::NormKind::Batch;
+  for (const runtime::TrainJob& job : {gat_job(), residual}) {
+    SCOPED_TRACE(job.model_name);
+    const StoreFolder store(job, world()->size());
+    runtime::TrainJob from_store = job;
+    from_store.partition_dir = store.path();
+    expect_same_training(serial(job), distributed(from_store));
+  }
+}
+
 TEST(DistributedTraining, StoreForAnotherRankCountIsRefusedBeforeTraining) {
   TESSERA_REQUIRE_DATA("cora_planetoid/cora_planetoid.npz");
   runtime::TrainJob job = cora_job(0, 5);
