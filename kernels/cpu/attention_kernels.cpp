@@ -146,6 +146,9 @@ template <typename T> struct WeightedPass {
     return sum;
   }
 
+  /// The row of the weights (and of sums.in) that edge p of `a` reads.
+  std::int64_t edge(std::int64_t p) const { return edge_of != nullptr ? edge_of[p] : p; }
+
   /// The weights' row of edge p of a, after the prefetches and `sum` += its row of sums.
   std::int64_t visit(std::int64_t p, T* sum) const {
     const std::int64_t heads_bytes = alpha.cols * static_cast<std::int64_t>(sizeof(T));
@@ -156,7 +159,7 @@ template <typename T> struct WeightedPass {
         if (sum != nullptr) prefetch_bytes(sums.in.row(edge_of[p + ahead]), heads_bytes);
       }
     }
-    const std::int64_t e = edge_of != nullptr ? edge_of[p] : p;
+    const std::int64_t e = edge(p);
     if (sum != nullptr) {
       const T* in = sums.in.row(e);
 #pragma omp simd
@@ -183,7 +186,7 @@ void weighted_rows_blocked(CsrView<T> a, const Offset* edge_of, ConstDenseView<T
       const std::int64_t h0 = c0 / width;
       for (std::int64_t p = begin; p < end; ++p) {
         // The first block prefetches and sums; the later ones find the rows in cache.
-        const std::int64_t e = c0 == 0 ? pass.visit(p, sum) : edge_of != nullptr ? edge_of[p] : p;
+        const std::int64_t e = c0 == 0 ? pass.visit(p, sum) : pass.edge(p);
         const T* w = alpha.row(e) + h0;
         const T* source = x.row(a.col[p]) + c0;
         if constexpr (W == 0) {

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <gtest/gtest.h>
 #include <limits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tessera::testing {
@@ -435,40 +437,42 @@ template <typename T> void expect_matches(const std::vector<double>& ref, const 
   }
 }
 
-TYPED_TEST(ElementwiseKernels, EluMatchesItsDefinitionForwardAndBackward) {
-  using T = TypeParam;
-  const DenseT<T> x = activation_inputs<T>(this->backend);
-  const DenseT<T> dy = random_dense<T>(this->backend, x.rows(), x.cols(), 12);
-  DenseT<T> y(this->backend, x.rows(), x.cols()), dx(this->backend, x.rows(), x.cols());
-  kernels::cpu::elu_forward(*this->backend, x.cview(), y.view());
-  kernels::cpu::elu_backward(*this->backend, y.cview(), dy.cview(), dx.view());
+/// Runs an activation's forward and backward kernels on activation_inputs and checks both against
+/// `ref(v, dy)` = {y, dx} in double. `backward_reads_output`: ELU's backward takes y, GELU's x.
+template <typename T, typename Forward, typename Backward, typename Ref>
+void expect_activation(const BackendPtr& backend, Forward forward, Backward backward,
+                       bool backward_reads_output, Ref ref) {
+  const DenseT<T> x = activation_inputs<T>(backend);
+  const DenseT<T> dy = random_dense<T>(backend, x.rows(), x.cols(), 12);
+  DenseT<T> y(backend, x.rows(), x.cols()), dx(backend, x.rows(), x.cols());
+  forward(*backend, x.cview(), y.view());
+  backward(*backend, backward_reads_output ? y.cview() : x.cview(), dy.cview(), dx.view());
   std::vector<double> y_ref(static_cast<std::size_t>(x.size())), dx_ref(y_ref.size());
-  for (std::int64_t i = 0; i < x.size(); ++i) {
-    const double v = x.data()[i];
-    y_ref[i] = v > 0.0 ? v : std::expm1(v);
-    dx_ref[i] = v > 0.0 ? double{dy.data()[i]} : std::isnan(v) ? v : dy.data()[i] * std::exp(v);
-  }
+  for (std::int64_t i = 0; i < x.size(); ++i)
+    std::tie(y_ref[i], dx_ref[i]) = ref(double{x.data()[i]}, double{dy.data()[i]});
   expect_matches(y_ref, y);
   expect_matches(dx_ref, dx);
 }
 
+TYPED_TEST(ElementwiseKernels, EluMatchesItsDefinitionForwardAndBackward) {
+  using T = TypeParam;
+  expect_activation<T>(this->backend, kernels::cpu::elu_forward<T>, kernels::cpu::elu_backward<T>,
+                       true, [](double v, double g) {
+                         const double d = v > 0.0 ? g : std::isnan(v) ? v : g * std::exp(v);
+                         return std::pair{v > 0.0 ? v : std::expm1(v), d};
+                       });
+}
+
 TYPED_TEST(ElementwiseKernels, GeluMatchesItsDefinitionForwardAndBackward) {
   using T = TypeParam;
-  const DenseT<T> x = activation_inputs<T>(this->backend);
-  const DenseT<T> dy = random_dense<T>(this->backend, x.rows(), x.cols(), 13);
-  DenseT<T> y(this->backend, x.rows(), x.cols()), dx(this->backend, x.rows(), x.cols());
-  kernels::cpu::gelu_forward(*this->backend, x.cview(), y.view());
-  kernels::cpu::gelu_backward(*this->backend, x.cview(), dy.cview(), dx.view());
-  std::vector<double> y_ref(static_cast<std::size_t>(x.size())), dx_ref(y_ref.size());
-  for (std::int64_t i = 0; i < x.size(); ++i) {
-    const double v = x.data()[i];
-    const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
-    const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::acos(-1.0));
-    y_ref[i] = v * cdf;
-    dx_ref[i] = dy.data()[i] * (cdf + v * pdf);
-  }
-  expect_matches(y_ref, y);
-  expect_matches(dx_ref, dx);
+  expect_activation<T>(this->backend, kernels::cpu::gelu_forward<T>, kernels::cpu::gelu_backward<T>,
+                       false, [](double v, double g) {
+                         const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+                         const double pdf =
+                             std::exp(-0.5 * v * v) / std::sqrt(2.0 * std::acos(-1.0));
+                         return std::pair{v * cdf, g * (cdf + v * pdf)};
+                       });
 }
+
 } // namespace
 } // namespace tessera::testing
