@@ -42,11 +42,8 @@ void check_width(const std::string& layer, std::int64_t expected, std::int64_t g
   }
 }
 
-} // namespace
-
-template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
-  const double limit = std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols()));
-  const RngKey key = RngKey::make(seed, RngPurpose::WeightInit, layer);
+/// w: [rows, cols] (any backend) drawn U(-limit, limit) from the counter RNG under `key`.
+template <typename T> void uniform_fill(DenseT<T>& w, double limit, const RngKey& key) {
   // Drawn on the host (the same values for every backend) about 1 MiB of rows at a time, each
   // block copied where w lives (a manager's allocator acquires what the copy writes): no host
   // copy of a whole weight, which would raise the peak memory of a run under a budget.
@@ -66,6 +63,23 @@ template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std:
     w.backend()->copy_from_host(w.data() + r0 * w.cols(), host.data(),
                                 static_cast<std::size_t>((r1 - r0) * w.cols()) * sizeof(T));
   }
+}
+
+} // namespace
+
+template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer) {
+  uniform_fill(w, std::sqrt(6.0 / static_cast<double>(w.rows() + w.cols())),
+               RngKey::make(seed, RngPurpose::WeightInit, layer));
+}
+
+template <typename T>
+void fan_in_uniform(DenseT<T>& w, std::int64_t fan_in, std::uint64_t seed, std::uint32_t stream) {
+  if (fan_in < 1) {
+    throw InvalidArgument("fan_in_uniform: the fan-in must be at least 1, got " +
+                          std::to_string(fan_in));
+  }
+  uniform_fill(w, 1.0 / std::sqrt(static_cast<double>(fan_in)),
+               RngKey::make(seed, RngPurpose::FanInInit, stream));
 }
 
 // ---- Linear ----------------------------------------------------------------------------------
@@ -504,6 +518,40 @@ ConstDenseView<T> FirstRows<T>::backward(const Context<T>& ctx, ConstDenseView<T
 }
 
 template <typename T>
+BinaryLogit<T>::BinaryLogit(BackendPtr backend)
+    : backend_(std::move(backend)), output_(backend_), d_input_(backend_), selector_(backend_) {}
+
+template <typename T> ConstDenseView<T> BinaryLogit<T>::selector() {
+  const DenseView<T> s = selector_.get(1, 2);
+  if (!selector_ready_) {
+    const T host[2] = {T{0}, T{1}};
+    backend_->copy_from_host(s.data, host, sizeof(host));
+    selector_ready_ = true;
+  }
+  return ConstDenseView<T>(s);
+}
+
+template <typename T> Context<T> BinaryLogit<T>::forward(const Step& step, Input<T> x) {
+  if (x.is_sparse() || x.cols() != 1) {
+    throw DimensionMismatch(name() + ": needs one dense logit per row, got " +
+                            shape_string(x.rows(), x.cols()) + (x.is_sparse() ? " (sparse)" : ""));
+  }
+  const DenseView<T> y = output_.get(x.rows(), 2);
+  ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, x.dense, selector(), T{0}, y);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+ConstDenseView<T> BinaryLogit<T>::backward(const Context<T>&, ConstDenseView<T> d_output,
+                                           GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  const DenseView<T> dx = d_input_.get(d_output.rows, 1);
+  const T beta = input_mode == GradientMode::Accumulate ? T{1} : T{0};
+  ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, d_output, selector(), beta, dx);
+  return dx;
+}
+
+template <typename T>
 ResidualStart<T>::ResidualStart(BackendPtr backend)
     : backend_(std::move(backend)), d_input_(backend_) {}
 
@@ -568,6 +616,7 @@ template class MaskedElementwise<double>;
 
 #define TESSERA_INSTANTIATE(T)                                                                     \
   template void glorot_uniform<T>(DenseT<T>&, std::uint64_t, std::uint32_t);                       \
+  template void fan_in_uniform<T>(DenseT<T>&, std::int64_t, std::uint64_t, std::uint32_t);         \
   template class Linear<T>;                                                                        \
   template class Dropout<T>;                                                                       \
   template class ReluDropout<T>;                                                                   \
@@ -575,6 +624,7 @@ template class MaskedElementwise<double>;
   template class LayerNorm<T>;                                                                     \
   template class BatchNorm<T>;                                                                     \
   template class FirstRows<T>;                                                                     \
+  template class BinaryLogit<T>;                                                                   \
   template class ResidualStart<T>;                                                                 \
   template class ResidualAdd<T>
 TESSERA_INSTANTIATE(float);

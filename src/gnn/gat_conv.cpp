@@ -19,6 +19,11 @@ comm::Pass pass_of(const Step& step) {
   return step.training ? comm::Pass::Training : comm::Pass::Evaluation;
 }
 
+/// Columns of a_src and a_dst: one head's features, or every head's with full scores.
+std::int64_t score_width(const GatOptions& options, std::int64_t head_features) {
+  return options.full_scores ? options.heads * head_features : head_features;
+}
+
 } // namespace
 
 template <typename T>
@@ -30,9 +35,11 @@ GatConv<T>::GatConv(BackendPtr backend, const CsrT<T>& a, const CsrT<T>& a_t, co
       weight_(make_weight<T>(backend_, "gat" + std::to_string(layer_index) + ".weight", in_features,
                              options.heads * head_features, seed, 3 * layer_index)),
       att_src_(make_weight<T>(backend_, "gat" + std::to_string(layer_index) + ".att_src",
-                              options.heads, head_features, seed, 3 * layer_index + 1)),
+                              options.heads, score_width(options, head_features), seed,
+                              3 * layer_index + 1)),
       att_dst_(make_weight<T>(backend_, "gat" + std::to_string(layer_index) + ".att_dst",
-                              options.heads, head_features, seed, 3 * layer_index + 2)),
+                              options.heads, score_width(options, head_features), seed,
+                              3 * layer_index + 2)),
       bias_(make_bias<T>(backend_, "gat" + std::to_string(layer_index) + ".bias",
                          options.concat ? options.heads * head_features : head_features,
                          options.bias)),
@@ -77,6 +84,11 @@ template <typename T>
 DenseView<T> GatConv<T>::block_of(const Parameter<T>& attention, Workspace<T>& block) {
   const std::int64_t width = heads_ * head_features_;
   DenseView<T> b = block.get(heads_, width);
+  if (options_.full_scores) {
+    backend_->copy_within(b.data, attention.value.data(),
+                          static_cast<std::size_t>(b.size()) * sizeof(T));
+    return b;
+  }
   backend_->zero_bytes(b.data, static_cast<std::size_t>(b.size()) * sizeof(T));
   for (std::int64_t h = 0; h < heads_; ++h) {
     backend_->copy_within(b.data + h * width + h * head_features_,
@@ -91,6 +103,16 @@ void GatConv<T>::gather_blocks(ConstDenseView<T> block_grad, Parameter<T>& atten
                                GradientMode mode) {
   if (mode == GradientMode::Ignore) return;
   const std::int64_t width = heads_ * head_features_;
+  if (options_.full_scores) {
+    const auto all = static_cast<std::size_t>(heads_ * width);
+    if (mode == GradientMode::Overwrite) {
+      backend_->copy_within(attention.grad.data(), block_grad.data, all * sizeof(T));
+    } else {
+      ops::axpy(*backend_, T{1}, std::span<const T>(block_grad.data, all),
+                std::span<T>(attention.grad.data(), all));
+    }
+    return;
+  }
   for (std::int64_t h = 0; h < heads_; ++h) {
     const T* from = block_grad.data + h * width + h * head_features_;
     T* to = attention.grad.data() + h * head_features_;
@@ -274,8 +296,9 @@ ConstDenseView<T> GatConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
 }
 
 template <typename T> std::string GatConv<T>::name() const {
-  return fmt::format("GATConv({} -> {}x{}, {})", weight_.value.rows(), heads_, head_features_,
-                     options_.concat ? "concat" : "mean");
+  return fmt::format("GATConv({} -> {}x{}, {}{})", weight_.value.rows(), heads_, head_features_,
+                     options_.concat ? "concat" : "mean",
+                     options_.full_scores ? ", full scores" : "");
 }
 
 template <typename T> std::size_t GatConv<T>::bytes() const {

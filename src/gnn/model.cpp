@@ -29,6 +29,28 @@ NormKind parse_norm_kind(const std::string& text) {
   throw InvalidArgument("unknown normalization '" + text + "'; valid: none, layer, batch");
 }
 
+std::string to_string(WeightInit init) {
+  return init == WeightInit::FanIn ? "fan-in" : "glorot";
+}
+
+WeightInit parse_weight_init(const std::string& text) {
+  for (const WeightInit init : {WeightInit::Glorot, WeightInit::FanIn}) {
+    if (text == to_string(init)) return init;
+  }
+  throw InvalidArgument("unknown weight initialization '" + text + "'; valid: glorot, fan-in");
+}
+
+void refuse_residual_settings(const ModelSpec& spec, const std::string& builder) {
+  if (spec.config.init != WeightInit::Glorot) {
+    throw InvalidArgument(builder + " draws Glorot weights; the " + to_string(spec.config.init) +
+                          " start is the residual blocks' (build_residual)");
+  }
+  if (spec.config.one_logit) {
+    throw InvalidArgument(builder + " ends in a logit per class; one output logit is the residual "
+                                    "blocks' (build_residual)");
+  }
+}
+
 std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t classes) const {
   if (!layer_sizes.empty()) {
     if (layer_sizes.size() < 2 || layer_sizes.front() != in || layer_sizes.back() != classes) {
@@ -95,6 +117,7 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
 }
 
 Sequential<float> build_gcn(ModelGraph& graph, const ModelSpec& spec) {
+  refuse_residual_settings(spec, "build_gcn");
   Sequential<float> model = build_gcn(graph.backend(), graph.matrix(AggregationKind::Gcn),
                                       graph.transpose(AggregationKind::Gcn), spec);
   int layer = 0;

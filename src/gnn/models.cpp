@@ -93,6 +93,7 @@ ModelBuilder builder_for(ModelKind kind) {
 }
 
 Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
+  refuse_residual_settings(spec, "build_graphsage");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const float dropout = spec.config.dropout;
   const Csr& mean = graph.matrix(AggregationKind::Mean);
@@ -116,6 +117,7 @@ Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
 }
 
 Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec) {
+  refuse_residual_settings(spec, "build_mlp");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const BackendPtr& backend = graph.backend();
   Sequential<float> model;
@@ -135,6 +137,7 @@ Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec) {
 }
 
 Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
+  refuse_residual_settings(spec, "build_gin");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const float dropout = spec.config.dropout;
   const Csr& sum = graph.matrix(AggregationKind::Sum);
@@ -167,6 +170,7 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
 }
 
 Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
+  refuse_residual_settings(spec, "build_gat");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const ModelConfig& config = spec.config;
   const Csr& a = graph.matrix(AggregationKind::Attention);
@@ -217,6 +221,15 @@ std::unique_ptr<Module<float>> make_norm(ModelGraph& graph, NormKind kind, std::
   return nullptr;
 }
 
+/// Draws every parameter of `layer` again as PyTorch's nn.Linear starts: U(±1/√fan_in), weights
+/// and biases alike, parameter k from stream 8·`stream` + k.
+void start_fan_in(Module<float>& layer, std::int64_t fan_in, std::uint64_t seed,
+                  std::uint32_t stream) {
+  std::uint32_t k = 0;
+  for (Parameter<float>* p : layer.parameters())
+    fan_in_uniform(p->value, fan_in, seed, 8 * stream + k++);
+}
+
 } // namespace
 
 Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind) {
@@ -234,6 +247,10 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
   if (config.feed_forward_multiplier < 1) {
     throw InvalidArgument("the feed-forward multiplier must be at least 1");
   }
+  if (config.one_logit && sizes.back() != 2) {
+    throw InvalidArgument(
+        fmt::format("one output logit is for two classes; the data has {}", sizes.back()));
+  }
   if (kind == ModelKind::Gat && width % config.heads != 0) {
     throw InvalidArgument(fmt::format("GAT blocks split the hidden width {} over {} heads: it must "
                                       "be a multiple of the heads",
@@ -244,10 +261,17 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
   // Random fields: graph layers use their block index (and multiples of it); the Linear layers
   // their own range above them.
   constexpr std::uint32_t kLinearStreams = 1u << 12;
+  // With config.init FanIn every layer starts as the paper's PyTorch code does: U(±1/√fan_in),
+  // fan_in the width of its input (GraphSAGE: self and neighbour rows together, 2d, as the
+  // paper's Linear on their concatenation; GAT: the scores, Linear(d → heads) there, too).
+  const auto fan_in_start = [&](Module<float>& layer, std::int64_t fan_in, std::uint32_t stream) {
+    if (config.init == WeightInit::FanIn) start_fan_in(layer, fan_in, spec.seed, stream);
+  };
   const auto linear = [&](std::int64_t in, std::int64_t out, std::uint32_t stream, int decay_as) {
     auto layer = std::make_unique<Linear<float>>(backend, in, out, config.bias, spec.seed,
                                                  kLinearStreams + stream);
     set_decay(*layer, spec, decay_as);
+    fan_in_start(*layer, in, kLinearStreams + stream);
     return layer;
   };
   Sequential<float> model;
@@ -271,6 +295,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
           inner, config.bias, spec.seed, block, spec.order_of(layer));
       conv->distribute(graph.halo(layer), graph.n_interior());
       set_decay(*conv, spec, layer);
+      fan_in_start(*conv, width, block);
       model.add(std::move(conv));
       break;
     }
@@ -280,6 +305,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
           width, inner, config.bias, spec.seed, block, spec.order_of(layer));
       conv->distribute(graph.halo(layer), graph.n_interior());
       set_decay(*conv, spec, layer);
+      fan_in_start(*conv, 2 * width, block);
       model.add(std::move(conv));
       break;
     }
@@ -289,6 +315,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
       options.negative_slope = config.negative_slope;
       options.attention_dropout = config.attention_dropout;
       options.bias = config.bias;
+      options.full_scores = true; // the paper's GATModule
       auto conv =
           std::make_unique<GatConv<float>>(backend, graph.matrix(AggregationKind::Attention),
                                            graph.transpose(AggregationKind::Attention),
@@ -296,6 +323,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
                                            width, width / config.heads, options, spec.seed, block);
       conv->distribute(graph.halo(layer));
       set_decay(*conv, spec, layer);
+      fan_in_start(*conv, width, block);
       model.add(std::move(conv));
       model.add(linear(width, inner, 1 + 2 * block, layer));
       break;
@@ -320,7 +348,13 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
     model.add(std::make_unique<ResidualAdd<float>>(backend, opened));
   }
   if (auto norm = make_norm(graph, config.norm, width, "output.norm")) model.add(std::move(norm));
-  model.add(linear(width, sizes.back(), 2 + 2 * static_cast<std::uint32_t>(blocks), 0));
+  const auto output = 2 + 2 * static_cast<std::uint32_t>(blocks);
+  if (config.one_logit) {
+    model.add(linear(width, 1, output, 0));
+    model.add(std::make_unique<BinaryLogit<float>>(backend));
+  } else {
+    model.add(linear(width, sizes.back(), output, 0));
+  }
   return model;
 }
 

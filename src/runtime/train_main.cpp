@@ -46,6 +46,8 @@ struct Options : TrainingFlags {
   bool residual = false;
   std::string norm = "layer";
   std::int64_t feed_forward = 1;
+  std::string init = "glorot";
+  bool one_logit = false;
   std::string feature_layout = "auto";
   std::string order = "auto";
   std::string activation_dtype = "fp32";
@@ -166,6 +168,16 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                        "with --residual: the width of each block's feed-forward part, in multiples "
                        "of --hidden")
         ->capture_default_str();
+    app.add_option(
+           "--init", o.init,
+           "with --residual: how the weights start: glorot (Glorot-uniform weights, zero "
+           "biases) or fan-in (PyTorch's nn.Linear: weights and biases U(+-1/sqrt(fan-in)), "
+           "the start of the heterophilous benchmark's code)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"glorot", "fan-in"}));
+    app.add_flag("--one-logit", o.one_logit,
+                 "with --residual on two classes: one output logit z trained with binary "
+                 "cross-entropy (the logits [0, z]), as the heterophilous benchmark's code");
     app.add_flag("--decay-all-layers", o.decay_all_layers,
                  "GCN: apply weight decay to every layer (default: first layer only, as Kipf & "
                  "Welling; the other models decay every layer)");
@@ -274,8 +286,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                  "testing: RANK:EPOCH makes that rank throw after that epoch");
   if (gcn) {
     group_flags(app, kTuningFlags,
-                {"--output-heads", "--attention-dropout", "--norm", "--feed-forward", "--order",
-                 "--activation-dtype"});
+                {"--output-heads", "--attention-dropout", "--norm", "--feed-forward", "--init",
+                 "--one-logit", "--order", "--activation-dtype"});
   }
   group_flags(app, kTuningFlags,
               {"--feature-layout", "--balance", "--rank-speeds", "--rebalance-threshold",
@@ -327,6 +339,17 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.model.attention_dropout = static_cast<float>(o.attention_dropout.value_or(o.dropout));
   job.model.norm = gnn::parse_norm_kind(o.norm);
   job.model.feed_forward_multiplier = o.feed_forward;
+  job.model.init = gnn::parse_weight_init(o.init);
+  job.model.one_logit = o.one_logit;
+  if (job.model.init != gnn::WeightInit::Glorot && !o.residual) {
+    throw InvalidArgument(
+        "--init " + o.init +
+        " starts the residual blocks' layers; add --residual or leave --init out");
+  }
+  if (o.one_logit && !o.residual) {
+    throw InvalidArgument(
+        "--one-logit ends the residual blocks; add --residual or leave --one-logit out");
+  }
   if (o.residual) {
     const gnn::ModelKind kind = gnn::parse_model_kind(o.model);
     job.model_builder = [kind](gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {

@@ -406,6 +406,9 @@ TEST(DistributedTraining, ResidualBlocksOfEveryKindMatchOneProcessWithAndWithout
     expect_same_training(serial(job), distributed(job));
     job.cache_input_features = false;
     expect_same_training(serial(job), distributed(job));
+    // PyTorch's start, drawn alike on every rank.
+    job.model.init = gnn::WeightInit::FanIn;
+    expect_same_training(serial(job), distributed(job));
   }
 }
 

@@ -1,8 +1,10 @@
 // Finite-difference gradient checks in float64 for the layers without a graph.
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/sequential.hpp"
+#include "tessera/ops/ops.hpp"
 #include "unit/gradient_check.hpp"
 
+#include <cmath>
 #include <gtest/gtest.h>
 #include <memory>
 
@@ -169,6 +171,41 @@ TEST(FirstRows, KeepsTheFirstRowsAndGivesTheOthersAZeroGradient) {
     EXPECT_EQ(dx.data[i], i < dy.size() ? dy.data()[i] : 0.0);
   const Matrix short_input = random_matrix(1, 3, 42);
   EXPECT_THROW(keep.forward(Step{}, short_input.cview()), DimensionMismatch);
+}
+
+TEST(GradientCheck, BinaryLogitMatchesFiniteDifferences) {
+  BinaryLogit<double> head(cpu());
+  Matrix x = random_matrix(6, 1, 43);
+  check_module(head, x, 2, Step{});
+}
+
+TEST(BinaryLogit, SoftmaxCrossEntropyOverItsLogitsIsBinaryCrossEntropyOnTheOne) {
+  // [0, z]: −log softmax picks log(1 + e^z) − y·z, PyTorch's BCEWithLogits, and its gradient
+  // through the head σ(z) − y.
+  BinaryLogit<double> head(cpu());
+  const Matrix z = random_matrix(5, 1, 44);
+  const ConstDenseView<double> logits = head.forward(Step{}, z.cview()).output.dense;
+  ASSERT_EQ(logits.cols, 2);
+  const std::vector<std::int32_t> labels = {0, 1, 1, 0, 1};
+  const std::vector<std::int32_t> rows = {0, 1, 2, 3, 4};
+  Matrix d_logits(cpu(), 5, 2);
+  const double loss =
+      ops::softmax_cross_entropy<double>(*cpu(), logits, labels, rows, 5.0, d_logits.view());
+  double bce = 0;
+  for (std::int64_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(logits.data[2 * i], 0.0);
+    EXPECT_EQ(logits.data[2 * i + 1], z.data()[i]);
+    bce += std::log1p(std::exp(z.data()[i])) - labels[static_cast<std::size_t>(i)] * z.data()[i];
+  }
+  EXPECT_NEAR(loss, bce / 5, 1e-12);
+  const ConstDenseView<double> dz = head.backward(Context<double>{}, d_logits.cview(),
+                                                  GradientMode::Overwrite, GradientMode::Ignore);
+  for (std::int64_t i = 0; i < 5; ++i) {
+    const double sigma = 1 / (1 + std::exp(-z.data()[i]));
+    EXPECT_NEAR(dz.data[i], (sigma - labels[static_cast<std::size_t>(i)]) / 5, 1e-12);
+  }
+  const Matrix wide = random_matrix(5, 2, 45);
+  EXPECT_THROW(head.forward(Step{}, wide.cview()), DimensionMismatch);
 }
 
 } // namespace

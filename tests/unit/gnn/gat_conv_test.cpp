@@ -36,9 +36,11 @@ struct AttentionGraph {
   }
 };
 
-/// The layer's output by the definition, from its parameters (W, a_src, a_dst, bias in order).
+/// The layer's output by the definition, from its parameters (W, a_src, a_dst, bias in order):
+/// a head's score reads its own features, or every head's with full scores.
 Matrix gat_by_definition(const CsrT<double>& a, const Matrix& x, GatConv<double>& conv,
-                         std::int64_t heads, std::int64_t width, bool concat, double slope) {
+                         std::int64_t heads, std::int64_t width, bool concat, double slope,
+                         bool full_scores = false) {
   const auto params = conv.parameters();
   const DenseT<double>& w = params[0]->value;
   const DenseT<double>& att_src = params[1]->value;
@@ -51,8 +53,13 @@ Matrix gat_by_definition(const CsrT<double>& a, const Matrix& x, GatConv<double>
         z[i * hf + c] += x(i, k) * w(k, c);
   const auto score = [&](const DenseT<double>& att, std::int64_t i, std::int64_t h) {
     double s = 0;
-    for (std::int64_t f = 0; f < width; ++f)
-      s += z[i * hf + h * width + f] * att(h, f);
+    if (full_scores) {
+      for (std::int64_t c = 0; c < hf; ++c)
+        s += z[i * hf + c] * att(h, c);
+    } else {
+      for (std::int64_t f = 0; f < width; ++f)
+        s += z[i * hf + h * width + f] * att(h, f);
+    }
     return s;
   };
   Matrix y(cpu(), n, concat ? hf : width);
@@ -112,6 +119,57 @@ TEST(GatConv, ComputesTheDefinitionWithHeadsConcatenatedOrAveraged) {
     for (std::int64_t i = 0; i < y.size(); ++i)
       EXPECT_NEAR(y.data[i], expected.data()[i], 1e-12) << "entry " << i;
   }
+}
+
+TEST(GatConv, WithFullScoresEachHeadScoresEveryHeadsFeatures) {
+  const AttentionGraph g;
+  const Matrix x = random_matrix(8, 5, 3);
+  GatOptions options;
+  options.heads = 3;
+  options.full_scores = true;
+  GatConv<double> conv(cpu(), g.a, g.a_t, g.edge_of.data(), 5, 4, options, 7, 0);
+  ASSERT_EQ(conv.parameters()[1]->value.cols(), 12); // a_src: [heads, heads x width]
+  perturb_bias(conv);
+  const Matrix expected = gat_by_definition(g.a, x, conv, 3, 4, true,
+                                            static_cast<double>(options.negative_slope), true);
+  const ConstDenseView<double> y = conv.forward(Step{}, x.cview()).output.dense;
+  ASSERT_EQ(y.cols, 12);
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    EXPECT_NEAR(y.data[i], expected.data()[i], 1e-12) << "entry " << i;
+  // Off-diagonal blocks matter: the same layer with them zeroed computes something else.
+  const auto params = conv.parameters();
+  for (Parameter<double>* att : {params[1], params[2]}) {
+    for (std::int64_t h = 0; h < 3; ++h)
+      for (std::int64_t c = 0; c < 12; ++c)
+        if (c / 4 != h) att->value.data()[h * 12 + c] = 0.0;
+  }
+  const ConstDenseView<double> y0 = conv.forward(Step{}, x.cview()).output.dense;
+  double differs = 0;
+  for (std::int64_t i = 0; i < y0.size(); ++i)
+    differs = std::max(differs, std::abs(y0.data[i] - expected.data()[i]));
+  EXPECT_GT(differs, 1e-6);
+}
+
+TEST(GradientCheck, GatConvWithFullScoresMatchesFiniteDifferencesAndAccumulates) {
+  const AttentionGraph g;
+  GatOptions options;
+  options.heads = 2;
+  options.full_scores = true;
+  options.attention_dropout = 0.5f;
+  GatConv<double> conv(cpu(), g.a, g.a_t, g.edge_of.data(), 4, 3, options, 13, 2);
+  perturb_bias(conv);
+  Matrix x = random_matrix(8, 4, 4);
+  const Step step{5, 3, true, {}};
+  check_module(conv, x, conv.out_features(), step);
+  // Accumulating adds the same gradients again: every attention entry twice what it was.
+  const Matrix r = random_matrix(8, conv.out_features(), 5);
+  const Context<double> ctx = conv.forward(step, x.cview());
+  conv.backward(ctx, r.cview(), GradientMode::Ignore, GradientMode::Overwrite);
+  const DenseT<double>& grad = conv.parameters()[1]->grad;
+  const std::vector<double> once(grad.data(), grad.data() + grad.size());
+  conv.backward(ctx, r.cview(), GradientMode::Ignore, GradientMode::Accumulate);
+  for (std::int64_t i = 0; i < grad.size(); ++i)
+    EXPECT_NEAR(grad.data()[i], 2 * once[static_cast<std::size_t>(i)], 1e-12) << "entry " << i;
 }
 
 TEST(GradientCheck, GatConvMatchesFiniteDifferencesWithAndWithoutAttentionDropout) {

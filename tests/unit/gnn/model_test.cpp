@@ -1,6 +1,8 @@
 // Model shapes and the GCN builder, the model graph, and the aggregation's refusals.
 #include "tessera/tessera.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -238,6 +240,98 @@ TEST(ModelGraph, TheOneTileOfAOneRankJobIsTheWholeGraph) {
       ASSERT_NEAR(gcn.val()[k], whole.val()[k], 1e-6f * whole.val()[k]) << k;
     }
   }
+}
+
+TEST(BuildResidual, TheFanInStartDrawsEveryLayerAsPyTorchsLinearAndLeavesTheNormsAlone) {
+  // Features 16, width 8, 4 classes: every weight and bias within ±1/√fan_in and filling most of
+  // it (PyTorch's nn.Linear start), GraphSAGE's fan-in its self and neighbour rows together; the
+  // LayerNorms at gamma 1, beta 0. The Glorot start of the same model differs.
+  const auto cpu = make_cpu_backend(1);
+  auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+  gnn::ModelSpec spec;
+  spec.layer_sizes = {16, 8, 8, 4};
+  spec.seed = 3;
+  spec.config.heads = 2;
+  for (const gnn::ModelKind kind :
+       {gnn::ModelKind::Gcn, gnn::ModelKind::Sage, gnn::ModelKind::Gat, gnn::ModelKind::Mlp}) {
+    SCOPED_TRACE(gnn::display_name(kind));
+    spec.config.init = gnn::WeightInit::FanIn;
+    Sequential<float> model = gnn::build_residual(graph, spec, kind);
+    spec.config.init = gnn::WeightInit::Glorot;
+    Sequential<float> glorot = gnn::build_residual(graph, spec, kind);
+    const auto params = model.parameters();
+    const auto glorot_params = glorot.parameters();
+    ASSERT_EQ(params.size(), glorot_params.size());
+    int drawn = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const Parameter<float>& p = *params[i];
+      SCOPED_TRACE(p.name);
+      const std::vector<float> v(p.value.data(), p.value.data() + p.value.size());
+      const DenseT<float>& other = glorot_params[i]->value;
+      const std::vector<float> g(other.data(), other.data() + other.size());
+      if (p.name.find(".norm.") != std::string::npos) {
+        const float expected = p.name.ends_with(".gamma") ? 1.0f : 0.0f;
+        EXPECT_THAT(v, ::testing::Each(expected));
+        EXPECT_EQ(v, g);
+        continue;
+      }
+      const std::int64_t fan_in = p.name == "linear4096.weight" || p.name == "linear4096.bias" ? 16
+                                  : p.name.starts_with("sage")                                 ? 16
+                                                                                               : 8;
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      double largest = 0;
+      for (const float x : v)
+        largest = std::max(largest, static_cast<double>(std::abs(x)));
+      EXPECT_LE(largest, bound);
+      EXPECT_GE(largest, 0.5 * bound);
+      EXPECT_NE(v, g);
+      ++drawn;
+    }
+    EXPECT_GE(drawn, 8);
+  }
+}
+
+TEST(BuildResidual, OneLogitEndsTwoClassesInLinearToOneAndTheBinaryHead) {
+  const auto cpu = make_cpu_backend(1);
+  auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+  gnn::ModelSpec spec;
+  spec.layer_sizes = {16, 8, 2};
+  spec.config.one_logit = true;
+  Sequential<float> model = gnn::build_residual(graph, spec, gnn::ModelKind::Gcn);
+  const auto& modules = model.modules();
+  ASSERT_GE(modules.size(), 2u);
+  EXPECT_EQ(modules.back()->name(), "BinaryLogit([0, z])");
+  EXPECT_EQ(modules[modules.size() - 2]->name(), "Linear(8 -> 1)");
+  spec.layer_sizes = {16, 8, 4};
+  EXPECT_THAT([&] { gnn::build_residual(graph, spec, gnn::ModelKind::Gcn); },
+              ::testing::ThrowsMessage<InvalidArgument>(
+                  HasSubstr("one output logit is for two classes; the data has 4")));
+}
+
+TEST(BuildResidual, OnlyTheResidualBuilderTakesTheFanInStart) {
+  const auto cpu = make_cpu_backend(1);
+  auto data = datasets::load_dataset(cpu, kEasySbm, {});
+  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+  gnn::ModelSpec spec;
+  spec.layer_sizes = {16, 8, 4};
+  spec.config.init = gnn::WeightInit::FanIn;
+  for (const gnn::ModelKind kind : {gnn::ModelKind::Gcn, gnn::ModelKind::Sage, gnn::ModelKind::Gin,
+                                    gnn::ModelKind::Gat, gnn::ModelKind::Mlp}) {
+    EXPECT_THAT([&] { gnn::builder_for(kind)(graph, spec); },
+                ::testing::ThrowsMessage<InvalidArgument>(
+                    AllOf(HasSubstr("draws Glorot weights"), HasSubstr("fan-in"))))
+        << gnn::display_name(kind);
+  }
+  spec.config.init = gnn::WeightInit::Glorot;
+  spec.config.one_logit = true;
+  EXPECT_THAT([&] { gnn::build_gat(graph, spec); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("one output logit")));
+  EXPECT_EQ(gnn::parse_weight_init("fan-in"), gnn::WeightInit::FanIn);
+  EXPECT_EQ(gnn::to_string(gnn::parse_weight_init("glorot")), "glorot");
+  EXPECT_THAT([] { gnn::parse_weight_init("xavier"); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("valid: glorot, fan-in")));
 }
 
 TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {

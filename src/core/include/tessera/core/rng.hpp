@@ -15,8 +15,9 @@ enum class RngPurpose : std::uint32_t {
   Dropout = 2,
   Generator = 3,
   Split = 4,
-  HaloRounding = 5,    ///< stochastic rounding of compressed halo messages
-  AttentionDropout = 6 ///< dropout of graph-attention coefficients (per edge and head)
+  HaloRounding = 5,     ///< stochastic rounding of compressed halo messages
+  AttentionDropout = 6, ///< dropout of graph-attention coefficients (per edge and head)
+  FanInInit = 7         ///< weights and biases drawn as PyTorch's nn.Linear starts
 };
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).

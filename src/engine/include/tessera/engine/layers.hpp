@@ -15,6 +15,11 @@ namespace tessera {
 /// by (seed, layer) so every rank and backend draws the same weights.
 template <typename T> void glorot_uniform(DenseT<T>& w, std::uint64_t seed, std::uint32_t layer);
 
+/// PyTorch's nn.Linear start: w (a weight or a bias, any backend) drawn U(±1/√fan_in), keyed by
+/// (seed, stream) in a field of its own (RngPurpose::FanInInit). InvalidArgument if fan_in < 1.
+template <typename T>
+void fan_in_uniform(DenseT<T>& w, std::int64_t fan_in, std::uint64_t seed, std::uint32_t stream);
+
 /// One reusable [rows, cols] matrix on a backend, allocated on first use and reallocated only
 /// when the shape asked for changes.
 template <typename T> class Workspace {
@@ -281,6 +286,34 @@ private:
   BackendPtr backend_;
   std::int64_t rows_;
   Workspace<T> d_input_;
+};
+
+/// One logit z per row → the two classes' logits [0, z]: softmax cross-entropy over them is binary
+/// cross-entropy on z (softmax([0, z])₁ = σ(z)), so a binary task trains one logit, as PyTorch's
+/// BCEWithLogitsLoss does, with every loss, metric and prediction of two classes unchanged.
+template <typename T> class BinaryLogit final : public Module<T> {
+public:
+  explicit BinaryLogit(BackendPtr backend);
+
+  /// x: [n, 1] dense → [n, 2].
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, 2] → its second column, [n, 1].
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  std::string name() const override { return "BinaryLogit([0, z])"; }
+  std::size_t bytes() const override {
+    return output_.bytes() + d_input_.bytes() + selector_.bytes();
+  }
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
+private:
+  /// [1, 2] = [0, 1]: y = x · selector, dx = dy · selectorᵀ.
+  ConstDenseView<T> selector();
+
+  BackendPtr backend_;
+  Workspace<T> output_, d_input_, selector_;
+  bool selector_ready_ = false;
 };
 
 template <typename T> class ResidualAdd;

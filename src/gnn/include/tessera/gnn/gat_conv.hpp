@@ -19,11 +19,15 @@ struct GatOptions {
   float negative_slope = 0.2f;    ///< LeakyReLU slope of the scores
   float attention_dropout = 0.0f; ///< dropout of the attention coefficients while training
   bool bias = true;               ///< adds a bias ([H·F] concatenated, [F] averaged)
+  /// Each head's score reads every head's features (a_src, a_dst: [H, H·F], Platonov et al.'s
+  /// GATModule) instead of its own (a_src, a_dst: [H, F], Veličković et al.).
+  bool full_scores = false;
 };
 
 /// One GAT layer over the structure of A + I (ModelGraph's AggregationKind::Attention: a is
 /// [n_owned, n_local], its transpose and the edge map; all must outlive the layer):
-///   z = x·W ([·, H·F]);  s_dst[i, h] = z_i,h · a_dst[h],  s_src[j, h] = z_j,h · a_src[h];
+///   z = x·W ([·, H·F]);  s_dst[i, h] = z_i,h · a_dst[h],  s_src[j, h] = z_j,h · a_src[h]
+///   (with full_scores: z_i · a_dst[h] and z_j · a_src[h], every head's features);
 ///   α[i→j, h] = softmax over i's edges of LeakyReLU(s_dst[i, h] + s_src[j, h]);
 ///   y_i,h = Σ_j α[i→j, h] · z_j,h, heads concatenated or averaged, plus the bias.
 /// Transform-first, so a rank exchanges z's ghost rows (H·F wide) through its halo, like a
@@ -62,10 +66,11 @@ public:
 private:
   /// Rows the input must have.
   std::int64_t input_rows() const noexcept;
-  /// [H, H·F] with a's row h at columns [h·F, (h + 1)·F) and zeros elsewhere, so z · blockᵀ is
-  /// every head's score at once.
+  /// [H, H·F] with a's row h at columns [h·F, (h + 1)·F) and zeros elsewhere (a itself with
+  /// full scores), so z · blockᵀ is every head's score at once.
   DenseView<T> block_of(const Parameter<T>& attention, Workspace<T>& block);
-  /// grad (=|+=) the diagonal blocks of block_grad ([H, H·F]) per mode.
+  /// grad (=|+=) the diagonal blocks of block_grad ([H, H·F]) per mode (all of it with full
+  /// scores).
   void gather_blocks(ConstDenseView<T> block_grad, Parameter<T>& attention, GradientMode mode);
   /// [H·F, F]: H identities stacked, over H (the average of the heads), made at the first call.
   DenseView<T> mean_matrix();

@@ -36,8 +36,18 @@ enum class NormKind {
   Batch  ///< BatchNorm over the rows of every rank (statistics summed across ranks)
 };
 
+/// How a model's weights start (ModelConfig::init).
+enum class WeightInit {
+  Glorot, ///< Glorot/Xavier uniform weights and zero biases (PyG's and DGL's layers)
+  FanIn   ///< PyTorch's nn.Linear: weights and biases U(±1/√fan_in) (build_residual only)
+};
+
 /// "none", "layer", "batch".
 std::string to_string(NormKind kind);
+/// "glorot", "fan-in".
+std::string to_string(WeightInit init);
+/// The start named `text`; InvalidArgument naming the valid ones otherwise.
+WeightInit parse_weight_init(const std::string& text);
 /// The kind named `text`; InvalidArgument naming the valid ones otherwise.
 NormKind parse_norm_kind(const std::string& text);
 
@@ -65,6 +75,12 @@ struct ModelConfig {
   /// output, and the feed-forward sub-layer's width as a multiple of the hidden width.
   NormKind norm = NormKind::Layer;
   std::int64_t feed_forward_multiplier = 1;
+  /// How the weights start. FanIn is the start of the PyTorch code whose recipe build_residual
+  /// reproduces; the other builders draw Glorot weights and refuse FanIn.
+  WeightInit init = WeightInit::Glorot;
+  /// build_residual on two classes: one output logit z and the logits [0, z] (BinaryLogit), so
+  /// training is binary cross-entropy on z, as the PyTorch code's one-target head.
+  bool one_logit = false;
 };
 
 /// One model to build: its widths resolved against the data, the settings, and the seed every
@@ -88,6 +104,10 @@ struct ModelSpec {
   /// Whether the parameters of graph layer `layer` decay (config.decay_first_layer_only).
   bool decays(int layer) const noexcept { return !config.decay_first_layer_only || layer == 0; }
 };
+
+/// Throws InvalidArgument when `spec` asks `builder` (named in the message) for what only
+/// build_residual offers: another start than Glorot's, or one output logit.
+void refuse_residual_settings(const ModelSpec& spec, const std::string& builder);
 
 /// Builds a model on one process's graph or one rank's tile: its aggregating layers take their
 /// matrices and halos from `graph`. The model maps the layer-0 input ([graph.input_rows(), F])

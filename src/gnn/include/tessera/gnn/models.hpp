@@ -53,12 +53,15 @@ Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec);
 /// Dropout → GELU → blocks → Norm → Linear(d → classes), each block
 ///   x + Dropout(Linear(GELU(Dropout(Conv(Norm(x)))))),
 /// Conv the graph layer of `kind` mapping d to m·d (GCN: Â·x·W; GraphSAGE: x·W_self + mean·W_neigh;
-/// GAT: attention with config.heads heads of d / heads concatenated, then a Linear to m·d; GIN:
-/// the (1 + ε) aggregation, then a Linear; Mlp: a Linear, no graph: the paper's ResNet),
-/// m = config.feed_forward_multiplier, Norm per
-/// config.norm. The layer sizes are {in, d × blocks, classes}: d is the hidden width (every
-/// hidden size must be equal) and there is one block per hidden size. Throws InvalidArgument for
-/// sizes that do not fit.
+/// GAT: attention with config.heads heads of d / heads concatenated, each head's scores reading
+/// every head's features as the paper's GATModule (GatOptions::full_scores), then a Linear to m·d;
+/// GIN: the (1 + ε) aggregation, then a Linear; Mlp: a Linear, no graph: the paper's ResNet), m =
+/// config.feed_forward_multiplier, Norm per config.norm. The layer sizes are {in, d × blocks,
+/// classes}: d is the hidden width (every hidden size must be equal) and there is one block per
+/// hidden size. config.init FanIn starts every layer as the paper's PyTorch code: U(±1/√fan_in)
+/// weights and biases (GraphSAGE's fan-in 2d, self and neighbour rows together).
+/// config.one_logit ends in Linear(d → 1) → BinaryLogit (two classes only). Throws
+/// InvalidArgument for sizes that do not fit.
 Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, ModelKind kind);
 
 } // namespace tessera::gnn
