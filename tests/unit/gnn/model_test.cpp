@@ -242,13 +242,18 @@ TEST(ModelGraph, TheOneTileOfAOneRankJobIsTheWholeGraph) {
   }
 }
 
-TEST(BuildResidual, TheFanInStartDrawsEveryLayerAsPyTorchsLinearAndLeavesTheNormsAlone) {
+/// The easy SBM graph (16 features, 4 classes) to build residual models on.
+class BuildResidual : public ::testing::Test {
+protected:
+  BuildResidual() : graph(cpu, datasets::load_dataset(cpu, kEasySbm, {}).adjacency, 16, 4) {}
+  BackendPtr cpu = make_cpu_backend(1);
+  gnn::ModelGraph graph;
+};
+
+TEST_F(BuildResidual, TheFanInStartDrawsEveryLayerAsPyTorchsLinearAndLeavesTheNormsAlone) {
   // Features 16, width 8, 4 classes: every weight and bias within ±1/√fan_in and filling most of
   // it (PyTorch's nn.Linear start), GraphSAGE's fan-in its self and neighbour rows together; the
   // LayerNorms at gamma 1, beta 0. The Glorot start of the same model differs.
-  const auto cpu = make_cpu_backend(1);
-  auto data = datasets::load_dataset(cpu, kEasySbm, {});
-  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
   gnn::ModelSpec spec;
   spec.layer_sizes = {16, 8, 8, 4};
   spec.seed = 3;
@@ -292,10 +297,7 @@ TEST(BuildResidual, TheFanInStartDrawsEveryLayerAsPyTorchsLinearAndLeavesTheNorm
   }
 }
 
-TEST(BuildResidual, OneLogitEndsTwoClassesInLinearToOneAndTheBinaryHead) {
-  const auto cpu = make_cpu_backend(1);
-  auto data = datasets::load_dataset(cpu, kEasySbm, {});
-  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+TEST_F(BuildResidual, OneLogitEndsTwoClassesInLinearToOneAndTheBinaryHead) {
   gnn::ModelSpec spec;
   spec.layer_sizes = {16, 8, 2};
   spec.config.one_logit = true;
@@ -310,10 +312,7 @@ TEST(BuildResidual, OneLogitEndsTwoClassesInLinearToOneAndTheBinaryHead) {
                   HasSubstr("one output logit is for two classes; the data has 4")));
 }
 
-TEST(BuildResidual, OnlyTheResidualBuilderTakesTheFanInStart) {
-  const auto cpu = make_cpu_backend(1);
-  auto data = datasets::load_dataset(cpu, kEasySbm, {});
-  gnn::ModelGraph graph(cpu, std::move(data.adjacency), 16, 4);
+TEST_F(BuildResidual, OnlyTheResidualBuilderTakesTheFanInStart) {
   gnn::ModelSpec spec;
   spec.layer_sizes = {16, 8, 4};
   spec.config.init = gnn::WeightInit::FanIn;
