@@ -7,14 +7,20 @@
 # printed as mean ± std beside the published numbers. One recipe per model, no tuning per graph.
 #
 # Usage: scripts/bench/reproduce_heterophilous.sh [--models "resnet gcn sage gat"] [--splits N]
-#            [--layers L] [--hidden H] [--epochs E] [--threads T] [--out DIR] [--no-build]
-#            [TESSERA_TRAIN_FLAGS...]
+#            [--first-split S] [--layers L] [--hidden H] [--epochs E] [--threads T] [--out DIR]
+#            [--record FILE] [--no-build] [TESSERA_TRAIN_FLAGS...]
 #   --models   which rows (resnet: the graph-free baseline, tessera-train --model mlp)
 #   --splits N the first N of the 10 stored splits (default 10)
+#   --first-split S  start at split S (default 0): with --record, fill a table in pieces
 #   --layers L residual blocks (default 5; the paper reports the best of 1-5 by validation)
 #   --out DIR  keep each run's report and log in DIR, and reuse the reports already there (a
 #              table that takes hours can be built over several sittings; the settings are
 #              part of each file's name)
+#   --record FILE  a CSV of finished runs (model, split, settings, test and validation ROC-AUC,
+#              best step, threads, seconds, commit, date): a run already there with the same
+#              settings is not repeated, a new one is appended; the table is printed from every
+#              split the file holds for the settings. docs/benchmarks/heterophilous-minesweeper.csv
+#              is the one the docs quote.
 #   --no-build use the existing build instead of installing deps and building
 #   Other flags go to tessera-train unchanged (e.g. --device cuda).
 # Published (test ROC-AUC × 100, mean ± std over the 10 splits; the authors' results notebook,
@@ -31,24 +37,34 @@ tessera_fast_blas_env
 
 models="resnet gcn sage gat"
 splits=10
+first=0
 layers=5
 hidden=512
 epochs=1000
 threads=0
 out=""
+record=""
 build=1
 extra=()
-tessera_parse_args "$0" --models=models --splits=splits --layers=layers --hidden=hidden \
-  --epochs=epochs --threads=threads --out=out --no-build=build=0 '*extra' -- "$@"
+tessera_parse_args "$0" --models=models --splits=splits --first-split=first --layers=layers \
+  --hidden=hidden --epochs=epochs --threads=threads --out=out --record=record \
+  --no-build=build=0 '*extra' -- "$@"
 tessera_require_positive_int --splits "${splits}"
+[[ "${first}" =~ ^[0-9]$ ]] || tessera_die "--first-split: a split from 0 to 9, got '${first}'"
 tessera_require_positive_int --layers "${layers}"
 ((splits <= 10)) || tessera_die "--splits: minesweeper stores 10 splits, asked for ${splits}"
+((first + splits <= 10)) || splits=$((10 - first))
+if [[ -n "${record}" ]]; then
+  [[ -d "$(dirname "${record}")" ]] || tessera_die "--record: no folder for '${record}'"
+  [[ ! -L "${record}" ]] || tessera_die "--record: '${record}' is a symbolic link"
+  [[ -s "${record}" ]] ||
+    echo "model,split,settings,test_roc_auc,best_val_roc_auc,best_step,threads,seconds,commit,date" \
+      >"${record}"
+fi
 
 tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 tessera_require_programs "${train}"
-data_dir="$(tessera_data_dir)"
-[[ -n "${data_dir}" ]] && extra+=(--data-dir "${data_dir}")
 
 if [[ -n "${out}" ]]; then
   mkdir -p "${out}"
@@ -59,18 +75,36 @@ else
 fi
 settings="l${layers}-h${hidden}-e${epochs}-torch"
 [[ ${#extra[@]} -gt 0 ]] && settings+="-$(printf '%s' "${extra[*]}" | cksum | cut -d' ' -f1)"
+# Where the data lives is not a setting.
+data_dir="$(tessera_data_dir)"
+[[ -n "${data_dir}" ]] && extra+=(--data-dir "${data_dir}")
 
 declare -A published=([resnet]="50.89 1.39" [gcn]="89.75 0.52" [sage]="93.51 0.57"
   [gat]="92.01 0.68")
 declare -A flag=([resnet]=mlp [gcn]=gcn [sage]=sage [gat]=gat)
 
+# The test ROC-AUC of MODEL on SPLIT under these settings in the record, if there.
+recorded() {
+  [[ -n "${record}" ]] || return 1
+  awk -F, -v m="$1" -v s="$2" -v k="${settings}" \
+    '$1 == m && $2 == s && $3 == k { v = $4 } END { if (v == "") exit 1; print v }' "${record}"
+}
+commit="$(git -C "${TESSERA_ROOT}" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+
 rows=()
 for model in ${models}; do
   [[ -n "${flag[${model}]:-}" ]] || tessera_die "--models: unknown '${model}' (resnet, gcn, sage, gat)"
-  reports=()
-  for ((split = 0; split < splits; ++split)); do
+  aucs=()
+  for ((split = first; split < first + splits; ++split)); do
+    if auc="$(recorded "${model}" "${split}")"; then
+      aucs+=("${auc}")
+      awk -v m="${model}" -v s="${split}" -v a="${auc}" \
+        'BEGIN { printf "%-6s split %d: test ROC-AUC %6.2f (recorded)\n", m, s, 100 * a }'
+      continue
+    fi
     report="${work}/${model}-${split}-${settings}.json"
     log="${work}/${model}-${split}-${settings}.log"
+    started=${SECONDS}
     # As the paper's PyTorch code: the layers start as nn.Linear does (--init fan-in), the binary
     # task trains one logit with binary cross-entropy (--one-logit), GAT's blocks attend with 8
     # heads of 64 and no attention dropout.
@@ -85,19 +119,33 @@ for model in ${models}; do
       exit 1
     fi
     [[ -s "${report}" ]] || mv "${report}.part" "${report}"
-    reports+=("${report}")
     auc="$(tessera_json_get "${report}" metrics.test_roc_auc)"
+    aucs+=("${auc}")
+    if [[ -n "${record}" ]]; then
+      printf '%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "${model}" "${split}" "${settings}" "${auc}" \
+        "$(tessera_json_get "${report}" metrics.best_val_roc_auc)" \
+        "$(tessera_json_get "${report}" metrics.best_epoch)" "${threads}" \
+        "$((SECONDS - started))" "${commit}" "$(date -u +%F)" >>"${record}"
+    fi
     awk -v m="${model}" -v s="${split}" -v a="${auc}" \
       'BEGIN { printf "%-6s split %d: test ROC-AUC %6.2f\n", m, s, 100 * a }'
   done
+  # With a record, the table holds every split it has for these settings.
+  if [[ -n "${record}" ]]; then
+    mapfile -t aucs < <(awk -F, -v m="${model}" -v k="${settings}" \
+      '$1 == m && $3 == k { v[$2] = $4 } END { for (s in v) print v[s] }' "${record}")
+  fi
   rows+=("$("${TESSERA_PYTHON}" -c '
-import json, statistics, sys
+import statistics, sys
 model, mean_p, std_p = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-auc = [100 * json.load(open(p))["metrics"]["test_roc_auc"] for p in sys.argv[4:]]
-mean, std = statistics.mean(auc), statistics.pstdev(auc)
+auc = [100 * float(a) for a in sys.argv[4:]]
+mean = statistics.mean(auc)
+std = statistics.pstdev(auc)
 verdict = "yes" if mean >= mean_p - std_p else "no"
+if len(auc) < 10:
+    verdict += f" so far ({10 - len(auc)} splits to run)"
 print(f"| {model} | {mean:.2f} ± {std:.2f} ({len(auc)} splits) | {mean_p:.2f} ± {std_p:.2f} | {verdict} |")
-' "${model}" ${published[${model}]} "${reports[@]}")")
+' "${model}" ${published[${model}]} "${aucs[@]}")")
 done
 
 echo
