@@ -56,11 +56,12 @@ template <typename T> void elu_forward(const Backend&, ConstDenseView<T> x, Dens
 }
 
 template <typename T>
-void elu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx) {
+void elu_backward(const Backend&, ConstDenseView<T> y, ConstDenseView<T> dy, DenseView<T> dx,
+                  T y_scale) {
   const std::int64_t size = y.size();
 #pragma omp parallel for simd schedule(static)
   for (std::int64_t i = 0; i < size; ++i)
-    dx.data[i] = y.data[i] > T{0} ? dy.data[i] : dy.data[i] * (y.data[i] + T{1});
+    dx.data[i] = y.data[i] > T{0} ? dy.data[i] : dy.data[i] * (y.data[i] * y_scale + T{1});
 }
 
 template <typename T> void gelu_forward(const Backend&, ConstDenseView<T> x, DenseView<T> y) {

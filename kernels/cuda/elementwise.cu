@@ -24,9 +24,9 @@ template <typename T> __global__ void elu_forward_kernel(const T* x, T* y, std::
 }
 
 template <typename T>
-__global__ void elu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t size) {
+__global__ void elu_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t size, T y_scale) {
   for (std::int64_t i = thread_index(); i < size; i += grid_stride())
-    dx[i] = y[i] > T{0} ? dy[i] : dy[i] * (y[i] + T{1});
+    dx[i] = y[i] > T{0} ? dy[i] : dy[i] * (y[i] * y_scale + T{1});
 }
 
 template <typename T> __global__ void gelu_forward_kernel(const T* x, T* y, std::int64_t size) {
@@ -233,8 +233,9 @@ template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cuda
 }
 
 template <typename T>
-void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, cudaStream_t stream) {
-  elu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size);
+void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T y_scale,
+                  cudaStream_t stream) {
+  elu_backward_kernel<<<blocks_for(size), kBlock, 0, stream>>>(y, dy, dx, size, y_scale);
 }
 
 template <typename T>
@@ -276,7 +277,7 @@ void dropout_csr_values(const std::int64_t* row_ptr, const std::int32_t* col, co
                                       std::int64_t, cudaStream_t);                                 \
   template void layer_norm_backward<T>(const T*, const T*, const T*, const T*, T*, T*,             \
                                        std::int64_t, std::int64_t, cudaStream_t);                  \
-  template void elu_backward<T>(const T*, const T*, T*, std::int64_t, cudaStream_t);               \
+  template void elu_backward<T>(const T*, const T*, T*, std::int64_t, T, cudaStream_t);            \
   template void dropout<T>(const T*, T*, const T*, std::int64_t, std::int64_t, float, RngKey,      \
                            RowIds, bool, cudaStream_t);                                            \
   template void dropout_csr_values<T>(const std::int64_t*, const std::int32_t*, const T*, T*,      \

@@ -97,9 +97,9 @@ void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
 
 template <typename T>
 void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
-                  DenseView<T> dx) {
+                  DenseView<T> dx, T y_scale) {
   if (y.size() == 0) return;
-  launch::elu_backward(y.data, dy.data, dx.data, y.size(), as_cuda(backend).stream());
+  launch::elu_backward(y.data, dy.data, dx.data, y.size(), y_scale, as_cuda(backend).stream());
   check_launch("elu_backward");
 }
 

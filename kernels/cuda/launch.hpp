@@ -46,7 +46,8 @@ void layer_norm_backward(const T* dy, const T* xhat, const T* rstd, const T* gam
 /// ELU (α = 1) and its backward from the output: dx = dy where y > 0, else dy · (y + 1).
 template <typename T> void elu_forward(const T* x, T* y, std::int64_t size, cudaStream_t stream);
 template <typename T>
-void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, cudaStream_t stream);
+void elu_backward(const T* y, const T* dy, T* dx, std::int64_t size, T y_scale,
+                  cudaStream_t stream);
 /// y = a(x + bias) · mask / (1 - p) with the CPU's mask: keep where uniform(key, id(r), c) >= p
 /// (nothing drawn when p = 0). bias: [cols] or null; y may be x.
 template <typename T>

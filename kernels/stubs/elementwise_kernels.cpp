@@ -57,7 +57,7 @@ template <typename T> void elu_forward(const Backend&, ConstDenseView<T>, DenseV
 }
 
 template <typename T>
-void elu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>) {
+void elu_backward(const Backend&, ConstDenseView<T>, ConstDenseView<T>, DenseView<T>, T) {
   not_compiled("elu_backward");
 }
 

@@ -35,6 +35,26 @@ void require_overwrite(const std::string& layer, GradientMode mode) {
   }
 }
 
+/// The row tensors of an elementwise forward that reads x and writes y, which may be x itself.
+template <typename T> std::vector<RowTensor> output_rows(ConstDenseView<T> x, DenseView<T> y) {
+  if (y.data == x.data) return {rows_of(y, Access::ReadWrite)};
+  return {rows_of(x, Access::Read), rows_of(y, Access::Write)};
+}
+
+/// The row tensors of an elementwise backward that reads `reads` and d_output and writes dx, which
+/// may be d_output itself (a backward in place: read and written as one).
+template <typename T>
+std::vector<RowTensor> gradient_rows(std::vector<RowTensor> reads, ConstDenseView<T> d_output,
+                                     DenseView<T> dx) {
+  if (dx.data == d_output.data) {
+    reads.push_back(rows_of(dx, Access::ReadWrite));
+  } else {
+    reads.push_back(rows_of(d_output, Access::Read));
+    reads.push_back(rows_of(dx, Access::Write));
+  }
+  return reads;
+}
+
 void check_width(const std::string& layer, std::int64_t expected, std::int64_t got) {
   if (expected != got) {
     throw DimensionMismatch(layer + " expects " + std::to_string(expected) +
@@ -193,13 +213,7 @@ template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> 
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
   if (!x.is_sparse()) {
     DenseView<T> y = this->output_.get(x.rows(), x.cols());
-    for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
-                   {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
-                   [&](std::int64_t b, std::int64_t e) {
-                     ops::dropout_forward(*this->backend_, x.dense.slice_rows(b, e),
-                                          y.slice_rows(b, e), this->p_, key,
-                                          rows_from(step.rows, b));
-                   });
+    forward_into(step, x.dense, y);
     return make_context<T>(step, x, y);
   }
   const std::int64_t entries = ops::nnz(*this->backend_, x.sparse); // row_ptr may be device memory
@@ -219,6 +233,21 @@ template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> 
   return Context<T>{x, Input<T>(y), step};
 }
 
+template <typename T> Context<T> Dropout<T>::forward_in_place(const Step& step, DenseView<T> x) {
+  if (step.training && this->p_ != 0.0f) forward_into(step, x, x);
+  return make_context<T>(step, ConstDenseView<T>(x), x);
+}
+
+template <typename T>
+void Dropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
+  for_row_blocks(own_memory(*this, this->backend_, Input<T>(x)), x.rows, output_rows(x, y),
+                 [&](std::int64_t b, std::int64_t e) {
+                   ops::dropout_forward(*this->backend_, x.slice_rows(b, e), y.slice_rows(b, e),
+                                        this->p_, key, rows_from(step.rows, b));
+                 });
+}
+
 template <typename T>
 ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                        GradientMode input_mode, GradientMode) {
@@ -227,16 +256,29 @@ ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
     throw InvalidArgument(this->name() + ": no gradient for a sparse input");
   require_overwrite(this->name(), input_mode);
   if (!ctx.step.training || this->p_ == 0.0f) return d_output;
-  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, this->layer_, ctx.step.epoch);
   DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
+  backward_into(ctx, d_output, dx);
+  return dx;
+}
+
+template <typename T>
+ConstDenseView<T> Dropout<T>::backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                                GradientMode) {
+  if (ctx.input.is_sparse())
+    throw InvalidArgument(this->name() + ": no gradient for a sparse input");
+  if (ctx.step.training && this->p_ != 0.0f) backward_into(ctx, d_output, d_output);
+  return d_output;
+}
+
+template <typename T>
+void Dropout<T>::backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx) {
+  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, this->layer_, ctx.step.epoch);
   for_row_blocks(own_memory(*this, this->backend_, ctx.input), d_output.rows,
-                 {rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
-                 [&](std::int64_t b, std::int64_t e) {
+                 gradient_rows({}, d_output, dx), [&](std::int64_t b, std::int64_t e) {
                    ops::dropout_backward(*this->backend_, d_output.slice_rows(b, e),
                                          dx.slice_rows(b, e), this->p_, key,
                                          rows_from(ctx.step.rows, b));
                  });
-  return dx;
 }
 
 template <typename T> std::size_t Dropout<T>::bytes() const {
@@ -252,15 +294,25 @@ ReluDropout<T>::ReluDropout(BackendPtr backend, float p, std::uint32_t layer_ind
 template <typename T> Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
   if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
   DenseView<T> y = this->output_.get(x.rows(), x.cols());
+  forward_into(step, x.dense, y);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+Context<T> ReluDropout<T>::forward_in_place(const Step& step, DenseView<T> x) {
+  forward_into(step, x, x);
+  return make_context<T>(step, ConstDenseView<T>(x), x);
+}
+
+template <typename T>
+void ReluDropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
   const float p = step.training ? this->p_ : 0.0f;
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
-  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
-                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
+  for_row_blocks(own_memory(*this, this->backend_, Input<T>(x)), x.rows, output_rows(x, y),
                  [&](std::int64_t b, std::int64_t e) {
-                   ops::relu_dropout_forward(*this->backend_, x.dense.slice_rows(b, e),
+                   ops::relu_dropout_forward(*this->backend_, x.slice_rows(b, e),
                                              y.slice_rows(b, e), p, key, rows_from(step.rows, b));
                  });
-  return make_context<T>(step, x, y);
 }
 
 template <typename T>
@@ -269,36 +321,73 @@ ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView
   if (input_mode == GradientMode::Ignore) return {};
   require_overwrite(this->name(), input_mode);
   DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  const ConstDenseView<T> y = ctx.output.dense;
-  for_row_blocks(
-      own_memory(*this, this->backend_, ctx.input), d_output.rows,
-      {rows_of(y, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
-      [&](std::int64_t b, std::int64_t e) {
-        ops::relu_dropout_backward(*this->backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
-                                   dx.slice_rows(b, e), ctx.step.training ? this->p_ : 0.0f);
-      });
+  backward_into(ctx, d_output, dx);
   return dx;
 }
 
 template <typename T>
-PointwiseActivation<T>::PointwiseActivation(BackendPtr backend, Pointwise kind)
-    : MaskedElementwise<T>(std::move(backend), 0.0f, 0, kind == Pointwise::Elu ? "ELU" : "GELU"),
+ConstDenseView<T> ReluDropout<T>::backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                                    GradientMode) {
+  backward_into(ctx, d_output, d_output);
+  return d_output;
+}
+
+template <typename T>
+void ReluDropout<T>::backward_into(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                   DenseView<T> dx) {
+  const ConstDenseView<T> y = ctx.output.dense;
+  for_row_blocks(
+      own_memory(*this, this->backend_, ctx.input), d_output.rows,
+      gradient_rows({rows_of(y, Access::Read)}, d_output, dx), [&](std::int64_t b, std::int64_t e) {
+        ops::relu_dropout_backward(*this->backend_, y.slice_rows(b, e), d_output.slice_rows(b, e),
+                                   dx.slice_rows(b, e), ctx.step.training ? this->p_ : 0.0f);
+      });
+}
+
+template <typename T>
+PointwiseActivation<T>::PointwiseActivation(BackendPtr backend, Pointwise kind, float p,
+                                            std::uint32_t layer_index)
+    : MaskedElementwise<T>(std::move(backend), p, layer_index,
+                           kind == Pointwise::Elu ? "ELU" : "GELU"),
       kind_(kind) {}
+
+template <typename T> std::string PointwiseActivation<T>::name() const {
+  if (this->p_ == 0.0f) return this->label_;
+  return fmt::format("{}+Dropout(p={:g})", this->label_, this->p_);
+}
 
 template <typename T> Context<T> PointwiseActivation<T>::forward(const Step& step, Input<T> x) {
   if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
   DenseView<T> y = this->output_.get(x.rows(), x.cols());
-  for_row_blocks(own_memory(*this, this->backend_, x), x.rows(),
-                 {rows_of(x.dense, Access::Read), rows_of(y, Access::Write)},
+  forward_into(step, x.dense, y);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+Context<T> PointwiseActivation<T>::forward_in_place(const Step& step, DenseView<T> x) {
+  if (!has_forward_in_place()) return Module<T>::forward_in_place(step, x); // refuses
+  forward_into(step, x, x);
+  return make_context<T>(step, ConstDenseView<T>(x), x);
+}
+
+template <typename T>
+void PointwiseActivation<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
+  const bool drop = step.training && this->p_ > 0.0f;
+  const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
+  for_row_blocks(own_memory(*this, this->backend_, Input<T>(x)), x.rows, output_rows(x, y),
                  [&](std::int64_t b, std::int64_t e) {
-                   const ConstDenseView<T> in = x.dense.slice_rows(b, e);
+                   const ConstDenseView<T> in = x.slice_rows(b, e);
+                   const DenseView<T> out = y.slice_rows(b, e);
                    if (kind_ == Pointwise::Elu) {
-                     ops::elu_forward(*this->backend_, in, y.slice_rows(b, e));
+                     ops::elu_forward(*this->backend_, in, out);
                    } else {
-                     ops::gelu_forward(*this->backend_, in, y.slice_rows(b, e));
+                     ops::gelu_forward(*this->backend_, in, out);
+                   }
+                   if (drop) {
+                     ops::dropout_forward(*this->backend_, ConstDenseView<T>(out), out, this->p_,
+                                          key, rows_from(step.rows, b));
                    }
                  });
-  return make_context<T>(step, x, y);
 }
 
 template <typename T>
@@ -308,20 +397,43 @@ ConstDenseView<T> PointwiseActivation<T>::backward(const Context<T>& ctx,
   if (input_mode == GradientMode::Ignore) return {};
   require_overwrite(this->name(), input_mode);
   DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
+  backward_into(ctx, d_output, dx);
+  return dx;
+}
+
+template <typename T>
+ConstDenseView<T> PointwiseActivation<T>::backward_in_place(const Context<T>& ctx,
+                                                            DenseView<T> d_output, GradientMode) {
+  backward_into(ctx, d_output, d_output);
+  return d_output;
+}
+
+template <typename T>
+void PointwiseActivation<T>::backward_into(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                           DenseView<T> dx) {
   // ELU's derivative follows from its output, GELU's from its input.
   const ConstDenseView<T> read = kind_ == Pointwise::Elu ? ctx.output.dense : ctx.input.dense;
-  for_row_blocks(
-      own_memory(*this, this->backend_, ctx.input), d_output.rows,
-      {rows_of(read, Access::Read), rows_of(d_output, Access::Read), rows_of(dx, Access::Write)},
-      [&](std::int64_t b, std::int64_t e) {
-        const ConstDenseView<T> r = read.slice_rows(b, e), dy = d_output.slice_rows(b, e);
-        if (kind_ == Pointwise::Elu) {
-          ops::elu_backward(*this->backend_, r, dy, dx.slice_rows(b, e));
-        } else {
-          ops::gelu_backward(*this->backend_, r, dy, dx.slice_rows(b, e));
-        }
-      });
-  return dx;
+  const bool dropped = ctx.step.training && this->p_ > 0.0f;
+  const RngKey key = RngKey::make(ctx.step.seed, RngPurpose::Dropout, this->layer_, ctx.step.epoch);
+  // The dropout's gradient first (dx = dy · mask / (1 − p)), then the activation's over it.
+  const T keep = dropped ? static_cast<T>(1.0f - this->p_) : T{1};
+  for_row_blocks(own_memory(*this, this->backend_, ctx.input), d_output.rows,
+                 gradient_rows({rows_of(read, Access::Read)}, d_output, dx),
+                 [&](std::int64_t b, std::int64_t e) {
+                   const ConstDenseView<T> r = read.slice_rows(b, e);
+                   ConstDenseView<T> dy = d_output.slice_rows(b, e);
+                   const DenseView<T> out = dx.slice_rows(b, e);
+                   if (dropped) {
+                     ops::dropout_backward(*this->backend_, dy, out, this->p_, key,
+                                           rows_from(ctx.step.rows, b));
+                     dy = ConstDenseView<T>(out);
+                   }
+                   if (kind_ == Pointwise::Elu) {
+                     ops::elu_backward(*this->backend_, r, dy, out, keep);
+                   } else {
+                     ops::gelu_backward(*this->backend_, r, dy, out);
+                   }
+                 });
 }
 
 template <typename T>

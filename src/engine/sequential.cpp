@@ -91,12 +91,23 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
   if (modules_.empty()) throw InvalidArgument("Sequential::forward on an empty model");
   if (output_pins_) output_pins_->clear();
   for (std::size_t i = 0; i < modules_.size(); ++i) {
+    // An elementwise module writes its output over its input when that is the output of the
+    // module before, in that module's own buffer, and no backward reads it: one buffer fewer.
+    const bool in_place = i > 0 && modules_[i]->has_forward_in_place() && !x.is_sparse() &&
+                          !modules_[i - 1]->backward_reads_output() &&
+                          !contexts_[i - 1].input.is_sparse() &&
+                          !overlap(bytes_of(x.dense), bytes_of(contexts_[i - 1].input.dense));
     Pins pins(memory_);
     const bool on_its_own = pin_module(pins, i, x, false);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
+    if (in_place && !on_its_own) pins.add_dense(x.dense, Access::ReadWrite);
     const Stopwatch clock;
     if (step.training && hook_.before) hook_.before();
-    contexts_[i] = modules_[i]->forward(step, x);
+    // The buffer is the module before's own, lent out read-only; its lender is done with it.
+    contexts_[i] =
+        in_place ? modules_[i]->forward_in_place(
+                       step, DenseView<T>(const_cast<T*>(x.dense.data), x.dense.rows, x.dense.cols))
+                 : modules_[i]->forward(step, x);
     if (step.training) {
       if (hook_.after) hook_.after(clock.seconds());
       module_seconds_[i] += clock.seconds();
@@ -118,17 +129,28 @@ template <typename T>
 void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode,
                              const std::function<void(Parameter<T>&)>& on_gradient) {
   if (output_pins_) output_pins_->clear();
+  const ByteRange callers = bytes_of(d_output);
   for (std::size_t i = modules_.size(); i-- > 0;) {
     const GradientMode input_mode =
         needs_input_grad_[i] ? GradientMode::Overwrite : GradientMode::Ignore;
+    // An elementwise module writes its input gradient over the one it receives when that is a
+    // later module's buffer (never the caller's), dead once read: one gradient buffer fewer.
+    const bool in_place = input_mode == GradientMode::Overwrite &&
+                          modules_[i]->has_backward_in_place() && d_output.data != nullptr &&
+                          !overlap(bytes_of(d_output), callers);
     Pins pins(memory_);
     const bool on_its_own = pin_module(pins, i, contexts_[i].input, true);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
-    if (!on_its_own) pins.add_dense(d_output, Access::Read);
+    if (!on_its_own) pins.add_dense(d_output, in_place ? Access::ReadWrite : Access::Read);
     const Stopwatch clock;
     if (hook_.before) hook_.before();
+    // The buffer is a module's own, lent out read-only; its lender is done with it.
     const ConstDenseView<T> d_input =
-        modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
+        in_place ? modules_[i]->backward_in_place(
+                       contexts_[i],
+                       DenseView<T>(const_cast<T*>(d_output.data), d_output.rows, d_output.cols),
+                       param_mode)
+                 : modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
     if (hook_.after) hook_.after(clock.seconds());
     module_seconds_[i] += clock.seconds();
     owned_[i].insert(owned_[i].end(), pins.allocated().begin(), pins.allocated().end());

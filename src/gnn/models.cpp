@@ -195,10 +195,8 @@ Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
     set_decay(*conv, spec, static_cast<int>(i));
     in = conv->out_features();
     model.add(std::move(conv));
-    if (!last) {
-      model.add(std::make_unique<Elu<float>>(backend));
-      model.add(std::make_unique<Dropout<float>>(backend, config.dropout, layer + 1));
-    }
+    // ELU and the next layer's input dropout in one module (the masks of Dropout(layer + 1)).
+    if (!last) model.add(std::make_unique<EluDropout<float>>(backend, config.dropout, layer + 1));
   }
   return model;
 }

@@ -29,14 +29,14 @@ void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y) {
 
 template <typename T>
 void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
-                  DenseView<T> dx) {
+                  DenseView<T> dx, T y_scale) {
   detail::check_same_shape("elu_backward", "y", y, "dy", dy);
   detail::check_same_shape("elu_backward", "dy", dy, "dx", dx);
   switch (backend.kind()) {
   case DeviceKind::Cpu:
-    return kernels::cpu::elu_backward(backend, y, dy, dx);
+    return kernels::cpu::elu_backward(backend, y, dy, dx, y_scale);
   case DeviceKind::Cuda:
-    return kernels::cuda::elu_backward(backend, y, dy, dx);
+    return kernels::cuda::elu_backward(backend, y, dy, dx, y_scale);
   }
 }
 
@@ -353,9 +353,9 @@ template void batch_norm_backward<double>(const Backend&, ConstDenseView<double>
 template void elu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void elu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
 template void elu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,
-                                  DenseView<float>);
+                                  DenseView<float>, float);
 template void elu_backward<double>(const Backend&, ConstDenseView<double>, ConstDenseView<double>,
-                                   DenseView<double>);
+                                   DenseView<double>, double);
 template void relu_forward<float>(const Backend&, ConstDenseView<float>, DenseView<float>);
 template void relu_forward<double>(const Backend&, ConstDenseView<double>, DenseView<double>);
 template void relu_backward<float>(const Backend&, ConstDenseView<float>, ConstDenseView<float>,

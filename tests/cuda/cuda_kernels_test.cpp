@@ -263,6 +263,34 @@ TYPED_TEST(CudaKernels, ReluIsEquivalentToRef) {
   expect_identical(dx, this->down(dx_gpu));
 }
 
+TYPED_TEST(CudaKernels, EluAndGeluMatchTheCpu) {
+  using T = TypeParam;
+  auto x = random_dense<T>(this->cpu, 97, 31, 26);
+  for (std::int64_t i = 0; i < x.size(); ++i) // both branches, and GELU's tails
+    x.data()[i] *= T{6};
+  const auto dy = random_dense<T>(this->cpu, 97, 31, 27);
+  DenseT<T> y(this->cpu, 97, 31), dx(this->cpu, 97, 31);
+  DenseT<T> y_gpu(this->gpu, 97, 31), dx_gpu(this->gpu, 97, 31);
+  const auto x_gpu = this->up(x);
+  const auto dy_gpu = this->up(dy);
+
+  ops::elu_forward(*this->cpu, x.cview(), y.view());
+  ops::elu_forward(*this->gpu, x_gpu.cview(), y_gpu.view());
+  expect_matches(y, this->down(y_gpu));
+  for (const T y_scale : {T{1}, T(0.4)}) { // 0.4: the output of a dropout with p = 0.6
+    SCOPED_TRACE(::testing::Message() << "y_scale " << y_scale);
+    ops::elu_backward(*this->cpu, y.cview(), dy.cview(), dx.view(), y_scale);
+    ops::elu_backward(*this->gpu, y_gpu.cview(), dy_gpu.cview(), dx_gpu.view(), y_scale);
+    expect_matches(dx, this->down(dx_gpu));
+  }
+  ops::gelu_forward(*this->cpu, x.cview(), y.view());
+  ops::gelu_forward(*this->gpu, x_gpu.cview(), y_gpu.view());
+  expect_matches(y, this->down(y_gpu));
+  ops::gelu_backward(*this->cpu, x.cview(), dy.cview(), dx.view());
+  ops::gelu_backward(*this->gpu, x_gpu.cview(), dy_gpu.cview(), dx_gpu.view());
+  expect_matches(dx, this->down(dx_gpu));
+}
+
 TYPED_TEST(CudaKernels, DropoutMasksAreBitIdenticalToTheCpu) {
   using T = TypeParam;
   const auto x = random_dense<T>(this->cpu, 83, 70, 18); // 70: not a multiple of 4 or 32

@@ -247,6 +247,87 @@ TEST(Sequential, BackwardWithoutParameterGradientsHandsNothingOver) {
   EXPECT_EQ(calls, 0);
 }
 
+TEST(Sequential, ElementwiseModulesWriteTheirInputGradientOverTheOneTheyReceive) {
+  // Linear → ReLU+Dropout → Dropout → Linear: ReLU+Dropout writes its output over the first
+  // Linear's (which no backward reads), and the two elementwise modules' input gradients are
+  // written over the second Linear's, so they allocate neither; outputs and gradients are those
+  // of each module's plain forward and backward, run by hand on twins.
+  const BackendPtr cpu = make_cpu_backend(1);
+  const auto modules = [&cpu] {
+    std::vector<std::unique_ptr<Module<float>>> m;
+    m.push_back(std::make_unique<Linear<float>>(cpu, 3, 4, true, 1, 0));
+    m.push_back(std::make_unique<ReluDropout<float>>(cpu, 0.3f, 1));
+    m.push_back(std::make_unique<Dropout<float>>(cpu, 0.4f, 2));
+    m.push_back(std::make_unique<Linear<float>>(cpu, 4, 2, true, 1, 1));
+    return m;
+  };
+  Sequential<float> model;
+  for (auto& m : modules())
+    model.add(std::move(m));
+  const auto twins = modules();
+  DenseT<float> x0(cpu, 7, 3), dy(cpu, 7, 2);
+  for (std::int64_t i = 0; i < x0.size(); ++i)
+    x0.data()[i] = std::sin(0.7f * static_cast<float>(i)); // both signs: ReLU's two branches
+  for (std::int64_t i = 0; i < dy.size(); ++i)
+    dy.data()[i] = std::cos(0.3f * static_cast<float>(i));
+  const Step step{5, 1, true, {}};
+  const std::vector<float> dy_before(dy.data(), dy.data() + dy.size());
+
+  const ConstDenseView<float> y = model.forward(step, x0.cview());
+  const std::vector<float> output(y.data, y.data + y.size());
+  model.backward(dy.cview());
+  std::vector<Context<float>> contexts;
+  Input<float> x = x0.cview();
+  for (auto& m : twins) {
+    contexts.push_back(m->forward(step, x));
+    x = contexts.back().output;
+  }
+  const ConstDenseView<float> twin_y = x.dense;
+  EXPECT_EQ(output, std::vector<float>(twin_y.data, twin_y.data + twin_y.size()));
+  ConstDenseView<float> d = dy.cview();
+  for (std::size_t i = twins.size(); i-- > 0;) {
+    d = twins[i]->backward(contexts[i], d, i == 0 ? GradientMode::Ignore : GradientMode::Overwrite,
+                           GradientMode::Overwrite);
+  }
+
+  const auto got = model.parameters();
+  std::vector<Parameter<float>*> want;
+  for (auto& m : twins) {
+    for (Parameter<float>* p : m->parameters())
+      want.push_back(p);
+  }
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t p = 0; p < got.size(); ++p) {
+    EXPECT_EQ(std::vector<float>(got[p]->grad.data(), got[p]->grad.data() + got[p]->grad.size()),
+              std::vector<float>(want[p]->grad.data(), want[p]->grad.data() + want[p]->grad.size()))
+        << got[p]->name;
+  }
+  // ReLU+Dropout holds no buffer (its twin an output and an input gradient); Dropout, after a
+  // module whose backward reads its output, holds its own output but no input gradient.
+  EXPECT_EQ(model.modules()[1]->bytes(), 0U);
+  EXPECT_EQ(twins[1]->bytes(), 2 * 7 * 4 * sizeof(float));
+  EXPECT_EQ(model.modules()[2]->bytes(), 7 * 4 * sizeof(float));
+  EXPECT_EQ(twins[2]->bytes(), 2 * 7 * 4 * sizeof(float));
+  // The caller's gradient is read, never written.
+  EXPECT_EQ(std::vector<float>(dy.data(), dy.data() + dy.size()), dy_before);
+}
+
+TEST(Sequential, AnElementwiseLastModuleLeavesTheCallersGradientAlone) {
+  const BackendPtr cpu = make_cpu_backend(1);
+  Sequential<float> model;
+  model.add(std::make_unique<Linear<float>>(cpu, 3, 2, true, 1, 0));
+  model.add(std::make_unique<Dropout<float>>(cpu, 0.5f, 1));
+  DenseT<float> x = DenseT<float>::zeros(cpu, 6, 3), dy = DenseT<float>::zeros(cpu, 6, 2);
+  x.fill(0.5f);
+  dy.fill(1.0f);
+  model.forward(Step{3, 1, true, {}}, x.cview());
+
+  model.backward(dy.cview());
+
+  for (std::int64_t i = 0; i < dy.size(); ++i)
+    EXPECT_EQ(dy.data()[i], 1.0f) << i;
+}
+
 TEST(Sequential, ATrainingHookRunsAroundEveryTrainingCallAndChangesNoResult) {
   // before and after run around every training forward and backward call of every module, not
   // around evaluation; the outputs and gradients stay as they were.

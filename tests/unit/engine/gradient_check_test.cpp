@@ -56,6 +56,57 @@ TEST(GradientCheck, EluAndGeluMatchFiniteDifferences) {
   check_module(gelu, x, 5, Step{});
 }
 
+TEST(GradientCheck, EluDropoutMatchesFiniteDifferencesWithItsMask) {
+  EluDropout<double> elu_dropout(cpu(), 0.4f, 2);
+  Matrix x = random_matrix(9, 7, 15);
+  const Step step{42, 3, true, {}};
+
+  check_module(elu_dropout, x, 7, step);
+  check_module(elu_dropout, x, 7, Step{42, 3, false, {}}); // evaluation: ELU alone
+}
+
+TEST(EluDropout, ComputesWhatEluThenDropoutCompute) {
+  // The same weights (same seeds), ELU and Dropout(p, layer 1) apart or fused.
+  const auto chain = [](bool fused) {
+    Sequential<double> model;
+    model.add(std::make_unique<Linear<double>>(cpu(), 4, 6, true, 3, 0));
+    if (fused) {
+      model.add(std::make_unique<EluDropout<double>>(cpu(), 0.5f, 1));
+    } else {
+      model.add(std::make_unique<Elu<double>>(cpu()));
+      model.add(std::make_unique<Dropout<double>>(cpu(), 0.5f, 1));
+    }
+    model.add(std::make_unique<Linear<double>>(cpu(), 6, 3, true, 3, 1));
+    return model;
+  };
+  Sequential<double> apart = chain(false), fused = chain(true);
+  EXPECT_EQ(fused.modules()[1]->name(), "ELU+Dropout(p=0.5)");
+  const Matrix x = random_matrix(11, 4, 27);
+  const Matrix r = random_matrix(11, 3, 28);
+  for (const bool training : {true, false}) {
+    SCOPED_TRACE(training ? "training" : "evaluation");
+    const Step step{9, 2, training, {}};
+    const ConstDenseView<double> want = apart.forward(step, x.cview());
+    const ConstDenseView<double> got = fused.forward(step, x.cview());
+    for (std::int64_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(got.data[i], want.data[i]) << "output " << i; // the same operations, in order
+    apart.backward(r.cview());
+    fused.backward(r.cview());
+    const auto want_grads = apart.parameters(), got_grads = fused.parameters();
+    ASSERT_EQ(got_grads.size(), want_grads.size());
+    for (std::size_t p = 0; p < want_grads.size(); ++p) {
+      for (std::int64_t i = 0; i < want_grads[p]->grad.size(); ++i) {
+        const double w = want_grads[p]->grad.data()[i];
+        // ELU's derivative reads the dropped output scaled back: a rounding apart.
+        EXPECT_NEAR(got_grads[p]->grad.data()[i], w, 1e-14 * (1.0 + std::abs(w)))
+            << want_grads[p]->name << " " << i;
+      }
+    }
+  }
+  // One output and one input gradient where the pair held two of each.
+  EXPECT_LT(fused.bytes(), apart.bytes());
+}
+
 TEST(GradientCheck, LayerNormMatchesFiniteDifferencesIncludingItsScaleAndShift) {
   LayerNorm<double> norm(cpu(), 7, "norm");
   // A scale and shift away from their start (ones and zeros), so their gradients matter.

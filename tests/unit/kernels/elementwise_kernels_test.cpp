@@ -456,11 +456,34 @@ void expect_activation(const BackendPtr& backend, Forward forward, Backward back
 
 TYPED_TEST(ElementwiseKernels, EluMatchesItsDefinitionForwardAndBackward) {
   using T = TypeParam;
-  expect_activation<T>(this->backend, kernels::cpu::elu_forward<T>, kernels::cpu::elu_backward<T>,
-                       true, [](double v, double g) {
+  const auto backward = [](const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
+                           DenseView<T> dx) {
+    kernels::cpu::elu_backward(backend, y, dy, dx, T{1});
+  };
+  expect_activation<T>(this->backend, kernels::cpu::elu_forward<T>, backward, true,
+                       [](double v, double g) {
                          const double d = v > 0.0 ? g : std::isnan(v) ? v : g * std::exp(v);
                          return std::pair{v > 0.0 ? v : std::expm1(v), d};
                        });
+}
+
+// After an inverted dropout the output is ELU's / (1 - p): the derivative reads it scaled back.
+TYPED_TEST(ElementwiseKernels, EluBackwardFromADroppedOutputScalesItBack) {
+  using T = TypeParam;
+  const DenseT<T> x = activation_inputs<T>(this->backend);
+  const DenseT<T> dy = random_dense<T>(this->backend, x.rows(), x.cols(), 13);
+  const T keep = T(0.4);
+  DenseT<T> y(this->backend, x.rows(), x.cols()), dx(this->backend, x.rows(), x.cols());
+  kernels::cpu::elu_forward(*this->backend, x.cview(), y.view());
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    y.data()[i] /= keep;
+  kernels::cpu::elu_backward(*this->backend, y.cview(), dy.cview(), dx.view(), keep);
+  std::vector<double> ref(static_cast<std::size_t>(x.size()));
+  for (std::int64_t i = 0; i < x.size(); ++i) {
+    const double v = x.data()[i], g = dy.data()[i];
+    ref[static_cast<std::size_t>(i)] = v > 0.0 ? g : std::isnan(v) ? v : g * std::exp(v);
+  }
+  expect_matches(ref, dx);
 }
 
 TYPED_TEST(ElementwiseKernels, GeluMatchesItsDefinitionForwardAndBackward) {

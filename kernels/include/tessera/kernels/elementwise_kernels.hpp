@@ -21,10 +21,11 @@
   /* y = x where x > 0, else exp(x) − 1 (ELU, α = 1). x, y: [n, f]; y may be x. */               \
   template <typename T>                                                                             \
   void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                    \
-  /* From ELU's output y: dx = dy where y > 0, else dy · (y + 1). dx may be dy. */                 \
+  /* From ELU's output y (scaled by 1 / y_scale: a dropout's output): dx = dy where y > 0, else     \
+     dy · (y · y_scale + 1). dx may be dy. */                                                     \
   template <typename T>                                                                             \
   void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,              \
-                    DenseView<T> dx);                                                               \
+                    DenseView<T> dx, T y_scale);                                                    \
   /* y = GELU(x) = x · Φ(x) (the erf form, PyTorch's nn.GELU()). x, y: [n, f]; y may be x. */     \
   template <typename T>                                                                             \
   void gelu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);                   \
@@ -105,7 +106,7 @@
                                        std::span<const T>, std::span<const T>, DenseView<T>,       \
                                        DenseView<T>);                                              \
   template void elu_backward<T>(const Backend&, ConstDenseView<T>, ConstDenseView<T>,              \
-                                DenseView<T>);                                                     \
+                                DenseView<T>, T);                                                  \
   template void dropout<T>(const Backend&, ConstDenseView<T>, DenseView<T>, float, const RngKey&,  \
                            RowIds, bool);                                                          \
   template void bias_activation<T>(const Backend&, DenseView<T>, std::span<const T>, float,        \

@@ -113,16 +113,26 @@ public:
   /// x: [n, f] dense or sparse; output the same shape and kind (x itself when the step is not
   /// training or p = 0). The step's rows give the global ids that key the masks.
   Context<T> forward(const Step& step, Input<T> x) override;
+  bool has_forward_in_place() const override { return true; }
+  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
   /// d_output: [n, f]; returns d_input: [n, f] (d_output itself when the forward was the
   /// identity, empty when input_mode is Ignore). Throws InvalidArgument for an input gradient
   /// of a sparse input or input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  bool has_backward_in_place() const override { return true; }
+  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                      GradientMode param_mode) override;
   /// Bytes of its output, dropped sparse values and d_input buffers.
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
 
 private:
+  /// y = x · mask / (1 − p) for a dense x; y may be x.
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
+  /// dx = d_output · mask / (1 − p); dx may be d_output.
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
+
   Buffer<T> sparse_values_; // dropped values of a sparse input
   SparseRows sparse_rows_;  // a sparse input's row offsets, when it runs in row blocks
 };
@@ -138,12 +148,23 @@ public:
   /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f]. Dropout only when the
   /// step is training.
   Context<T> forward(const Step& step, Input<T> x) override;
+  bool has_forward_in_place() const override { return true; }
+  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
   /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
   /// InvalidArgument for input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
+  bool has_backward_in_place() const override { return true; }
+  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                      GradientMode param_mode) override;
   /// Bytes of its output and d_input buffers.
   std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
+
+private:
+  /// y = max(x, 0) · mask / (1 − p); y may be x.
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
+  /// dx = d_output where the output is positive, over 1 − p; dx may be d_output.
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
 };
 
 /// y = max(x, 0): ReLU+Dropout with p = 0, so both share one pass and one backward.
@@ -161,26 +182,44 @@ enum class Pointwise {
   Gelu ///< x · Φ(x), the erf form (PyTorch's nn.GELU()); backward from the input
 };
 
-/// A pointwise activation (Elu, Gelu below), in row blocks under a budget like the masked ones.
+/// A pointwise activation (Elu, Gelu below), then dropout with probability p while training
+/// (EluDropout), in row blocks under a budget like the masked ones. Fused, the pair holds one
+/// output and one input gradient instead of two of each: the dropout's masks are redrawn in
+/// backward, and ELU's derivative reads the dropped output scaled back by 1 − p (where an
+/// element was dropped its gradient is zero whatever the derivative).
 template <typename T> class PointwiseActivation : public MaskedElementwise<T> {
 public:
   /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
   Context<T> forward(const Step& step, Input<T> x) override;
+  /// In place for ELU, whose backward reads its output (GELU's reads its input).
+  bool has_forward_in_place() const override { return kind_ == Pointwise::Elu; }
+  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
   /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
   /// InvalidArgument for input_mode Accumulate.
   ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                              GradientMode input_mode, GradientMode param_mode) override;
-  /// "ELU" or "GELU".
-  std::string name() const override { return this->label_; }
+  bool has_backward_in_place() const override { return true; }
+  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                      GradientMode param_mode) override;
+  /// "ELU", "GELU", or with dropout "ELU+Dropout(p=...)".
+  std::string name() const override;
   bool backward_reads_input() const override { return kind_ == Pointwise::Gelu; }
   bool backward_reads_output() const override { return kind_ == Pointwise::Elu; }
   /// Bytes of its output and d_input buffers.
   std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
 
 protected:
-  PointwiseActivation(BackendPtr backend, Pointwise kind);
+  /// Dropout after the activation with probability p (0: none), its masks keyed by layer_index
+  /// as Dropout's. Throws InvalidArgument unless 0 <= p < 1.
+  PointwiseActivation(BackendPtr backend, Pointwise kind, float p = 0.0f,
+                      std::uint32_t layer_index = 0);
 
 private:
+  /// y = the activation of x, then the dropout; y may be x.
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
+  /// dx = d_output through the dropout and the activation; dx may be d_output.
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
+
   Pointwise kind_;
 };
 
@@ -188,6 +227,15 @@ private:
 template <typename T> class Elu final : public PointwiseActivation<T> {
 public:
   explicit Elu(BackendPtr backend) : PointwiseActivation<T>(std::move(backend), Pointwise::Elu) {}
+};
+
+/// ELU then dropout, fused (GAT's activation and the next layer's input dropout): the masks are
+/// Dropout's with the same layer index, so it computes what Elu followed by Dropout does.
+template <typename T> class EluDropout final : public PointwiseActivation<T> {
+public:
+  /// Throws InvalidArgument unless 0 <= p < 1.
+  EluDropout(BackendPtr backend, float p, std::uint32_t layer_index)
+      : PointwiseActivation<T>(std::move(backend), Pointwise::Elu, p, layer_index) {}
 };
 
 /// GELU (erf form).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "tessera/core/device.hpp"
+#include "tessera/core/error.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/ops/ops.hpp"
 
@@ -85,6 +86,34 @@ public:
   /// input_mode is not Ignore (an empty view otherwise); parameter gradients follow param_mode.
   virtual ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
                                      GradientMode input_mode, GradientMode param_mode) = 0;
+
+  /// Whether the module offers forward_in_place (an elementwise layer whose backward does not
+  /// read its input). False unless overridden.
+  virtual bool has_forward_in_place() const { return false; }
+  /// forward writing the output over x, which the caller gives up (Sequential does where x is
+  /// the output of the module before, which no backward reads), so the module's own output
+  /// buffer is never allocated. The context's output is x's memory. Only called when
+  /// has_forward_in_place(); InvalidArgument otherwise.
+  virtual Context<T> forward_in_place(const Step& step, DenseView<T> x) {
+    (void)step;
+    (void)x;
+    throw InvalidArgument(name() + " has no forward in place");
+  }
+
+  /// Whether the module offers backward_in_place (an elementwise layer). False unless overridden.
+  virtual bool has_backward_in_place() const { return false; }
+  /// backward with input_mode Overwrite, writing d_input over d_output, which the caller gives
+  /// up (Sequential does where the gradient is a buffer of the module after, dead once read), so
+  /// the module's own input-gradient buffer is never allocated. Returns d_input: d_output's
+  /// memory, or d_output itself where the layer is the identity. Only called when
+  /// has_backward_in_place(); InvalidArgument otherwise.
+  virtual ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                              GradientMode param_mode) {
+    (void)ctx;
+    (void)d_output;
+    (void)param_mode;
+    throw InvalidArgument(name() + " has no backward in place");
+  }
 
   /// Whether backward reads the bytes of ctx.input and of ctx.output (not only their shapes).
   /// Under a memory budget what backward does not read need not be on the device meanwhile,

@@ -114,11 +114,12 @@ void relu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T
 /// alias x.
 template <typename T> void elu_forward(const Backend& backend, ConstDenseView<T> x, DenseView<T> y);
 
-/// From ELU's output y: dx = dy where y > 0, else dy · (y + 1). y, dy, dx: [n, f]; dx may alias
-/// dy.
+/// From ELU's output y: dx = dy where y > 0, else dy · (y · y_scale + 1). y_scale is 1 for ELU's
+/// output itself; after an inverted dropout y holds ELU's output / (1 − p) (zero where dropped,
+/// where dy is zero too), and y_scale = 1 − p. y, dy, dx: [n, f]; dx may alias dy.
 template <typename T>
 void elu_backward(const Backend& backend, ConstDenseView<T> y, ConstDenseView<T> dy,
-                  DenseView<T> dx);
+                  DenseView<T> dx, T y_scale = T{1});
 
 /// y = GELU(x) = x · Φ(x), the erf form (PyTorch's nn.GELU()). x, y: [n, f]; y may alias x.
 template <typename T>
