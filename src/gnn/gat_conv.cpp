@@ -81,14 +81,12 @@ template <typename T> std::int64_t GatConv<T>::input_rows() const noexcept {
 }
 
 template <typename T>
-DenseView<T> GatConv<T>::block_of(const Parameter<T>& attention, Workspace<T>& block) {
+ConstDenseView<T> GatConv<T>::block_of(const Parameter<T>& attention, Workspace<T>& block,
+                                       bool fill) {
+  if (options_.full_scores) return attention.value.cview();
   const std::int64_t width = heads_ * head_features_;
   DenseView<T> b = block.get(heads_, width);
-  if (options_.full_scores) {
-    backend_->copy_within(b.data, attention.value.data(),
-                          static_cast<std::size_t>(b.size()) * sizeof(T));
-    return b;
-  }
+  if (!fill) return b;
   backend_->zero_bytes(b.data, static_cast<std::size_t>(b.size()) * sizeof(T));
   for (std::int64_t h = 0; h < heads_; ++h) {
     backend_->copy_within(b.data + h * width + h * head_features_,
@@ -184,20 +182,20 @@ template <typename T> Context<T> GatConv<T>::forward(const Step& step, Input<T> 
   // z = x·W on the rows this rank holds; the ghost rows come from their owners.
   const DenseView<T> z = z_.get(local, width);
   multiply_weight(*backend_, x, weight_.value.cview(), z.slice_rows(0, x.rows()));
-  const DenseView<T> src_block = block_of(att_src_, src_block_);
-  const DenseView<T> dst_block = block_of(att_dst_, dst_block_);
+  const ConstDenseView<T> src_block = block_of(att_src_, src_block_, true);
+  const ConstDenseView<T> dst_block = block_of(att_dst_, dst_block_, true);
   const DenseView<T> score_src = score_src_.get(local, heads_);
   const DenseView<T> score_dst = score_dst_.get(n, heads_);
   if (halo_ != nullptr) halo_->begin_gather(z, pass_of(step));
   // Scores of the owned rows while the ghost rows travel.
   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, ConstDenseView<T>(z.slice_rows(0, n)),
-            ConstDenseView<T>(dst_block), T{0}, score_dst);
+            dst_block, T{0}, score_dst);
   ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1}, ConstDenseView<T>(z.slice_rows(0, n)),
-            ConstDenseView<T>(src_block), T{0}, score_src.slice_rows(0, n));
+            src_block, T{0}, score_src.slice_rows(0, n));
   if (halo_ != nullptr) halo_->end_gather();
   if (local > n) {
     ops::gemm(*backend_, Transpose::No, Transpose::Yes, T{1},
-              ConstDenseView<T>(z.slice_rows(n, local)), ConstDenseView<T>(src_block), T{0},
+              ConstDenseView<T>(z.slice_rows(n, local)), src_block, T{0},
               score_src.slice_rows(n, local));
   }
 
@@ -265,8 +263,8 @@ ConstDenseView<T> GatConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
                            ConstDenseView<T>(d_edge), d_z, d_score_src);
 
   // The scores' share: dz += d_s · block, and the attention vectors' gradients.
-  const ConstDenseView<T> src_block(src_block_.get(heads_, width));
-  const ConstDenseView<T> dst_block(dst_block_.get(heads_, width));
+  const ConstDenseView<T> src_block = block_of(att_src_, src_block_, false);
+  const ConstDenseView<T> dst_block = block_of(att_dst_, dst_block_, false);
   ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, ConstDenseView<T>(d_score_src),
             src_block, T{1}, d_z);
   ops::gemm(*backend_, Transpose::No, Transpose::No, T{1}, ConstDenseView<T>(d_score_dst),

@@ -66,9 +66,10 @@ public:
 private:
   /// Rows the input must have.
   std::int64_t input_rows() const noexcept;
-  /// [H, H·F] with a's row h at columns [h·F, (h + 1)·F) and zeros elsewhere (a itself with
-  /// full scores), so z · blockᵀ is every head's score at once.
-  DenseView<T> block_of(const Parameter<T>& attention, Workspace<T>& block);
+  /// [H, H·F] with a's row h at columns [h·F, (h + 1)·F) and zeros elsewhere, so z · blockᵀ is
+  /// every head's score at once: written into `block` when `fill` (the forward), as the forward
+  /// left it otherwise; with full scores a itself, no copy.
+  ConstDenseView<T> block_of(const Parameter<T>& attention, Workspace<T>& block, bool fill);
   /// grad (=|+=) the diagonal blocks of block_grad ([H, H·F]) per mode (all of it with full
   /// scores).
   void gather_blocks(ConstDenseView<T> block_grad, Parameter<T>& attention, GradientMode mode);
