@@ -204,18 +204,55 @@ bool MaskedElementwise<T>::acquires_own_memory(const ChunkManager& memory,
   return elementwise_exceeds_budget(memory, x);
 }
 
+template <typename T> Context<T> MaskedElementwise<T>::forward(const Step& step, Input<T> x) {
+  if (passes_through(step)) return Context<T>{x, x, step};
+  if (x.is_sparse()) return sparse_forward(step, x);
+  DenseView<T> y = output_.get(x.rows(), x.cols());
+  forward_into(step, x.dense, y);
+  return make_context<T>(step, x, y);
+}
+
+template <typename T>
+Context<T> MaskedElementwise<T>::forward_in_place(const Step& step, DenseView<T> x) {
+  if (!this->has_forward_in_place()) return Module<T>::forward_in_place(step, x); // refuses
+  if (!passes_through(step)) forward_into(step, x, x);
+  return make_context<T>(step, ConstDenseView<T>(x), x);
+}
+
+template <typename T> Context<T> MaskedElementwise<T>::sparse_forward(const Step&, Input<T>) {
+  throw InvalidArgument(name() + " takes a dense input");
+}
+
+template <typename T>
+ConstDenseView<T> MaskedElementwise<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                                                 GradientMode input_mode, GradientMode) {
+  if (input_mode == GradientMode::Ignore) return {};
+  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
+  require_overwrite(name(), input_mode);
+  if (passes_through(ctx.step)) return d_output;
+  DenseView<T> dx = d_input_.get(d_output.rows, d_output.cols);
+  backward_into(ctx, d_output, dx);
+  return dx;
+}
+
+template <typename T>
+ConstDenseView<T> MaskedElementwise<T>::backward_in_place(const Context<T>& ctx,
+                                                          DenseView<T> d_output, GradientMode) {
+  if (ctx.input.is_sparse()) throw InvalidArgument(name() + ": no gradient for a sparse input");
+  if (!passes_through(ctx.step)) backward_into(ctx, d_output, d_output);
+  return d_output;
+}
+
 template <typename T>
 Dropout<T>::Dropout(BackendPtr backend, float p, std::uint32_t layer_index)
     : MaskedElementwise<T>(std::move(backend), p, layer_index, "Dropout") {}
 
-template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> x) {
-  if (!step.training || this->p_ == 0.0f) return Context<T>{x, x, step};
+template <typename T> bool Dropout<T>::passes_through(const Step& step) const {
+  return !step.training || this->p_ == 0.0f;
+}
+
+template <typename T> Context<T> Dropout<T>::sparse_forward(const Step& step, Input<T> x) {
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
-  if (!x.is_sparse()) {
-    DenseView<T> y = this->output_.get(x.rows(), x.cols());
-    forward_into(step, x.dense, y);
-    return make_context<T>(step, x, y);
-  }
   const std::int64_t entries = ops::nnz(*this->backend_, x.sparse); // row_ptr may be device memory
   if (sparse_values_.size() != entries) sparse_values_ = Buffer<T>(this->backend_, entries);
   ChunkManager* blocks = own_memory(*this, this->backend_, x);
@@ -233,11 +270,6 @@ template <typename T> Context<T> Dropout<T>::forward(const Step& step, Input<T> 
   return Context<T>{x, Input<T>(y), step};
 }
 
-template <typename T> Context<T> Dropout<T>::forward_in_place(const Step& step, DenseView<T> x) {
-  if (step.training && this->p_ != 0.0f) forward_into(step, x, x);
-  return make_context<T>(step, ConstDenseView<T>(x), x);
-}
-
 template <typename T>
 void Dropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
   const RngKey key = RngKey::make(step.seed, RngPurpose::Dropout, this->layer_, step.epoch);
@@ -246,28 +278,6 @@ void Dropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T
                    ops::dropout_forward(*this->backend_, x.slice_rows(b, e), y.slice_rows(b, e),
                                         this->p_, key, rows_from(step.rows, b));
                  });
-}
-
-template <typename T>
-ConstDenseView<T> Dropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                                       GradientMode input_mode, GradientMode) {
-  if (input_mode == GradientMode::Ignore) return {};
-  if (ctx.input.is_sparse())
-    throw InvalidArgument(this->name() + ": no gradient for a sparse input");
-  require_overwrite(this->name(), input_mode);
-  if (!ctx.step.training || this->p_ == 0.0f) return d_output;
-  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  backward_into(ctx, d_output, dx);
-  return dx;
-}
-
-template <typename T>
-ConstDenseView<T> Dropout<T>::backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
-                                                GradientMode) {
-  if (ctx.input.is_sparse())
-    throw InvalidArgument(this->name() + ": no gradient for a sparse input");
-  if (ctx.step.training && this->p_ != 0.0f) backward_into(ctx, d_output, d_output);
-  return d_output;
 }
 
 template <typename T>
@@ -282,7 +292,7 @@ void Dropout<T>::backward_into(const Context<T>& ctx, ConstDenseView<T> d_output
 }
 
 template <typename T> std::size_t Dropout<T>::bytes() const {
-  return this->output_.bytes() + sparse_values_.bytes() + this->d_input_.bytes();
+  return MaskedElementwise<T>::bytes() + sparse_values_.bytes();
 }
 
 // ---- ReLU + dropout --------------------------------------------------------------------------
@@ -290,19 +300,6 @@ template <typename T> std::size_t Dropout<T>::bytes() const {
 template <typename T>
 ReluDropout<T>::ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index)
     : MaskedElementwise<T>(std::move(backend), p, layer_index, "ReLU+Dropout") {}
-
-template <typename T> Context<T> ReluDropout<T>::forward(const Step& step, Input<T> x) {
-  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
-  DenseView<T> y = this->output_.get(x.rows(), x.cols());
-  forward_into(step, x.dense, y);
-  return make_context<T>(step, x, y);
-}
-
-template <typename T>
-Context<T> ReluDropout<T>::forward_in_place(const Step& step, DenseView<T> x) {
-  forward_into(step, x, x);
-  return make_context<T>(step, ConstDenseView<T>(x), x);
-}
 
 template <typename T>
 void ReluDropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) {
@@ -313,23 +310,6 @@ void ReluDropout<T>::forward_into(const Step& step, ConstDenseView<T> x, DenseVi
                    ops::relu_dropout_forward(*this->backend_, x.slice_rows(b, e),
                                              y.slice_rows(b, e), p, key, rows_from(step.rows, b));
                  });
-}
-
-template <typename T>
-ConstDenseView<T> ReluDropout<T>::backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                                           GradientMode input_mode, GradientMode) {
-  if (input_mode == GradientMode::Ignore) return {};
-  require_overwrite(this->name(), input_mode);
-  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  backward_into(ctx, d_output, dx);
-  return dx;
-}
-
-template <typename T>
-ConstDenseView<T> ReluDropout<T>::backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
-                                                    GradientMode) {
-  backward_into(ctx, d_output, d_output);
-  return d_output;
 }
 
 template <typename T>
@@ -344,6 +324,8 @@ void ReluDropout<T>::backward_into(const Context<T>& ctx, ConstDenseView<T> d_ou
       });
 }
 
+// ---- pointwise activations (and a dropout after them) ----------------------------------------
+
 template <typename T>
 PointwiseActivation<T>::PointwiseActivation(BackendPtr backend, Pointwise kind, float p,
                                             std::uint32_t layer_index)
@@ -354,20 +336,6 @@ PointwiseActivation<T>::PointwiseActivation(BackendPtr backend, Pointwise kind, 
 template <typename T> std::string PointwiseActivation<T>::name() const {
   if (this->p_ == 0.0f) return this->label_;
   return fmt::format("{}+Dropout(p={:g})", this->label_, this->p_);
-}
-
-template <typename T> Context<T> PointwiseActivation<T>::forward(const Step& step, Input<T> x) {
-  if (x.is_sparse()) throw InvalidArgument(this->name() + " takes a dense input");
-  DenseView<T> y = this->output_.get(x.rows(), x.cols());
-  forward_into(step, x.dense, y);
-  return make_context<T>(step, x, y);
-}
-
-template <typename T>
-Context<T> PointwiseActivation<T>::forward_in_place(const Step& step, DenseView<T> x) {
-  if (!has_forward_in_place()) return Module<T>::forward_in_place(step, x); // refuses
-  forward_into(step, x, x);
-  return make_context<T>(step, ConstDenseView<T>(x), x);
 }
 
 template <typename T>
@@ -388,24 +356,6 @@ void PointwiseActivation<T>::forward_into(const Step& step, ConstDenseView<T> x,
                                           key, rows_from(step.rows, b));
                    }
                  });
-}
-
-template <typename T>
-ConstDenseView<T> PointwiseActivation<T>::backward(const Context<T>& ctx,
-                                                   ConstDenseView<T> d_output,
-                                                   GradientMode input_mode, GradientMode) {
-  if (input_mode == GradientMode::Ignore) return {};
-  require_overwrite(this->name(), input_mode);
-  DenseView<T> dx = this->d_input_.get(d_output.rows, d_output.cols);
-  backward_into(ctx, d_output, dx);
-  return dx;
-}
-
-template <typename T>
-ConstDenseView<T> PointwiseActivation<T>::backward_in_place(const Context<T>& ctx,
-                                                            DenseView<T> d_output, GradientMode) {
-  backward_into(ctx, d_output, d_output);
-  return d_output;
 }
 
 template <typename T>

@@ -78,21 +78,52 @@ private:
   SparseRows sparse_rows_; // a sparse x's row offsets, when it runs in row blocks
 };
 
-/// What Dropout and ReluDropout share: the probability and the layer index that key the masks
-/// (drawn from the counter RNG by (seed, epoch, layer, global row id, column): identical on any
-/// tiling and backend, and redrawn, not stored), the output and input-gradient buffers, and
-/// running in row blocks when an elementwise pass over the input, output and input gradient
-/// exceeds the budget.
+/// What the elementwise layers (Dropout, ReluDropout, the pointwise activations) share: the
+/// probability and the layer index that key the masks (drawn from the counter RNG by (seed,
+/// epoch, layer, global row id, column): identical on any tiling and backend, and redrawn, not
+/// stored), the output and input-gradient buffers, running in row blocks when an elementwise
+/// pass over the input, output and input gradient exceeds the budget, and forward and backward
+/// either into those buffers or in place, around the two passes a layer defines (forward_into,
+/// backward_into).
 template <typename T> class MaskedElementwise : public Module<T> {
 public:
+  /// x: [n, f] dense (sparse: Dropout alone takes it); output [n, f], x itself where the step
+  /// leaves x as it is (Dropout while not training). The step's rows key the masks.
+  Context<T> forward(const Step& step, Input<T> x) override;
+  /// d_output: [n, f]; returns d_input: [n, f] (d_output itself where the forward passed x on,
+  /// empty when input_mode is Ignore). Throws InvalidArgument for an input gradient of a sparse
+  /// input or input_mode Accumulate.
+  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             GradientMode input_mode, GradientMode param_mode) override;
+  bool has_forward_in_place() const override { return true; }
+  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
+  bool has_backward_in_place() const override { return true; }
+  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
+                                      GradientMode param_mode) override;
   /// "LABEL(p=...)".
   std::string name() const override;
   bool backward_reads_input() const override { return false; }
   bool acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const override;
+  /// Bytes of its output and d_input buffers.
+  std::size_t bytes() const override { return output_.bytes() + d_input_.bytes(); }
 
 protected:
   /// Throws InvalidArgument unless 0 <= p < 1.
   MaskedElementwise(BackendPtr backend, float p, std::uint32_t layer_index, const char* label);
+
+  /// y = the layer on a dense x; y may be x.
+  virtual void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) = 0;
+  /// dx = d_output through the layer; dx may be d_output.
+  virtual void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output,
+                             DenseView<T> dx) = 0;
+  /// Whether `step` leaves x as it is (forward passes x on, backward d_output). False unless
+  /// overridden.
+  virtual bool passes_through(const Step& step) const {
+    (void)step;
+    return false;
+  }
+  /// The forward of a sparse x: InvalidArgument ("takes a dense input") unless overridden.
+  virtual Context<T> sparse_forward(const Step& step, Input<T> x);
 
   BackendPtr backend_;
   float p_;
@@ -110,28 +141,19 @@ public:
   /// masks (use the same one for a ReluDropout that must draw the same masks).
   Dropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
-  /// x: [n, f] dense or sparse; output the same shape and kind (x itself when the step is not
-  /// training or p = 0). The step's rows give the global ids that key the masks.
-  Context<T> forward(const Step& step, Input<T> x) override;
-  bool has_forward_in_place() const override { return true; }
-  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
-  /// d_output: [n, f]; returns d_input: [n, f] (d_output itself when the forward was the
-  /// identity, empty when input_mode is Ignore). Throws InvalidArgument for an input gradient
-  /// of a sparse input or input_mode Accumulate.
-  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                             GradientMode input_mode, GradientMode param_mode) override;
-  bool has_backward_in_place() const override { return true; }
-  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
-                                      GradientMode param_mode) override;
   /// Bytes of its output, dropped sparse values and d_input buffers.
   std::size_t bytes() const override;
   bool backward_reads_output() const override { return false; }
 
 private:
-  /// y = x · mask / (1 − p) for a dense x; y may be x.
-  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
-  /// dx = d_output · mask / (1 − p); dx may be d_output.
-  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
+  /// y = x · mask / (1 − p).
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) override;
+  /// dx = d_output · mask / (1 − p).
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx) override;
+  /// Not training, or p = 0.
+  bool passes_through(const Step& step) const override;
+  /// The stored values dropped, the structure kept.
+  Context<T> sparse_forward(const Step& step, Input<T> x) override;
 
   Buffer<T> sparse_values_; // dropped values of a sparse input
   SparseRows sparse_rows_;  // a sparse input's row offsets, when it runs in row blocks
@@ -139,32 +161,18 @@ private:
 
 /// ReLU followed by dropout, fused: one pass forward and one backward, and no mask redrawn in
 /// backward (the output is positive exactly where the input was positive and kept). Draws the
-/// same masks as Dropout with the same layer index.
+/// same masks as Dropout with the same layer index. Dense input only; dropout only while
+/// training.
 template <typename T> class ReluDropout : public MaskedElementwise<T> {
 public:
   /// Throws InvalidArgument unless 0 <= p < 1.
   ReluDropout(BackendPtr backend, float p, std::uint32_t layer_index);
 
-  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f]. Dropout only when the
-  /// step is training.
-  Context<T> forward(const Step& step, Input<T> x) override;
-  bool has_forward_in_place() const override { return true; }
-  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
-  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
-  /// InvalidArgument for input_mode Accumulate.
-  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                             GradientMode input_mode, GradientMode param_mode) override;
-  bool has_backward_in_place() const override { return true; }
-  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
-                                      GradientMode param_mode) override;
-  /// Bytes of its output and d_input buffers.
-  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
-
 private:
-  /// y = max(x, 0) · mask / (1 − p); y may be x.
-  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
-  /// dx = d_output where the output is positive, over 1 − p; dx may be d_output.
-  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
+  /// y = max(x, 0) · mask / (1 − p).
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) override;
+  /// dx = d_output where the output is positive, over 1 − p.
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx) override;
 };
 
 /// y = max(x, 0): ReLU+Dropout with p = 0, so both share one pass and one backward.
@@ -189,24 +197,12 @@ enum class Pointwise {
 /// element was dropped its gradient is zero whatever the derivative).
 template <typename T> class PointwiseActivation : public MaskedElementwise<T> {
 public:
-  /// x: [n, f] dense (InvalidArgument for a sparse one); output [n, f].
-  Context<T> forward(const Step& step, Input<T> x) override;
   /// In place for ELU, whose backward reads its output (GELU's reads its input).
   bool has_forward_in_place() const override { return kind_ == Pointwise::Elu; }
-  Context<T> forward_in_place(const Step& step, DenseView<T> x) override;
-  /// d_output: [n, f]; returns d_input: [n, f] (empty when input_mode is Ignore). Throws
-  /// InvalidArgument for input_mode Accumulate.
-  ConstDenseView<T> backward(const Context<T>& ctx, ConstDenseView<T> d_output,
-                             GradientMode input_mode, GradientMode param_mode) override;
-  bool has_backward_in_place() const override { return true; }
-  ConstDenseView<T> backward_in_place(const Context<T>& ctx, DenseView<T> d_output,
-                                      GradientMode param_mode) override;
   /// "ELU", "GELU", or with dropout "ELU+Dropout(p=...)".
   std::string name() const override;
   bool backward_reads_input() const override { return kind_ == Pointwise::Gelu; }
   bool backward_reads_output() const override { return kind_ == Pointwise::Elu; }
-  /// Bytes of its output and d_input buffers.
-  std::size_t bytes() const override { return this->output_.bytes() + this->d_input_.bytes(); }
 
 protected:
   /// Dropout after the activation with probability p (0: none), its masks keyed by layer_index
@@ -215,10 +211,10 @@ protected:
                       std::uint32_t layer_index = 0);
 
 private:
-  /// y = the activation of x, then the dropout; y may be x.
-  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y);
-  /// dx = d_output through the dropout and the activation; dx may be d_output.
-  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx);
+  /// y = the activation of x, then the dropout.
+  void forward_into(const Step& step, ConstDenseView<T> x, DenseView<T> y) override;
+  /// dx = d_output through the dropout and the activation.
+  void backward_into(const Context<T>& ctx, ConstDenseView<T> d_output, DenseView<T> dx) override;
 
   Pointwise kind_;
 };
