@@ -35,6 +35,12 @@ template <typename T> ByteRange bytes_of(ConstDenseView<T> x) {
   return {x.data, static_cast<std::size_t>(x.size()) * sizeof(T)};
 }
 
+/// A writable view of `x`: a module's own buffer, lent out read-only, whose lender is done with
+/// it (what Sequential hands to a module's forward or backward in place).
+template <typename T> DenseView<T> lent(ConstDenseView<T> x) {
+  return DenseView<T>(const_cast<T*>(x.data), x.rows, x.cols);
+}
+
 /// Whether two byte ranges share a byte.
 bool overlap(ByteRange a, ByteRange b) {
   const auto* a0 = static_cast<const std::byte*>(a.data);
@@ -93,21 +99,21 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
   for (std::size_t i = 0; i < modules_.size(); ++i) {
     // An elementwise module writes its output over its input when that is the output of the
     // module before, in that module's own buffer, and no backward reads it: one buffer fewer.
-    const bool in_place = i > 0 && modules_[i]->has_forward_in_place() && !x.is_sparse() &&
-                          !modules_[i - 1]->backward_reads_output() &&
-                          !contexts_[i - 1].input.is_sparse() &&
-                          !overlap(bytes_of(x.dense), bytes_of(contexts_[i - 1].input.dense));
+    // (A dense output cannot be a sparse input passed on.)
+    bool in_place = false;
+    if (i > 0 && modules_[i]->has_forward_in_place() && !x.is_sparse() &&
+        !modules_[i - 1]->backward_reads_output()) {
+      const Input<T>& before = contexts_[i - 1].input;
+      in_place = before.is_sparse() || !overlap(bytes_of(x.dense), bytes_of(before.dense));
+    }
     Pins pins(memory_);
     const bool on_its_own = pin_module(pins, i, x, false);
     AllocationScope scope(memory_, on_its_own ? nullptr : &pins);
     if (in_place && !on_its_own) pins.add_dense(x.dense, Access::ReadWrite);
     const Stopwatch clock;
     if (step.training && hook_.before) hook_.before();
-    // The buffer is the module before's own, lent out read-only; its lender is done with it.
-    contexts_[i] =
-        in_place ? modules_[i]->forward_in_place(
-                       step, DenseView<T>(const_cast<T*>(x.dense.data), x.dense.rows, x.dense.cols))
-                 : modules_[i]->forward(step, x);
+    contexts_[i] = in_place ? modules_[i]->forward_in_place(step, lent(x.dense))
+                            : modules_[i]->forward(step, x);
     if (step.training) {
       if (hook_.after) hook_.after(clock.seconds());
       module_seconds_[i] += clock.seconds();
@@ -144,12 +150,8 @@ void Sequential<T>::backward(ConstDenseView<T> d_output, GradientMode param_mode
     if (!on_its_own) pins.add_dense(d_output, in_place ? Access::ReadWrite : Access::Read);
     const Stopwatch clock;
     if (hook_.before) hook_.before();
-    // The buffer is a module's own, lent out read-only; its lender is done with it.
     const ConstDenseView<T> d_input =
-        in_place ? modules_[i]->backward_in_place(
-                       contexts_[i],
-                       DenseView<T>(const_cast<T*>(d_output.data), d_output.rows, d_output.cols),
-                       param_mode)
+        in_place ? modules_[i]->backward_in_place(contexts_[i], lent(d_output), param_mode)
                  : modules_[i]->backward(contexts_[i], d_output, input_mode, param_mode);
     if (hook_.after) hook_.after(clock.seconds());
     module_seconds_[i] += clock.seconds();

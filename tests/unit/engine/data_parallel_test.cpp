@@ -8,10 +8,12 @@
 #include "test_models.hpp"
 #include "unit/engine/arena_backend.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -310,6 +312,30 @@ TEST(Sequential, ElementwiseModulesWriteTheirInputGradientOverTheOneTheyReceive)
   EXPECT_EQ(twins[2]->bytes(), 2 * 7 * 4 * sizeof(float));
   // The caller's gradient is read, never written.
   EXPECT_EQ(std::vector<float>(dy.data(), dy.data() + dy.size()), dy_before);
+}
+
+TEST(Sequential, AnElementwiseModuleRunsInPlaceAfterALayerThatReadSparseFeatures) {
+  // Linear on bag-of-words rows (a sparse input: its dense output is its own buffer) → ReLU.
+  const BackendPtr cpu = make_cpu_backend(1);
+  CsrT<float> x(cpu, 4, 5, 5);
+  const Offset row_ptr[] = {0, 2, 3, 3, 5};
+  const LocalId col[] = {0, 3, 1, 2, 4};
+  const float val[] = {1.0f, -2.0f, 0.5f, 3.0f, -1.0f};
+  std::copy(std::begin(row_ptr), std::end(row_ptr), x.row_ptr());
+  std::copy(std::begin(col), std::end(col), x.col());
+  std::copy(std::begin(val), std::end(val), x.val());
+  Sequential<float> model;
+  model.add(std::make_unique<Linear<float>>(cpu, 5, 3, true, 1, 0));
+  model.add(std::make_unique<Relu<float>>(cpu));
+  Linear<float> twin(cpu, 5, 3, true, 1, 0);
+
+  const ConstDenseView<float> y = model.forward(Step{}, Input<float>(x.view()));
+
+  const ConstDenseView<float> pre = twin.forward(Step{}, Input<float>(x.view())).output.dense;
+  for (std::int64_t i = 0; i < y.size(); ++i)
+    EXPECT_EQ(y.data[i], std::max(pre.data[i], 0.0f)) << i;
+  EXPECT_EQ(y.data, model.modules()[0]->forward(Step{}, Input<float>(x.view())).output.dense.data);
+  EXPECT_EQ(model.modules()[1]->bytes(), 0U); // no output buffer of its own
 }
 
 TEST(Sequential, AnElementwiseLastModuleLeavesTheCallersGradientAlone) {
