@@ -123,20 +123,29 @@ Dataset generate_rmat(const BackendPtr& backend, const std::string& params, std:
 
 Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::uint64_t seed) {
   require_host(backend);
-  const GeneratorParams p("sbm", params,
-                          {"nodes", "classes", "avg-degree", "p-in", "features", "noise"});
+  const GeneratorParams p(
+      "sbm", params,
+      {"nodes", "classes", "avg-degree", "p-in", "features", "noise", "structure-seed"});
   const std::int64_t n = p.integer("nodes", 10000, 1, std::numeric_limits<LocalId>::max() - 1);
   const std::int64_t num_classes = p.integer("classes", 8, 1, n);
   const double avg_degree = p.real("avg-degree", 10.0, 0.0, static_cast<double>(n));
   const double p_in = p.real("p-in", 0.8, 0.0, 1.0);
   const std::int64_t num_features = p.integer("features", 64, 0, 1 << 20);
   const double noise = p.real("noise", 1.0, 0.0, 1e6);
+  // The class centroids follow `seed`; which node is in which class, the edges, each node's
+  // feature noise and the split follow the structure seed: another graph of the same classes
+  // and feature distributions (what an inductive model is applied to).
+  const bool own_structure = p.has("structure-seed");
+  const auto structure_seed = static_cast<std::uint64_t>(
+      p.integer("structure-seed", 0, 0, std::numeric_limits<std::int64_t>::max()));
+  const std::uint64_t graph_seed = own_structure ? structure_seed : seed;
 
   Dataset ds;
   ds.name = "sbm:nodes=" + std::to_string(n) + ",classes=" + std::to_string(num_classes) +
             ",avg-degree=" + GeneratorParams::format(avg_degree) +
             ",p-in=" + GeneratorParams::format(p_in) + ",features=" + std::to_string(num_features) +
-            ",noise=" + GeneratorParams::format(noise);
+            ",noise=" + GeneratorParams::format(noise) +
+            (own_structure ? ",structure-seed=" + std::to_string(structure_seed) : "");
   ds.num_nodes = n;
 
   // Classes are contiguous ranges of positions (so a random member of a class is one draw);
@@ -144,7 +153,8 @@ Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::
   std::vector<std::int64_t> class_start(static_cast<std::size_t>(num_classes) + 1);
   for (std::int64_t c = 0; c <= num_classes; ++c)
     class_start[c] = c * n / num_classes;
-  const std::vector<std::int32_t> perm = random_permutation(n, stream_key(seed, kPermutation));
+  const std::vector<std::int32_t> perm =
+      random_permutation(n, stream_key(graph_seed, kPermutation));
   ds.labels.resize(static_cast<std::size_t>(n));
   for (std::int64_t c = 0; c < num_classes; ++c) {
     for (std::int64_t pos = class_start[c]; pos < class_start[c + 1]; ++pos) {
@@ -155,7 +165,7 @@ Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::
 
   // Edge e starts at position e mod n, so every node draws about avg-degree / 2 edges.
   const auto m = static_cast<std::int64_t>(std::llround(static_cast<double>(n) * avg_degree / 2));
-  const RngKey edge_key = stream_key(seed, kEdges);
+  const RngKey edge_key = stream_key(graph_seed, kEdges);
   ds.adjacency = graph::build_symmetric_csr(
       backend, draw_edges(n, m, [&](std::int64_t e) {
         const std::int64_t pos = e % n;
@@ -174,7 +184,7 @@ Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::
   if (num_features > 0) {
     // Features: the class centroid (a standard normal vector per class) plus noise · N(0, 1).
     const RngKey centroid_key = stream_key(seed, kCentroids);
-    const RngKey noise_key = stream_key(seed, kFeatures);
+    const RngKey noise_key = stream_key(graph_seed, kFeatures);
     Dense centroids(backend, num_classes, num_features);
     for (std::int64_t c = 0; c < num_classes; ++c) {
       for (std::int64_t j = 0; j < num_features; ++j)
@@ -192,7 +202,7 @@ Dataset generate_sbm(const BackendPtr& backend, const std::string& params, std::
     }
     ds.features.dense = std::move(x);
   }
-  make_random_split(ds, 0.1, 0.1, seed);
+  make_random_split(ds, 0.1, 0.1, graph_seed);
   return ds;
 }
 

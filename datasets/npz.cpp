@@ -819,6 +819,30 @@ template void NpzReader::read_into(const std::string&, std::span<double>) const;
 
 // ---- writer ------------------------------------------------------------------------------------
 
+std::string npy_header(DType dtype, const std::vector<std::int64_t>& shape) {
+  // npy 1.0: the header dict is padded with spaces so the data starts at a multiple of 64.
+  std::string dict = std::string("{'descr': '") + descr_of(dtype) +
+                     "', 'fortran_order': False, 'shape': " + shape_text(shape) + ", }";
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict.push_back('\n');
+  std::string header(kNpyMagic);
+  header.push_back(1);
+  header.push_back(0);
+  put16(header, static_cast<std::uint16_t>(dict.size()));
+  return header + dict;
+}
+
+void check_npy_shape(const std::string& key, const std::vector<std::int64_t>& shape,
+                     std::int64_t count) {
+  const std::optional<std::int64_t> holds = checked_product(shape);
+  if (holds != count) {
+    throw InvalidArgument("npy array '" + key + "': shape " + shape_text(shape) + " holds " +
+                          (holds ? std::to_string(*holds) : std::string("too many")) +
+                          " elements, got " + std::to_string(count));
+  }
+}
+
 NpzWriter::NpzWriter(std::string path) : path_(std::move(path)), file_(path_) {}
 
 NpzWriter::~NpzWriter() = default;
@@ -839,29 +863,11 @@ void NpzWriter::write_data(const void* data, std::size_t bytes) {
 
 void NpzWriter::begin_member(const std::string& key, DType dtype,
                              const std::vector<std::int64_t>& shape, std::int64_t count) {
-  NpyInfo info;
-  info.shape = shape;
-  const std::optional<std::int64_t> holds = checked_product(shape);
-  if (holds != count) {
-    throw InvalidArgument("npz array '" + key + "': shape " + info.shape_string() + " holds " +
-                          (holds ? std::to_string(*holds) : std::string("too many")) +
-                          " elements, got " + std::to_string(count));
-  }
-  // npy 1.0: the header dict is padded with spaces so the data starts at a multiple of 64.
-  std::string dict = std::string("{'descr': '") + descr_of(dtype) +
-                     "', 'fortran_order': False, 'shape': " + info.shape_string() + ", }";
-  const std::size_t unpadded = 10 + dict.size() + 1;
-  dict.append((64 - unpadded % 64) % 64, ' ');
-  dict.push_back('\n');
-  std::string npy_header(kNpyMagic);
-  npy_header.push_back(1);
-  npy_header.push_back(0);
-  put16(npy_header, static_cast<std::uint16_t>(dict.size()));
-  npy_header += dict;
+  check_npy_shape(key, shape, count);
+  const std::string header = npy_header(dtype, shape);
 
   const std::string name = key + ".npy";
-  const std::uint64_t size =
-      npy_header.size() + static_cast<std::uint64_t>(count) * item_size(dtype);
+  const std::uint64_t size = header.size() + static_cast<std::uint64_t>(count) * item_size(dtype);
   const std::uint64_t offset = file_.size();
   if (size >= 0xFFFFFFFFu || offset >= 0xFFFFFFFFu) {
     fail_write("array '" + key + "' (" + std::to_string(size) + " bytes at offset " +
@@ -884,7 +890,7 @@ void NpzWriter::begin_member(const std::string& key, DType dtype,
   put16(local, 0); // extra length
   local += name;
   write_raw(local.data(), local.size());
-  write_data(npy_header.data(), npy_header.size());
+  write_data(header.data(), header.size());
 }
 
 void NpzWriter::end_member() {

@@ -110,6 +110,13 @@ private:
   std::vector<Member> members_;
 };
 
+/// The .npy 1.0 header of an array of `dtype` and `shape` (C order), padded so the data that
+/// follows it starts at a multiple of 64 bytes.
+std::string npy_header(DType dtype, const std::vector<std::int64_t>& shape);
+/// Throws InvalidArgument naming `key` unless `shape` holds exactly `count` elements.
+void check_npy_shape(const std::string& key, const std::vector<std::int64_t>& shape,
+                     std::int64_t count);
+
 /// Writes an uncompressed .npz (npy 1.0 members, little-endian, C order) that numpy's np.load
 /// reads. The archive goes through an io::AtomicFile: a temporary file created exclusively beside
 /// `path` (never following a planted link) and renamed onto it by commit(); without commit() the

@@ -28,10 +28,11 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-APPS = ("tessera-train", "tessera-mlp", "tessera-partition", "tessera-convert")
+APPS = ("tessera-train", "tessera-predict", "tessera-mlp", "tessera-partition", "tessera-convert")
 # The guide page that explains each app, linked from its reference page.
 GUIDES = {
     "tessera-train": "../guide/training.md",
+    "tessera-predict": "../guide/inference.md",
     "tessera-mlp": "../guide/mlp-and-memory.md",
     "tessera-partition": "../guide/partitioning.md",
     "tessera-convert": "../guide/datasets.md",

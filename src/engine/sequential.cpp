@@ -23,6 +23,12 @@ template <typename T> void Sequential<T>::add(std::unique_ptr<Module<T>> module)
   module_seconds_.push_back(0.0);
 }
 
+template <typename T> void Sequential<T>::end_layer() {
+  if (modules_.empty()) throw InvalidArgument("Sequential::end_layer on a model without modules");
+  if (layer_ends_.empty() || layer_ends_.back() != modules_.size())
+    layer_ends_.push_back(modules_.size());
+}
+
 template <typename T> void Sequential<T>::use_memory(ChunkManager* manager) {
   memory_ = manager;
   output_pins_ = std::make_unique<Pins>(manager);
@@ -95,8 +101,17 @@ template <typename T> void Sequential<T>::discard_output(std::size_t i, ByteRang
 
 template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x) {
   if (modules_.empty()) throw InvalidArgument("Sequential::forward on an empty model");
+  return forward(step, x, modules_.size());
+}
+
+template <typename T>
+ConstDenseView<T> Sequential<T>::forward(const Step& step, Input<T> x, std::size_t modules) {
+  if (modules < 1 || modules > modules_.size()) {
+    throw InvalidArgument("Sequential::forward through " + std::to_string(modules) +
+                          " modules of a model of " + std::to_string(modules_.size()));
+  }
   if (output_pins_) output_pins_->clear();
-  for (std::size_t i = 0; i < modules_.size(); ++i) {
+  for (std::size_t i = 0; i < modules; ++i) {
     // An elementwise module writes its output over its input when that is the output of the
     // module before, in that module's own buffer, and no backward reads it: one buffer fewer.
     // (A dense output cannot be a sparse input passed on.)
@@ -126,7 +141,12 @@ template <typename T> ConstDenseView<T> Sequential<T>::forward(const Step& step,
       discard_output(i - 1, x.is_sparse() ? ByteRange{} : bytes_of(x.dense));
     }
   }
-  if (x.is_sparse()) throw InvalidArgument("the last module of a model must give a dense output");
+  if (x.is_sparse()) {
+    throw InvalidArgument(modules == modules_.size()
+                              ? "the last module of a model must give a dense output"
+                              : "module " + std::to_string(modules - 1) + " (" +
+                                    modules_[modules - 1]->name() + ") gives a sparse output");
+  }
   if (output_pins_) pin_input(*output_pins_, x, Access::ReadWrite);
   return x.dense;
 }

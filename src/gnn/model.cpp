@@ -112,6 +112,7 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
     conv->set_activation_dtype(config.activation_dtype);
     if (i == 0 && fused_input_dropout) conv->set_input_dropout(config.dropout, layer);
     model.add(std::move(conv));
+    if (i + 1 < num_convs) model.end_layer(); // the convolution applied ReLU (and dropout)
   }
   return model;
 }

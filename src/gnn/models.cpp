@@ -92,6 +92,22 @@ ModelBuilder builder_for(ModelKind kind) {
   throw InvalidArgument("unknown model kind");
 }
 
+std::string residual_name(ModelKind kind) {
+  return display_name(kind) + " (residual blocks)";
+}
+
+std::optional<ModelBuilder> builder_named(const std::string& name) {
+  for (const ModelKind kind : kKinds) {
+    if (name == display_name(kind)) return builder_for(kind);
+    if (name == residual_name(kind)) {
+      return [kind](ModelGraph& graph, const ModelSpec& spec) {
+        return build_residual(graph, spec, kind);
+      };
+    }
+  }
+  return std::nullopt;
+}
+
 Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
   refuse_residual_settings(spec, "build_graphsage");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
@@ -111,6 +127,7 @@ Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
     model.add(std::move(sage));
     if (i + 2 < sizes.size()) {
       model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
+      model.end_layer();
     }
   }
   return model;
@@ -131,6 +148,7 @@ Sequential<float> build_mlp(ModelGraph& graph, const ModelSpec& spec) {
     model.add(std::move(linear));
     if (i + 2 < sizes.size()) {
       model.add(std::make_unique<ReluDropout<float>>(backend, spec.config.dropout, layer + 1));
+      model.end_layer();
     }
   }
   return model;
@@ -164,6 +182,7 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
     }
     if (i + 2 < sizes.size()) {
       model.add(std::make_unique<ReluDropout<float>>(backend, dropout, layer + 1));
+      model.end_layer();
     }
   }
   return model;
@@ -196,7 +215,10 @@ Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
     in = conv->out_features();
     model.add(std::move(conv));
     // ELU and the next layer's input dropout in one module (the masks of Dropout(layer + 1)).
-    if (!last) model.add(std::make_unique<EluDropout<float>>(backend, config.dropout, layer + 1));
+    if (!last) {
+      model.add(std::make_unique<EluDropout<float>>(backend, config.dropout, layer + 1));
+      model.end_layer();
+    }
   }
   return model;
 }
@@ -344,6 +366,7 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
     model.add(linear(inner, width, 2 + 2 * block, layer));
     model.add(std::make_unique<Dropout<float>>(backend, dropout, 2 + 2 * block));
     model.add(std::make_unique<ResidualAdd<float>>(backend, opened));
+    model.end_layer();
   }
   if (auto norm = make_norm(graph, config.norm, width, "output.norm")) model.add(std::move(norm));
   const auto output = 2 + 2 * static_cast<std::uint32_t>(blocks);

@@ -76,14 +76,55 @@ private:
   Buffer<std::int32_t> labels_, train_, val_, test_;
 };
 
-SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
+/// The splits' sizes over all ranks. Collective over `comm` (nullptr: one process).
+SplitCounts global_counts(const NodeLabels& labels, comm::Communicator* comm) {
   std::vector<std::int64_t> counts{static_cast<std::int64_t>(labels.train.size()),
                                    static_cast<std::int64_t>(labels.val.size()),
                                    static_cast<std::int64_t>(labels.test.size())};
   if (comm != nullptr) comm->allreduce_sum(std::span<std::int64_t>(counts));
-  if (counts[0] == 0) throw InvalidArgument("the training split is empty");
   return {static_cast<double>(counts[0]), static_cast<double>(counts[1]),
           static_cast<double>(counts[2])};
+}
+
+/// global_counts of a run that trains: an empty training split is refused.
+SplitCounts split_counts(const NodeLabels& labels, comm::Communicator* comm) {
+  const SplitCounts counts = global_counts(labels, comm);
+  if (counts.train == 0) throw InvalidArgument("the training split is empty");
+  return counts;
+}
+
+/// This rank's shares of an evaluation's metrics (`shares`, and each split's binary scores in
+/// `scores` with ROC-AUC) summed over the ranks: the metrics, the same on every rank.
+/// Collective over `comm` (nullptr: one process).
+void sum_shares(SplitMetrics (&shares)[3], BinaryScores* scores, comm::Communicator* comm) {
+  if (comm != nullptr) {
+    double sums[] = {shares[0].loss,     shares[0].accuracy, shares[1].loss,
+                     shares[1].accuracy, shares[2].loss,     shares[2].accuracy};
+    comm->allreduce_sum(std::span<double>(sums));
+    for (int i = 0; i < 3; ++i)
+      shares[i] = {sums[2 * i], sums[2 * i + 1], {}};
+  }
+  if (scores != nullptr) {
+    const auto values = roc_auc_over_ranks(std::span<const BinaryScores>(scores, 3), comm);
+    for (int i = 0; i < 3; ++i)
+      shares[i].roc_auc = values[static_cast<std::size_t>(i)];
+  }
+}
+
+/// This rank's shares of one evaluation of `logits` (and the binary scores, when `scores`).
+void measure_splits(const Backend& be, ConstDenseView<float> logits, const NodeLabels& labels,
+                    const NodeLabels& host_labels, const SplitCounts& counts,
+                    std::vector<float>& host_logits, SplitMetrics (&shares)[3],
+                    BinaryScores* scores) {
+  shares[0] = measure(be, logits, labels, labels.train, counts.train);
+  shares[1] = measure(be, logits, labels, labels.val, counts.val);
+  shares[2] = measure(be, logits, labels, labels.test, counts.test);
+  if (scores != nullptr) {
+    const ConstDenseView<float> on_host = logits_on_host(be, logits, host_logits);
+    scores[0].append(on_host, host_labels.labels, host_labels.train);
+    scores[1].append(on_host, host_labels.labels, host_labels.val);
+    scores[2].append(on_host, host_labels.labels, host_labels.test);
+  }
 }
 
 /// "SIGTERM" and the like.
@@ -123,6 +164,29 @@ TrainState save_state(int epoch, Sequential<float>& model, const Adam<float>& op
   return state;
 }
 
+/// Throws DimensionMismatch unless `saved` are the parameters of `model`: the same count, and
+/// every name and shape.
+void check_weights(Sequential<float>& model, const std::vector<ParameterState>& saved_parameters) {
+  const std::vector<Parameter<float>*> parameters = model.parameters();
+  if (saved_parameters.size() != parameters.size()) {
+    throw DimensionMismatch("the saved state holds " + std::to_string(saved_parameters.size()) +
+                            " parameters, the model has " + std::to_string(parameters.size()));
+  }
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    const Parameter<float>& p = *parameters[i];
+    const ParameterState& saved = saved_parameters[i];
+    const auto n = static_cast<std::size_t>(p.value.size());
+    if (saved.name != p.name || saved.rows != p.value.rows() || saved.cols != p.value.cols() ||
+        saved.value.size() != n) {
+      throw DimensionMismatch("parameter " + std::to_string(i) + " of the saved state is '" +
+                              saved.name + "' [" + std::to_string(saved.rows) + ", " +
+                              std::to_string(saved.cols) + "], the model's is '" + p.name + "' [" +
+                              std::to_string(p.value.rows()) + ", " +
+                              std::to_string(p.value.cols()) + "]");
+    }
+  }
+}
+
 /// Puts `state`'s weights into the model and its moments into the optimizer, after checking
 /// that it is a state of this model (every name and shape) and of a run that has epochs left.
 void restore_state(const TrainState& state, int epochs, Sequential<float>& model,
@@ -132,34 +196,15 @@ void restore_state(const TrainState& state, int epochs, Sequential<float>& model
                           ", but training has " + std::to_string(epochs) +
                           " epochs: nothing is left to train (raise the epoch count)");
   }
-  const std::vector<Parameter<float>*> parameters = model.parameters();
-  if (state.parameters.size() != parameters.size()) {
-    throw DimensionMismatch("the state to resume holds " + std::to_string(state.parameters.size()) +
-                            " parameters, the model has " + std::to_string(parameters.size()));
-  }
+  check_weights(model, state.parameters);
   AdamState<float> adam;
   adam.steps = state.adam_steps;
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    const Parameter<float>& p = *parameters[i];
-    const ParameterState& saved = state.parameters[i];
-    const auto n = static_cast<std::size_t>(p.value.size());
-    if (saved.name != p.name || saved.rows != p.value.rows() || saved.cols != p.value.cols() ||
-        saved.value.size() != n) {
-      throw DimensionMismatch("parameter " + std::to_string(i) + " of the state to resume is '" +
-                              saved.name + "' [" + std::to_string(saved.rows) + ", " +
-                              std::to_string(saved.cols) + "], the model's is '" + p.name + "' [" +
-                              std::to_string(p.value.rows()) + ", " +
-                              std::to_string(p.value.cols()) + "]");
-    }
+  for (const ParameterState& saved : state.parameters) {
     adam.m.push_back(saved.adam_m);
     adam.v.push_back(saved.adam_v);
   }
   optimizer.load_state(adam); // checks the moments' sizes before the weights change
-  for (std::size_t i = 0; i < parameters.size(); ++i) {
-    Parameter<float>& p = *parameters[i];
-    const std::vector<float>& value = state.parameters[i].value;
-    p.value.backend()->copy_from_host(p.value.data(), value.data(), value.size() * sizeof(float));
-  }
+  load_weights(model, state.parameters);
   result.best_epoch = state.best_epoch;
   result.best_val = state.best_val;
   result.test_at_best_val = state.test_at_best_val;
@@ -219,18 +264,7 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
       SplitMetrics shares[3];
       BinaryScores scores[3];
       work.evaluate(epoch, shares, auc ? scores : nullptr);
-      if (comm != nullptr) {
-        double sums[] = {shares[0].loss,     shares[0].accuracy, shares[1].loss,
-                         shares[1].accuracy, shares[2].loss,     shares[2].accuracy};
-        comm->allreduce_sum(std::span<double>(sums));
-        for (int i = 0; i < 3; ++i)
-          shares[i] = {sums[2 * i], sums[2 * i + 1], {}};
-      }
-      if (auc) {
-        const auto values = roc_auc_over_ranks(scores, comm);
-        for (int i = 0; i < 3; ++i)
-          shares[i].roc_auc = values[static_cast<std::size_t>(i)];
-      }
+      sum_shares(shares, auc ? scores : nullptr, comm);
       stats.evaluated = true;
       stats.train = shares[0];
       stats.val = shares[1];
@@ -371,17 +405,64 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
   work.evaluate = [&](int epoch, SplitMetrics(&shares)[3], BinaryScores* scores) {
     const Step eval_step{config.seed, static_cast<std::uint32_t>(epoch), false, row_ids};
     const ConstDenseView<float> eval_logits = model.forward(eval_step, features);
-    shares[0] = measure(be, eval_logits, labels, labels.train, counts.train);
-    shares[1] = measure(be, eval_logits, labels, labels.val, counts.val);
-    shares[2] = measure(be, eval_logits, labels, labels.test, counts.test);
-    if (scores != nullptr) {
-      const ConstDenseView<float> on_host = logits_on_host(be, eval_logits, host_logits);
-      scores[0].append(on_host, host_labels.labels, host_labels.train);
-      scores[1].append(on_host, host_labels.labels, host_labels.val);
-      scores[2].append(on_host, host_labels.labels, host_labels.test);
-    }
+    measure_splits(be, eval_logits, labels, host_labels, counts, host_logits, shares, scores);
   };
   return run_epochs(work, model, optimizer, comm, on_epoch, control);
+}
+
+void load_weights(Sequential<float>& model, const std::vector<ParameterState>& parameters) {
+  check_weights(model, parameters);
+  const std::vector<Parameter<float>*> targets = model.parameters();
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    Parameter<float>& p = *targets[i];
+    const std::vector<float>& value = parameters[i].value;
+    p.value.backend()->copy_from_host(p.value.data(), value.data(), value.size() * sizeof(float));
+  }
+}
+
+ConstDenseView<float> infer(Sequential<float>& model, Input<float> features, int layer,
+                            std::int64_t owned_rows, const Distribution* distribution) {
+  const RowIds row_ids = distribution != nullptr ? distribution->rows : RowIds{};
+  const Step step{0, 0, false, row_ids}; // evaluation: no dropout, no mask to key
+  const std::vector<std::size_t>& ends = model.layer_ends();
+  if (layer < 0 || layer > static_cast<int>(ends.size())) {
+    throw InvalidArgument(fmt::format("the model has {} hidden layer(s) whose output is a "
+                                      "representation of the rows (1..{}); layer {} is not one",
+                                      ends.size(), ends.size(), layer));
+  }
+  if (layer == 0) return model.forward(step, features);
+  const ConstDenseView<float> out =
+      model.forward(step, features, ends[static_cast<std::size_t>(layer - 1)]);
+  if (out.rows < owned_rows) {
+    throw DimensionMismatch(fmt::format("layer {} gives {} rows, fewer than the {} owned rows",
+                                        layer, out.rows, owned_rows));
+  }
+  return {out.data, owned_rows, out.cols};
+}
+
+std::array<SplitMetrics, 3> evaluate_node_classifier(const BackendPtr& backend,
+                                                     Sequential<float>& model,
+                                                     Input<float> features,
+                                                     const NodeLabels& host_labels, Metric metric,
+                                                     const Distribution* distribution) {
+  comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
+  const SplitCounts counts = global_counts(host_labels, comm);
+  const LabelsOnBackend labels_on_backend(backend, host_labels);
+  const NodeLabels& labels = labels_on_backend.view();
+  const ConstDenseView<float> logits = infer(model, features, 0, 0, distribution);
+  check_labels(host_labels, logits.rows, true);
+  const bool auc = metric == Metric::RocAuc;
+  if (auc && logits.cols != 2) {
+    throw InvalidArgument("ROC-AUC is for binary tasks (two classes); this model predicts " +
+                          std::to_string(logits.cols) + " classes: use accuracy");
+  }
+  std::vector<float> host_logits;
+  SplitMetrics shares[3];
+  BinaryScores scores[3];
+  measure_splits(*backend, logits, labels, host_labels, counts, host_logits, shares,
+                 auc ? scores : nullptr);
+  sum_shares(shares, auc ? scores : nullptr, comm);
+  return {shares[0], shares[1], shares[2]};
 }
 
 } // namespace tessera::gnn

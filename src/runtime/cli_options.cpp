@@ -149,6 +149,35 @@ void add_split_overlap_flag(CLI::App& app, bool& value) {
                "default: accuracy on trained nodes means nothing)");
 }
 
+NodeOutputs NodeOutputFlags::outputs() const {
+  NodeOutputs o;
+  o.predictions = predictions;
+  o.embeddings = embeddings;
+  o.embedding_layer = embedding_layer;
+  check_flags("--predict-nodes", [&] { o.nodes = parse_node_set(nodes); });
+  return o;
+}
+
+void add_node_output_flags(CLI::App& app, NodeOutputFlags& flags) {
+  add_path_option(app, "--predictions", flags.predictions,
+                  "write each node's class probabilities after the last epoch: FILE.npy (float32 "
+                  "[nodes, classes], in node order) or FILE.npz (node_id, predicted, "
+                  "probabilities, logits)");
+  add_path_option(app, "--embeddings", flags.embeddings,
+                  "write each node's representation after hidden layer --embedding-layer: "
+                  "FILE.npy (float32 [nodes, width], in node order) or FILE.npz (node_id, "
+                  "embeddings)");
+  add_integer_option(app, "--embedding-layer", flags.embedding_layer, 0, 1 << 20,
+                     "with --embeddings: which hidden layer (or residual block), from 1; 0: the "
+                     "last, which the output layer reads")
+      ->capture_default_str();
+  app.add_option("--predict-nodes", flags.nodes,
+                 "the rows of --predictions and --embeddings: all nodes, or those of one split "
+                 "(train, val, test), in increasing node id")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"all", "train", "val", "test"}));
+}
+
 void start_everyday_flags(CLI::App& app) {
   app.option_defaults()->group(kEverydayFlags);
   app.get_help_ptr()->group(kEverydayFlags);

@@ -588,6 +588,9 @@ void check_ghost_degrees(const std::shared_ptr<comm::Communicator>& comm,
 void check_tile_memory(const TrainJob& job, const JobGraph& g) {
   if (!job.offload.offload_dir.empty()) return;
   const partition::LocalGraph& tile = g.tile;
+  const std::vector<std::int64_t>& asked = job.shape.layer_sizes;
+  if (!asked.empty() && (asked.front() != tile.features.cols() || asked.back() != tile.num_classes))
+    return; // refused where the model is built, in the words of the job (a checkpoint's, say)
   const std::vector<std::int64_t> sizes = job.shape.resolve(tile.features.cols(), tile.num_classes);
   const double rows = static_cast<double>(tile.n_owned() + tile.n_ghost());
   const bool dense = tile.features.dense || job.feature_layout == graph::FeatureLayout::Dense;

@@ -72,6 +72,7 @@ struct Options : TrainingFlags {
   std::string resume;
   bool force = false;
   OffloadFlags offload;
+  NodeOutputFlags outputs;
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -238,6 +239,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                   "continue from the latest checkpoint in this folder (same data and model; made "
                   "at any rank count); --epochs counts from the start of the original run");
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
+  add_node_output_flags(app, o.outputs);
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
   app.add_option("--halo-precision", o.halo_precision,
@@ -355,7 +357,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.model_builder = [kind](gnn::ModelGraph& graph, const gnn::ModelSpec& spec) {
       return gnn::build_residual(graph, spec, kind);
     };
-    job.model_name = gnn::display_name(kind) + " (residual blocks)";
+    job.model_name = gnn::residual_name(kind);
     job.model.decay_first_layer_only = false;
   }
   job.train.epochs = o.epochs;
@@ -409,6 +411,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.replace_checkpoints = o.force;
   job.resume_dir = o.resume;
   job.offload = offload_config(o.offload);
+  job.outputs = o.outputs.outputs();
   job.peer_timeout = o.peer_timeout;
   job.stop_requested = [] { return static_cast<int>(stop_signal); };
   job.training_starts = [] { training_started = 1; };
@@ -425,7 +428,10 @@ void check_outputs(const TrainJob& job, const std::string& report) {
                               {"--offload-dir", job.offload.offload_dir, true}},
                              inputs);
   inputs.push_back(job.resume_dir);
-  refuse_outputs_over_inputs({{"--report", report, false}}, inputs);
+  refuse_outputs_over_inputs({{"--report", report, false},
+                              {"--predictions", job.outputs.predictions, false},
+                              {"--embeddings", job.outputs.embeddings, false}},
+                             inputs);
 }
 
 /// Refuses flags that would be ignored with the others given: a user who passes them expects
@@ -451,6 +457,15 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
     throw InvalidArgument("bf16 activations (--activation-dtype bf16) are not supported under a "
                           "memory budget yet: drop --device-memory, --host-memory and "
                           "--offload-dir, or use --activation-dtype fp32");
+  }
+  if (app.count("--embedding-layer") > 0 && o.outputs.embeddings.empty()) {
+    throw InvalidArgument("--embedding-layer chooses the layer --embeddings writes, which is not "
+                          "given");
+  }
+  if (app.count("--predict-nodes") > 0 && o.outputs.predictions.empty() &&
+      o.outputs.embeddings.empty()) {
+    throw InvalidArgument("--predict-nodes chooses the rows of --predictions and --embeddings, "
+                          "neither of which is given");
   }
   if (o.force && o.checkpoint_dir.empty()) {
     throw InvalidArgument("--force only replaces a checkpoint in --checkpoint-dir, which is not "

@@ -55,6 +55,7 @@
 #include "tessera/runtime/job_start.hpp"
 #include "tessera/runtime/mlp_job.hpp"
 #include "tessera/runtime/offload_options.hpp"
+#include "tessera/runtime/predict_job.hpp"
 #include "tessera/runtime/progress_display.hpp"
 #include "tessera/runtime/simulation.hpp"
 #include "tessera/runtime/train_job.hpp"

@@ -110,6 +110,41 @@ TEST(DatasetsGenerators, SbmEdgesStayInsideClassesWithProbabilityPIn) {
   EXPECT_NEAR(fraction, 0.9 + 0.1 / 4, 0.02);
 }
 
+/// Per class, the mean of the feature rows of its members ([classes × features]).
+std::vector<double> class_means(const Dataset& ds) {
+  const std::int64_t f = ds.features.cols();
+  std::vector<double> sums(static_cast<std::size_t>(ds.num_classes * f), 0.0);
+  std::vector<double> counts(static_cast<std::size_t>(ds.num_classes), 0.0);
+  for (std::int64_t i = 0; i < ds.num_nodes; ++i) {
+    const auto c = static_cast<std::size_t>(ds.labels[static_cast<std::size_t>(i)]);
+    counts[c] += 1.0;
+    for (std::int64_t j = 0; j < f; ++j)
+      sums[c * static_cast<std::size_t>(f) + static_cast<std::size_t>(j)] +=
+          (*ds.features.dense)(i, j);
+  }
+  for (std::size_t k = 0; k < sums.size(); ++k)
+    sums[k] /= counts[k / static_cast<std::size_t>(f)];
+  return sums;
+}
+
+TEST(DatasetsGenerators, SbmStructureSeedDrawsAnotherGraphOfTheSameClassCentroids) {
+  // The graph an inductive model is applied to: other members, edges, noise and split, the
+  // class centroids of the seed. structure-seed = the seed is the graph of the seed itself.
+  const Dataset base = load(kSbm, 2);
+  const Dataset other = load(std::string(kSbm) + ",structure-seed=5", 2);
+  const Dataset same = load(std::string(kSbm) + ",structure-seed=2", 2);
+
+  EXPECT_THAT(other.name, HasSubstr(",structure-seed=5"));
+  EXPECT_NE(other.labels, base.labels);
+  EXPECT_NE(other.train_idx, base.train_idx);
+  const std::vector<double> a = class_means(base), b = class_means(other);
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_NEAR(a[k], b[k], 0.15) << "class mean " << k; // 750 members of noise 1 each
+  EXPECT_EQ(same.labels, base.labels);
+  EXPECT_EQ(same.train_idx, base.train_idx);
+  expect_canonical_adjacency(other);
+}
+
 TEST(DatasetsGenerators, UnknownGeneratorKeyThrowsInvalidArgumentListingValidKeys) {
   EXPECT_THAT([] { load("rmat:scale=8,degree=4"); },
               ThrowsMessage<InvalidArgument>(AllOf(

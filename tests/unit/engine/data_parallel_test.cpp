@@ -354,6 +354,33 @@ TEST(Sequential, AnElementwiseLastModuleLeavesTheCallersGradientAlone) {
     EXPECT_EQ(dy.data()[i], 1.0f) << i;
 }
 
+TEST(Sequential, ForwardThroughAMarkedLayerGivesItsOutputBeforeTheRestRuns) {
+  // Linear → ReLU (layer 1 ends) → Linear: forward through the mark is what the first two
+  // modules give alone, though the ReLU runs in place over the Linear's output.
+  const BackendPtr cpu = make_cpu_backend(1);
+  Sequential<float> model;
+  model.add(std::make_unique<Linear<float>>(cpu, 3, 4, true, 1, 0));
+  model.add(std::make_unique<Relu<float>>(cpu));
+  model.end_layer();
+  model.add(std::make_unique<Linear<float>>(cpu, 4, 2, true, 1, 1));
+  auto alone = testing::linear_relu(cpu); // the same first two modules, the same seed
+  const testing::LinearReluBatch batch(cpu);
+  const Step eval{0, 1, false, {}};
+
+  ASSERT_THAT(model.layer_ends(), ElementsAre(2u));
+  const ConstDenseView<float> logits = model.forward(eval, batch.x.cview());
+  EXPECT_EQ(logits.cols, 2);
+  const ConstDenseView<float> hidden = model.forward(eval, batch.x.cview(), 2);
+  const std::vector<float> got(hidden.data, hidden.data + hidden.rows * hidden.cols);
+  const ConstDenseView<float> expected = alone->forward(eval, batch.x.cview());
+
+  ASSERT_EQ(hidden.rows, 5);
+  ASSERT_EQ(hidden.cols, 4);
+  EXPECT_EQ(got, std::vector<float>(expected.data, expected.data + 20));
+  EXPECT_THROW(model.forward(eval, batch.x.cview(), 4), InvalidArgument);
+  EXPECT_THROW(model.forward(eval, batch.x.cview(), 0), InvalidArgument);
+}
+
 TEST(Sequential, ATrainingHookRunsAroundEveryTrainingCallAndChangesNoResult) {
   // before and after run around every training forward and backward call of every module, not
   // around evaluation; the outputs and gradients stay as they were.

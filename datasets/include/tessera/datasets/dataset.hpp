@@ -84,7 +84,8 @@ struct LoadOptions {
 ///    snap, metis, musae (PATH = the edges csv), mtx, ogb (PATH = an OGB node-property dataset
 ///    folder as the ogb package downloads it: raw/*.csv.gz and split/<scheme>/*.csv.gz);
 ///  - a generator: rmat:scale=20,edge-factor=16,features=128,classes=16 or
-///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0, or Gaussian class
+///    sbm:nodes=10000,classes=8,avg-degree=10,p-in=0.8,features=64,noise=1.0[,structure-seed=S]
+///    (S: another graph of the same classes and feature distributions), or Gaussian class
 ///    clusters without edges for plain classifiers,
 ///    blobs:samples=10000,features=64,classes=4,separation=6,noise=1[,seed=S].
 /// Everything lands in host memory: `backend` must be a CPU backend. Throws IoError /

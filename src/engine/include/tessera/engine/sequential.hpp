@@ -35,12 +35,24 @@ public:
   /// [n, classes]), valid (and, under a manager, acquired) until the next forward or backward.
   /// Throws InvalidArgument for a model without modules or whose last output is sparse.
   ConstDenseView<T> forward(const Step& step, Input<T> x);
+  /// Runs the first `modules` modules on x (1 <= modules <= the model's); returns the output of
+  /// the last of them, valid as forward's: a layer's representation (layer_ends) in an
+  /// evaluation step. Throws InvalidArgument for a count out of range or a sparse output.
+  ConstDenseView<T> forward(const Step& step, Input<T> x, std::size_t modules);
   /// Back-propagates d_output ([n, classes], the last output's shape) through the last forward;
   /// parameter gradients per param_mode. on_gradient (optional, not called when param_mode is
   /// Ignore) receives each parameter of a module right after that module's backward has written
   /// its gradient, last module first: where data parallelism starts summing it over the ranks.
   void backward(ConstDenseView<T> d_output, GradientMode param_mode = GradientMode::Overwrite,
                 const std::function<void(Parameter<T>&)>& on_gradient = {});
+
+  /// Marks the module added last as the end of one of the model's layers: its output is that
+  /// layer's representation of the rows (an embedding). Builders mark each hidden layer after
+  /// its activation. Throws InvalidArgument on a model without modules.
+  void end_layer();
+  /// The marked layers in order: for each, the count of modules that compute it (forward with
+  /// that count gives its representation).
+  const std::vector<std::size_t>& layer_ends() const noexcept { return layer_ends_; }
 
   /// Every module's parameters, in module order; owned by the modules.
   std::vector<Parameter<T>*> parameters();
@@ -82,6 +94,7 @@ private:
   std::vector<Context<T>> contexts_;
   std::vector<bool> needs_input_grad_;
   std::vector<double> module_seconds_;
+  std::vector<std::size_t> layer_ends_;
   TrainingHook hook_;
 };
 

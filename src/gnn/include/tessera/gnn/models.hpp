@@ -6,6 +6,7 @@
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/model_graph.hpp"
 
+#include <optional>
 #include <string>
 
 namespace tessera::gnn {
@@ -28,6 +29,11 @@ ModelKind parse_model_kind(const std::string& text);
 std::string display_name(ModelKind kind);
 /// The builder of `kind`.
 ModelBuilder builder_for(ModelKind kind);
+/// The name of `kind` built of residual blocks (build_residual): "GCN (residual blocks)".
+std::string residual_name(ModelKind kind);
+/// The builder of the built-in model named `name` (display_name or residual_name, as
+/// checkpoints record it); nullopt for another name (a program's own builder).
+std::optional<ModelBuilder> builder_named(const std::string& name);
 
 /// Dropout → SAGEConv → ReLU+Dropout → ... → SAGEConv (Hamilton et al., mean aggregator): each
 /// layer's self and neighbour weights, over D⁻¹A and its transpose.

@@ -11,6 +11,7 @@
 #include "tessera/gnn/metrics.hpp"
 #include "tessera/ops/ops.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -255,5 +256,29 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
                                   const std::function<void(const EpochStats&)>& on_epoch = {},
                                   const Distribution* distribution = nullptr,
                                   const TrainControl& control = {});
+
+/// The model's output in an evaluation step (dropout off: what every evaluation scores), the
+/// weights as they are. layer 0: the logits of the owned rows, [n_owned, classes]; layer k >= 1:
+/// the representation of the model's k-th marked layer (Sequential::layer_ends: hidden layer k,
+/// or residual block k), its first `owned_rows` rows (the owned rows come first). Valid until the
+/// model's next forward or backward. With `distribution`, collective (the layers exchange their
+/// halos). Throws InvalidArgument for a layer the model does not mark, naming how many it has.
+ConstDenseView<float> infer(Sequential<float>& model, Input<float> features, int layer,
+                            std::int64_t owned_rows, const Distribution* distribution = nullptr);
+
+/// The metrics of the train, validation and test splits in one evaluation step with the weights
+/// as they are — what training's evaluation measures (losses and accuracies over all ranks, and
+/// each split's ROC-AUC with Metric::RocAuc) — for labels in `labels` (an empty split scores 0).
+/// Collective with `distribution`.
+std::array<SplitMetrics, 3> evaluate_node_classifier(const BackendPtr& backend,
+                                                     Sequential<float>& model,
+                                                     Input<float> features,
+                                                     const NodeLabels& labels, Metric metric,
+                                                     const Distribution* distribution = nullptr);
+
+/// Puts the weights of `parameters` (a checkpoint's, in model order) into `model`, after checking
+/// that they are this model's: the same count, and every name and shape (DimensionMismatch
+/// naming the first that differs, before any weight changes).
+void load_weights(Sequential<float>& model, const std::vector<ParameterState>& parameters);
 
 } // namespace tessera::gnn

@@ -27,6 +27,41 @@ enum class Schedule {
 /// "fixed" or "auto" (the flag's values: parse_schedule in cli_options.hpp).
 std::string to_string(Schedule schedule);
 
+/// Which nodes per-node outputs hold (NodeOutputs::nodes, --predict-nodes).
+enum class NodeSet {
+  All,   ///< every node of the graph
+  Train, ///< the nodes of the training split
+  Val,   ///< ... of the validation split
+  Test   ///< ... of the test split
+};
+/// "all", "train", "val", "test".
+std::string to_string(NodeSet nodes);
+/// The set named `text`; InvalidArgument naming the valid names otherwise.
+NodeSet parse_node_set(const std::string& text);
+
+/// Per-node outputs of a trained model (--predictions, --embeddings), computed in an evaluation
+/// step (dropout off) with the weights training ended with (those its last checkpoint holds),
+/// gathered from every rank and written by rank 0 in increasing node id, as numpy reads them.
+/// A path ending in .npy gets one float32 array; one ending in .npz an archive with the node
+/// ids beside it.
+struct NodeOutputs {
+  /// .npy: [rows, classes] float32, each row's class probabilities (the softmax of its logits);
+  /// .npz: node_id (int64 [rows]), predicted (int64 [rows], the most probable class, the first
+  /// of a tie), label (int64 [rows], the data's class; -1 where it has none), probabilities and
+  /// logits (float32 [rows, classes]). Empty: not written.
+  std::string predictions;
+  /// .npy: [rows, width] float32, the representation of layer embedding_layer; .npz: node_id
+  /// and embeddings. Empty: not written.
+  std::string embeddings;
+  /// Whose representation `embeddings` holds: hidden layer (GCN, GraphSAGE, GIN, GAT, MLP) or
+  /// residual block k, from 1 (gnn::infer); 0: the last one (what the output layer reads).
+  int embedding_layer = 0;
+  /// The rows: every node, or the nodes of one split.
+  NodeSet nodes = NodeSet::All;
+
+  bool any() const noexcept { return !predictions.empty() || !embeddings.empty(); }
+};
+
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
 struct TrainJob {
   // ---- the data ----
@@ -117,6 +152,8 @@ struct TrainJob {
   /// ends naming it (comm::PeerWatch; --peer-timeout). Unset: the larger of 60 s and 50 x the
   /// slowest epoch so far, 10 minutes before the first epoch ends.
   std::optional<double> peer_timeout;
+  /// Predictions and embeddings written after training (none by default).
+  NodeOutputs outputs;
   /// Called on every rank once the data and the model are ready, just before the first epoch
   /// (tessera-train's signal handler ends the process at once before it, and asks for a stop
   /// after an epoch from then on).

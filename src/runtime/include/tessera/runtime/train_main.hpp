@@ -29,4 +29,8 @@ int train_main(int argc, char** argv, const TrainProgram& program);
 /// dataset's node features (run_mlp_job), on the same start, flags and errors as train_main.
 int mlp_main(int argc, char** argv);
 
+/// The main() of tessera-predict: a checkpoint's model applied to a graph (run_predict_job),
+/// the metrics printed and the per-node outputs written, on the same start, flags and errors.
+int predict_main(int argc, char** argv);
+
 } // namespace tessera::runtime

@@ -1,0 +1,172 @@
+// run_predict_job: a checkpoint's model on this rank's graph → metrics and per-node outputs.
+#include "tessera/runtime/predict_job.hpp"
+
+#include "feature_range.hpp"
+#include "job_graph.hpp"
+#include "job_model.hpp"
+#include "node_outputs.hpp"
+#include "tessera/comm/failure.hpp"
+#include "tessera/core/error.hpp"
+#include "tessera/core/timer.hpp"
+#include "tessera/gnn/models.hpp"
+#include "tessera/runtime/checkpoint.hpp"
+
+#include <exception>
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+namespace tessera::runtime {
+
+namespace {
+
+/// "GCN 1433-16-7".
+std::string model_text(const CheckpointRun& run) {
+  return fmt::format("{} {}", run.model_name, fmt::join(run.layer_sizes, "-"));
+}
+
+/// The training job whose data and model steps (get_job_graph, build_job_model) this inference
+/// run takes: `job`'s graph and machine, the checkpoint's model.
+TrainJob training_job_of(const PredictJob& job, const Checkpoint& checkpoint) {
+  const CheckpointRun& run = checkpoint.run;
+  TrainJob t;
+  t.dataset = job.dataset.empty() && job.partition_dir.empty() ? run.dataset : job.dataset;
+  t.load = job.load;
+  t.load.seed = job.data_seed.value_or(run.seed);
+  t.split_seed = job.split_seed; // unset: the checkpoint's seed (train.seed), as training drew it
+  t.normalize_features = job.normalize_features ? job.normalize_features : run.row_normalized;
+  t.threads = job.threads;
+  t.device = job.device;
+  t.comm = job.comm;
+  t.partition_dir = job.partition_dir;
+  t.partition = job.partition;
+  t.offload = job.offload;
+  t.peer_timeout = job.peer_timeout;
+  t.resume_dir = job.checkpoint_dir; // the data's checksum is compared with the checkpoint's
+  t.shape.layer_sizes = run.layer_sizes;
+  t.model = run.model;
+  t.model_name = run.model_name;
+  t.train.seed = run.seed;
+  t.train.epochs = 0;
+  t.train.metric = job.metric;
+  t.outputs = job.outputs;
+  if (job.model_builder) {
+    t.model_builder = job.model_builder;
+  } else if (run.model_name != gnn::display_name(gnn::ModelKind::Gcn)) {
+    // The GCN is the job's default model (an empty builder, as tessera-train builds it).
+    const std::optional<gnn::ModelBuilder> builder = gnn::builder_named(run.model_name);
+    if (!builder) {
+      throw InvalidArgument(fmt::format(
+          "checkpoint {} holds model '{}', which is not one of the built-in models (GCN, "
+          "GraphSAGE, GIN, GAT, MLP, and each of residual blocks): predict with the program that "
+          "built it (runtime::PredictJob::model_builder)",
+          job.checkpoint_dir, run.model_name));
+    }
+    t.model_builder = *builder;
+  }
+  return t;
+}
+
+/// Refuses a graph the checkpoint's model cannot read, naming what differs.
+void check_graph_fits(const PredictJob& job, const CheckpointRun& run, const JobGraph& g) {
+  const std::int64_t features = g.features.cols();
+  if (features != run.features) {
+    throw InvalidArgument(fmt::format(
+        "checkpoint {} ({}, trained on '{}') reads {} input features per node; dataset '{}' has "
+        "{}{}",
+        job.checkpoint_dir, model_text(run), run.dataset, run.features, g.dataset, features,
+        g.feature_source.empty() ? "" : " (" + g.feature_source + ")"));
+  }
+  if (g.tile.num_classes != run.classes) {
+    throw InvalidArgument(
+        fmt::format("checkpoint {} ({}, trained on '{}') predicts {} classes; dataset '{}' has {}",
+                    job.checkpoint_dir, model_text(run), run.dataset, run.classes, g.dataset,
+                    g.tile.num_classes));
+  }
+}
+
+} // namespace
+
+PredictSummary run_predict_job(const PredictJob& job,
+                               const std::function<void(const std::string&)>& log) {
+  const Stopwatch clock;
+  const std::shared_ptr<comm::Communicator> comm =
+      job.comm != nullptr ? job.comm : comm::make_self_communicator();
+  const Log say = [&](const std::string& line) {
+    if (log && comm->rank() == 0) log(line);
+  };
+  if (job.checkpoint_dir.empty()) throw InvalidArgument("no checkpoint folder to predict with");
+  comm->peer_watch().set_limit(job.peer_timeout);
+  comm->peer_watch().set_step("reading the checkpoint");
+  // Every rank reads the checkpoint (as every rank reads its part of a store); a failure on
+  // any rank fails every rank.
+  std::optional<Checkpoint> checkpoint;
+  std::optional<TrainJob> t;
+  std::exception_ptr failure;
+  try {
+    check_node_outputs(job.outputs, comm->rank());
+    checkpoint = read_checkpoint(job.checkpoint_dir);
+    t = training_job_of(job, *checkpoint);
+    t->comm = comm;
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  comm::share_first_failure(*comm, failure, "could not read the checkpoint");
+  const CheckpointRun& run = checkpoint->run;
+  say(fmt::format("checkpoint {}: {} trained on '{}' for {} epochs", job.checkpoint_dir,
+                  model_text(run), run.dataset, checkpoint->state.epoch));
+
+  const BackendPtr host = make_cpu_backend(job.threads);
+  const BackendPtr backend = select_backend(job.device, comm->local_rank(), job.threads);
+  say(comm->size() == 1
+          ? "backend: " + backend->describe()
+          : fmt::format("backend of rank 0: {}; {}", backend->describe(), comm->describe()));
+  Balancing balancing;
+  balancing.backend = backend;
+  comm->peer_watch().set_step("loading and cutting the graph");
+  JobGraph graph = get_job_graph(*t, comm, host, say, balancing);
+  check_graph_fits(job, run, graph);
+  say(describe_normalization(graph.dataset, t->normalize_features, graph.recipe_row_normalize));
+  comm->peer_watch().set_step("building the model");
+  JobModel model = build_job_model(*t, comm, backend, graph, say);
+  check_embedding_layer(job.outputs, model);
+  try {
+    gnn::load_weights(model.model, checkpoint->state.parameters);
+  } catch (const DimensionMismatch& e) {
+    throw InvalidArgument(fmt::format("checkpoint {} does not fit the model '{}' it names: {}",
+                                      job.checkpoint_dir, model_text(run), e.what()));
+  }
+
+  comm->peer_watch().set_step("inference");
+  gnn::Distribution distribution;
+  distribution.comm = model.device_comm.get();
+  distribution.rows = RowIds{model.row_ids.data(), 0};
+  const partition::LocalGraph& tile = graph.tile;
+  const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
+  PredictSummary s;
+  s.metrics =
+      gnn::evaluate_node_classifier(model.model_backend, model.model, input_of(model.input(graph)),
+                                    labels, job.metric, &distribution);
+  std::vector<std::int64_t> rows{static_cast<std::int64_t>(tile.train_idx.size()),
+                                 static_cast<std::int64_t>(tile.val_idx.size()),
+                                 static_cast<std::int64_t>(tile.test_idx.size())};
+  comm->allreduce_sum(std::span<std::int64_t>(rows));
+  s.split_rows = {rows[0], rows[1], rows[2]};
+  comm->peer_watch().set_step("writing the per-node outputs");
+  write_node_outputs(job.outputs, *comm, graph, model, say);
+
+  s.model_name = run.model_name;
+  s.layer_sizes = run.layer_sizes;
+  s.checkpoint_epoch = checkpoint->state.epoch;
+  s.trained_on = run.dataset;
+  s.dataset = graph.dataset;
+  s.same_data = !run.dataset_checksum.empty() && run.dataset_checksum == graph.dataset_checksum;
+  s.nodes = tile.num_global_nodes;
+  s.features = run.features; // check_graph_fits: the graph's
+  s.classes = tile.num_classes;
+  s.row_normalized = graph.row_normalized;
+  s.ranks = comm->size();
+  s.seconds = clock.seconds();
+  return s;
+}
+
+} // namespace tessera::runtime
