@@ -225,6 +225,23 @@ tessera_install_bench_deps() {
   tessera_apt_ensure "${TESSERA_BENCH_DEPS[@]}"
 }
 
+# tessera_peers_python: prints the Python of the peers' venv ($TESSERA_PEERS_VENV, default
+# ~/.cache/tessera/peers-venv: a venv over Debian's python3-torch), creating it and installing
+# torch_geometric 2.3.1 into it when missing. Benchmarks only, never the tests.
+tessera_peers_python() {
+  local venv="${TESSERA_PEERS_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/tessera/peers-venv}"
+  if [[ ! -x "${venv}/bin/python" ]]; then
+    tessera_log "creating ${venv} over Debian's torch"
+    mkdir -p "$(dirname "${venv}")"
+    "${TESSERA_PYTHON}" -m venv --system-site-packages "${venv}" >&2
+  fi
+  if ! "${venv}/bin/python" -c 'import torch_geometric' 2>/dev/null; then
+    tessera_log "installing torch_geometric 2.3.1 into ${venv}"
+    "${venv}/bin/python" -m pip install -q torch_geometric==2.3.1 >&2
+  fi
+  echo "${venv}/bin/python"
+}
+
 # ccache serves the compiles of unchanged sources from its cache (~/.cache/ccache), across the
 # build folders and across clones of the tree: paths below the tree are hashed relative to it.
 # A launcher only where ccache is installed (tessera_install_deps installs it).

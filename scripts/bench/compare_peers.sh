@@ -66,17 +66,8 @@ tessera_require_programs "${train}" "${convert}"
 tcmalloc="$(tessera_tcmalloc_path)"
 [[ -n "${tcmalloc}" ]] || tessera_die "libtcmalloc_minimal.so.4 not found"
 
-venv="${TESSERA_PEERS_VENV:-${XDG_CACHE_HOME:-${HOME}/.cache}/tessera/peers-venv}"
-peer_python="${venv}/bin/python"
-if [[ ! -x "${peer_python}" ]]; then
-  tessera_log "creating ${venv} over Debian's torch"
-  mkdir -p "$(dirname "${venv}")"
-  "${TESSERA_PYTHON}" -m venv --system-site-packages "${venv}"
-fi
-if ! "${peer_python}" -c 'import torch_geometric' 2>/dev/null; then
-  tessera_log "installing torch_geometric 2.3.1 into ${venv}"
-  "${peer_python}" -m pip install -q torch_geometric==2.3.1
-fi
+peer_python="$(tessera_peers_python)"
+venv="$(dirname "$(dirname "${peer_python}")")"
 have_dgl=1
 if ! "${peer_python}" -c 'import dgl' 2>/dev/null; then
   tessera_log "installing dgl 1.0.4 into ${venv}"

@@ -65,7 +65,15 @@ json run_json(const CheckpointRun& run) {
             {"bias", run.model.bias},
             {"order", to_string(run.model.order)},
             {"decay_first_layer_only", run.model.decay_first_layer_only},
-            {"activation_dtype", to_string(run.model.activation_dtype)}}},
+            {"activation_dtype", to_string(run.model.activation_dtype)},
+            {"heads", run.model.heads},
+            {"output_heads", run.model.output_heads},
+            {"attention_dropout", run.model.attention_dropout},
+            {"negative_slope", run.model.negative_slope},
+            {"norm", gnn::to_string(run.model.norm)},
+            {"feed_forward_multiplier", run.model.feed_forward_multiplier},
+            {"init", gnn::to_string(run.model.init)},
+            {"one_logit", run.model.one_logit}}},
           {"row_normalize_features", run.row_normalized.value_or(false)},
           {"epochs", run.epochs},
           {"ranks", run.ranks}};
@@ -182,6 +190,41 @@ gnn::SplitMetrics read_metrics(const json& object, const char* key, const std::s
   return out;
 }
 
+/// The settings that shape a GAT's and the residual blocks' parameters (heads, the feed-forward
+/// width, one logit) and their start, each checked in the range its flag allows: a model is
+/// built from them before any weight is read. A checkpoint made before they were recorded holds
+/// none: the flags' defaults (attention dropout: the dropout).
+void read_model_shape_settings(const json& m, const std::string& file, gnn::ModelConfig& model) {
+  const auto integer = [&](const char* key, std::int64_t& value, std::int64_t high) {
+    if (!m.contains(key)) return;
+    value = field<std::int64_t>(m, key, file);
+    if (value < 1 || value > high) {
+      malformed(file, fmt::format("field '{}' is {}, outside [1, {}]", key, value, high));
+    }
+  };
+  const auto number = [&](const char* key, float& value, double low, double high) {
+    if (!m.contains(key)) return;
+    value = field<float>(m, key, file);
+    if (!(value >= low && value < high)) {
+      malformed(file, fmt::format("field '{}' is {}, outside [{}, {})", key, value, low, high));
+    }
+  };
+  integer("heads", model.heads, 4096);
+  integer("output_heads", model.output_heads, 4096);
+  integer("feed_forward_multiplier", model.feed_forward_multiplier, 64);
+  model.attention_dropout = model.dropout;
+  number("attention_dropout", model.attention_dropout, 0.0, 1.0);
+  number("negative_slope", model.negative_slope, 0.0, 1e6);
+  try {
+    if (m.contains("norm")) model.norm = gnn::parse_norm_kind(field<std::string>(m, "norm", file));
+    if (m.contains("init"))
+      model.init = gnn::parse_weight_init(field<std::string>(m, "init", file));
+  } catch (const InvalidArgument& e) {
+    malformed(file, e.what());
+  }
+  if (m.contains("one_logit")) model.one_logit = field<bool>(m, "one_logit", file);
+}
+
 CheckpointRun read_run(const json& state, const std::string& file, int version) {
   if (!state.contains("run") || !state.at("run").is_object()) {
     malformed(file, "missing field 'run'");
@@ -237,6 +280,7 @@ CheckpointRun read_run(const json& state, const std::string& file, int version) 
       malformed(file, std::string("field 'activation_dtype': ") + e.what());
     }
   }
+  read_model_shape_settings(m, file, run.model);
   if (r.contains("row_normalize_features")) {
     run.row_normalized = field<bool>(r, "row_normalize_features", file);
   }
@@ -315,6 +359,10 @@ template <typename T> std::string text_of(const T& value) {
 }
 
 } // namespace
+
+std::string run_json_text(const CheckpointRun& run) {
+  return io::json_text(run_json(run));
+}
 
 void write_checkpoint(const std::string& dir, const Checkpoint& checkpoint) {
   const gnn::TrainState& state = checkpoint.state;

@@ -154,6 +154,7 @@ NodeOutputs NodeOutputFlags::outputs() const {
   o.predictions = predictions;
   o.embeddings = embeddings;
   o.embedding_layer = embedding_layer;
+  o.weights = weights;
   check_flags("--predict-nodes", [&] { o.nodes = parse_node_set(nodes); });
   return o;
 }
@@ -176,6 +177,10 @@ void add_node_output_flags(CLI::App& app, NodeOutputFlags& flags) {
                  "(train, val, test), in increasing node id")
       ->capture_default_str()
       ->check(CLI::IsMember({"all", "train", "val", "test"}));
+  add_path_option(app, "--export-weights", flags.weights,
+                  "write the model's weights to FILE.npz, one array per parameter keyed by its "
+                  "name, with the model's description (scripts/export_pyg.py loads them into "
+                  "PyG)");
 }
 
 void start_everyday_flags(CLI::App& app) {

@@ -173,6 +173,19 @@ std::vector<std::int64_t> argmax_rows(const GatheredRows& logits) {
   return out;
 }
 
+/// Runs `write` on rank 0; a failure there ends every rank with its message. Collective.
+void write_on_root(comm::Communicator& comm, const std::function<void()>& write) {
+  std::exception_ptr failure;
+  if (comm.rank() == 0) {
+    try {
+      write();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  comm::share_failure(comm, 0, failure, "could not write the model's outputs");
+}
+
 std::vector<std::int64_t> shape_of(const GatheredRows& rows) {
   return {static_cast<std::int64_t>(rows.ids.size()), rows.cols};
 }
@@ -180,6 +193,13 @@ std::vector<std::int64_t> shape_of(const GatheredRows& rows) {
 } // namespace
 
 void check_node_outputs(const NodeOutputs& outputs, int rank) {
+  if (!outputs.weights.empty()) {
+    if (!datasets::is_npz_path(outputs.weights)) {
+      throw InvalidArgument("--export-weights " + outputs.weights +
+                            ": expects a file ending in .npz (one array per parameter)");
+    }
+    if (rank == 0) io::check_output_file(outputs.weights);
+  }
   for (const auto& [flag, path] :
        {std::pair<const char*, const std::string&>{"--predictions", outputs.predictions},
         {"--embeddings", outputs.embeddings}}) {
@@ -191,9 +211,17 @@ void check_node_outputs(const NodeOutputs& outputs, int rank) {
     }
     if (rank == 0) io::check_output_file(path);
   }
-  if (!outputs.predictions.empty() && outputs.predictions == outputs.embeddings) {
-    throw InvalidArgument("--predictions and --embeddings name the same file '" +
-                          outputs.predictions + "'");
+  const std::pair<const char*, const std::string*> paths[] = {
+      {"--predictions", &outputs.predictions},
+      {"--embeddings", &outputs.embeddings},
+      {"--export-weights", &outputs.weights}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = i + 1; j < 3; ++j) {
+      if (!paths[i].second->empty() && *paths[i].second == *paths[j].second) {
+        throw InvalidArgument(fmt::format("{} and {} name the same file '{}'", paths[i].first,
+                                          paths[j].first, *paths[i].second));
+      }
+    }
   }
   if (outputs.embedding_layer < 0) {
     throw InvalidArgument(fmt::format("the embedding layer must be >= 1 (0: the last), got {}",
@@ -218,7 +246,7 @@ void check_embedding_layer(const NodeOutputs& outputs, const JobModel& m) {
 
 void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, const JobGraph& g,
                         JobModel& m, const Log& say) {
-  if (!outputs.any()) return;
+  if (outputs.predictions.empty() && outputs.embeddings.empty()) return;
   gnn::Distribution distribution;
   distribution.comm = m.device_comm.get();
   distribution.rows = RowIds{m.row_ids.data(), 0};
@@ -228,24 +256,12 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
   std::vector<float> buffer;
   const std::string which =
       outputs.nodes == NodeSet::All ? "every node" : "the " + to_string(outputs.nodes) + " nodes";
-  // Rank 0 writes; a failure there ends every rank with its message.
-  const auto write_on_root = [&](const std::function<void()>& write) {
-    std::exception_ptr failure;
-    if (comm.rank() == 0) {
-      try {
-        write();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-    }
-    comm::share_failure(comm, 0, failure, "could not write the per-node outputs");
-  };
   if (!outputs.predictions.empty()) {
     const ConstDenseView<float> logits =
         gnn::infer(m.model, input, 0, g.tile.n_owned(), &distribution);
     const GatheredRows all =
         gather_rows(comm, g.tile, rows, gnn::logits_on_host(backend, logits, buffer));
-    write_on_root([&] {
+    write_on_root(comm, [&] {
       const std::vector<float> probabilities = softmax_rows(all);
       const std::vector<std::int64_t> shape = shape_of(all);
       if (datasets::is_npy_path(outputs.predictions)) {
@@ -272,7 +288,7 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
         gnn::infer(m.model, input, layer, g.tile.n_owned(), &distribution);
     const GatheredRows all =
         gather_rows(comm, g.tile, rows, gnn::logits_on_host(backend, embeddings, buffer));
-    write_on_root([&] {
+    write_on_root(comm, [&] {
       const std::vector<std::int64_t> shape = shape_of(all);
       if (datasets::is_npy_path(outputs.embeddings)) {
         datasets::write_npy(outputs.embeddings,
@@ -287,6 +303,32 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
                       shape[0], shape[1], outputs.embeddings));
     });
   }
+}
+
+void write_model_weights(const NodeOutputs& outputs, const CheckpointRun& run,
+                         comm::Communicator& comm, Sequential<float>& model, const Log& say) {
+  if (outputs.weights.empty()) return;
+  write_on_root(comm, [&] {
+    const std::vector<Parameter<float>*> parameters = model.parameters();
+    std::vector<std::vector<float>> values(parameters.size());
+    std::vector<datasets::NumpyArray> arrays;
+    for (std::size_t i = 0; i < parameters.size(); ++i) {
+      const Parameter<float>& p = *parameters[i];
+      values[i].resize(static_cast<std::size_t>(p.value.size()));
+      p.value.backend()->copy_to_host(values[i].data(), p.value.data(),
+                                      values[i].size() * sizeof(float));
+      arrays.push_back(
+          {p.name, {p.value.rows(), p.value.cols()}, std::span<const float>(values[i])});
+    }
+    const std::string text = run_json_text(run);
+    arrays.push_back({"tessera_model",
+                      {static_cast<std::int64_t>(text.size())},
+                      std::span<const std::uint8_t>(
+                          reinterpret_cast<const std::uint8_t*>(text.data()), text.size())});
+    datasets::write_npz(outputs.weights, arrays);
+    say(fmt::format("weights of {} ({} parameters) written to {}", run.model_name,
+                    parameters.size(), outputs.weights));
+  });
 }
 
 } // namespace tessera::runtime

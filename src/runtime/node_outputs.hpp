@@ -4,6 +4,7 @@
 
 #include "job_graph.hpp"
 #include "job_model.hpp"
+#include "tessera/runtime/checkpoint.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <string>
@@ -23,5 +24,11 @@ void check_embedding_layer(const NodeOutputs& outputs, const JobModel& m);
 /// and writes them there. Collective over `comm`. `say` logs on rank 0 what was written.
 void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, const JobGraph& g,
                         JobModel& m, const Log& say);
+
+/// Writes outputs.weights (when set) from the model's current weights, on rank 0 (weights are
+/// replicated), with `run` (the run's checkpoint record) beside them. Collective over `comm` (a
+/// failure on rank 0 ends every rank with its message).
+void write_model_weights(const NodeOutputs& outputs, const CheckpointRun& run,
+                         comm::Communicator& comm, Sequential<float>& model, const Log& say);
 
 } // namespace tessera::runtime

@@ -153,6 +153,7 @@ PredictSummary run_predict_job(const PredictJob& job,
   s.split_rows = {rows[0], rows[1], rows[2]};
   comm->peer_watch().set_step("writing the per-node outputs");
   write_node_outputs(job.outputs, *comm, graph, model, say);
+  write_model_weights(job.outputs, run, *comm, model.model, say);
 
   s.model_name = run.model_name;
   s.layer_sizes = run.layer_sizes;

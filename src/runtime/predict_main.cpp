@@ -133,6 +133,7 @@ PredictJob make_job(const CLI::App& app, const PredictOptions& o,
   inputs.push_back(job.checkpoint_dir);
   refuse_outputs_over_inputs({{"--report", o.report, false},
                               {"--predictions", job.outputs.predictions, false},
+                              {"--export-weights", job.outputs.weights, false},
                               {"--embeddings", job.outputs.embeddings, false},
                               {"--offload-dir", job.offload.offload_dir, true}},
                              inputs);

@@ -437,6 +437,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
   comm->peer_watch().set_step("writing the per-node outputs");
   write_node_outputs(job.outputs, *comm, graph, *model, say);
+  write_model_weights(job.outputs, run, *comm, model->model, say);
   for (std::size_t i = 0; i < steps.size(); ++i) // one measurement (or 0) per move
     steps[i].imbalance_after = rebalancer->imbalance_after()[i];
   RunSummary summary = summarize(job, *comm, backend, graph, *model, std::move(result), last);

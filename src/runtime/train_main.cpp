@@ -430,6 +430,7 @@ void check_outputs(const TrainJob& job, const std::string& report) {
   inputs.push_back(job.resume_dir);
   refuse_outputs_over_inputs({{"--report", report, false},
                               {"--predictions", job.outputs.predictions, false},
+                              {"--export-weights", job.outputs.weights, false},
                               {"--embeddings", job.outputs.embeddings, false}},
                              inputs);
 }

@@ -4,9 +4,10 @@ embeddings and a checkpoint; tessera-predict on that checkpoint — in one proce
 partition store and on 3 ranks of an in-memory cut under a memory budget — writes the same arrays
 (1e-5), whose predicted classes give the report's final test accuracy; a GraphSAGE trained on one
 generated graph predicts on another of the same distribution; and what cannot work is refused
-naming the problem.
+naming the problem; the exported weights compute the same logits in numpy, as the PyG layers
+would (scripts/export_pyg.py, never run by the tests).
 
-  predict_test.py TRAIN PREDICT PARTITION MPIEXEC
+  predict_test.py TRAIN PREDICT PARTITION CONVERT MPIEXEC
 """
 
 import json
@@ -17,8 +18,9 @@ import tempfile
 import unittest
 
 import numpy as np
+import scipy.sparse as sp
 
-TRAIN, PREDICT, PARTITION, MPIEXEC = sys.argv[1:5]
+TRAIN, PREDICT, PARTITION, CONVERT, MPIEXEC = sys.argv[1:6]
 DATASET = "sbm:nodes=3000,classes=4,avg-degree=8,p-in=0.4,features=16,noise=3"
 
 
@@ -114,6 +116,32 @@ class Predictions(unittest.TestCase):
         print(f"GraphSAGE test accuracy {trained:.4f} on its graph, {accuracy:.4f} on another")
         self.assertGreaterEqual(accuracy, 0.9 * trained)
 
+    def test_exported_weights_compute_tesseras_logits_in_numpy(self):
+        weights = self.path("weights.npz")
+        p, _, _ = self.predict("export", "--export-weights", weights)
+        result = run(CONVERT, "--dataset", DATASET, "--out", self.path("graph.npz"))
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        w = np.load(weights)
+        meta = json.loads(w["tessera_model"].tobytes())
+        self.assertEqual(meta["model_name"], "GraphSAGE")
+        self.assertEqual(meta["layer_sizes"], [16, 16, 4])
+        self.assertEqual(sorted(k for k in w.keys() if k != "tessera_model"),
+                         ["sage0.bias", "sage0.neighbour", "sage0.self", "sage1.bias",
+                          "sage1.neighbour", "sage1.self"])
+        g = np.load(self.path("graph.npz"))
+        n = len(g["adj_indptr"]) - 1
+        a = sp.csr_matrix((np.ones(len(g["adj_indices"])), g["adj_indices"], g["adj_indptr"]),
+                          shape=(n, n))
+        degree = np.asarray(a.sum(axis=1)).ravel()
+        mean = sp.diags(np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)) @ a
+        h = g["features"].astype(np.float64)
+        for layer in range(2):
+            h = (h @ w[f"sage{layer}.self"] + (mean @ h) @ w[f"sage{layer}.neighbour"]
+                 + w[f"sage{layer}.bias"])
+            if layer == 0:
+                h = np.maximum(h, 0.0)
+        np.testing.assert_allclose(h, p["logits"], atol=1e-4, rtol=1e-4)
+
     def test_what_cannot_work_is_refused_naming_the_problem(self):
         cases = {
             "another feature width": (["--dataset", "sbm:nodes=500,classes=4,features=20"],
@@ -124,6 +152,8 @@ class Predictions(unittest.TestCase):
                                  "expects a file ending in .npy"),
             "a layer the model lacks": (["--embeddings", self.path("e.npy"),
                                          "--embedding-layer", "2"], "1 hidden layer(s)"),
+            "weights not in an npz": (["--export-weights", self.path("w.npy")],
+                                      "expects a file ending in .npz"),
         }
         for how, (flags, message) in cases.items():
             with self.subTest(how):

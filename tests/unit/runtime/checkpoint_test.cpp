@@ -377,6 +377,53 @@ TEST(Checkpoint, ActivationDTypeIsSavedResumedWithANoteWhenItChangesAndFp32WhenA
                   AllOf(HasSubstr("checkpoint.json"), HasSubstr("activation_dtype"))));
 }
 
+TEST(Checkpoint, TheSettingsThatShapeAModelAreSavedCheckedAndDefaultedWhenAbsent) {
+  // Issue 40: a checkpoint is rebuilt from what it records (tessera-predict), so GAT's heads and
+  // the residual blocks' settings are saved; an old checkpoint without them gets the flags'
+  // defaults, and a count no flag allows is refused before a model is built from it.
+  const CheckpointFolder dir;
+  runtime::TrainJob job = small_job(2);
+  job.model.heads = 3;
+  job.model.output_heads = 2;
+  job.model.attention_dropout = 0.25f;
+  job.model.negative_slope = 0.1f;
+  job.model.norm = gnn::NormKind::Batch;
+  job.model.feed_forward_multiplier = 2;
+  job.model_builder = gnn::builder_for(gnn::ModelKind::Gat);
+  job.model_name = "GAT";
+  job.checkpoint_dir = dir.path();
+  runtime::run_train_job(job);
+
+  const gnn::ModelConfig saved = runtime::read_checkpoint(dir.path()).run.model;
+  EXPECT_EQ(saved.heads, 3);
+  EXPECT_EQ(saved.output_heads, 2);
+  EXPECT_EQ(saved.attention_dropout, 0.25f);
+  EXPECT_EQ(saved.negative_slope, 0.1f);
+  EXPECT_EQ(saved.norm, gnn::NormKind::Batch);
+  EXPECT_EQ(saved.feed_forward_multiplier, 2);
+  EXPECT_EQ(saved.init, gnn::WeightInit::Glorot);
+  EXPECT_FALSE(saved.one_logit);
+
+  const std::string state = dir.file("epoch-000002/checkpoint.json");
+  nlohmann::json document = read_json(state);
+  for (const char* key : {"heads", "output_heads", "attention_dropout", "negative_slope", "norm",
+                          "feed_forward_multiplier", "init", "one_logit"})
+    document["run"]["model"].erase(key);
+  write_sealed(dir.path(), state, document);
+  const gnn::ModelConfig old = runtime::read_checkpoint(dir.path()).run.model;
+  EXPECT_EQ(old.heads, 8);
+  EXPECT_EQ(old.output_heads, 1);
+  EXPECT_EQ(old.attention_dropout, old.dropout);
+  EXPECT_EQ(old.norm, gnn::NormKind::Layer);
+
+  document["run"]["model"]["heads"] = 1 << 30;
+  write_sealed(dir.path(), state, document);
+  EXPECT_THAT([&] { runtime::read_checkpoint(dir.path()); },
+              ::testing::ThrowsMessage<FormatError>(AllOf(HasSubstr("checkpoint.json"),
+                                                          HasSubstr("'heads'"),
+                                                          HasSubstr("outside [1, 4096]"))));
+}
+
 TEST(Checkpoint, DamagedCheckpointsAreRefusedWithTheFileNamed) {
   const CheckpointFolder dir;
   train_until_stopped(small_job(10), 2, dir.path());

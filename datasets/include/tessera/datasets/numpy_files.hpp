@@ -14,11 +14,12 @@
 namespace tessera::datasets {
 
 /// One array to write: its name (the key in an .npz; unused by write_npy), its shape (C order;
-/// the product must be the element count) and its elements, float32, int64 or int32.
+/// the product must be the element count) and its elements, float32, int64, int32 or uint8.
 struct NumpyArray {
   std::string name;
   std::vector<std::int64_t> shape;
-  std::variant<std::span<const float>, std::span<const std::int64_t>, std::span<const std::int32_t>>
+  std::variant<std::span<const float>, std::span<const std::int64_t>, std::span<const std::int32_t>,
+               std::span<const std::uint8_t>>
       values;
 };
 

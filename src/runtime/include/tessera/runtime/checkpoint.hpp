@@ -58,6 +58,9 @@ struct Checkpoint {
   gnn::TrainState state; ///< state.epoch: the epochs completed
 };
 
+/// `run` as checkpoint.json records it (the "run" object): what an exported model carries.
+std::string run_json_text(const CheckpointRun& run);
+
 /// Writes `checkpoint` into the checkpoint folder `dir` (which must exist; the caller claims it
 /// with io::OutputFolder) as the layout above describes: a new epoch folder, then latest.json,
 /// then the older epoch folders removed. Throws IoError naming the file that could not be

@@ -119,13 +119,13 @@ std::string error_text(const std::exception& e);
 /// The flags of per-node outputs (tessera-train and tessera-predict): their text, then the
 /// NodeOutputs they ask for (outputs()).
 struct NodeOutputFlags {
-  std::string predictions, embeddings;
+  std::string predictions, embeddings, weights;
   int embedding_layer = 0;
   std::string nodes = "all";
   /// Throws InvalidArgument naming the flag for a node set it does not know.
   NodeOutputs outputs() const;
 };
-/// Adds --predictions, --embeddings, --embedding-layer and --predict-nodes.
+/// Adds --predictions, --embeddings, --embedding-layer, --predict-nodes and --export-weights.
 void add_node_output_flags(CLI::App& app, NodeOutputFlags& flags);
 
 /// Adds --allow-split-overlap: accept a stored split whose parts share nodes.

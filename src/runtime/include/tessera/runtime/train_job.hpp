@@ -58,8 +58,11 @@ struct NodeOutputs {
   int embedding_layer = 0;
   /// The rows: every node, or the nodes of one split.
   NodeSet nodes = NodeSet::All;
-
-  bool any() const noexcept { return !predictions.empty() || !embeddings.empty(); }
+  /// The model's weights as an .npz other tools load: one float32 array per parameter, keyed by
+  /// its name ("conv0.weight", [in, out] as x·W reads it), and `tessera_model`, the UTF-8 bytes
+  /// (uint8) of the run's JSON as a checkpoint records it (model name, layer sizes, settings,
+  /// row normalization). Empty: not written.
+  std::string weights;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
