@@ -55,6 +55,78 @@ std::optional<double> roc_auc(std::span<const double> scores,
   return wins / (total_positive * negatives_below);
 }
 
+namespace {
+
+/// Throws InvalidArgument unless the spans match and no score is NaN (`what` names the metric).
+void check_scores(const char* what, std::span<const double> scores, std::size_t labels) {
+  if (scores.size() != labels) {
+    throw InvalidArgument(std::string(what) + ": " + std::to_string(scores.size()) +
+                          " scores for " + std::to_string(labels) + " labels");
+  }
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    if (std::isnan(scores[i])) {
+      throw InvalidArgument(std::string(what) + ": score " + std::to_string(i) + " is NaN");
+    }
+  }
+}
+
+} // namespace
+
+std::optional<double> average_precision(std::span<const double> scores,
+                                        std::span<const std::uint8_t> positive) {
+  check_scores("average_precision", scores, positive.size());
+  std::vector<std::size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+  double total_positive = 0.0;
+  for (const std::uint8_t p : positive)
+    total_positive += p != 0 ? 1.0 : 0.0;
+  if (total_positive == 0.0) return std::nullopt;
+  // Walk groups of equal scores downward: each group is one threshold.
+  double true_positive = 0.0, seen = 0.0, recall_before = 0.0, sum = 0.0;
+  for (std::size_t begin = 0; begin < order.size();) {
+    std::size_t end = begin;
+    while (end < order.size() && scores[order[end]] == scores[order[begin]]) {
+      true_positive += positive[order[end]] != 0 ? 1.0 : 0.0;
+      seen += 1.0;
+      ++end;
+    }
+    const double recall = true_positive / total_positive;
+    sum += (recall - recall_before) * (true_positive / seen);
+    recall_before = recall;
+    begin = end;
+  }
+  return sum;
+}
+
+double hits_at_k(std::span<const double> positive, std::span<const double> negative, int k) {
+  if (k < 1) throw InvalidArgument("hits_at_k: K must be >= 1, got " + std::to_string(k));
+  if (positive.empty()) return 0.0;
+  if (negative.size() < static_cast<std::size_t>(k)) return 1.0;
+  std::vector<double> top(negative.begin(), negative.end());
+  std::nth_element(top.begin(), top.begin() + (k - 1), top.end(), std::greater<>());
+  const double kth = top[static_cast<std::size_t>(k - 1)];
+  const auto above =
+      std::count_if(positive.begin(), positive.end(), [kth](double score) { return score > kth; });
+  return static_cast<double>(above) / static_cast<double>(positive.size());
+}
+
+double mean_reciprocal_rank(std::span<const double> positive, std::span<const double> negative) {
+  if (positive.empty()) return 0.0;
+  std::vector<double> sorted(negative.begin(), negative.end());
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0.0;
+  for (const double score : positive) {
+    const auto below_or_equal = std::upper_bound(sorted.begin(), sorted.end(), score);
+    const auto below = std::lower_bound(sorted.begin(), sorted.end(), score);
+    const auto above = static_cast<double>(sorted.end() - below_or_equal);
+    const auto equal = static_cast<double>(below_or_equal - below);
+    sum += 1.0 / (1.0 + above + 0.5 * equal);
+  }
+  return sum / static_cast<double>(positive.size());
+}
+
 ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
                                      std::vector<float>& buffer) {
   if (backend.kind() == DeviceKind::Cpu) return logits;

@@ -19,35 +19,82 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
-TEST(RocAuc, MatchesScikitLearnOnAFixedPredictionFileWithTies) {
-  // 300 predictions, scores with one decimal (51 distinct values: many ties), and the value
-  // scikit-learn's roc_auc_score gave for them, written in the file's header.
-  std::ifstream in(TESSERA_GNN_TEST_DIR "/roc_auc_predictions.txt");
-  ASSERT_TRUE(in) << "fixture missing";
-  std::string line;
-  double expected = std::numeric_limits<double>::quiet_NaN();
+/// The fixed prediction file: 300 labels and scores (one decimal: 51 distinct values, many
+/// ties), and the values scikit-learn gave for them, written in its header.
+struct Predictions {
   std::vector<double> scores;
   std::vector<std::uint8_t> positive;
+  double roc_auc = std::numeric_limits<double>::quiet_NaN();
+  double average_precision = std::numeric_limits<double>::quiet_NaN();
+};
+
+Predictions read_predictions() {
+  std::ifstream in(TESSERA_GNN_TEST_DIR "/roc_auc_predictions.txt");
+  EXPECT_TRUE(in) << "fixture missing";
+  Predictions p;
+  std::string line;
   while (std::getline(in, line)) {
-    const std::string key = "roc_auc_score(labels, scores) = ";
-    if (const auto at = line.find(key); at != std::string::npos) {
-      expected = std::stod(line.substr(at + key.size()));
-      continue;
+    for (const auto& [key, value] :
+         {std::pair<std::string, double*>{"roc_auc_score(labels, scores) = ", &p.roc_auc},
+          {"average_precision_score(labels, scores) = ", &p.average_precision}}) {
+      if (const auto at = line.find(key); at != std::string::npos)
+        *value = std::stod(line.substr(at + key.size()));
     }
     if (line.empty() || line[0] == '#') continue;
     std::istringstream fields(line);
     int label = 0;
     double score = 0.0;
-    ASSERT_TRUE(fields >> label >> score) << line;
-    positive.push_back(static_cast<std::uint8_t>(label));
-    scores.push_back(score);
+    EXPECT_TRUE(fields >> label >> score) << line;
+    p.positive.push_back(static_cast<std::uint8_t>(label));
+    p.scores.push_back(score);
   }
-  ASSERT_EQ(scores.size(), 300u);
-  ASSERT_FALSE(std::isnan(expected));
+  return p;
+}
 
-  const std::optional<double> auc = roc_auc(scores, positive);
+TEST(RocAuc, MatchesScikitLearnOnAFixedPredictionFileWithTies) {
+  const Predictions p = read_predictions();
+  ASSERT_EQ(p.scores.size(), 300u);
+  ASSERT_FALSE(std::isnan(p.roc_auc));
+
+  const std::optional<double> auc = roc_auc(p.scores, p.positive);
   ASSERT_TRUE(auc.has_value());
-  EXPECT_NEAR(*auc, expected, 1e-12);
+  EXPECT_NEAR(*auc, p.roc_auc, 1e-12);
+}
+
+// Issue 40: the link-prediction metrics.
+TEST(AveragePrecision, MatchesScikitLearnOnTheFixedFileAndByHand) {
+  const Predictions p = read_predictions();
+  ASSERT_FALSE(std::isnan(p.average_precision));
+  const std::optional<double> ap = average_precision(p.scores, p.positive);
+  ASSERT_TRUE(ap.has_value());
+  EXPECT_NEAR(*ap, p.average_precision, 1e-12);
+
+  // scikit-learn: 0.8333... and, with a tie of two positives and a negative at the top, 0.5333...
+  const std::vector<double> a{0.1, 0.4, 0.35, 0.8}, b{0.5, 0.5, 0.2, 0.9, 0.5};
+  const std::vector<std::uint8_t> ya{0, 0, 1, 1}, yb{1, 0, 1, 0, 1};
+  EXPECT_NEAR(*average_precision(a, ya), 5.0 / 6.0, 1e-12);
+  EXPECT_NEAR(*average_precision(b, yb), 8.0 / 15.0, 1e-12);
+  EXPECT_FALSE(average_precision(a, std::vector<std::uint8_t>(4, 0)).has_value());
+}
+
+TEST(LinkRanking, HitsAtKCountsPositivesAboveTheKthNegativeAsOgbDoes) {
+  const std::vector<double> positive{0.9, 0.5, 0.2}, negative{0.6, 0.3, 0.1};
+  EXPECT_NEAR(hits_at_k(positive, negative, 1), 1.0 / 3.0, 1e-12); // above 0.6
+  EXPECT_NEAR(hits_at_k(positive, negative, 2), 2.0 / 3.0, 1e-12); // above 0.3
+  EXPECT_NEAR(hits_at_k(positive, negative, 3), 1.0, 1e-12);       // above 0.1
+  EXPECT_EQ(hits_at_k(positive, negative, 4), 1.0) << "fewer negatives than K";
+  EXPECT_EQ(hits_at_k(std::vector<double>{0.3}, negative, 2), 0.0) << "a tie is no hit";
+  EXPECT_THROW(hits_at_k(positive, negative, 0), InvalidArgument);
+}
+
+TEST(LinkRanking, MeanReciprocalRankRanksEachPositiveAmongTheNegativesTiesHalf) {
+  const std::vector<double> negative{0.6, 0.3, 0.1};
+  // Ranks 1, 2 and 3.
+  EXPECT_NEAR(mean_reciprocal_rank(std::vector<double>{0.9, 0.5, 0.2}, negative),
+              (1.0 + 0.5 + 1.0 / 3.0) / 3.0, 1e-12);
+  // Tied with one negative: rank 1 + 1 + 0.5.
+  EXPECT_NEAR(mean_reciprocal_rank(std::vector<double>{0.3}, negative), 1.0 / 2.5, 1e-12);
+  EXPECT_EQ(mean_reciprocal_rank({}, negative), 0.0);
 }
 
 TEST(RocAuc, SmallCasesByHand) {

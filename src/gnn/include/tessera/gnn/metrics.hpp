@@ -33,6 +33,24 @@ const char* to_string(Metric metric) noexcept;
 std::optional<double> roc_auc(std::span<const double> scores,
                               std::span<const std::uint8_t> positive);
 
+/// Average precision of `scores` separating the examples where `positive` is nonzero from the
+/// others: Σ_k (R_k − R_{k−1})·P_k over the distinct scores from the highest down, ties taken
+/// together (what scikit-learn's average_precision_score returns). nullopt without a positive.
+/// Throws as roc_auc.
+std::optional<double> average_precision(std::span<const double> scores,
+                                        std::span<const std::uint8_t> positive);
+
+/// Hits@K as OGB's link-prediction evaluator counts it: the fraction of `positive` scores above
+/// the K-th highest of `negative` (strictly; all of them when there are fewer than K negatives).
+/// 0 without positives. Throws InvalidArgument for k < 1.
+double hits_at_k(std::span<const double> positive, std::span<const double> negative, int k);
+
+/// Mean reciprocal rank of each positive score among the negatives: its rank is 1 + the
+/// negatives above it + half those equal to it (OGB's mean of the optimistic and pessimistic
+/// ranks), every positive ranked against all of `negative` (shared negatives, as the split's
+/// sampled ones are). 0 without positives.
+double mean_reciprocal_rank(std::span<const double> positive, std::span<const double> negative);
+
 /// `logits` readable on the host: the view itself on a CPU backend, else a copy in `buffer`.
 ConstDenseView<float> logits_on_host(const Backend& backend, ConstDenseView<float> logits,
                                      std::vector<float>& buffer);
