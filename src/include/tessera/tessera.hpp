@@ -34,6 +34,7 @@
 #include "tessera/gnn/gcn_conv.hpp"
 #include "tessera/gnn/gin_conv.hpp"
 #include "tessera/gnn/halo_blocks.hpp"
+#include "tessera/gnn/link_prediction.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/models.hpp"

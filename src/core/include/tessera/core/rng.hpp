@@ -17,7 +17,9 @@ enum class RngPurpose : std::uint32_t {
   Split = 4,
   HaloRounding = 5,     ///< stochastic rounding of compressed halo messages
   AttentionDropout = 6, ///< dropout of graph-attention coefficients (per edge and head)
-  FanInInit = 7         ///< weights and biases drawn as PyTorch's nn.Linear starts
+  FanInInit = 7,        ///< weights and biases drawn as PyTorch's nn.Linear starts
+  LinkSplit = 8,        ///< the order that splits edges for link prediction, its negatives
+  NegativeSampling = 9  ///< the negative pairs of a link-prediction training step
 };
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).

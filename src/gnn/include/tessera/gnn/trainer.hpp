@@ -17,6 +17,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::gnn {
@@ -40,12 +41,22 @@ struct NodeLabels {
 };
 
 /// Loss and accuracies of one split at one point in training.
+/// Ranking metrics of a link-prediction split (measure_links): its positive pairs' scores
+/// against its negative pairs'.
+struct LinkMetrics {
+  double average_precision = 0.0;
+  double mrr = 0.0; ///< mean reciprocal rank of each positive among all the negatives
+  std::vector<std::pair<int, double>> hits; ///< (K, Hits@K)
+};
+
 struct SplitMetrics {
   double loss = 0.0;     ///< mean softmax cross-entropy over the split
   double accuracy = 0.0; ///< fraction of the split classified correctly, in [0, 1]
   /// Area under the ROC curve of class 1's score, measured with Metric::RocAuc; nullopt
   /// otherwise, or when the split lacks one of the two classes.
   std::optional<double> roc_auc;
+  /// A link-prediction split's other metrics (roc_auc holds its ROC-AUC); nullopt for nodes.
+  std::optional<LinkMetrics> link;
 
   /// The value `metric` reads (-1 for a ROC-AUC not measured: below every measured one).
   double score(Metric metric) const noexcept {
