@@ -108,14 +108,15 @@ comm::LinkModel parse_link_model(const std::string& text) {
   return link;
 }
 
-std::vector<double> parse_part_weights(const std::string& text, const std::string& flag) {
+std::vector<double> parse_number_list(const std::string& text, const std::string& flag,
+                                      bool zero_allowed, const std::string& example) {
+  const char* kind = zero_allowed ? "numbers >= 0" : "positive numbers";
   const auto fail = [&](const std::string& why) {
-    return InvalidArgument(fmt::format("{} '{}': {}; expected comma-separated positive numbers "
-                                       "such as 2,1,1,1",
-                                       flag, text, why));
+    return InvalidArgument(fmt::format("{} '{}': {}; expected comma-separated {} such as {}", flag,
+                                       text, why, kind, example));
   };
   if (text.empty()) throw fail("empty");
-  std::vector<double> weights;
+  std::vector<double> values;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t end = std::min(text.find(',', start), text.size());
@@ -123,14 +124,20 @@ std::vector<double> parse_part_weights(const std::string& text, const std::strin
     double value = 0.0;
     const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
     if (item.empty() || ec != std::errc() || ptr != item.data() + item.size()) {
-      throw fail(fmt::format("item {} ('{}') is not a number", weights.size() + 1, item));
+      throw fail(fmt::format("item {} ('{}') is not a number", values.size() + 1, item));
     }
-    if (!std::isfinite(value) || value <= 0.0) {
-      throw fail(fmt::format("item {} ({}) is not positive", weights.size() + 1, value));
+    if (!std::isfinite(value) || value < 0.0 || (value == 0.0 && !zero_allowed)) {
+      throw fail(fmt::format("item {} ({}) is not {}", values.size() + 1, value,
+                             zero_allowed ? "finite and >= 0" : "positive"));
     }
-    weights.push_back(value);
+    values.push_back(value);
     start = end + 1;
   }
+  return values;
+}
+
+std::vector<double> parse_part_weights(const std::string& text, const std::string& flag) {
+  const std::vector<double> weights = parse_number_list(text, flag, false, "2,1,1,1");
   // What a cut can use of them is the library's check, before anything is loaded.
   check_flags(fmt::format("{} '{}'", flag, text), [&] { partition::check_part_weights(weights); });
   return weights;

@@ -74,6 +74,10 @@ void schedule_layers(const TrainJob& job, comm::Communicator& comm, const Backen
 
 } // namespace
 
+std::int64_t output_width(const TrainJob& job, const JobGraph& g) {
+  return job.task == Task::Link ? job.link.embedding_width : g.tile.num_classes;
+}
+
 Input<float> input_of(const graph::Features& f) {
   if (f.is_sparse()) return Input<float>(f.sparse->view());
   return Input<float>(f.dense->cview());
@@ -99,7 +103,7 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   const bool nccl = gpu_ranks[0] >= 2 && comm::nccl_compiled();
   m.device_comm = nccl ? comm::make_nccl_communicator(comm, backend) : comm;
   m.device_comm = simulated_link(job.simulation, m.device_comm, *comm,
-                                 job.shape.resolve(g.features.cols(), g.tile.num_classes),
+                                 job.shape.resolve(g.features.cols(), output_width(job, g)),
                                  job.cache_input_features, g.plan.get());
   std::vector<comm::LinkEstimate> links;
   if (comm->size() > 1 && g.plan != nullptr) { // what the cost model reads: say rank 0's
@@ -131,7 +135,7 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
 
   partition::LocalGraph& tile = g.tile;
   // Every rank holds the same class count, so every rank refuses alike, before any training.
-  if (job.train.metric == gnn::Metric::RocAuc && tile.num_classes != 2) {
+  if (job.task == Task::Node && job.train.metric == gnn::Metric::RocAuc && tile.num_classes != 2) {
     throw InvalidArgument(fmt::format("ROC-AUC (--metric roc-auc) is for binary tasks; dataset "
                                       "'{}' has {} classes: use accuracy",
                                       g.dataset, tile.num_classes));
@@ -148,9 +152,9 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.adjacency_nnz = tile.adjacency.nnz();
   m.graph = std::make_unique<gnn::ModelGraph>(
       m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
-      tile.num_classes, m.device_comm, g.plan, g.n_interior, job.cache_input_features);
+      output_width(job, g), m.device_comm, g.plan, g.n_interior, job.cache_input_features);
   m.graph->set_exchange_options(job.exchange);
-  m.spec = {job.shape.resolve(g.features.cols(), tile.num_classes), job.model, job.train.seed};
+  m.spec = {job.shape.resolve(g.features.cols(), output_width(job, g)), job.model, job.train.seed};
   const comm::ExchangeOptions exact;
   if (!job.model_builder && comm->size() > 1 && !m.memory) {
     schedule_layers(job, *comm, backend, g, links, m, say);

@@ -42,6 +42,9 @@ struct JobModel {
   }
 };
 
+/// The width of the model's output: the classes, or link prediction's embedding width.
+std::int64_t output_width(const TrainJob& job, const JobGraph& g);
+
 /// The layer-0 input `f` as a model reads it.
 Input<float> input_of(const graph::Features& f);
 

@@ -23,6 +23,16 @@ void report_final_metrics(RunReport& report, const FinalMetrics& m) {
   if (m.has_test) set_auc("metrics.test_roc_auc", m.test_at_best_val);
   if (m.has_validation) set_auc("metrics.best_val_roc_auc", m.best_val);
   if (m.has_test) set_auc("metrics.final_test_roc_auc", m.final_test);
+  // Link prediction: the ranking metrics of the selected epoch's test and validation pairs.
+  const auto set_link = [&report](const std::string& prefix, const gnn::SplitMetrics& s) {
+    if (!s.link) return;
+    report.set(prefix + "_ap", s.link->average_precision);
+    report.set(prefix + "_mrr", s.link->mrr);
+    for (const auto& [k, hits] : s.link->hits)
+      report.set(prefix + "_hits@" + std::to_string(k), hits);
+  };
+  if (m.has_test) set_link("metrics.test", m.test_at_best_val);
+  if (m.has_validation) set_link("metrics.best_val", m.best_val);
 }
 
 void add_epoch_fields(ReportFields& fields, const gnn::SplitMetrics& train,

@@ -232,7 +232,7 @@ void check_node_outputs(const NodeOutputs& outputs, int rank) {
 void check_embedding_layer(const NodeOutputs& outputs, const JobModel& m) {
   if (outputs.embeddings.empty()) return;
   const std::size_t layers = m.model.layer_ends().size();
-  if (layers == 0) {
+  if (layers == 0 && !outputs.output_is_embedding) {
     throw InvalidArgument("--embeddings: the model has no hidden layer whose output is a "
                           "representation of the nodes (one graph layer maps the features to "
                           "the classes): use --predictions, or more layers");
@@ -282,8 +282,10 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
     });
   }
   if (!outputs.embeddings.empty()) {
-    const int layer = outputs.embedding_layer > 0 ? outputs.embedding_layer
-                                                  : static_cast<int>(m.model.layer_ends().size());
+    // Layer 0 is the model's output where that is the representation (link prediction).
+    const int layer = outputs.embedding_layer > 0 || outputs.output_is_embedding
+                          ? outputs.embedding_layer
+                          : static_cast<int>(m.model.layer_ends().size());
     const ConstDenseView<float> embeddings =
         gnn::infer(m.model, input, layer, g.tile.n_owned(), &distribution);
     const GatheredRows all =
@@ -299,8 +301,10 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
             {"embeddings", shape, std::span<const float>(all.values)}};
         datasets::write_npz(outputs.embeddings, arrays);
       }
-      say(fmt::format("embeddings of layer {} for {} ({} rows of {}) written to {}", layer, which,
-                      shape[0], shape[1], outputs.embeddings));
+      say(fmt::format("embeddings of {} for {} ({} rows of {}) written to {}",
+                      layer == 0 ? std::string("the encoder's output")
+                                 : "layer " + std::to_string(layer),
+                      which, shape[0], shape[1], outputs.embeddings));
     });
   }
 }

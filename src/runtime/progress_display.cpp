@@ -185,10 +185,17 @@ std::string describe_final_result(const FinalResult& r) {
                        r.best_epoch);
   }
   if (roc_auc) {
-    return fmt::format("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); final test "
-                       "ROC-AUC {}; test accuracy {:.2f}%",
-                       auc(r.test_at_best_val.roc_auc), r.best_epoch, auc(r.best_val.roc_auc),
-                       auc(r.final_test.roc_auc), 100.0 * r.test_at_best_val.accuracy);
+    std::string line =
+        fmt::format("test ROC-AUC {} (epoch {} of best validation ROC-AUC {}); "
+                    "final test ROC-AUC {}; test accuracy {:.2f}%",
+                    auc(r.test_at_best_val.roc_auc), r.best_epoch, auc(r.best_val.roc_auc),
+                    auc(r.final_test.roc_auc), 100.0 * r.test_at_best_val.accuracy);
+    if (const auto& link = r.test_at_best_val.link) {
+      line += fmt::format("\ntest AP {:.4f}, MRR {:.4f}", link->average_precision, link->mrr);
+      for (const auto& [k, hits] : link->hits)
+        line += fmt::format(", Hits@{} {:.4f}", k, hits);
+    }
+    return line;
   }
   return fmt::format("test accuracy {:.2f}% (epoch {} of best validation accuracy {:.2f}%); final "
                      "test accuracy {:.2f}%",

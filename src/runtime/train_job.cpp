@@ -10,6 +10,7 @@
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/gnn/cost_model.hpp"
+#include "tessera/gnn/link_prediction.hpp"
 #include "tessera/gnn/scheduler.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/balance.hpp"
@@ -26,6 +27,16 @@
 #include <optional>
 
 namespace tessera::runtime {
+
+std::string to_string(Task task) {
+  return task == Task::Link ? "link" : "node";
+}
+
+Task parse_task(const std::string& text) {
+  if (text == "node") return Task::Node;
+  if (text == "link") return Task::Link;
+  throw InvalidArgument("unknown task '" + text + "'; valid: node, link");
+}
 
 std::string to_string(Schedule schedule) {
   return schedule == Schedule::Auto ? "auto" : "fixed";
@@ -206,6 +217,57 @@ bool same_folder(const std::string& a, const std::string& b) {
   return !error && canonical_a == canonical_b;
 }
 
+/// Refuses what link prediction cannot do yet, before anything is loaded.
+void check_link_task(const TrainJob& job, int ranks) {
+  if (job.task != Task::Link) return;
+  if (ranks > 1) {
+    throw InvalidArgument(fmt::format(
+        "--task link trains in one process for now ({} ranks here): the embeddings of pairs "
+        "whose ends live on different ranks are not exchanged yet",
+        ranks));
+  }
+  if (uses_chunks(job.offload)) {
+    throw InvalidArgument("--task link does not run under a memory budget yet: drop "
+                          "--device-memory, --host-memory and --offload-dir");
+  }
+  if (!job.outputs.predictions.empty()) {
+    throw InvalidArgument("--predictions writes class probabilities, which link prediction "
+                          "has none of: --embeddings writes the encoder's output");
+  }
+  const double val = job.link.val_fraction, test = job.link.test_fraction;
+  if (!(val >= 0 && test >= 0 && val + test < 1)) {
+    throw InvalidArgument(fmt::format("--link-split {},{}: the validation and test fractions of "
+                                      "the edges must be >= 0 and leave edges to train on (sum "
+                                      "below 1)",
+                                      val, test));
+  }
+  if (job.link.embedding_width < 1) {
+    throw InvalidArgument(
+        fmt::format("the embedding width must be >= 1, got {}", job.link.embedding_width));
+  }
+  for (const int k : job.link.hits_k) {
+    if (k < 1) throw InvalidArgument(fmt::format("Hits@K needs K >= 1, got {}", k));
+  }
+}
+
+/// Link prediction's split of this (one-rank) job's graph: the edges split by job.train.seed,
+/// the validation and test edges taken out of the tile's adjacency and its degrees.
+gnn::EdgeSplit split_job_edges(const TrainJob& job, JobGraph& g, const Log& say) {
+  partition::LocalGraph& tile = g.tile;
+  gnn::EdgeSplit split = gnn::split_edges(tile.adjacency, job.link.val_fraction,
+                                          job.link.test_fraction, job.train.seed);
+  tile.adjacency = gnn::training_graph(tile.adjacency.backend(), split, tile.n_owned());
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r) {
+    tile.degree[static_cast<std::size_t>(r)] =
+        tile.adjacency.row_ptr()[r + 1] - tile.adjacency.row_ptr()[r];
+  }
+  say(fmt::format("link split (seed {}): {} training, {} validation and {} test edges, each "
+                  "held-out split with as many non-edges; the held-out edges are out of the "
+                  "message-passing graph",
+                  job.train.seed, split.train.size(), split.val.size(), split.test.size()));
+  return split;
+}
+
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
 void check_balancing(const TrainJob& job, int ranks) {
   check_flags("--rank-speeds",
@@ -270,6 +332,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     if (log && comm->rank() == 0) log(line);
   };
   check_balancing(job, comm->size());
+  check_link_task(job, comm->size());
   job.simulation.check(comm->size(), job.train.epochs);
   comm->peer_watch().set_limit(job.peer_timeout);
   comm->peer_watch().set_step("loading the data");
@@ -323,6 +386,14 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   balancing.keep_graph = rebalancing;
   comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
+  std::optional<gnn::EdgeSplit> link_split;
+  std::optional<Csr> link_graph; // the training graph the negatives avoid (the model's is moved)
+  if (job.task == Task::Link) {
+    link_split = split_job_edges(job, graph, say);
+    link_graph = gnn::training_graph(host, *link_split, graph.tile.n_owned());
+  }
+  NodeOutputs outputs = job.outputs;
+  outputs.output_is_embedding = job.task == Task::Link;
   say(describe_normalization(graph.dataset, job.normalize_features, graph.recipe_row_normalize));
   if (const std::string note =
           describe_extreme_features(graph.feature_max_abs, graph.row_normalized);
@@ -332,7 +403,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   std::optional<JobModel> model; // reset before a rebuild: its members go in reverse order
   comm->peer_watch().set_step("building the model");
   model.emplace(build_job_model(job, comm, backend, graph, say));
-  check_embedding_layer(job.outputs, *model);
+  check_embedding_layer(outputs, *model);
   const CheckpointRun run = checkpoint_run(job, *comm, graph, *model);
   gnn::TrainControl control;
   if (resume) {
@@ -397,9 +468,16 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         const comm::HaloStats stats = model->graph->halo_totals();
         return stats.start_seconds + stats.wait_seconds;
       });
-      last = gnn::train_node_classifier(model->model_backend, model->model,
-                                        input_of(model->input(graph)), labels, job.train,
-                                        epoch_done, &distribution, control);
+      if (link_split) {
+        const gnn::LinkTask task{&*link_split, &*link_graph, tile.n_owned(), job.link.hits_k};
+        last = gnn::train_link_predictor(model->model_backend, model->model,
+                                         input_of(model->input(graph)), task, job.train, epoch_done,
+                                         control);
+      } else {
+        last = gnn::train_node_classifier(model->model_backend, model->model,
+                                          input_of(model->input(graph)), labels, job.train,
+                                          epoch_done, &distribution, control);
+      }
     } catch (const gnn::TrainingStopped& e) {
       // A diverged loss on extreme features is no matter of the learning rate: say so.
       const std::string note =
@@ -436,7 +514,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
     control.resume = &paused;
   }
   comm->peer_watch().set_step("writing the per-node outputs");
-  write_node_outputs(job.outputs, *comm, graph, *model, say);
+  write_node_outputs(outputs, *comm, graph, *model, say);
   write_model_weights(job.outputs, run, *comm, model->model, say);
   for (std::size_t i = 0; i < steps.size(); ++i) // one measurement (or 0) per move
     steps[i].imbalance_after = rebalancer->imbalance_after()[i];

@@ -73,6 +73,10 @@ struct Options : TrainingFlags {
   bool force = false;
   OffloadFlags offload;
   NodeOutputFlags outputs;
+  std::string task = "node";
+  std::string link_split = "0.05,0.1";
+  std::int64_t embedding_width = 16;
+  std::string hits_k = "20,50,100";
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -240,6 +244,22 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                   "at any rank count); --epochs counts from the start of the original run");
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   add_node_output_flags(app, o.outputs);
+  if (gcn) {
+    app.add_option("--task", o.task,
+                   "node (classify nodes) or link (predict held-out edges: the model encodes "
+                   "nodes, a pair's score is the dot product of its ends; one process)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"node", "link"}));
+    app.add_option("--link-split", o.link_split,
+                   "with --task link: the fractions of the edges held out for validation and "
+                   "test, drawn by --seed (e.g. 0.05,0.1)")
+        ->capture_default_str();
+    add_integer_option(app, "--embedding-width", o.embedding_width, 1, std::int64_t{1} << 20,
+                       "with --task link: the width of the encoder's output")
+        ->capture_default_str();
+    app.add_option("--hits-k", o.hits_k, "with --task link: the Ks of the Hits@K reported")
+        ->capture_default_str();
+  }
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
   app.add_option("--halo-precision", o.halo_precision,
@@ -412,6 +432,26 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.resume_dir = o.resume;
   job.offload = offload_config(o.offload);
   job.outputs = o.outputs.outputs();
+  job.task = parse_task(o.task);
+  if (job.task == Task::Link) {
+    const std::vector<double> fractions =
+        parse_number_list(o.link_split, "--link-split", true, "0.05,0.1");
+    if (fractions.size() != 2) {
+      throw InvalidArgument("--link-split " + o.link_split +
+                            ": expects two fractions, validation and test, e.g. 0.05,0.1");
+    }
+    job.link.val_fraction = fractions[0];
+    job.link.test_fraction = fractions[1];
+    job.link.embedding_width = o.embedding_width;
+    job.link.hits_k.clear();
+    for (const double k : parse_number_list(o.hits_k, "--hits-k", false, "20,50,100")) {
+      if (k < 1 || k != std::floor(k) || k > 1e9) {
+        throw InvalidArgument("--hits-k " + o.hits_k + ": expects whole numbers >= 1");
+      }
+      job.link.hits_k.push_back(static_cast<int>(k));
+    }
+    job.train.metric = gnn::Metric::RocAuc; // the validation ROC-AUC selects the epoch
+  }
   job.peer_timeout = o.peer_timeout;
   job.stop_requested = [] { return static_cast<int>(stop_signal); };
   job.training_starts = [] { training_started = 1; };
@@ -468,6 +508,16 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
     throw InvalidArgument("--predict-nodes chooses the rows of --predictions and --embeddings, "
                           "neither of which is given");
   }
+  if (o.task != "link") {
+    for (const char* flag : {"--link-split", "--embedding-width", "--hits-k"}) {
+      if (app.count(flag) > 0) {
+        throw InvalidArgument(std::string(flag) + " sets up link prediction: it needs --task link");
+      }
+    }
+  } else if (app.count("--metric") > 0 && o.metric != "roc-auc") {
+    throw InvalidArgument(
+        "--task link selects the epoch by the validation ROC-AUC: drop --metric " + o.metric);
+  }
   if (o.force && o.checkpoint_dir.empty()) {
     throw InvalidArgument("--force only replaces a checkpoint in --checkpoint-dir, which is not "
                           "given");
@@ -494,7 +544,8 @@ void print_result(const gnn::TrainResult& result, int epochs, gnn::Metric metric
 /// and the report it writes.
 void print_summary(const RunSummary& summary, const Options& options) {
   const gnn::TrainResult& result = summary.result;
-  print_result(result, options.epochs, gnn::parse_metric(options.metric));
+  print_result(result, options.epochs,
+               options.task == "link" ? gnn::Metric::RocAuc : gnn::parse_metric(options.metric));
   fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
              static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
   if (!summary.rebalances.empty()) {

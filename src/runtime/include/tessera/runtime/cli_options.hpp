@@ -86,6 +86,10 @@ DeviceChoice parse_device_choice(const std::string& text);
 /// --simulate-link: "10" (10 Gb/s, no latency) or "10:5" (and 5 µs per message); a bandwidth
 /// above 0 and a latency not negative.
 comm::LinkModel parse_link_model(const std::string& text);
+/// "0.05,0.1" → {0.05, 0.1} for `flag`: finite numbers, positive (or >= 0 when `zero_allowed`);
+/// InvalidArgument naming the flag, the text, the item and `example` otherwise.
+std::vector<double> parse_number_list(const std::string& text, const std::string& flag,
+                                      bool zero_allowed, const std::string& example);
 /// "2,1,1,1" → {2, 1, 1, 1} for `flag` (--part-weights, --rank-speeds): positive numbers, which
 /// partition::check_part_weights then checks (led by the flag and the text).
 std::vector<double> parse_part_weights(const std::string& text, const std::string& flag);

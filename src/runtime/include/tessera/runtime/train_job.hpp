@@ -58,11 +58,30 @@ struct NodeOutputs {
   int embedding_layer = 0;
   /// The rows: every node, or the nodes of one split.
   NodeSet nodes = NodeSet::All;
+  /// Whether the model's output is itself the nodes' representation (link prediction's
+  /// encoder): embedding_layer 0 then writes it, and predictions are refused.
+  bool output_is_embedding = false;
   /// The model's weights as an .npz other tools load: one float32 array per parameter, keyed by
   /// its name ("conv0.weight", [in, out] as x·W reads it), and `tessera_model`, the UTF-8 bytes
   /// (uint8) of the run's JSON as a checkpoint records it (model name, layer sizes, settings,
   /// row normalization). Empty: not written.
   std::string weights;
+};
+
+/// What a run trains the model for (--task).
+enum class Task {
+  Node, ///< node classification: the model's outputs are each node's class logits
+  Link  ///< link prediction: the model encodes nodes, a dot product of two scores their link
+};
+/// "node" or "link"; parse_task: InvalidArgument naming the valid names for anything else.
+std::string to_string(Task task);
+Task parse_task(const std::string& text);
+
+/// Link prediction's settings (Task::Link; gnn::split_edges, gnn::train_link_predictor).
+struct LinkOptions {
+  double val_fraction = 0.05, test_fraction = 0.10; ///< of the edges, held out of message passing
+  std::int64_t embedding_width = 16;                ///< the encoder's output width
+  std::vector<int> hits_k = {20, 50, 100};          ///< the Ks of Hits@K
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
@@ -135,6 +154,11 @@ struct TrainJob {
   std::string model_name = "GCN";
 
   // ---- the training ----
+  /// Node classification, or link prediction with `link`'s split and encoder width (one process:
+  /// the embeddings of pairs whose ends live on different ranks are not exchanged yet; the
+  /// split's seed is train.seed, its validation ROC-AUC selects the epoch).
+  Task task = Task::Node;
+  LinkOptions link;
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
 
   // ---- checkpoints and stopping ----
