@@ -9,6 +9,7 @@
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/datasets/numpy_files.hpp"
 #include "tessera/gnn/cost_model.hpp"
 #include "tessera/gnn/link_prediction.hpp"
 #include "tessera/gnn/scheduler.hpp"
@@ -248,6 +249,34 @@ void check_link_task(const TrainJob& job, int ranks) {
   for (const int k : job.link.hits_k) {
     if (k < 1) throw InvalidArgument(fmt::format("Hits@K needs K >= 1, got {}", k));
   }
+  if (!job.link.split_out.empty()) {
+    if (!datasets::is_npz_path(job.link.split_out)) {
+      throw InvalidArgument("--link-split-out " + job.link.split_out +
+                            ": expects a file ending in .npz");
+    }
+    io::check_output_file(job.link.split_out);
+  }
+}
+
+/// Writes `split` to `path` as LinkOptions::split_out describes.
+void write_link_split(const std::string& path, const gnn::EdgeSplit& split) {
+  const std::pair<const char*, const gnn::NodePairs*> parts[] = {
+      {"train_pos", &split.train},
+      {"val_pos", &split.val},
+      {"val_neg", &split.val_negative},
+      {"test_pos", &split.test},
+      {"test_neg", &split.test_negative}};
+  std::vector<std::vector<std::int64_t>> rows;
+  std::vector<datasets::NumpyArray> arrays;
+  for (const auto& [name, pairs] : parts) {
+    std::vector<std::int64_t>& both = rows.emplace_back(pairs->src.begin(), pairs->src.end());
+    both.insert(both.end(), pairs->dst.begin(), pairs->dst.end());
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    arrays.push_back(
+        {parts[i].first, {2, parts[i].second->size()}, std::span<const std::int64_t>(rows[i])});
+  }
+  datasets::write_npz(path, arrays);
 }
 
 /// Link prediction's split of this (one-rank) job's graph: the edges split by job.train.seed,
@@ -391,6 +420,10 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   if (job.task == Task::Link) {
     link_split = split_job_edges(job, graph, say);
     link_graph = gnn::training_graph(host, *link_split, graph.tile.n_owned());
+    if (!job.link.split_out.empty()) {
+      write_link_split(job.link.split_out, *link_split);
+      say("link split written to " + job.link.split_out);
+    }
   }
   NodeOutputs outputs = job.outputs;
   outputs.output_is_embedding = job.task == Task::Link;

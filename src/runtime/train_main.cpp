@@ -77,6 +77,7 @@ struct Options : TrainingFlags {
   std::string link_split = "0.05,0.1";
   std::int64_t embedding_width = 16;
   std::string hits_k = "20,50,100";
+  std::string link_split_out;
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -259,6 +260,9 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
         ->capture_default_str();
     app.add_option("--hits-k", o.hits_k, "with --task link: the Ks of the Hits@K reported")
         ->capture_default_str();
+    add_path_option(app, "--link-split-out", o.link_split_out,
+                    "with --task link: record the split in FILE.npz (train_pos, val_pos, val_neg, "
+                    "test_pos, test_neg: int64 [2, E] node-id pairs)");
   }
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
@@ -443,6 +447,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.link.val_fraction = fractions[0];
     job.link.test_fraction = fractions[1];
     job.link.embedding_width = o.embedding_width;
+    job.link.split_out = o.link_split_out;
     job.link.hits_k.clear();
     for (const double k : parse_number_list(o.hits_k, "--hits-k", false, "20,50,100")) {
       if (k < 1 || k != std::floor(k) || k > 1e9) {
@@ -471,7 +476,8 @@ void check_outputs(const TrainJob& job, const std::string& report) {
   refuse_outputs_over_inputs({{"--report", report, false},
                               {"--predictions", job.outputs.predictions, false},
                               {"--export-weights", job.outputs.weights, false},
-                              {"--embeddings", job.outputs.embeddings, false}},
+                              {"--embeddings", job.outputs.embeddings, false},
+                              {"--link-split-out", job.link.split_out, false}},
                              inputs);
 }
 
@@ -509,7 +515,7 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
                           "neither of which is given");
   }
   if (o.task != "link") {
-    for (const char* flag : {"--link-split", "--embedding-width", "--hits-k"}) {
+    for (const char* flag : {"--link-split", "--embedding-width", "--hits-k", "--link-split-out"}) {
       if (app.count(flag) > 0) {
         throw InvalidArgument(std::string(flag) + " sets up link prediction: it needs --task link");
       }

@@ -82,6 +82,9 @@ struct LinkOptions {
   double val_fraction = 0.05, test_fraction = 0.10; ///< of the edges, held out of message passing
   std::int64_t embedding_width = 16;                ///< the encoder's output width
   std::vector<int> hits_k = {20, 50, 100};          ///< the Ks of Hits@K
+  /// Where to record the split (an .npz of int64 [2, E] node-id pairs: train_pos, val_pos,
+  /// val_neg, test_pos, test_neg, as PyG's edge_label_index); empty: not written.
+  std::string split_out;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
