@@ -17,6 +17,7 @@
 #include "loaders.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/progress.hpp"
+#include "tessera/datasets/numpy_files.hpp"
 #include "tessera/io/array_file.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/io/graph_files.hpp"
@@ -60,13 +61,25 @@ void throw_not_native(const std::string& dir) {
 
 } // namespace detail
 
-bool is_npz_path(std::string_view out) noexcept {
-  constexpr std::string_view kSuffix = ".npz";
-  if (out.size() < kSuffix.size()) return false;
-  const std::string_view end = out.substr(out.size() - kSuffix.size());
-  return std::equal(end.begin(), end.end(), kSuffix.begin(), [](char a, char b) {
+namespace {
+
+/// Whether `path` ends in `suffix` (lower case), in any case.
+bool ends_in(std::string_view path, std::string_view suffix) noexcept {
+  if (path.size() < suffix.size()) return false;
+  const std::string_view end = path.substr(path.size() - suffix.size());
+  return std::equal(end.begin(), end.end(), suffix.begin(), [](char a, char b) {
     return std::tolower(static_cast<unsigned char>(a)) == b;
   });
+}
+
+} // namespace
+
+bool is_npz_path(std::string_view out) noexcept {
+  return ends_in(out, ".npz");
+}
+
+bool is_npy_path(std::string_view path) noexcept {
+  return ends_in(path, ".npy");
 }
 
 void check_save_target(const std::string& out, bool replace) {

@@ -4,8 +4,6 @@
 #include "npz.hpp"
 #include "tessera/core/error.hpp"
 
-#include <algorithm>
-#include <cctype>
 #include <set>
 
 namespace tessera::datasets {
@@ -52,15 +50,6 @@ void write_npz(const std::string& path, std::span<const NumpyArray> arrays) {
         array.values);
   }
   out.commit();
-}
-
-bool is_npy_path(std::string_view path) noexcept {
-  constexpr std::string_view kSuffix = ".npy";
-  if (path.size() < kSuffix.size()) return false;
-  const std::string_view end = path.substr(path.size() - kSuffix.size());
-  return std::equal(end.begin(), end.end(), kSuffix.begin(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == b;
-  });
 }
 
 } // namespace tessera::datasets

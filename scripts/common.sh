@@ -225,6 +225,14 @@ tessera_install_bench_deps() {
   tessera_apt_ensure "${TESSERA_BENCH_DEPS[@]}"
 }
 
+# tessera_data_flags: prints --data-dir DIR (one word per line) when tessera_data_dir finds one;
+# use as mapfile -t data < <(tessera_data_flags).
+tessera_data_flags() {
+  local dir
+  dir="$(tessera_data_dir)"
+  [[ -z "${dir}" ]] || printf '%s\n' --data-dir "${dir}"
+}
+
 # tessera_peers_python: prints the Python of the peers' venv ($TESSERA_PEERS_VENV, default
 # ~/.cache/tessera/peers-venv: a venv over Debian's python3-torch), creating it and installing
 # torch_geometric 2.3.1 into it when missing. Benchmarks only, never the tests.

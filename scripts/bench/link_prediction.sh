@@ -27,9 +27,7 @@ tessera_bench_build "${build}"
 train="${TESSERA_BUILD_DIR}/apps/tessera-train/tessera-train"
 convert="${TESSERA_BUILD_DIR}/apps/tessera-convert/tessera-convert"
 tessera_require_programs "${train}" "${convert}"
-data_dir="$(tessera_data_dir)"
-data=()
-[[ -n "${data_dir}" ]] && data=(--data-dir "${data_dir}")
+mapfile -t data < <(tessera_data_flags)
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 

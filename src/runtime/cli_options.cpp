@@ -143,6 +143,17 @@ CLI::Option* add_path_option(CLI::App& app, const std::string& name, std::string
           "PATH"));
 }
 
+void refuse_flags_ignored_with_store(const CLI::App& app, const std::string& partition_dir) {
+  if (partition_dir.empty()) return;
+  for (const char* flag : {"--split", "--split-seed", "--partition-method"}) {
+    if (app.count(flag) > 0) {
+      throw InvalidArgument(std::string(flag) +
+                            " is not used with --partition-dir (the store was made with its own "
+                            "split and partitioning): drop one of them");
+    }
+  }
+}
+
 void add_split_overlap_flag(CLI::App& app, bool& value) {
   app.add_flag("--allow-split-overlap", value,
                "accept a stored split whose train, val and test parts share nodes (refused by "

@@ -115,15 +115,7 @@ PredictJob make_job(const CLI::App& app, const PredictOptions& o,
   job.metric = gnn::parse_metric(o.metric);
   job.outputs = o.outputs.outputs();
   job.peer_timeout = o.peer_timeout;
-  if (!o.partition_dir.empty()) {
-    for (const char* flag : {"--split", "--split-seed", "--partition-method"}) {
-      if (app.count(flag) > 0) {
-        throw InvalidArgument(std::string(flag) +
-                              " is not used with --partition-dir (the store was made with its "
-                              "own split and partitioning): drop one of them");
-      }
-    }
-  }
+  refuse_flags_ignored_with_store(app, o.partition_dir);
   if (app.count("--embedding-layer") > 0 && o.outputs.embeddings.empty()) {
     throw InvalidArgument("--embedding-layer chooses the layer --embeddings writes, which is not "
                           "given");

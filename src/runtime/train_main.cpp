@@ -484,15 +484,7 @@ void check_outputs(const TrainJob& job, const std::string& report) {
 /// Refuses flags that would be ignored with the others given: a user who passes them expects
 /// them to do something.
 void check_flag_combinations(const CLI::App& app, const Options& o) {
-  if (!o.partition_dir.empty()) {
-    for (const char* flag : {"--split", "--split-seed", "--partition-method"}) {
-      if (app.count(flag) > 0) {
-        throw InvalidArgument(std::string(flag) +
-                              " is not used with --partition-dir (the store was made with its "
-                              "own split and partitioning): drop one of them");
-      }
-    }
-  }
+  refuse_flags_ignored_with_store(app, o.partition_dir);
   if (app.count("--rebalance-threshold") > 0 && o.balance == "none") {
     throw InvalidArgument("--rebalance-threshold rebalances a balanced cut: it needs --balance "
                           "given or measured");

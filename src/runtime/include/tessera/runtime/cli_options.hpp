@@ -132,6 +132,10 @@ struct NodeOutputFlags {
 /// Adds --predictions, --embeddings, --embedding-layer, --predict-nodes and --export-weights.
 void add_node_output_flags(CLI::App& app, NodeOutputFlags& flags);
 
+/// Refuses --split, --split-seed and --partition-method given with a partition store (it was
+/// made with its own split and cut), naming the flag.
+void refuse_flags_ignored_with_store(const CLI::App& app, const std::string& partition_dir);
+
 /// Adds --allow-split-overlap: accept a stored split whose parts share nodes.
 void add_split_overlap_flag(CLI::App& app, bool& value);
 
