@@ -125,7 +125,12 @@ PredictSummary run_predict_job(const PredictJob& job,
   comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(*t, comm, host, say, balancing);
   check_graph_fits(job, run, graph);
-  say(describe_normalization(graph.dataset, t->normalize_features, graph.recipe_row_normalize));
+  if (job.normalize_features || !run.row_normalized) {
+    say(describe_normalization(graph.dataset, t->normalize_features, graph.recipe_row_normalize));
+  } else {
+    say(fmt::format("features: {}, as the training run did (--normalize-features overrides it)",
+                    *run.row_normalized ? "row-normalized" : "not row-normalized"));
+  }
   comm->peer_watch().set_step("building the model");
   JobModel model = build_job_model(*t, comm, backend, graph, say);
   check_embedding_layer(job.outputs, model);
