@@ -6,7 +6,7 @@ link-prediction comparison: the same held-out edges and negatives, each seed's s
 
 Usage: python scripts/bench/peer_gae.py --npz GRAPH.npz --splits S0.npz S1.npz ...
            [--epochs 200] [--eval-every 10] [--out 16] [--lr 0.01] [--threads 1]
-           [--no-normalize]
+           [--no-normalize] [--mode accuracy|timing] [--warmup 3]
 
 GRAPH.npz: the graph as tessera-convert writes it (pytorch_gcn.py's layouts). Features are
 row-normalized (NormalizeFeatures, as the PyG example) unless --no-normalize. For each split:
@@ -15,13 +15,19 @@ validation and test ROC-AUC and AP (PyG's GAE.test: scikit-learn) every --eval-e
 keeps the test metrics at the first epoch of best validation ROC-AUC, as Tessera selects.
 Last stdout line: JSON {"framework": "pyg-gae", "seeds", "test_roc_auc_mean", "test_roc_auc_std",
 "test_ap_mean", "test_ap_std", "per_seed": [[auc, ap], ...]} (population std).
+--mode timing: the first split only, no evaluation; each epoch (encode, recon_loss with its
+negative sampling, backward, step) timed, the first --warmup left out. Last stdout line: JSON
+{"framework", "epoch_ms_median", "peak_rss_bytes", "threads"} (peak RSS: the process's, data
+loading included).
 """
 
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
+import time
 
 import numpy as np
 import torch
@@ -41,6 +47,8 @@ def main():
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-normalize", action="store_true")
+    p.add_argument("--mode", choices=("accuracy", "timing"), default="accuracy")
+    p.add_argument("--warmup", type=int, default=3)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from torch_geometric.nn import GAE, GCNConv
@@ -58,6 +66,27 @@ def main():
 
         def forward(self, x, edge_index):
             return self.conv2(self.conv1(x, edge_index).relu(), edge_index)
+
+    if args.mode == "timing":
+        torch.manual_seed(0)
+        train_pos = torch.from_numpy(np.load(args.splits[0])["train_pos"].astype(np.int64))
+        edge_index = torch.cat([train_pos, train_pos.flip(0)], dim=1)
+        model = GAE(GCNEncoder(x.shape[1], args.out))
+        optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+        epoch_ms = []
+        for epoch in range(args.epochs):
+            start = time.perf_counter()
+            model.train()
+            optimizer.zero_grad()
+            loss = model.recon_loss(model.encode(x, edge_index), train_pos)
+            loss.backward()
+            optimizer.step()
+            if epoch >= args.warmup:
+                epoch_ms.append(1e3 * (time.perf_counter() - start))
+        print(json.dumps({"framework": "pyg-gae", "epoch_ms_median": statistics.median(epoch_ms),
+                          "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                          * 1024, "threads": args.threads, "loss": float(loss)}))
+        return
 
     per_seed = []
     for seed, path in enumerate(args.splits):

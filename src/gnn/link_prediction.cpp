@@ -53,23 +53,31 @@ double sigmoid(double x) {
   return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
 }
 
-/// Adds `weight` · d(loss)/d(score) for the pairs' scores to dz: dz[u] += g·z[v], dz[v] += g·z[u].
+/// The mean loss of the pairs' scores (label 1 when `positive`), adding its gradient to dz (when
+/// given): dz[u] += g·z[v], dz[v] += g·z[u], each pair's score computed in the same pass.
 double add_side(ConstDenseView<float> z, const NodePairs& pairs, bool positive,
                 DenseView<float> dz) {
   if (pairs.size() == 0) return 0.0;
-  const std::vector<double> scores = dot_scores(z, pairs);
   const double scale = 1.0 / static_cast<double>(pairs.size());
   const std::int64_t d = z.cols;
   double loss = 0.0;
+  constexpr std::int64_t kAhead = 16; // pairs whose destination rows are fetched ahead
   for (std::int64_t i = 0; i < pairs.size(); ++i) {
-    const double s = scores[static_cast<std::size_t>(i)];
-    loss += positive ? softplus(-s) : softplus(s);
-    if (dz.data == nullptr) continue;
-    const auto g = static_cast<float>(scale * (positive ? -sigmoid(-s) : sigmoid(s)));
+    if (i + kAhead < pairs.size()) {
+      const GlobalId ahead = pairs.dst[static_cast<std::size_t>(i + kAhead)];
+      __builtin_prefetch(z.data + ahead * d);
+      if (dz.data != nullptr) __builtin_prefetch(dz.data + ahead * d, 1);
+    }
     const GlobalId u = pairs.src[static_cast<std::size_t>(i)];
     const GlobalId v = pairs.dst[static_cast<std::size_t>(i)];
     const float* zu = z.data + u * d;
     const float* zv = z.data + v * d;
+    double s = 0.0;
+    for (std::int64_t c = 0; c < d; ++c)
+      s += static_cast<double>(zu[c]) * zv[c];
+    loss += positive ? softplus(-s) : softplus(s);
+    if (dz.data == nullptr) continue;
+    const auto g = static_cast<float>(scale * (positive ? -sigmoid(-s) : sigmoid(s)));
     float* du = dz.data + u * d;
     float* dv = dz.data + v * d;
     for (std::int64_t c = 0; c < d; ++c) {
@@ -122,6 +130,14 @@ EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fra
                                       "and {} validation edges",
                                       edges.size(), test, val));
   }
+  // Each part in (u, v) order: the loss then reads and writes the sources' rows in order.
+  const auto by_pair = [](const Edge& a, const Edge& b) {
+    return a.u != b.u ? a.u < b.u : a.v < b.v;
+  };
+  std::sort(edges.begin(), edges.begin() + static_cast<std::ptrdiff_t>(test), by_pair);
+  std::sort(edges.begin() + static_cast<std::ptrdiff_t>(test),
+            edges.begin() + static_cast<std::ptrdiff_t>(test + val), by_pair);
+  std::sort(edges.begin() + static_cast<std::ptrdiff_t>(test + val), edges.end(), by_pair);
   EdgeSplit split;
   for (std::size_t i = 0; i < edges.size(); ++i) {
     NodePairs& to = i < test ? split.test : i < test + val ? split.val : split.train;
@@ -142,10 +158,9 @@ Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64
   return graph::build_symmetric_csr(backend, edges);
 }
 
-NodePairs sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
-                           std::uint64_t seed, std::uint32_t epoch) {
-  NodePairs out;
-  out.src = positives.src;
+void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
+                      std::uint64_t seed, std::uint32_t epoch, NodePairs& out) {
+  out.src = positives.src; // copied into the storage `out` already has
   out.dst.resize(positives.src.size());
   const auto n = static_cast<std::uint64_t>(num_nodes);
 #pragma omp parallel for schedule(static)
@@ -162,7 +177,6 @@ NodePairs sample_negatives(const NodePairs& positives, const Csr& adjacency, std
     }
     out.dst[static_cast<std::size_t>(i)] = w;
   }
-  return out;
 }
 
 std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs) {
@@ -216,8 +230,8 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
   Adam<float> optimizer(backend, model.parameters(), config.adam);
   std::vector<float> host_z, host_dz;
   Dense dz;
-  const NodePairs train_negative =
-      sample_negatives(split.train, *task.adjacency, task.num_nodes, config.seed, 0);
+  NodePairs train_negative, negatives; // negatives: each epoch's, in storage reused
+  sample_negatives(split.train, *task.adjacency, task.num_nodes, config.seed, 0, train_negative);
 
   EpochWork work;
   work.epochs = config.epochs;
@@ -239,8 +253,8 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
     phase.restart();
     const ConstDenseView<float> zh = logits_on_host(*backend, z, host_z);
     host_dz.assign(static_cast<std::size_t>(z.rows * z.cols), 0.0f);
-    const NodePairs negatives = sample_negatives(split.train, *task.adjacency, task.num_nodes,
-                                                 config.seed, static_cast<std::uint32_t>(epoch));
+    sample_negatives(split.train, *task.adjacency, task.num_nodes, config.seed,
+                     static_cast<std::uint32_t>(epoch), negatives);
     stats.train_loss =
         link_loss(zh, split.train, negatives, DenseView<float>(host_dz.data(), z.rows, z.cols));
     if (dz.rows() != z.rows || dz.cols() != z.cols) dz = Dense(backend, z.rows, z.cols);

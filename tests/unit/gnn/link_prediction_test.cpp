@@ -93,9 +93,11 @@ TEST(NegativeSampling, NegativesAreNoEdgesKeepTheirSourceAndFollowSeedAndEpoch) 
   const Csr a = random_graph(400, 6, 5);
   const EdgeSplit split = split_edges(a, 0.05, 0.1, 1);
   const Csr train = training_graph(make_cpu_backend(1), split, 400);
-  const NodePairs one = sample_negatives(split.train, train, 400, 9, 1);
-  const NodePairs again = sample_negatives(split.train, train, 400, 9, 1);
-  const NodePairs next = sample_negatives(split.train, train, 400, 9, 2);
+  NodePairs one, again, next;
+  sample_negatives(split.train, train, 400, 9, 1, one);
+  sample_negatives(split.train, train, 400, 9, 2, next);
+  again = next; // storage reused, every value drawn again
+  sample_negatives(split.train, train, 400, 9, 1, again);
 
   ASSERT_EQ(one.size(), split.train.size());
   EXPECT_EQ(one.src, split.train.src);

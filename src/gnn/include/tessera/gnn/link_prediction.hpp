@@ -50,9 +50,10 @@ Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64
 /// sampler: the source kept, the destination corrupted), drawn again — up to 16 times — while w
 /// is src[i] or a neighbour of it in `adjacency` (whose row src[i] the caller holds). Keyed by
 /// (seed, epoch, index), so a rank draws the negatives of its own positives with no global edge
-/// list, the same on any rank count.
-NodePairs sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
-                           std::uint64_t seed, std::uint32_t epoch);
+/// list, the same on any rank count. Written into `out`, whose storage is reused (an epoch's
+/// negatives touch no fresh memory).
+void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
+                      std::uint64_t seed, std::uint32_t epoch, NodePairs& out);
 
 /// The dot-product decoder: score[i] = z[src[i]] · z[dst[i]] (z: [n, d] in host memory; the
 /// pairs' ids are rows of z).
