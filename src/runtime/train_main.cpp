@@ -507,8 +507,10 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
                           "neither of which is given");
   }
   if (o.task != "link") {
+    // Programs of their own model (the examples) have no link prediction flags.
     for (const char* flag : {"--link-split", "--embedding-width", "--hits-k", "--link-split-out"}) {
-      if (app.count(flag) > 0) {
+      const CLI::Option* option = app.get_option_no_throw(flag);
+      if (option != nullptr && option->count() > 0) {
         throw InvalidArgument(std::string(flag) + " sets up link prediction: it needs --task link");
       }
     }
