@@ -1,48 +1,244 @@
 // Link prediction: the edge split, negative pairs, the dot-product decoder and its loss, the
-// metrics, and the epochs of an encoder trained on them.
+// metrics, and the epochs of an encoder trained on them, in one process or over ranks.
 #include "tessera/gnn/link_prediction.hpp"
 
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/halo_plan.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/engine/data_parallel.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/gnn/metrics.hpp"
 #include "tessera/graph/graph.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fmt/core.h>
 #include <numeric>
+#include <optional>
+#include <tuple>
 
 namespace tessera::gnn {
 
 namespace {
 
-/// Whether v is a neighbour of u in `a` (columns sorted).
-bool is_edge(const Csr& a, GlobalId u, GlobalId v) {
-  const LocalId* begin = a.col() + a.row_ptr()[u];
-  const LocalId* end = a.col() + a.row_ptr()[u + 1];
-  return std::binary_search(begin, end, static_cast<LocalId>(v));
+/// The global id of local row r (`ids` empty: the identity).
+GlobalId id_of(std::span<const GlobalId> ids, std::int64_t r) {
+  return ids.empty() ? static_cast<GlobalId>(r) : ids[static_cast<std::size_t>(r)];
 }
 
-/// `count` uniform pairs u ≠ v that are no edge of `a`, from the field of `key`.
-NodePairs draw_non_edges(const Csr& a, std::int64_t count, const RngKey& key,
-                         const std::string& what) {
-  const auto n = static_cast<std::uint32_t>(a.rows());
+/// Where every node of a distributed graph is: the rank that owns it and, for this rank's nodes,
+/// its row. Default-constructed: one process, where both are the identity.
+class NodeIndex {
+public:
+  NodeIndex() = default;
+  /// From every rank's owned ids. Collective (an allreduce of [num_nodes]); InvalidArgument for
+  /// an id outside the graph and for ids that do not cover it once.
+  NodeIndex(comm::Communicator& comm, std::span<const GlobalId> owned, std::int64_t num_nodes)
+      : rank_(comm.rank()) {
+    std::vector<std::int64_t> owner(static_cast<std::size_t>(num_nodes), 0);
+    std::int64_t owned_total = static_cast<std::int64_t>(owned.size());
+    std::int64_t bad = -1;
+    for (const GlobalId id : owned) {
+      if (id < 0 || id >= num_nodes)
+        bad = id;
+      else
+        owner[static_cast<std::size_t>(id)] += rank_ + 1;
+    }
+    if (bad >= 0 || owned.size() > static_cast<std::size_t>(num_nodes)) {
+      throw InvalidArgument(fmt::format("link prediction: rank {} owns node {}, outside the "
+                                        "graph's {} nodes",
+                                        rank_, bad, num_nodes));
+    }
+    comm.allreduce_sum(std::span<std::int64_t>(owner));
+    comm.allreduce_sum(std::span<std::int64_t>(&owned_total, 1));
+    owner_.resize(owner.size());
+    row_.assign(owner.size(), -1);
+    for (std::size_t v = 0; v < owner.size(); ++v) {
+      if (owner[v] < 1 || owner[v] > comm.size() || owned_total != num_nodes) {
+        throw InvalidArgument(fmt::format("link prediction: the ranks own {} rows of a graph of "
+                                          "{} nodes, node {} {} times: the tiles are not one "
+                                          "partition of it",
+                                          owned_total, num_nodes, v, owner[v] < 1 ? "no" : "more"));
+      }
+      owner_[v] = static_cast<std::int32_t>(owner[v] - 1);
+    }
+    for (std::size_t r = 0; r < owned.size(); ++r)
+      row_[static_cast<std::size_t>(owned[r])] = static_cast<std::int32_t>(r);
+  }
+
+  bool distributed() const noexcept { return !owner_.empty(); }
+  bool mine(GlobalId v) const noexcept { return owner(v) == rank_; }
+  int owner(GlobalId v) const noexcept {
+    return owner_.empty() ? 0 : owner_[static_cast<std::size_t>(v)];
+  }
+  /// The row of a node this rank owns (while a table is planned: the table row of a remote one,
+  /// or -1).
+  std::int64_t row(GlobalId v) const noexcept {
+    return row_.empty() ? v : row_[static_cast<std::size_t>(v)];
+  }
+  void set_row(GlobalId v, std::int64_t row) noexcept {
+    row_[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(row);
+  }
+
+private:
+  int rank_ = 0;
+  std::vector<std::int32_t> owner_, row_;
+};
+
+/// The neighbours of a rank's owned rows by global id, each row's sorted: what a negative draw is
+/// checked against. In one process (`ids` empty) the adjacency's own columns.
+class Neighbours {
+public:
+  Neighbours(const Csr& a, std::span<const GlobalId> ids) : a_(&a), global_(!ids.empty()) {
+    if (!global_) return;
+    col_.resize(static_cast<std::size_t>(a.nnz()));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < a.rows(); ++r) {
+      const Offset begin = a.row_ptr()[r], end = a.row_ptr()[r + 1];
+      for (Offset k = begin; k < end; ++k)
+        col_[static_cast<std::size_t>(k)] = ids[static_cast<std::size_t>(a.col()[k])];
+      std::sort(col_.begin() + begin, col_.begin() + end);
+    }
+  }
+  /// Whether v is a neighbour of owned row `row`.
+  bool has(std::int64_t row, GlobalId v) const {
+    const Offset begin = a_->row_ptr()[row], end = a_->row_ptr()[row + 1];
+    if (global_) return std::binary_search(col_.begin() + begin, col_.begin() + end, v);
+    return std::binary_search(a_->col() + begin, a_->col() + end, static_cast<LocalId>(v));
+  }
+
+private:
+  const Csr* a_;
+  bool global_;
+  std::vector<GlobalId> col_;
+};
+
+/// An undirected edge (u < v) and its place in the split's order: the key, then (u, v).
+struct KeyedEdge {
+  std::uint64_t key = 0;
+  GlobalId u = 0, v = 0;
+  friend bool operator<(const KeyedEdge& a, const KeyedEdge& b) {
+    return std::tie(a.key, a.u, a.v) < std::tie(b.key, b.u, b.v);
+  }
+};
+
+/// The edge {a, b} with its key: a Philox draw of the pair alone, the same from either end.
+KeyedEdge keyed_edge(const RngKey& order, GlobalId a, GlobalId b) {
+  const GlobalId u = std::min(a, b), v = std::max(a, b);
+  const auto bits = random_bits4(order, u, static_cast<std::uint32_t>(v));
+  return {(static_cast<std::uint64_t>(bits[0]) << 32) | bits[1], u, v};
+}
+
+/// The edge at place k of all ranks' `edges` (each rank's sorted) in their order — exactly k
+/// edges over the ranks are below it —, nullopt when k is the total. Over ranks: a radix
+/// selection of the key, 16 bits per allreduce, then the ranks' edges of that key by (u, v).
+std::optional<KeyedEdge> select_edge(std::span<const KeyedEdge> edges, std::int64_t k,
+                                     std::int64_t total, comm::Communicator* comm) {
+  if (k >= total) return std::nullopt;
+  if (comm == nullptr || comm->size() == 1) return edges[static_cast<std::size_t>(k)];
+  std::uint64_t prefix = 0;                      // the key's bits selected so far
+  auto begin = edges.begin(), end = edges.end(); // this rank's edges with that prefix
+  std::vector<std::int64_t> counts(1 << 16);
+  for (int shift = 48; shift >= 0; shift -= 16) {
+    std::fill(counts.begin(), counts.end(), 0);
+    for (auto it = begin; it != end; ++it)
+      ++counts[(it->key >> shift) & 0xffffu];
+    comm->allreduce_sum(std::span<std::int64_t>(counts));
+    std::size_t digit = 0;
+    while (k >= counts[digit]) // k < the count of the prefix's edges: a digit holds it
+      k -= counts[digit++];
+    prefix = (prefix << 16) | digit;
+    const std::uint64_t low = prefix << shift;
+    const std::uint64_t high = low | ((std::uint64_t{1} << shift) - 1);
+    begin = std::lower_bound(begin, end, low,
+                             [](const KeyedEdge& e, std::uint64_t key) { return e.key < key; });
+    end = std::upper_bound(begin, end, high,
+                           [](std::uint64_t key, const KeyedEdge& e) { return key < e.key; });
+  }
+  std::vector<KeyedEdge> tied =
+      comm::all_gather<KeyedEdge>(*comm, std::span<const KeyedEdge>(begin, end));
+  std::sort(tied.begin(), tied.end());
+  return tied.at(static_cast<std::size_t>(k));
+}
+
+/// The pair of draw `draw` of a negative field: (u, v) uniform in [0, n)².
+std::pair<GlobalId, GlobalId> drawn_pair(const RngKey& key, std::int64_t draw, std::uint32_t n) {
+  const auto bits = random_bits4(key, draw, 0);
+  return {static_cast<GlobalId>((static_cast<std::uint64_t>(bits[0]) * n) >> 32),
+          static_cast<GlobalId>((static_cast<std::uint64_t>(bits[1]) * n) >> 32)};
+}
+
+/// `count` negatives of a split: the draws of `key`'s field in order, the first `count` with
+/// u ≠ v and no edge (u, v) of the graph — of which this rank keeps those whose u it owns (its
+/// row of the graph answers). Collective over `comm` (nullptr: one process).
+NodePairs draw_non_edges(const Neighbours& graph, const NodeIndex& index, std::int64_t num_nodes,
+                         std::int64_t count, const RngKey& key, const std::string& what,
+                         comm::Communicator* comm) {
+  const auto n = static_cast<std::uint32_t>(num_nodes);
   NodePairs out;
   const std::int64_t limit = 100 * count + 1000;
-  for (std::int64_t draw = 0; out.size() < count; ++draw) {
+  std::int64_t taken = 0, draw = 0;
+  while (taken < count) {
     if (draw == limit) {
       throw InvalidArgument(fmt::format("could not draw {} {} negative pairs (non-edges) in {} "
                                         "tries: the graph of {} nodes is too dense",
                                         count, what, limit, n));
     }
-    const auto bits = random_bits4(key, draw, 0);
-    const auto u = static_cast<GlobalId>((static_cast<std::uint64_t>(bits[0]) * n) >> 32);
-    const auto v = static_cast<GlobalId>((static_cast<std::uint64_t>(bits[1]) * n) >> 32);
-    if (u != v && !is_edge(a, u, v)) out.add(u, v);
+    const std::int64_t need = count - taken;
+    const std::int64_t batch = std::min(limit - draw, need + need / 4 + 64);
+    std::vector<std::int64_t> mine; // this rank's accepted draws of the batch
+    for (std::int64_t d = draw; d < draw + batch; ++d) {
+      const auto [u, v] = drawn_pair(key, d, n);
+      if (u != v && index.mine(u) && !graph.has(index.row(u), v)) mine.push_back(d);
+    }
+    std::int64_t accepted = static_cast<std::int64_t>(mine.size());
+    if (comm != nullptr) comm->allreduce_sum(std::span<std::int64_t>(&accepted, 1));
+    std::int64_t last = draw + batch - 1; // the last draw the split takes
+    if (accepted > need) {
+      std::vector<std::int64_t> all =
+          comm != nullptr ? comm::all_gather<std::int64_t>(*comm, mine) : mine;
+      std::sort(all.begin(), all.end());
+      last = all[static_cast<std::size_t>(need - 1)];
+      accepted = need;
+    }
+    for (const std::int64_t d : mine) {
+      if (d > last) break;
+      const auto [u, v] = drawn_pair(key, d, n);
+      out.add(u, v);
+    }
+    taken += accepted;
+    draw += batch;
   }
   return out;
+}
+
+/// One negative per positive, as sample_negatives describes; `rows` the owned row of each
+/// positive's source (empty: its id).
+void draw_negatives(const NodePairs& positives, std::span<const std::int64_t> rows,
+                    const Neighbours& graph, std::int64_t num_nodes, std::uint64_t seed,
+                    std::uint32_t epoch, NodePairs& out) {
+  out.src = positives.src; // copied into the storage `out` already has
+  out.dst.resize(positives.src.size());
+  const auto n = static_cast<std::uint64_t>(num_nodes);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < positives.size(); ++i) {
+    const GlobalId u = positives.src[static_cast<std::size_t>(i)];
+    const auto v = static_cast<std::uint32_t>(positives.dst[static_cast<std::size_t>(i)]);
+    const std::int64_t row = rows.empty() ? u : rows[static_cast<std::size_t>(i)];
+    GlobalId w = u;
+    for (std::uint32_t attempt = 0; attempt < 16; ++attempt) {
+      // Keyed by the pair itself: the same draw on any rank that holds it.
+      const RngKey key = RngKey::make(seed, RngPurpose::NegativeSampling, attempt >> 2, epoch);
+      const std::uint32_t bits = random_bits4(key, u, v)[attempt & 3u];
+      w = static_cast<GlobalId>((static_cast<std::uint64_t>(bits) * n) >> 32);
+      if (w != u && !graph.has(row, w)) break;
+    }
+    out.dst[static_cast<std::size_t>(i)] = w;
+  }
 }
 
 double softplus(double x) {
@@ -53,12 +249,17 @@ double sigmoid(double x) {
   return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
 }
 
-/// The mean loss of the pairs' scores (label 1 when `positive`), adding its gradient to dz (when
-/// given): dz[u] += g·z[v], dz[v] += g·z[u], each pair's score computed in the same pass.
-double add_side(ConstDenseView<float> z, const NodePairs& pairs, bool positive,
+/// Pairs as rows of an embedding table (in one process the pairs' ids themselves).
+struct PairRows {
+  std::span<const GlobalId> src, dst;
+  std::int64_t size() const noexcept { return static_cast<std::int64_t>(src.size()); }
+};
+
+/// `scale` × the summed loss of the pairs' scores (label 1 when `positive`), adding its gradient
+/// to dz (when given): dz[u] += g·z[v], dz[v] += g·z[u], each pair's score computed in the same
+/// pass.
+double add_side(ConstDenseView<float> z, PairRows pairs, double scale, bool positive,
                 DenseView<float> dz) {
-  if (pairs.size() == 0) return 0.0;
-  const double scale = 1.0 / static_cast<double>(pairs.size());
   const std::int64_t d = z.cols;
   double loss = 0.0;
   constexpr std::int64_t kAhead = 16; // pairs whose destination rows are fetched ahead
@@ -88,98 +289,8 @@ double add_side(ConstDenseView<float> z, const NodePairs& pairs, bool positive,
   return loss * scale;
 }
 
-} // namespace
-
-EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fraction,
-                      std::uint64_t seed) {
-  if (!(val_fraction >= 0 && test_fraction >= 0 && val_fraction + test_fraction < 1)) {
-    throw InvalidArgument(fmt::format("link split: validation {} and test {} must be fractions in "
-                                      "[0, 1) that leave edges to train on",
-                                      val_fraction, test_fraction));
-  }
-  if (adjacency.rows() != adjacency.cols()) {
-    throw DimensionMismatch("link split: the adjacency is not square: " + adjacency.shape());
-  }
-  struct Edge {
-    std::uint64_t key;
-    GlobalId u, v;
-  };
-  std::vector<Edge> edges;
-  const RngKey order_key = RngKey::make(seed, RngPurpose::LinkSplit, 0);
-  for (std::int64_t u = 0; u < adjacency.rows(); ++u) {
-    for (Offset k = adjacency.row_ptr()[u]; k < adjacency.row_ptr()[u + 1]; ++k) {
-      const GlobalId v = adjacency.col()[k];
-      if (v <= u) continue;
-      const auto bits = random_bits4(order_key, u, static_cast<std::uint32_t>(v));
-      edges.push_back({(static_cast<std::uint64_t>(bits[0]) << 32) | bits[1], u, v});
-    }
-  }
-  if (edges.empty()) {
-    throw InvalidArgument(fmt::format("the graph has no edges ({} nodes): link prediction holds "
-                                      "edges out to predict, and needs some",
-                                      adjacency.rows()));
-  }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) {
-    return a.key != b.key ? a.key < b.key : (a.u != b.u ? a.u < b.u : a.v < b.v);
-  });
-  const auto total = static_cast<double>(edges.size());
-  const auto test = static_cast<std::size_t>(std::llround(test_fraction * total));
-  const auto val = static_cast<std::size_t>(std::llround(val_fraction * total));
-  if (test + val >= edges.size()) {
-    throw InvalidArgument(fmt::format("link split: {} edges leave none to train on after {} test "
-                                      "and {} validation edges",
-                                      edges.size(), test, val));
-  }
-  // Each part in (u, v) order: the loss then reads and writes the sources' rows in order.
-  const auto by_pair = [](const Edge& a, const Edge& b) {
-    return a.u != b.u ? a.u < b.u : a.v < b.v;
-  };
-  std::sort(edges.begin(), edges.begin() + static_cast<std::ptrdiff_t>(test), by_pair);
-  std::sort(edges.begin() + static_cast<std::ptrdiff_t>(test),
-            edges.begin() + static_cast<std::ptrdiff_t>(test + val), by_pair);
-  std::sort(edges.begin() + static_cast<std::ptrdiff_t>(test + val), edges.end(), by_pair);
-  EdgeSplit split;
-  for (std::size_t i = 0; i < edges.size(); ++i) {
-    NodePairs& to = i < test ? split.test : i < test + val ? split.val : split.train;
-    to.add(edges[i].u, edges[i].v);
-  }
-  split.val_negative = draw_non_edges(adjacency, split.val.size(),
-                                      RngKey::make(seed, RngPurpose::LinkSplit, 1), "validation");
-  split.test_negative = draw_non_edges(adjacency, split.test.size(),
-                                       RngKey::make(seed, RngPurpose::LinkSplit, 2), "test");
-  return split;
-}
-
-Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64_t num_nodes) {
-  graph::EdgeList edges;
-  edges.num_nodes = num_nodes;
-  edges.src = split.train.src;
-  edges.dst = split.train.dst;
-  return graph::build_symmetric_csr(backend, edges);
-}
-
-void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
-                      std::uint64_t seed, std::uint32_t epoch, NodePairs& out) {
-  out.src = positives.src; // copied into the storage `out` already has
-  out.dst.resize(positives.src.size());
-  const auto n = static_cast<std::uint64_t>(num_nodes);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < positives.size(); ++i) {
-    const GlobalId u = positives.src[static_cast<std::size_t>(i)];
-    const auto v = static_cast<std::uint32_t>(positives.dst[static_cast<std::size_t>(i)]);
-    GlobalId w = u;
-    for (std::uint32_t attempt = 0; attempt < 16; ++attempt) {
-      // Keyed by the pair itself: the same draw on any rank that holds it.
-      const RngKey key = RngKey::make(seed, RngPurpose::NegativeSampling, attempt >> 2, epoch);
-      const std::uint32_t bits = random_bits4(key, u, v)[attempt & 3u];
-      w = static_cast<GlobalId>((static_cast<std::uint64_t>(bits) * n) >> 32);
-      if (w != u && !is_edge(adjacency, u, w)) break;
-    }
-    out.dst[static_cast<std::size_t>(i)] = w;
-  }
-}
-
-std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs) {
+/// The dot-product scores of pairs given as rows of z.
+std::vector<double> scores_of(ConstDenseView<float> z, PairRows pairs) {
   std::vector<double> scores(static_cast<std::size_t>(pairs.size()));
   const std::int64_t d = z.cols;
 #pragma omp parallel for schedule(static)
@@ -194,9 +305,141 @@ std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs) 
   return scores;
 }
 
+PairRows rows_of(const NodePairs& pairs) {
+  return {pairs.src, pairs.dst};
+}
+
+} // namespace
+
+EdgeSplit split_edges(const RankGraph& graph, double val_fraction, double test_fraction,
+                      std::uint64_t seed, Csr& training) {
+  if (!(val_fraction >= 0 && test_fraction >= 0 && val_fraction + test_fraction < 1)) {
+    throw InvalidArgument(fmt::format("link split: validation {} and test {} must be fractions in "
+                                      "[0, 1) that leave edges to train on",
+                                      val_fraction, test_fraction));
+  }
+  if (graph.adjacency == nullptr) throw InvalidArgument("link split: no adjacency given");
+  const Csr& a = *graph.adjacency;
+  comm::Communicator* comm = graph.comm != nullptr && graph.comm->size() > 1 ? graph.comm : nullptr;
+  if (graph.ids.empty()
+          ? a.rows() != a.cols()
+          : static_cast<std::int64_t>(graph.ids.size()) != a.cols() || a.rows() > a.cols()) {
+    throw DimensionMismatch(fmt::format("link split: an adjacency of {} for {} global ids",
+                                        a.shape(), graph.ids.size()));
+  }
+  const NodeIndex index =
+      comm != nullptr
+          ? NodeIndex(*comm, graph.ids.first(static_cast<std::size_t>(a.rows())), graph.num_nodes)
+          : NodeIndex();
+  // This rank's edges {u, v}, u < v, whose u it owns (the other end's owner skips them).
+  const RngKey order = RngKey::make(seed, RngPurpose::LinkSplit, 0);
+  std::vector<KeyedEdge> edges;
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    const GlobalId u = id_of(graph.ids, r);
+    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      const GlobalId v = id_of(graph.ids, a.col()[k]);
+      if (v > u) edges.push_back(keyed_edge(order, u, v));
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  std::int64_t total = static_cast<std::int64_t>(edges.size());
+  if (comm != nullptr) comm->allreduce_sum(std::span<std::int64_t>(&total, 1));
+  if (total == 0) {
+    throw InvalidArgument(fmt::format("the graph has no edges ({} nodes): link prediction holds "
+                                      "edges out to predict, and needs some",
+                                      graph.num_nodes));
+  }
+  const auto test =
+      static_cast<std::int64_t>(std::llround(test_fraction * static_cast<double>(total)));
+  const auto val =
+      static_cast<std::int64_t>(std::llround(val_fraction * static_cast<double>(total)));
+  if (test + val >= total) {
+    throw InvalidArgument(fmt::format("link split: {} edges leave none to train on after {} test "
+                                      "and {} validation edges",
+                                      total, test, val));
+  }
+  // Below the first cut: test; below the second: validation; the rest: training.
+  const std::optional<KeyedEdge> test_end = select_edge(edges, test, total, comm);
+  const std::optional<KeyedEdge> val_end = select_edge(edges, test + val, total, comm);
+  const auto below = [](const KeyedEdge& e, const std::optional<KeyedEdge>& end) {
+    return !end || e < *end;
+  };
+  EdgeSplit split;
+  for (const KeyedEdge& e : edges) {
+    NodePairs& to = below(e, test_end) ? split.test : below(e, val_end) ? split.val : split.train;
+    to.add(e.u, e.v);
+  }
+  // Each part in (u, v) order: the loss then reads and writes the sources' rows in order.
+  for (NodePairs* part : {&split.train, &split.val, &split.test}) {
+    std::vector<std::size_t> order_of(part->src.size());
+    std::iota(order_of.begin(), order_of.end(), std::size_t{0});
+    std::sort(order_of.begin(), order_of.end(), [&](std::size_t i, std::size_t j) {
+      return std::tie(part->src[i], part->dst[i]) < std::tie(part->src[j], part->dst[j]);
+    });
+    NodePairs sorted;
+    for (const std::size_t i : order_of)
+      sorted.add(part->src[i], part->dst[i]);
+    *part = std::move(sorted);
+  }
+  std::int64_t counts[2] = {split.val.size(), split.test.size()};
+  if (comm != nullptr) comm->allreduce_sum(std::span<std::int64_t>(counts));
+  const Neighbours neighbours(a, graph.ids);
+  split.val_negative =
+      draw_non_edges(neighbours, index, graph.num_nodes, counts[0],
+                     RngKey::make(seed, RngPurpose::LinkSplit, 1), "validation", comm);
+  split.test_negative = draw_non_edges(neighbours, index, graph.num_nodes, counts[1],
+                                       RngKey::make(seed, RngPurpose::LinkSplit, 2), "test", comm);
+
+  // The training graph: each row without its held-out edges, from whichever end it is seen.
+  std::vector<Offset> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
+  std::vector<LocalId> col;
+  col.reserve(static_cast<std::size_t>(a.nnz()));
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    const GlobalId u = id_of(graph.ids, r);
+    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      const GlobalId v = id_of(graph.ids, a.col()[k]);
+      if (v != u && !below(keyed_edge(order, u, v), val_end)) col.push_back(a.col()[k]);
+    }
+    row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Offset>(col.size());
+  }
+  training = Csr(a.backend(), a.rows(), a.cols(), static_cast<std::int64_t>(col.size()));
+  std::copy(row_ptr.begin(), row_ptr.end(), training.row_ptr());
+  std::copy(col.begin(), col.end(), training.col());
+  std::fill(training.val(), training.val() + col.size(), 1.0f);
+  return split;
+}
+
+EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fraction,
+                      std::uint64_t seed) {
+  if (adjacency.rows() != adjacency.cols()) {
+    throw DimensionMismatch("link split: the adjacency is not square: " + adjacency.shape());
+  }
+  Csr training;
+  return split_edges(RankGraph{&adjacency, {}, adjacency.rows(), nullptr}, val_fraction,
+                     test_fraction, seed, training);
+}
+
+Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64_t num_nodes) {
+  graph::EdgeList edges;
+  edges.num_nodes = num_nodes;
+  edges.src = split.train.src;
+  edges.dst = split.train.dst;
+  return graph::build_symmetric_csr(backend, edges);
+}
+
+void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int64_t num_nodes,
+                      std::uint64_t seed, std::uint32_t epoch, NodePairs& out) {
+  draw_negatives(positives, {}, Neighbours(adjacency, {}), num_nodes, seed, epoch, out);
+}
+
+std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs) {
+  return scores_of(z, rows_of(pairs));
+}
+
 double link_loss(ConstDenseView<float> z, const NodePairs& positives, const NodePairs& negatives,
                  DenseView<float> dz) {
-  return add_side(z, positives, true, dz) + add_side(z, negatives, false, dz);
+  return add_side(z, rows_of(positives), 1.0 / std::max<double>(positives.size(), 1), true, dz) +
+         add_side(z, rows_of(negatives), 1.0 / std::max<double>(negatives.size(), 1), false, dz);
 }
 
 LinkMetrics measure_links(std::span<const double> positive, std::span<const double> negative,
@@ -213,91 +456,270 @@ LinkMetrics measure_links(std::span<const double> positive, std::span<const doub
   return m;
 }
 
+namespace {
+
+/// Pair lists as rows of a table of embeddings: this rank's rows of z (its owned rows), then the
+/// pair ends other ranks own, which `exchange` brings (and takes the gradients of back). In one
+/// process the pairs' ids are the rows and nothing is exchanged.
+class PairTable {
+public:
+  /// Plans `lists` (this rank's pairs, sources owned here): the remote ends, grouped by owner,
+  /// and every pair's rows. Collective over `comm` when the index is distributed.
+  void plan(std::span<const NodePairs* const> lists, NodeIndex& index,
+            std::span<const GlobalId> owned, comm::Communicator* comm, const BackendPtr& host) {
+    lists_.assign(lists.begin(), lists.end());
+    if (!index.distributed()) return;
+    remote_.clear();
+    for (const NodePairs* list : lists) {
+      for (const GlobalId v : list->dst) {
+        if (!index.mine(v) && index.row(v) == -1) {
+          index.set_row(v, -2); // seen
+          remote_.push_back(v);
+        }
+      }
+    }
+    std::sort(remote_.begin(), remote_.end(), [&](GlobalId a, GlobalId b) {
+      return std::pair(index.owner(a), a) < std::pair(index.owner(b), b);
+    });
+    std::vector<std::int32_t> owners(remote_.size());
+    const auto n_owned = static_cast<std::int64_t>(owned.size());
+    for (std::size_t i = 0; i < remote_.size(); ++i) {
+      owners[i] = index.owner(remote_[i]);
+      index.set_row(remote_[i], n_owned + static_cast<std::int64_t>(i));
+    }
+    rows_ = n_owned + static_cast<std::int64_t>(remote_.size());
+    src_.resize(lists.size());
+    dst_.resize(lists.size());
+    for (std::size_t l = 0; l < lists.size(); ++l) {
+      const NodePairs& list = *lists[l];
+      src_[l].resize(list.src.size());
+      dst_[l].resize(list.dst.size());
+      for (std::size_t i = 0; i < list.src.size(); ++i) {
+        src_[l][i] = index.row(list.src[i]);
+        dst_[l][i] = index.row(list.dst[i]);
+      }
+    }
+    for (const GlobalId v : remote_)
+      index.set_row(v, -1);
+    auto plan = std::make_shared<const comm::HaloPlan>(
+        comm::HaloPlan::build(*comm, owned, remote_, owners));
+    // The job holds the communicator for the whole run: a non-owning pointer.
+    const std::shared_ptr<comm::Communicator> ranks(std::shared_ptr<comm::Communicator>{}, comm);
+    exchange_.reset(); // its staging buffers go before the next ones come
+    exchange_ =
+        std::make_unique<comm::HaloExchange<float>>(ranks, plan, host, comm::tags::kPairEnds);
+  }
+
+  /// List l's pairs as rows of the table.
+  PairRows rows(std::size_t l) const {
+    if (!exchange_) return rows_of(*lists_[l]);
+    return {src_[l], dst_[l]};
+  }
+
+  /// The table of `z` (this rank's rows, host): z itself in one process, else its rows and the
+  /// remote ends'. Collective.
+  ConstDenseView<float> fill(ConstDenseView<float> z) {
+    if (!exchange_) return z;
+    z_.resize(static_cast<std::size_t>(rows_ * z.cols));
+    std::copy(z.data, z.data + z.rows * z.cols, z_.data());
+    const DenseView<float> table(z_.data(), rows_, z.cols);
+    auto request = exchange_->start_gather(table);
+    exchange_->wait(request);
+    return table;
+  }
+
+  /// A zeroed gradient of the table ([rows, width], reused), for the loss to add into.
+  DenseView<float> gradient(std::int64_t owned_rows, std::int64_t width) {
+    const std::int64_t rows = exchange_ ? rows_ : owned_rows;
+    dz_.assign(static_cast<std::size_t>(rows * width), 0.0f);
+    return {dz_.data(), rows, width};
+  }
+  /// The remote rows of `dz` added into their owners' rows: this rank's rows then hold the
+  /// gradient of z. Collective.
+  void return_gradient(DenseView<float> dz) {
+    if (!exchange_) return;
+    auto request = exchange_->start_scatter_add(dz);
+    exchange_->wait(request);
+  }
+
+private:
+  std::vector<const NodePairs*> lists_;
+  std::vector<GlobalId> remote_;
+  std::int64_t rows_ = 0;
+  std::vector<std::vector<GlobalId>> src_, dst_;
+  std::unique_ptr<comm::HaloExchange<float>> exchange_;
+  std::vector<float> z_, dz_;
+};
+
+/// The loss and accuracy shares of one split's scores (`pairs` positives over all ranks, as
+/// many negatives).
+void score_shares(std::span<const double> positive, std::span<const double> negative,
+                  std::int64_t pairs, SplitMetrics& m) {
+  const double scale = 1.0 / static_cast<double>(std::max<std::int64_t>(pairs, 1));
+  double loss = 0.0;
+  std::int64_t right = 0;
+  for (const double s : positive) {
+    loss += softplus(-s);
+    right += s > 0;
+  }
+  for (const double s : negative) {
+    loss += softplus(s);
+    right += s <= 0;
+  }
+  m.loss = loss * scale;
+  m.accuracy = static_cast<double>(right) * scale / 2.0;
+}
+
+} // namespace
+
 TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& model,
                                  Input<float> features, const LinkTask& task,
                                  const TrainConfig& config,
                                  const std::function<void(const EpochStats&)>& on_epoch,
-                                 const TrainControl& control) {
+                                 const Distribution* distribution, const TrainControl& control) {
   if (task.split == nullptr || task.adjacency == nullptr) {
     throw InvalidArgument("train_link_predictor: the task needs its split and training graph");
   }
-  const EdgeSplit& split = *task.split;
-  if (split.train.size() == 0) throw InvalidArgument("the link split has no training edges");
   if (model.memory() != nullptr) {
     throw InvalidArgument("link prediction does not run under a memory budget yet: drop "
                           "--device-memory, --host-memory and --offload-dir");
   }
+  comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
+  const bool ranks = comm != nullptr && comm->size() > 1;
+  const EdgeSplit& split = *task.split;
+  const std::int64_t n_owned = task.adjacency->rows();
+  const std::span<const GlobalId> owned = task.ids.empty()
+                                              ? std::span<const GlobalId>{}
+                                              : task.ids.first(static_cast<std::size_t>(n_owned));
+  // Pairs over all ranks: every split's positives (its negatives are as many).
+  std::int64_t pairs[3] = {split.train.size(), split.val.size(), split.test.size()};
+  if (ranks) comm->allreduce_sum(std::span<std::int64_t>(pairs));
+  if (pairs[0] == 0) throw InvalidArgument("the link split has no training edges");
+  const BackendPtr host = make_cpu_backend();
+  NodeIndex index = ranks ? NodeIndex(*comm, owned, task.num_nodes) : NodeIndex();
+  const Neighbours neighbours(*task.adjacency, ranks ? task.ids : std::span<const GlobalId>{});
+  std::vector<std::int64_t> train_rows; // each training positive's source row (distributed)
+  if (ranks) {
+    train_rows.resize(split.train.src.size());
+    for (std::size_t i = 0; i < train_rows.size(); ++i) {
+      if (!index.mine(split.train.src[i])) {
+        throw InvalidArgument(fmt::format("link prediction: rank {} holds training pair ({}, {}), "
+                                          "whose source rank {} owns",
+                                          comm->rank(), split.train.src[i], split.train.dst[i],
+                                          index.owner(split.train.src[i])));
+      }
+      train_rows[i] = index.row(split.train.src[i]);
+    }
+  }
+  const RowIds row_ids = distribution != nullptr ? distribution->rows : RowIds{};
+  const auto halo_totals = [&]() -> comm::HaloStats {
+    if (distribution == nullptr || !distribution->halo_totals) return {};
+    return distribution->halo_totals();
+  };
   Adam<float> optimizer(backend, model.parameters(), config.adam);
-  std::vector<float> host_z, host_dz;
+  std::optional<DataParallel> gradient_sum;
+  std::function<void(Parameter<float>&)> on_gradient;
+  if (ranks) {
+    gradient_sum.emplace(*comm, backend, model.parameters());
+    on_gradient = [&gradient_sum](Parameter<float>& p) { gradient_sum->gradient_ready(p); };
+  }
+  std::vector<float> host_z;
   Dense dz;
   NodePairs train_negative, negatives; // negatives: each epoch's, in storage reused
-  sample_negatives(split.train, *task.adjacency, task.num_nodes, config.seed, 0, train_negative);
+  draw_negatives(split.train, train_rows, neighbours, task.num_nodes, config.seed, 0,
+                 train_negative);
+  PairTable step_table, eval_table;
+  bool eval_planned = false;
 
   EpochWork work;
   work.epochs = config.epochs;
   work.eval_every = config.eval_every;
   work.metric = Metric::RocAuc;
-  work.train_rows = split.train.size();
-  work.val_rows = split.val.size();
-  work.test_rows = split.test.size();
+  work.gathers_scores = false;
+  work.train_rows = pairs[0];
+  work.val_rows = pairs[1];
+  work.test_rows = pairs[2];
   work.lr = config.adam.lr;
   work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
-    const Step step{config.seed, static_cast<std::uint32_t>(epoch), true, {}};
+    const Step step{config.seed, static_cast<std::uint32_t>(epoch), true, row_ids};
+    const comm::HaloStats halo_before = halo_totals();
     Stopwatch step_clock, phase;
+    double exchange_s = 0.0;
     const ConstDenseView<float> z = model.forward(step, features);
-    if (z.rows != task.num_nodes) {
+    if (z.rows != n_owned) {
       throw DimensionMismatch(
-          fmt::format("the encoder gives {} rows for a graph of {} nodes", z.rows, task.num_nodes));
+          fmt::format("the encoder gives {} rows for a graph of {} nodes", z.rows, n_owned));
     }
     phases.forward += phase.seconds();
     phase.restart();
-    const ConstDenseView<float> zh = logits_on_host(*backend, z, host_z);
-    host_dz.assign(static_cast<std::size_t>(z.rows * z.cols), 0.0f);
-    sample_negatives(split.train, *task.adjacency, task.num_nodes, config.seed,
-                     static_cast<std::uint32_t>(epoch), negatives);
-    stats.train_loss =
-        link_loss(zh, split.train, negatives, DenseView<float>(host_dz.data(), z.rows, z.cols));
+    draw_negatives(split.train, train_rows, neighbours, task.num_nodes, config.seed,
+                   static_cast<std::uint32_t>(epoch), negatives);
+    const NodePairs* lists[] = {&split.train, &negatives};
+    Stopwatch exchange_clock;
+    step_table.plan(lists, index, owned, comm, host);
+    const ConstDenseView<float> table = step_table.fill(logits_on_host(*backend, z, host_z));
+    exchange_s += exchange_clock.seconds();
+    const DenseView<float> d_table = step_table.gradient(n_owned, z.cols);
+    const double scale = 1.0 / static_cast<double>(pairs[0]);
+    stats.train_loss = add_side(table, step_table.rows(0), scale, true, d_table) +
+                       add_side(table, step_table.rows(1), scale, false, d_table);
+    exchange_clock.restart();
+    step_table.return_gradient(d_table);
+    exchange_s += exchange_clock.seconds();
     if (dz.rows() != z.rows || dz.cols() != z.cols) dz = Dense(backend, z.rows, z.cols);
-    backend->copy_from_host(dz.data(), host_dz.data(), host_dz.size() * sizeof(float));
+    backend->copy_from_host(dz.data(), d_table.data,
+                            static_cast<std::size_t>(z.rows * z.cols) * sizeof(float));
     phases.loss += phase.seconds();
     phase.restart();
-    model.backward(dz.cview());
+    model.backward(dz.cview(), GradientMode::Overwrite, on_gradient);
     phases.backward += phase.seconds();
-    check_finite(stats.train_loss, "training loss", epoch, config.adam.lr);
     phase.restart();
+    if (gradient_sum) {
+      exchange_clock.restart();
+      gradient_sum->finish();
+      comm->allreduce_sum(std::span<double>(&stats.train_loss, 1));
+      exchange_s += exchange_clock.seconds();
+    }
+    check_finite(stats.train_loss, "training loss", epoch, config.adam.lr);
     optimizer.step();
     phases.optimizer += phase.seconds();
     stats.step_ms = step_clock.seconds() * 1e3;
     stats.epoch_ms = stats.step_ms;
-  };
-  work.evaluate = [&](int epoch, SplitMetrics(&shares)[3], BinaryScores* scores) {
-    const Step eval{config.seed, static_cast<std::uint32_t>(epoch), false, {}};
-    const ConstDenseView<float> zh =
-        logits_on_host(*backend, model.forward(eval, features), host_z);
-    const std::pair<const NodePairs*, const NodePairs*> sides[3] = {
-        {&split.train, &train_negative},
-        {&split.val, &split.val_negative},
-        {&split.test, &split.test_negative}};
-    for (int i = 0; i < 3; ++i) {
-      const auto& [positive, negative] = sides[i];
-      const std::vector<double> pos = dot_scores(zh, *positive), neg = dot_scores(zh, *negative);
-      SplitMetrics& m = shares[i];
-      m.loss = link_loss(zh, *positive, *negative, {});
-      const auto right = std::count_if(pos.begin(), pos.end(), [](double s) { return s > 0; }) +
-                         std::count_if(neg.begin(), neg.end(), [](double s) { return s <= 0; });
-      const std::size_t pairs = pos.size() + neg.size();
-      m.accuracy = pairs > 0 ? static_cast<double>(right) / static_cast<double>(pairs) : 0.0;
-      m.link = measure_links(pos, neg, task.hits_k);
-      if (scores != nullptr) {
-        BinaryScores& s = scores[i];
-        s.scores.insert(s.scores.end(), pos.begin(), pos.end());
-        s.scores.insert(s.scores.end(), neg.begin(), neg.end());
-        s.positive.insert(s.positive.end(), pos.size(), 1);
-        s.positive.insert(s.positive.end(), neg.size(), 0);
-      }
+    if (ranks) {
+      const comm::HaloStats halo_after = halo_totals();
+      stats.comm_ms = 1e3 * (exchange_s + halo_after.start_seconds - halo_before.start_seconds);
+      stats.wait_ms = 1e3 * (halo_after.wait_seconds - halo_before.wait_seconds);
+      stats.halo_bytes_sent = halo_after.bytes_sent - halo_before.bytes_sent;
+      stats.halo_bytes_received = halo_after.bytes_received - halo_before.bytes_received;
     }
   };
-  return run_epochs(work, model, optimizer, nullptr, on_epoch, control);
+  work.evaluate = [&](int epoch, SplitMetrics(&shares)[3], BinaryScores*) {
+    const Step eval{config.seed, static_cast<std::uint32_t>(epoch), false, row_ids};
+    const ConstDenseView<float> z = model.forward(eval, features);
+    if (!eval_planned) { // the evaluation's pairs are fixed for the run
+      const NodePairs* lists[] = {&split.train,        &train_negative, &split.val,
+                                  &split.val_negative, &split.test,     &split.test_negative};
+      eval_table.plan(lists, index, owned, comm, host);
+      eval_planned = true;
+    }
+    const ConstDenseView<float> table = eval_table.fill(logits_on_host(*backend, z, host_z));
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::vector<double> pos = scores_of(table, eval_table.rows(2 * i));
+      const std::vector<double> neg = scores_of(table, eval_table.rows(2 * i + 1));
+      SplitMetrics& m = shares[i];
+      score_shares(pos, neg, pairs[i], m);
+      if (i == 0) continue; // the training pairs' ranking is not measured (millions of pairs)
+      const std::vector<double> all_pos = ranks ? comm::all_gather<double>(*comm, pos) : pos;
+      const std::vector<double> all_neg = ranks ? comm::all_gather<double>(*comm, neg) : neg;
+      std::vector<double> both = all_pos;
+      both.insert(both.end(), all_neg.begin(), all_neg.end());
+      std::vector<std::uint8_t> labels(all_pos.size(), 1);
+      labels.resize(both.size(), 0);
+      m.roc_auc = roc_auc(both, labels);
+      m.link = measure_links(all_pos, all_neg, task.hits_k);
+    }
+  };
+  return run_epochs(work, model, optimizer, comm, on_epoch, control);
 }
 
 } // namespace tessera::gnn

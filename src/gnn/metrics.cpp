@@ -1,6 +1,7 @@
 // ROC-AUC by ranks, and the metric names.
 #include "tessera/gnn/metrics.hpp"
 
+#include "tessera/comm/communicator.hpp"
 #include "tessera/core/error.hpp"
 
 #include <algorithm>
@@ -156,56 +157,21 @@ void BinaryScores::append(ConstDenseView<float> logits, std::span<const std::int
     append_row(*this, logits, labels[static_cast<std::size_t>(r)], r);
 }
 
+std::vector<BinaryScores> gather_binary_scores(std::span<const BinaryScores> splits,
+                                               comm::Communicator* comm) {
+  std::vector<BinaryScores> all(splits.begin(), splits.end());
+  if (comm == nullptr || comm->size() == 1) return all;
+  for (std::size_t i = 0; i < splits.size(); ++i) {
+    all[i].scores = comm::all_gather<double>(*comm, splits[i].scores);
+    all[i].positive = comm::all_gather<std::uint8_t>(*comm, splits[i].positive);
+  }
+  return all;
+}
+
 std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScores> splits,
                                                       comm::Communicator* comm) {
   std::vector<std::optional<double>> result;
-  if (comm == nullptr || comm->size() == 1) {
-    for (const BinaryScores& s : splits)
-      result.push_back(roc_auc(s.scores, s.positive));
-    return result;
-  }
-  // This rank's message: each split's count, then its scores and labels.
-  std::vector<std::byte> mine;
-  const auto put = [&](const void* data, std::size_t bytes) {
-    const std::size_t at = mine.size();
-    mine.resize(at + bytes);
-    if (bytes > 0) std::memcpy(mine.data() + at, data, bytes);
-  };
-  for (const BinaryScores& s : splits) {
-    const auto n = static_cast<std::int64_t>(s.scores.size());
-    put(&n, sizeof n);
-    put(s.scores.data(), s.scores.size() * sizeof(double));
-    put(s.positive.data(), s.positive.size());
-  }
-  std::vector<BinaryScores> all(splits.size());
-  for (int root = 0; root < comm->size(); ++root) {
-    std::vector<std::byte> piece = root == comm->rank() ? mine : std::vector<std::byte>{};
-    comm->broadcast(piece, root);
-    std::size_t at = 0;
-    const auto take = [&](void* data, std::size_t bytes) {
-      if (at + bytes > piece.size()) {
-        throw InvalidArgument("roc_auc_over_ranks: rank " + std::to_string(root) +
-                              " sent a cut-short message");
-      }
-      if (bytes > 0) std::memcpy(data, piece.data() + at, bytes);
-      at += bytes;
-    };
-    for (BinaryScores& s : all) {
-      std::int64_t n = 0;
-      take(&n, sizeof n);
-      if (n < 0 || static_cast<std::size_t>(n) > piece.size()) {
-        throw InvalidArgument("roc_auc_over_ranks: rank " + std::to_string(root) + " sent " +
-                              std::to_string(n) + " scores in " + std::to_string(piece.size()) +
-                              " bytes");
-      }
-      const std::size_t before = s.scores.size();
-      s.scores.resize(before + static_cast<std::size_t>(n));
-      s.positive.resize(before + static_cast<std::size_t>(n));
-      take(s.scores.data() + before, static_cast<std::size_t>(n) * sizeof(double));
-      take(s.positive.data() + before, static_cast<std::size_t>(n));
-    }
-  }
-  for (const BinaryScores& s : all)
+  for (const BinaryScores& s : gather_binary_scores(splits, comm))
     result.push_back(roc_auc(s.scores, s.positive));
   return result;
 }

@@ -101,8 +101,10 @@ void sum_shares(SplitMetrics (&shares)[3], BinaryScores* scores, comm::Communica
     double sums[] = {shares[0].loss,     shares[0].accuracy, shares[1].loss,
                      shares[1].accuracy, shares[2].loss,     shares[2].accuracy};
     comm->allreduce_sum(std::span<double>(sums));
-    for (int i = 0; i < 3; ++i)
-      shares[i] = {sums[2 * i], sums[2 * i + 1], {}};
+    for (int i = 0; i < 3; ++i) { // the ranking metrics, when measured, are over all ranks
+      shares[i].loss = sums[2 * i];
+      shares[i].accuracy = sums[2 * i + 1];
+    }
   }
   if (scores != nullptr) {
     const auto values = roc_auc_over_ranks(std::span<const BinaryScores>(scores, 3), comm);
@@ -246,7 +248,7 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
   std::vector<double> step_ms;
   EpochSelection selection(work.metric, work.val_rows > 0,
                            result.best_epoch > 0 ? result.best_val.score(work.metric) : -1.0);
-  const bool auc = work.metric == Metric::RocAuc;
+  const bool auc = work.metric == Metric::RocAuc && work.gathers_scores;
   // Under a memory budget, an epoch is the unit whose access order repeats (the trace the
   // eviction policy and the prefetcher read).
   ChunkManager* memory = model.memory();

@@ -175,7 +175,7 @@ template <typename T> T field(const json& object, const char* key, const std::st
 gnn::SplitMetrics read_metrics(const json& object, const char* key, const std::string& file) {
   if (!object.contains(key)) malformed(file, std::string("missing field '") + key + "'");
   const json& m = object.at(key);
-  gnn::SplitMetrics out{field<double>(m, "loss", file), field<double>(m, "accuracy", file), {}};
+  gnn::SplitMetrics out{field<double>(m, "loss", file), field<double>(m, "accuracy", file), {}, {}};
   if (m.contains("roc_auc")) out.roc_auc = field<double>(m, "roc_auc", file);
   // What a run measured: a finite loss, accuracy and ROC-AUC fractions (a resumed run reports
   // them as its best epoch's).

@@ -6,6 +6,9 @@
 #include "job_graph.hpp"
 #include "job_model.hpp"
 #include "node_outputs.hpp"
+#include "tessera/comm/failure.hpp"
+#include "tessera/comm/halo_exchange.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/report.hpp"
 #include "tessera/core/timer.hpp"
@@ -221,11 +224,9 @@ bool same_folder(const std::string& a, const std::string& b) {
 /// Refuses what link prediction cannot do yet, before anything is loaded.
 void check_link_task(const TrainJob& job, int ranks) {
   if (job.task != Task::Link) return;
-  if (ranks > 1) {
-    throw InvalidArgument(fmt::format(
-        "--task link trains in one process for now ({} ranks here): the embeddings of pairs "
-        "whose ends live on different ranks are not exchanged yet",
-        ranks));
+  if (ranks > 1 && job.balance != partition::Balance::None && job.rebalance_threshold > 0) {
+    throw InvalidArgument("--task link does not rebalance yet (a re-cut would split the edges "
+                          "again): drop --rebalance-threshold, or give --rebalance-threshold 0");
   }
   if (uses_chunks(job.offload)) {
     throw InvalidArgument("--task link does not run under a memory budget yet: drop "
@@ -258,8 +259,11 @@ void check_link_task(const TrainJob& job, int ranks) {
   }
 }
 
-/// Writes `split` to `path` as LinkOptions::split_out describes.
-void write_link_split(const std::string& path, const gnn::EdgeSplit& split) {
+/// Writes `split` (every rank's share) to `path` as LinkOptions::split_out describes: rank 0
+/// writes every part with its pairs in (u, v) order, the same file whatever the rank count.
+/// Collective.
+void write_link_split(const std::string& path, comm::Communicator& comm,
+                      const gnn::EdgeSplit& split) {
   const std::pair<const char*, const gnn::NodePairs*> parts[] = {
       {"train_pos", &split.train},
       {"val_pos", &split.val},
@@ -267,34 +271,73 @@ void write_link_split(const std::string& path, const gnn::EdgeSplit& split) {
       {"test_pos", &split.test},
       {"test_neg", &split.test_negative}};
   std::vector<std::vector<std::int64_t>> rows;
-  std::vector<datasets::NumpyArray> arrays;
   for (const auto& [name, pairs] : parts) {
-    std::vector<std::int64_t>& both = rows.emplace_back(pairs->src.begin(), pairs->src.end());
-    both.insert(both.end(), pairs->dst.begin(), pairs->dst.end());
+    std::vector<GlobalId> src = comm::all_gather<GlobalId>(comm, pairs->src);
+    std::vector<GlobalId> dst = comm::all_gather<GlobalId>(comm, pairs->dst);
+    std::vector<std::pair<GlobalId, GlobalId>> sorted(src.size());
+    for (std::size_t i = 0; i < src.size(); ++i)
+      sorted[i] = {src[i], dst[i]};
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::int64_t>& both = rows.emplace_back(2 * sorted.size());
+    for (std::size_t i = 0; i < sorted.size(); ++i) {
+      both[i] = sorted[i].first;
+      both[sorted.size() + i] = sorted[i].second;
+    }
   }
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    arrays.push_back(
-        {parts[i].first, {2, parts[i].second->size()}, std::span<const std::int64_t>(rows[i])});
+  std::exception_ptr failure;
+  if (comm.rank() == 0) {
+    try {
+      std::vector<datasets::NumpyArray> arrays;
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        arrays.push_back({parts[i].first,
+                          {2, static_cast<std::int64_t>(rows[i].size() / 2)},
+                          std::span<const std::int64_t>(rows[i])});
+      }
+      datasets::write_npz(path, arrays);
+    } catch (...) {
+      failure = std::current_exception();
+    }
   }
-  datasets::write_npz(path, arrays);
+  share_first_failure(comm, failure, "could not write the link split");
 }
 
-/// Link prediction's split of this (one-rank) job's graph: the edges split by job.train.seed,
-/// the validation and test edges taken out of the tile's adjacency and its degrees.
-gnn::EdgeSplit split_job_edges(const TrainJob& job, JobGraph& g, const Log& say) {
+/// Link prediction on this rank: its share of the split and its rows of the training graph, the
+/// global ids the pairs use.
+struct LinkData {
+  gnn::EdgeSplit split;
+  Csr training;              ///< the training graph's owned rows (the model gets a copy)
+  std::vector<GlobalId> ids; ///< [n_local] global id of each local row
+};
+
+/// Link prediction's split of the job's graph: the edges split by job.train.seed over the ranks,
+/// the validation and test edges taken out of the tile's adjacency and its degrees (the ghost
+/// rows' from their owners). Collective.
+LinkData split_job_edges(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
+                         JobGraph& g, const BackendPtr& host, const Log& say) {
   partition::LocalGraph& tile = g.tile;
-  gnn::EdgeSplit split = gnn::split_edges(tile.adjacency, job.link.val_fraction,
-                                          job.link.test_fraction, job.train.seed);
-  tile.adjacency = gnn::training_graph(tile.adjacency.backend(), split, tile.n_owned());
-  for (std::int64_t r = 0; r < tile.n_owned(); ++r) {
-    tile.degree[static_cast<std::size_t>(r)] =
-        tile.adjacency.row_ptr()[r + 1] - tile.adjacency.row_ptr()[r];
+  LinkData link;
+  link.ids = tile.owned_ids;
+  link.ids.insert(link.ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
+  link.split = gnn::split_edges(
+      gnn::RankGraph{&tile.adjacency, link.ids, tile.num_global_nodes, comm.get()},
+      job.link.val_fraction, job.link.test_fraction, job.train.seed, link.training);
+  tile.adjacency = to_backend(link.training, link.training.backend());
+  DenseT<double> degree(host, tile.n_owned() + tile.n_ghost(), 1);
+  for (std::int64_t r = 0; r < tile.n_owned(); ++r)
+    degree.data()[r] =
+        static_cast<double>(tile.adjacency.row_ptr()[r + 1] - tile.adjacency.row_ptr()[r]);
+  if (g.plan != nullptr && comm->size() > 1) {
+    comm::HaloExchange<double>(comm, g.plan, host, comm::tags::kGhostDegrees).gather(degree.view());
   }
+  for (std::int64_t r = 0; r < tile.n_owned() + tile.n_ghost(); ++r)
+    tile.degree[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(degree.data()[r]);
+  std::int64_t counts[] = {link.split.train.size(), link.split.val.size(), link.split.test.size()};
+  comm->allreduce_sum(std::span<std::int64_t>(counts));
   say(fmt::format("link split (seed {}): {} training, {} validation and {} test edges, each "
                   "held-out split with as many non-edges; the held-out edges are out of the "
                   "message-passing graph",
-                  job.train.seed, split.train.size(), split.val.size(), split.test.size()));
-  return split;
+                  job.train.seed, counts[0], counts[1], counts[2]));
+  return link;
 }
 
 /// Refuses balancing settings that cannot work for this job, naming the flag and the value.
@@ -415,13 +458,11 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   balancing.keep_graph = rebalancing;
   comm->peer_watch().set_step("loading and cutting the graph");
   JobGraph graph = get_job_graph(job, comm, host, say, balancing);
-  std::optional<gnn::EdgeSplit> link_split;
-  std::optional<Csr> link_graph; // the training graph the negatives avoid (the model's is moved)
+  std::optional<LinkData> link;
   if (job.task == Task::Link) {
-    link_split = split_job_edges(job, graph, say);
-    link_graph = gnn::training_graph(host, *link_split, graph.tile.n_owned());
+    link = split_job_edges(job, comm, graph, host, say);
     if (!job.link.split_out.empty()) {
-      write_link_split(job.link.split_out, *link_split);
+      write_link_split(job.link.split_out, *comm, link->split);
       say("link split written to " + job.link.split_out);
     }
   }
@@ -501,11 +542,12 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         const comm::HaloStats stats = model->graph->halo_totals();
         return stats.start_seconds + stats.wait_seconds;
       });
-      if (link_split) {
-        const gnn::LinkTask task{&*link_split, &*link_graph, tile.n_owned(), job.link.hits_k};
+      if (link) {
+        const gnn::LinkTask task{&link->split, &link->training, link->ids, tile.num_global_nodes,
+                                 job.link.hits_k};
         last = gnn::train_link_predictor(model->model_backend, model->model,
                                          input_of(model->input(graph)), task, job.train, epoch_done,
-                                         control);
+                                         &distribution, control);
       } else {
         last = gnn::train_node_classifier(model->model_backend, model->model,
                                           input_of(model->input(graph)), labels, job.train,

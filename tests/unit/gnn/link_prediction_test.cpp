@@ -161,7 +161,7 @@ TEST(LinkPrediction, AGraphAutoencoderLearnsCorasHeldOutEdges) {
                                               : Input<float>(cora.features.dense->cview());
 
   const TrainResult result =
-      train_link_predictor(cpu, encoder, x, {&split, &train, cora.num_nodes}, config);
+      train_link_predictor(cpu, encoder, x, {&split, &train, {}, cora.num_nodes}, config);
 
   ASSERT_TRUE(result.test_at_best_val.roc_auc.has_value());
   ASSERT_TRUE(result.test_at_best_val.link.has_value());

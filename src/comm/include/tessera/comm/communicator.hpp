@@ -4,12 +4,15 @@
 
 #include "tessera/comm/peer_watch.hpp"
 #include "tessera/core/device.hpp"
+#include "tessera/core/error.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tessera::comm {
@@ -132,6 +135,31 @@ public:
 private:
   bool owns_ = false;
 };
+
+/// Every rank's `mine`, concatenated in rank order, on every rank (an allgatherv of trivially
+/// copyable values: one broadcast per rank). Collective. Throws InvalidArgument for a message
+/// that is not a whole number of values.
+template <typename T> std::vector<T> all_gather(Communicator& comm, std::span<const T> mine) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  std::vector<T> all;
+  for (int root = 0; root < comm.size(); ++root) {
+    std::vector<std::byte> piece;
+    if (root == comm.rank()) {
+      const std::span<const std::byte> bytes = std::as_bytes(mine);
+      piece.assign(bytes.begin(), bytes.end());
+    }
+    comm.broadcast(piece, root);
+    if (piece.size() % sizeof(T) != 0) {
+      throw InvalidArgument("all_gather: rank " + std::to_string(root) + " sent " +
+                            std::to_string(piece.size()) + " bytes, not a whole number of " +
+                            std::to_string(sizeof(T)) + "-byte values");
+    }
+    const std::size_t before = all.size();
+    all.resize(before + piece.size() / sizeof(T));
+    if (!piece.empty()) std::memcpy(all.data() + before, piece.data(), piece.size());
+  }
+  return all;
+}
 
 /// A communicator over a duplicate of MPI_COMM_WORLD; MPI errors come back as MpiError.
 /// Collective over MPI_COMM_WORLD. Throws MpiError when MPI is not initialized.

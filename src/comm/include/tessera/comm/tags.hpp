@@ -18,6 +18,7 @@ inline constexpr int kTiles = 7200;           ///< rank 0 handing out tiles
 inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost input features
 inline constexpr int kGhostDegrees = 7310;    ///< the check of ghost rows' degrees at setup
 inline constexpr int kNodeOutputs = 7320;     ///< per-node outputs gathered on rank 0
+inline constexpr int kPairEnds = 7330;        ///< link prediction: embeddings of remote pair ends
 inline constexpr int kLayersBegin = 7401;     ///< layers' halo exchanges, kChannels per layer
 inline constexpr int kLayersEnd = 32768;      ///< MPI guarantees tags up to 32767
 
@@ -54,6 +55,8 @@ inline std::string describe(int tag) {
     return "the check of the ghost rows' degrees";
   case kNodeOutputs:
     return "the gathering of predictions and embeddings";
+  case kPairEnds:
+    return "the exchange of link prediction's pair ends";
   default:
     break;
   }

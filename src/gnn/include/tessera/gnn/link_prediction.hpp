@@ -3,6 +3,7 @@
 // its binary cross-entropy, the ranking metrics, and full-graph training of an encoder on them.
 #pragma once
 
+#include "tessera/comm/communicator.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
 #include "tessera/engine/sequential.hpp"
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace tessera::gnn {
@@ -42,6 +44,28 @@ struct EdgeSplit {
 EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fraction,
                       std::uint64_t seed);
 
+/// One rank's rows of a graph, as a distributed job holds them (a partition's tile).
+struct RankGraph {
+  /// [n_owned, n_local]: the rows of the nodes this rank owns, local column ids, sorted.
+  const Csr* adjacency = nullptr;
+  /// [n_local] the global id of each local row, the owned rows first (empty: the identity, the
+  /// whole graph in one process).
+  std::span<const GlobalId> ids;
+  std::int64_t num_nodes = 0;         ///< of the whole graph
+  comm::Communicator* comm = nullptr; ///< the job's ranks (nullptr: one process)
+};
+
+/// split_edges over the ranks of a distributed graph: this rank's share of the very split one
+/// process gets of the whole graph — the positive pairs (u, v), u < v, whose u it owns, and the
+/// negatives whose source it owns, in global ids — with no edge list gathered anywhere (the
+/// cut-off keys of the test and validation parts are selected over the ranks, 16 bits per
+/// allreduce). `training` receives this rank's rows of the training graph: `graph.adjacency`
+/// without the held-out edges (both ends' rows lose them) and without self-loops, on its
+/// backend, the same columns. Collective over graph.comm; throws as split_edges, and
+/// InvalidArgument for ids that do not cover graph.num_nodes once.
+EdgeSplit split_edges(const RankGraph& graph, double val_fraction, double test_fraction,
+                      std::uint64_t seed, Csr& training);
+
 /// The message-passing graph of a split: the symmetric adjacency of its training edges alone
 /// ([num_nodes, num_nodes], on `backend`), so validation and test edges are never aggregated.
 Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64_t num_nodes);
@@ -70,26 +94,39 @@ double link_loss(ConstDenseView<float> z, const NodePairs& positives, const Node
 LinkMetrics measure_links(std::span<const double> positive, std::span<const double> negative,
                           std::span<const int> ks);
 
-/// A link-prediction task on one process's graph: the split (row ids of the encoder's input),
-/// the message-passing adjacency negatives avoid, the Ks of Hits@K.
+/// A link-prediction task: this rank's share of the split (global ids; in one process, rows of
+/// the encoder's input), the training graph's rows the negatives avoid, the Ks of Hits@K.
 struct LinkTask {
   const EdgeSplit* split = nullptr;
-  const Csr* adjacency = nullptr; ///< the training graph (training_graph)
-  std::int64_t num_nodes = 0;
+  /// The training graph's owned rows, [n_owned, n_local] (training_graph in one process; the
+  /// `training` of split_edges(RankGraph) on a rank).
+  const Csr* adjacency = nullptr;
+  /// [n_local] global id of each local row, the owned rows first (the encoder's output rows);
+  /// empty: the identity (one process).
+  std::span<const GlobalId> ids;
+  std::int64_t num_nodes = 0; ///< of the whole graph
   std::vector<int> hits_k = {20, 50, 100};
 };
 
 /// Trains the encoder `model` (features → embeddings [n, d]) with the dot-product decoder for
 /// config.epochs full-graph steps: each epoch one negative per training edge (sample_negatives),
 /// link_loss, backward, Adam; every config.eval_every epochs the validation and test metrics
-/// (SplitMetrics::roc_auc and ::link; the training split's loss), the best epoch the one of
-/// the highest validation ROC-AUC. One process (a distributed encoder needs the embeddings of
-/// pairs whose ends live on other ranks: not yet). Throws InvalidArgument for an empty training
-/// split.
+/// (SplitMetrics::roc_auc and ::link) and every split's loss and accuracy (a pair right when its
+/// score's sign is its label's), the best epoch the one of the highest validation ROC-AUC.
+///
+/// With `distribution`, each rank passes its share of the split (split_edges(RankGraph)) and its
+/// tile's encoder: every step the embeddings of the pair ends other ranks own come from their
+/// owners (one exchange of rows, planned per epoch, as the negatives change) and their
+/// gradients go back to them; losses divide by the global pair counts, the weight gradients are
+/// summed over ranks, and the validation and test scores reach every rank for the ranking
+/// metrics — so P ranks train as one process does on the same split and negatives. Collective.
+/// Keeps a [num_nodes] owner and row index of every node on every rank (8 bytes a node).
+/// Throws InvalidArgument for an empty training split or a model under a memory budget.
 TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& model,
                                  Input<float> features, const LinkTask& task,
                                  const TrainConfig& config,
                                  const std::function<void(const EpochStats&)>& on_epoch = {},
+                                 const Distribution* distribution = nullptr,
                                  const TrainControl& control = {});
 
 } // namespace tessera::gnn

@@ -68,9 +68,13 @@ struct BinaryScores {
   void append(ConstDenseView<float> logits, std::span<const std::int32_t> labels);
 };
 
+/// Each of `splits` with the examples every rank holds of it, in rank order, on every rank.
+/// Collective with `comm` (null or one rank: the splits as they are).
+std::vector<BinaryScores> gather_binary_scores(std::span<const BinaryScores> splits,
+                                               comm::Communicator* comm);
+
 /// The ROC-AUC of each of `splits` over the examples every rank holds of it (nullopt where one
-/// class is absent), the same on every rank. Collective with `comm` (null: this process's only):
-/// one broadcast per rank carries all the splits.
+/// class is absent), the same on every rank. Collective with `comm` (null: this process's only).
 std::vector<std::optional<double>> roc_auc_over_ranks(std::span<const BinaryScores> splits,
                                                       comm::Communicator* comm);
 

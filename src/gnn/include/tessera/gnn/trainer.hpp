@@ -220,6 +220,10 @@ struct EpochWork {
   /// accuracy divided by the global split sizes, so the ranks' shares sum to the split's) and,
   /// when `scores` is given (ROC-AUC), each of its rows' binary scores in scores[0..2].
   std::function<void(int epoch, SplitMetrics (&shares)[3], BinaryScores* scores)> evaluate;
+  /// With Metric::RocAuc: whether run_epochs hands `evaluate` the scores to fill and measures
+  /// each split's ROC-AUC over the ranks (true), or `evaluate` measures the ranking metrics
+  /// (roc_auc, link) over all ranks itself, the same on every rank (false: link prediction).
+  bool gathers_scores = true;
 };
 
 /// Throws TrainingStopped when `value` (the same on every rank) is not finite, naming `what`,

@@ -157,9 +157,9 @@ struct TrainJob {
   std::string model_name = "GCN";
 
   // ---- the training ----
-  /// Node classification, or link prediction with `link`'s split and encoder width (one process:
-  /// the embeddings of pairs whose ends live on different ranks are not exchanged yet; the
-  /// split's seed is train.seed, its validation ROC-AUC selects the epoch).
+  /// Node classification, or link prediction with `link`'s split and encoder width (on any rank
+  /// count, the same split and negatives; the split's seed is train.seed, its validation ROC-AUC
+  /// selects the epoch; no memory budget or rebalancing yet).
   Task task = Task::Node;
   LinkOptions link;
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
