@@ -52,4 +52,22 @@ void write_npz(const std::string& path, std::span<const NumpyArray> arrays) {
   out.commit();
 }
 
+IntegerArray read_npz_integers(const std::string& path, const std::string& key) {
+  const detail::NpzReader npz(path);
+  if (!npz.contains(key)) {
+    std::string have;
+    for (const std::string& k : npz.keys())
+      have += (have.empty() ? "" : ", ") + k;
+    npz.fail(key, "missing (the file has: " + (have.empty() ? "nothing" : have) + ")");
+  }
+  const detail::NpyInfo info = npz.readable_info(key);
+  if (!info.holds_integers()) {
+    npz.fail(key, "holds " + info.descr + " values, not integers (node ids)");
+  }
+  IntegerArray out;
+  out.shape = info.shape;
+  out.values = npz.read<std::int64_t>(key).data;
+  return out;
+}
+
 } // namespace tessera::datasets

@@ -309,6 +309,27 @@ PairRows rows_of(const NodePairs& pairs) {
   return {pairs.src, pairs.dst};
 }
 
+/// `training` = the rows of `a` with the entries (u, v), u ≠ v in global ids, that `keep`
+/// accepts: the same columns, values 1, on a's backend.
+template <typename Keep>
+void keep_edges(const Csr& a, std::span<const GlobalId> ids, Csr& training, Keep keep) {
+  std::vector<Offset> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
+  std::vector<LocalId> col;
+  col.reserve(static_cast<std::size_t>(a.nnz()));
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    const GlobalId u = id_of(ids, r);
+    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
+      const GlobalId v = id_of(ids, a.col()[k]);
+      if (v != u && keep(u, v)) col.push_back(a.col()[k]);
+    }
+    row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Offset>(col.size());
+  }
+  training = Csr(a.backend(), a.rows(), a.cols(), static_cast<std::int64_t>(col.size()));
+  std::copy(row_ptr.begin(), row_ptr.end(), training.row_ptr());
+  std::copy(col.begin(), col.end(), training.col());
+  std::fill(training.val(), training.val() + col.size(), 1.0f);
+}
+
 } // namespace
 
 EdgeSplit split_edges(const RankGraph& graph, double val_fraction, double test_fraction,
@@ -391,22 +412,94 @@ EdgeSplit split_edges(const RankGraph& graph, double val_fraction, double test_f
                                        RngKey::make(seed, RngPurpose::LinkSplit, 2), "test", comm);
 
   // The training graph: each row without its held-out edges, from whichever end it is seen.
-  std::vector<Offset> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
-  std::vector<LocalId> col;
-  col.reserve(static_cast<std::size_t>(a.nnz()));
-  for (std::int64_t r = 0; r < a.rows(); ++r) {
-    const GlobalId u = id_of(graph.ids, r);
-    for (Offset k = a.row_ptr()[r]; k < a.row_ptr()[r + 1]; ++k) {
-      const GlobalId v = id_of(graph.ids, a.col()[k]);
-      if (v != u && !below(keyed_edge(order, u, v), val_end)) col.push_back(a.col()[k]);
-    }
-    row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Offset>(col.size());
-  }
-  training = Csr(a.backend(), a.rows(), a.cols(), static_cast<std::int64_t>(col.size()));
-  std::copy(row_ptr.begin(), row_ptr.end(), training.row_ptr());
-  std::copy(col.begin(), col.end(), training.col());
-  std::fill(training.val(), training.val() + col.size(), 1.0f);
+  keep_edges(a, graph.ids, training,
+             [&](GlobalId u, GlobalId v) { return !below(keyed_edge(order, u, v), val_end); });
   return split;
+}
+
+EdgeSplit share_split(const EdgeSplit& whole, const RankGraph& graph, Csr& training) {
+  if (graph.adjacency == nullptr) throw InvalidArgument("link split: no adjacency given");
+  const Csr& a = *graph.adjacency;
+  comm::Communicator* comm = graph.comm != nullptr && graph.comm->size() > 1 ? graph.comm : nullptr;
+  const NodeIndex index =
+      comm != nullptr
+          ? NodeIndex(*comm, graph.ids.first(static_cast<std::size_t>(a.rows())), graph.num_nodes)
+          : NodeIndex();
+  EdgeSplit share;
+  std::vector<std::int64_t> train_place; // each of this rank's training pairs' place in whole
+  const struct {
+    const char* name;
+    const NodePairs* from;
+    NodePairs* to;
+    bool positive;
+  } parts[] = {{"train_pos", &whole.train, &share.train, true},
+               {"val_pos", &whole.val, &share.val, true},
+               {"val_neg", &whole.val_negative, &share.val_negative, false},
+               {"test_pos", &whole.test, &share.test, true},
+               {"test_neg", &whole.test_negative, &share.test_negative, false}};
+  for (const auto& part : parts) {
+    if (part.from->src.size() != part.from->dst.size()) {
+      throw DimensionMismatch(fmt::format("link split: {} has {} sources and {} destinations",
+                                          part.name, part.from->src.size(), part.from->dst.size()));
+    }
+    for (std::int64_t i = 0; i < part.from->size(); ++i) {
+      GlobalId u = part.from->src[static_cast<std::size_t>(i)];
+      GlobalId v = part.from->dst[static_cast<std::size_t>(i)];
+      if (u < 0 || u >= graph.num_nodes || v < 0 || v >= graph.num_nodes) {
+        throw InvalidArgument(fmt::format("link split: {} pair {} ({}, {}) names a node outside "
+                                          "the graph's {} nodes (ids 0..{}): the split is of "
+                                          "another graph",
+                                          part.name, i, u, v, graph.num_nodes,
+                                          graph.num_nodes - 1));
+      }
+      if (u == v) {
+        throw InvalidArgument(
+            fmt::format("link split: {} pair {} pairs node {} with itself", part.name, i, u));
+      }
+      if (part.positive && u > v) std::swap(u, v);
+      if (!index.mine(u)) continue;
+      part.to->add(u, v);
+      if (part.from == &whole.train) train_place.push_back(i);
+    }
+  }
+  // Every training pair an edge of the graph: its first end's owner checks its row.
+  const Neighbours neighbours(a, graph.ids);
+  // −(the place of the first training pair that is no edge) over the ranks: the largest.
+  double first = -1e300;
+  for (std::size_t i = 0; i < train_place.size(); ++i) {
+    if (!neighbours.has(index.row(share.train.src[i]), share.train.dst[i])) {
+      first = -static_cast<double>(train_place[i]);
+      break;
+    }
+  }
+  if (comm != nullptr) comm->allreduce_max(std::span<double>(&first, 1));
+  if (first > -1e300) {
+    const auto i = static_cast<std::size_t>(-first);
+    throw InvalidArgument(fmt::format("link split: train_pos pair {} ({}, {}) is no edge of the "
+                                      "graph: the split is of another graph",
+                                      i, whole.train.src[i], whole.train.dst[i]));
+  }
+  // Positives in (u, v) order: the loss then reads and writes the sources' rows in order.
+  for (NodePairs* part : {&share.train, &share.val, &share.test}) {
+    std::vector<std::pair<GlobalId, GlobalId>> pairs(part->src.size());
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      pairs[i] = {part->src[i], part->dst[i]};
+    std::sort(pairs.begin(), pairs.end());
+    for (std::size_t i = 0; i < pairs.size(); ++i)
+      std::tie(part->src[i], part->dst[i]) = pairs[i];
+  }
+  // The training graph: the graph's edges that are training pairs, in both ends' rows.
+  std::vector<std::pair<GlobalId, GlobalId>> train_pairs(whole.train.src.size());
+  for (std::size_t i = 0; i < train_pairs.size(); ++i) {
+    const auto [low, high] = std::minmax(whole.train.src[i], whole.train.dst[i]);
+    train_pairs[i] = {low, high};
+  }
+  std::sort(train_pairs.begin(), train_pairs.end());
+  keep_edges(a, graph.ids, training, [&](GlobalId u, GlobalId v) {
+    const auto [low, high] = std::minmax(u, v);
+    return std::binary_search(train_pairs.begin(), train_pairs.end(), std::pair(low, high));
+  });
+  return share;
 }
 
 EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fraction,

@@ -250,6 +250,10 @@ void check_link_task(const TrainJob& job, int ranks) {
   for (const int k : job.link.hits_k) {
     if (k < 1) throw InvalidArgument(fmt::format("Hits@K needs K >= 1, got {}", k));
   }
+  if (!job.link.split_in.empty() && !datasets::is_npz_path(job.link.split_in)) {
+    throw InvalidArgument("--link-split-in " + job.link.split_in +
+                          ": expects an .npz file (as --link-split-out writes)");
+  }
   if (!job.link.split_out.empty()) {
     if (!datasets::is_npz_path(job.link.split_out)) {
       throw InvalidArgument("--link-split-out " + job.link.split_out +
@@ -301,6 +305,32 @@ void write_link_split(const std::string& path, comm::Communicator& comm,
   share_first_failure(comm, failure, "could not write the link split");
 }
 
+/// The split stored in `path` (LinkOptions::split_in), whole. Throws FormatError naming the file
+/// and array for an array missing, of integers not, or not of shape (2, E).
+gnn::EdgeSplit read_link_split(const std::string& path) {
+  gnn::EdgeSplit whole;
+  const std::pair<const char*, gnn::NodePairs*> parts[] = {{"train_pos", &whole.train},
+                                                           {"val_pos", &whole.val},
+                                                           {"val_neg", &whole.val_negative},
+                                                           {"test_pos", &whole.test},
+                                                           {"test_neg", &whole.test_negative}};
+  for (const auto& [name, pairs] : parts) {
+    datasets::IntegerArray array = datasets::read_npz_integers(path, name);
+    if (array.shape.size() != 2 || array.shape[0] != 2) {
+      std::string shape;
+      for (const std::int64_t d : array.shape)
+        shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+      throw FormatError(fmt::format("{}: array '{}' has shape ({}), expected (2, E): node-id "
+                                    "pairs as --link-split-out writes them",
+                                    path, name, shape));
+    }
+    const auto count = static_cast<std::ptrdiff_t>(array.shape[1]);
+    pairs->src.assign(array.values.begin(), array.values.begin() + count);
+    pairs->dst.assign(array.values.begin() + count, array.values.end());
+  }
+  return whole;
+}
+
 /// Link prediction on this rank: its share of the split and its rows of the training graph, the
 /// global ids the pairs use.
 struct LinkData {
@@ -318,9 +348,26 @@ LinkData split_job_edges(const TrainJob& job, const std::shared_ptr<comm::Commun
   LinkData link;
   link.ids = tile.owned_ids;
   link.ids.insert(link.ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
-  link.split = gnn::split_edges(
-      gnn::RankGraph{&tile.adjacency, link.ids, tile.num_global_nodes, comm.get()},
-      job.link.val_fraction, job.link.test_fraction, job.train.seed, link.training);
+  const gnn::RankGraph rows{&tile.adjacency, link.ids, tile.num_global_nodes, comm.get()};
+  if (job.link.split_in.empty()) {
+    link.split = gnn::split_edges(rows, job.link.val_fraction, job.link.test_fraction,
+                                  job.train.seed, link.training);
+  } else {
+    // Every rank reads the whole split (as one process would) and keeps its share.
+    gnn::EdgeSplit whole;
+    std::exception_ptr failure;
+    try {
+      whole = read_link_split(job.link.split_in);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    share_first_failure(*comm, failure, "could not read the link split");
+    try {
+      link.split = gnn::share_split(whole, rows, link.training);
+    } catch (const InvalidArgument& e) { // thrown on every rank alike
+      throw InvalidArgument("--link-split-in " + job.link.split_in + ": " + e.what());
+    }
+  }
   tile.adjacency = to_backend(link.training, link.training.backend());
   DenseT<double> degree(host, tile.n_owned() + tile.n_ghost(), 1);
   for (std::int64_t r = 0; r < tile.n_owned(); ++r)
@@ -333,10 +380,12 @@ LinkData split_job_edges(const TrainJob& job, const std::shared_ptr<comm::Commun
     tile.degree[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(degree.data()[r]);
   std::int64_t counts[] = {link.split.train.size(), link.split.val.size(), link.split.test.size()};
   comm->allreduce_sum(std::span<std::int64_t>(counts));
-  say(fmt::format("link split (seed {}): {} training, {} validation and {} test edges, each "
+  say(fmt::format("link split ({}): {} training, {} validation and {} test edges, each "
                   "held-out split with as many non-edges; the held-out edges are out of the "
                   "message-passing graph",
-                  job.train.seed, counts[0], counts[1], counts[2]));
+                  job.link.split_in.empty() ? fmt::format("seed {}", job.train.seed)
+                                            : "from " + job.link.split_in,
+                  counts[0], counts[1], counts[2]));
   return link;
 }
 

@@ -78,6 +78,7 @@ struct Options : TrainingFlags {
   std::int64_t embedding_width = 16;
   std::string hits_k = "20,50,100";
   std::string link_split_out;
+  std::string link_split_in;
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -248,7 +249,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   if (gcn) {
     app.add_option("--task", o.task,
                    "node (classify nodes) or link (predict held-out edges: the model encodes "
-                   "nodes, a pair's score is the dot product of its ends; one process)")
+                   "nodes, a pair's score is the dot product of its ends)")
         ->capture_default_str()
         ->check(CLI::IsMember({"node", "link"}));
     app.add_option("--link-split", o.link_split,
@@ -263,6 +264,10 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     add_path_option(app, "--link-split-out", o.link_split_out,
                     "with --task link: record the split in FILE.npz (train_pos, val_pos, val_neg, "
                     "test_pos, test_neg: int64 [2, E] node-id pairs)");
+    add_path_option(app, "--link-split-in", o.link_split_in,
+                    "with --task link: train on the split stored in FILE.npz (as --link-split-out "
+                    "writes it; the message-passing graph is its train_pos edges) instead of "
+                    "drawing one");
   }
   add_offload_flags(app, o.offload,
                     "features, matrices, activations, weights, gradients and Adam state");
@@ -448,6 +453,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.link.test_fraction = fractions[1];
     job.link.embedding_width = o.embedding_width;
     job.link.split_out = o.link_split_out;
+    job.link.split_in = o.link_split_in;
     job.link.hits_k.clear();
     for (const double k : parse_number_list(o.hits_k, "--hits-k", false, "20,50,100")) {
       if (k < 1 || k != std::floor(k) || k > 1e9) {
@@ -508,13 +514,18 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   }
   if (o.task != "link") {
     // Programs of their own model (the examples) have no link prediction flags.
-    for (const char* flag : {"--link-split", "--embedding-width", "--hits-k", "--link-split-out"}) {
+    for (const char* flag :
+         {"--link-split", "--embedding-width", "--hits-k", "--link-split-out", "--link-split-in"}) {
       const CLI::Option* option = app.get_option_no_throw(flag);
       if (option != nullptr && option->count() > 0) {
         throw InvalidArgument(std::string(flag) + " sets up link prediction: it needs --task link");
       }
     }
-  } else if (app.count("--metric") > 0 && o.metric != "roc-auc") {
+  } else if (app.count("--link-split") > 0 && !o.link_split_in.empty()) {
+    throw InvalidArgument("--link-split draws a split, --link-split-in " + o.link_split_in +
+                          " gives one: drop one of them");
+  }
+  if (o.task == "link" && app.count("--metric") > 0 && o.metric != "roc-auc") {
     throw InvalidArgument(
         "--task link selects the epoch by the validation ROC-AUC: drop --metric " + o.metric);
   }

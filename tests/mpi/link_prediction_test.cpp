@@ -1,7 +1,7 @@
 // Link prediction over ranks: each rank's share of the edge split is the one-process split's
 // pairs whose source it owns, its rows of the training graph lose exactly the held-out edges,
 // and a link job on P ranks (in memory and from a partition store) trains as one process does on
-// the same split and negatives, writing the same split file.
+// the same split and negatives, writing the same split file, and trains so again on that file.
 #include "mpi/mpi_test_main.hpp"
 #include "mpi/same_training.hpp"
 #include "mpi/shared_folder.hpp"
@@ -120,6 +120,11 @@ TEST(LinkJobOverRanks, TrainsAsOneProcessOnTheSameSplitAndNegatives) {
   world()->barrier();
   EXPECT_EQ(bytes_of(folder.file("split-ranks.npz")), bytes_of(mine))
       << "the split file differs from the one-process run's";
+  // The recorded split, read back by every rank: the same training again.
+  runtime::TrainJob stored = link_job("");
+  stored.link.split_in = mine;
+  stored.comm = world();
+  testing::expect_same_training(one, runtime::run_train_job(stored).result);
 }
 
 TEST(LinkJobOverRanks, TrainsFromAPartitionStoreAsInMemory) {

@@ -1,13 +1,18 @@
 // tessera-train --task link as a library call (issue 40): a generated graph's held-out edges
-// learned, the report's ranking keys, the same run twice, and what link prediction refuses.
+// learned, the report's ranking keys, the same run twice, a stored split trained on as the
+// drawn one it records, and what link prediction refuses (a stored split of another graph too).
+#include "tessera/datasets/numpy_files.hpp"
 #include "tessera/tessera.hpp"
 
+#include <filesystem>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 namespace tessera {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
 
@@ -76,6 +81,98 @@ TEST(LinkJob, WhatLinkPredictionCannotDoIsRefusedBeforeLoading) {
               ThrowsMessage<InvalidArgument>(HasSubstr("leave edges to train on")));
   EXPECT_THAT([&] { runtime::run_train_job(no_edges); },
               ThrowsMessage<InvalidArgument>(HasSubstr("the graph has no edges")));
+}
+
+/// A temporary file for one test, removed at its end.
+class TempFile {
+public:
+  explicit TempFile(const std::string& name)
+      : path_((std::filesystem::temp_directory_path() /
+               ("tessera-link-" + std::to_string(getpid()) + "-" + name))
+                  .string()) {}
+  ~TempFile() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+TEST(LinkJob, AStoredSplitTrainsAsTheDrawnSplitItRecords) {
+  const TempFile file("split.npz");
+  runtime::TrainJob drawn = link_job();
+  drawn.train.epochs = 6;
+  drawn.link.split_out = file.path();
+  const auto a = runtime::run_train_job(drawn);
+  runtime::TrainJob stored = link_job();
+  stored.train.epochs = 6;
+  stored.train.seed = 5; // the weights' seed differs: only the split is the same
+  stored.link.split_in = file.path();
+  runtime::TrainJob again = drawn;
+  again.link.split_out.clear();
+  again.link.split_in = file.path();
+  const auto b = runtime::run_train_job(again);
+
+  ASSERT_EQ(a.result.history.size(), b.result.history.size());
+  for (std::size_t e = 0; e < a.result.history.size(); ++e)
+    EXPECT_EQ(a.result.history[e].train_loss, b.result.history[e].train_loss);
+  EXPECT_EQ(a.result.final_test.roc_auc, b.result.final_test.roc_auc);
+  EXPECT_NO_THROW(runtime::run_train_job(stored));
+}
+
+/// Writes the five arrays of a split of a 4-node graph, `train` its training pairs.
+void write_split(const std::string& path, const std::vector<std::int64_t>& train,
+                 const std::vector<std::int64_t>& shape = {}) {
+  const std::vector<std::int64_t> pair = {0, 2};
+  std::vector<datasets::NumpyArray> arrays;
+  arrays.push_back({"train_pos",
+                    shape.empty()
+                        ? std::vector<std::int64_t>{2, static_cast<std::int64_t>(train.size() / 2)}
+                        : shape,
+                    std::span<const std::int64_t>(train)});
+  for (const char* name : {"val_pos", "val_neg", "test_pos", "test_neg"})
+    arrays.push_back({name, {2, 1}, std::span<const std::int64_t>(pair)});
+  datasets::write_npz(path, arrays);
+}
+
+TEST(LinkJob, AStoredSplitOfAnotherGraphIsRefusedNamingThePairAndTheFile) {
+  const TempFile graph("graph.npz"), split("bad.npz");
+  {
+    // The path 0 - 1 - 2 - 3 as an npz dataset.
+    datasets::Dataset path = datasets::load_dataset(
+        make_cpu_backend(1), "sbm:nodes=4,classes=2,avg-degree=0,features=2", {});
+    graph::EdgeList edges;
+    edges.num_nodes = 4;
+    for (GlobalId v = 0; v < 3; ++v)
+      edges.add(v, v + 1);
+    path.adjacency = graph::build_symmetric_csr(make_cpu_backend(1), edges);
+    datasets::save_npz(path, graph.path());
+  }
+  runtime::TrainJob job = link_job();
+  job.dataset = "npz:" + graph.path();
+  job.train.epochs = 1;
+  job.link.split_in = split.path();
+  const auto refused = [&](const std::string& what) {
+    EXPECT_THAT([&] { runtime::run_train_job(job); },
+                ThrowsMessage<Error>(AllOf(HasSubstr(split.path()), HasSubstr(what))));
+  };
+
+  write_split(split.path(), {0, 1, 1, 2}); // pairs (0, 1) and (1, 2): edges
+  EXPECT_NO_THROW(runtime::run_train_job(job));
+  // [2, E]: the sources, then the destinations.
+  write_split(split.path(), {0, 1, 1, 9});
+  refused("train_pos pair 1 (1, 9) names a node outside the graph's 4 nodes");
+  write_split(split.path(), {0, 3, 1, 0});
+  refused("train_pos pair 1 (3, 0) is no edge of the graph");
+  write_split(split.path(), {0, 1, 2, 2});
+  refused("train_pos pair 0 (0, 2) is no edge of the graph");
+  write_split(split.path(), {0, 1, 2, 3}, {4, 1});
+  refused("array 'train_pos' has shape (4, 1), expected (2, E)");
+  job.link.split_in = graph.path();
+  EXPECT_THAT([&] { runtime::run_train_job(job); },
+              ThrowsMessage<Error>(HasSubstr("array 'train_pos': missing")));
 }
 
 } // namespace

@@ -35,4 +35,16 @@ void write_npz(const std::string& path, std::span<const NumpyArray> arrays);
 /// Whether `path` names an .npy file (ends in ".npy").
 bool is_npy_path(std::string_view path) noexcept;
 
+/// An integer array read from a file: its shape (C order) and elements.
+struct IntegerArray {
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> values;
+};
+
+/// Reads the integer array `key` of the .npz at `path` (any integer dtype, as int64; its size
+/// checked against the file's bytes before anything is allocated). Throws IoError when the file
+/// cannot be read, FormatError naming the file and array for a missing array (naming those the
+/// file has), a float or boolean one, or a malformed archive.
+IntegerArray read_npz_integers(const std::string& path, const std::string& key);
+
 } // namespace tessera::datasets

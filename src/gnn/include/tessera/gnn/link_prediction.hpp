@@ -66,6 +66,15 @@ struct RankGraph {
 EdgeSplit split_edges(const RankGraph& graph, double val_fraction, double test_fraction,
                       std::uint64_t seed, Csr& training);
 
+/// A split given whole (a stored one, which every rank read), shared out as split_edges(RankGraph)
+/// shares its own: this rank's positive pairs, as (min, max), whose first end it owns, and the
+/// negatives whose source it owns, positives sorted; `training` receives this rank's rows of the
+/// training graph, the edges of `graph` that are training pairs. Collective over graph.comm.
+/// Throws InvalidArgument on every rank for a pair naming a node outside the graph or a node with
+/// itself, and for a training pair that is no edge of the graph (a split of another graph),
+/// naming the part and the pair's place in it.
+EdgeSplit share_split(const EdgeSplit& whole, const RankGraph& graph, Csr& training);
+
 /// The message-passing graph of a split: the symmetric adjacency of its training edges alone
 /// ([num_nodes, num_nodes], on `backend`), so validation and test edges are never aggregated.
 Csr training_graph(const BackendPtr& backend, const EdgeSplit& split, std::int64_t num_nodes);

@@ -85,6 +85,10 @@ struct LinkOptions {
   /// Where to record the split (an .npz of int64 [2, E] node-id pairs: train_pos, val_pos,
   /// val_neg, test_pos, test_neg, as PyG's edge_label_index); empty: not written.
   std::string split_out;
+  /// A stored split to train on instead (an .npz as split_out writes it; ids in [0, nodes), each
+  /// training pair an edge of the graph); the message-passing graph is its training edges, and
+  /// the fractions are not used. Empty: drawn.
+  std::string split_in;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
