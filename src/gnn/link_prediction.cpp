@@ -815,4 +815,42 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
   return run_epochs(work, model, optimizer, comm, on_epoch, control);
 }
 
+std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
+                                std::span<const GlobalId> owned, std::int64_t num_nodes,
+                                comm::Communicator* comm) {
+  for (std::int64_t i = 0; i < pairs.size(); ++i) {
+    const GlobalId u = pairs.src[static_cast<std::size_t>(i)];
+    const GlobalId v = pairs.dst[static_cast<std::size_t>(i)];
+    if (u < 0 || u >= num_nodes || v < 0 || v >= num_nodes) {
+      throw InvalidArgument(fmt::format("pair {} ({}, {}) names a node outside the graph's {} "
+                                        "nodes (ids 0..{})",
+                                        i, u, v, num_nodes, num_nodes - 1));
+    }
+  }
+  if (comm == nullptr || comm->size() == 1) {
+    if (z.rows != num_nodes) {
+      throw DimensionMismatch(
+          fmt::format("score_pairs: {} embeddings for a graph of {} nodes", z.rows, num_nodes));
+    }
+    return scores_of(z, rows_of(pairs));
+  }
+  NodeIndex index(*comm, owned, num_nodes);
+  NodePairs mine;
+  std::vector<std::size_t> place;
+  for (std::size_t i = 0; i < pairs.src.size(); ++i) {
+    if (!index.mine(pairs.src[i])) continue;
+    mine.add(pairs.src[i], pairs.dst[i]);
+    place.push_back(i);
+  }
+  PairTable table;
+  const NodePairs* lists[] = {&mine};
+  table.plan(lists, index, owned, comm, make_cpu_backend());
+  const std::vector<double> scores = scores_of(table.fill(z), table.rows(0));
+  std::vector<double> all(pairs.src.size(), 0.0);
+  for (std::size_t k = 0; k < place.size(); ++k)
+    all[place[k]] = scores[k];
+  comm->allreduce_sum(std::span<double>(all)); // each pair scored on one rank
+  return all;
+}
+
 } // namespace tessera::gnn

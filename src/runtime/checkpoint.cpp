@@ -76,7 +76,8 @@ json run_json(const CheckpointRun& run) {
             {"one_logit", run.model.one_logit}}},
           {"row_normalize_features", run.row_normalized.value_or(false)},
           {"epochs", run.epochs},
-          {"ranks", run.ranks}};
+          {"ranks", run.ranks},
+          {"task", run.task}};
 }
 
 /// A folder name for `epoch` that is not the one latest.json names now (a run restarted with
@@ -286,6 +287,12 @@ CheckpointRun read_run(const json& state, const std::string& file, int version) 
   }
   run.epochs = field<int>(r, "epochs", file);
   run.ranks = field<int>(r, "ranks", file);
+  if (r.contains("task")) { // absent from checkpoints made before link prediction: node
+    run.task = field<std::string>(r, "task", file);
+    if (run.task != "node" && run.task != "link") {
+      malformed(file, "field 'task' is '" + run.task + "', not node or link");
+    }
+  }
   return run;
 }
 
@@ -500,6 +507,7 @@ std::vector<std::string> check_resumable(const std::string& dir, const Checkpoin
     throw InvalidArgument("checkpoint " + dir + " was made for " + what + " " + text_of(was) +
                           ", this run has " + text_of(is) + ": it cannot be resumed here");
   };
+  refuse_if("task", saved.task, current.task);
   refuse_if("dataset", saved.dataset, current.dataset);
   // A version 1 checkpoint records no checksum: its data is matched by name and shape alone.
   if (!saved.dataset_checksum.empty() && saved.dataset_checksum != current.dataset_checksum) {

@@ -4,13 +4,18 @@
 #include "feature_range.hpp"
 #include "job_graph.hpp"
 #include "job_model.hpp"
+#include "link_split.hpp"
 #include "node_outputs.hpp"
 #include "tessera/comm/failure.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/datasets/numpy_files.hpp"
+#include "tessera/gnn/link_prediction.hpp"
+#include "tessera/gnn/metrics.hpp"
 #include "tessera/gnn/models.hpp"
 #include "tessera/runtime/checkpoint.hpp"
 
+#include <cmath>
 #include <exception>
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -49,6 +54,13 @@ TrainJob training_job_of(const PredictJob& job, const Checkpoint& checkpoint) {
   t.train.epochs = 0;
   t.train.metric = job.metric;
   t.outputs = job.outputs;
+  if (run.task == "link") { // the model encodes nodes: its output is their embedding
+    t.task = Task::Link;
+    t.link.embedding_width = run.layer_sizes.back();
+    t.outputs.output_is_embedding = true;
+    t.outputs.predictions.clear(); // the pairs' probabilities, written here
+    t.link.split_in = job.link_split_in;
+  }
   if (job.model_builder) {
     t.model_builder = job.model_builder;
   } else if (run.model_name != gnn::display_name(gnn::ModelKind::Gcn)) {
@@ -76,12 +88,81 @@ void check_graph_fits(const PredictJob& job, const CheckpointRun& run, const Job
         job.checkpoint_dir, model_text(run), run.dataset, run.features, g.dataset, features,
         g.feature_source.empty() ? "" : " (" + g.feature_source + ")"));
   }
-  if (g.tile.num_classes != run.classes) {
+  if (run.task == "node" && g.tile.num_classes != run.classes) {
     throw InvalidArgument(
         fmt::format("checkpoint {} ({}, trained on '{}') predicts {} classes; dataset '{}' has {}",
                     job.checkpoint_dir, model_text(run), run.dataset, run.classes, g.dataset,
                     g.tile.num_classes));
   }
+}
+
+/// Refuses outputs and pairs the checkpoint's task has no use for, naming the checkpoint.
+void check_task_outputs(const PredictJob& job, const CheckpointRun& run) {
+  if (run.task == "link" && !job.outputs.predictions.empty() && job.pairs.empty()) {
+    throw InvalidArgument(fmt::format(
+        "checkpoint {} was trained for link prediction: --predictions writes the probabilities "
+        "of the node pairs --pairs FILE.npz names (give it); --embeddings writes the nodes' "
+        "embeddings",
+        job.checkpoint_dir));
+  }
+  if (run.task != "link" && !job.pairs.empty()) {
+    throw InvalidArgument(fmt::format("--pairs scores node pairs with a link-prediction model; "
+                                      "checkpoint {} ({}) was trained to classify nodes",
+                                      job.checkpoint_dir, model_text(run)));
+  }
+  if (run.task != "link" && !job.link_split_in.empty()) {
+    throw InvalidArgument(fmt::format("--link-split-in gives a link-prediction model its "
+                                      "message-passing graph; checkpoint {} ({}) was trained to "
+                                      "classify nodes",
+                                      job.checkpoint_dir, model_text(run)));
+  }
+  if (!job.pairs.empty() && job.outputs.predictions.empty()) {
+    throw InvalidArgument("--pairs " + job.pairs +
+                          " names pairs to score: give --predictions "
+                          "FILE.npy or FILE.npz to write their probabilities to");
+  }
+}
+
+/// The pairs of `path` (an .npz with `pairs`, int [2, E]). Throws FormatError naming the file for
+/// a missing array or another shape.
+gnn::NodePairs read_pairs(const std::string& path) {
+  if (!datasets::is_npz_path(path)) {
+    throw InvalidArgument("--pairs " + path +
+                          ": expects an .npz file holding the array 'pairs' "
+                          "(numpy: np.savez(path, pairs=np.array([src, dst])))");
+  }
+  const datasets::IntegerArray array = datasets::read_npz_integers(path, "pairs");
+  if (array.shape.size() != 2 || array.shape[0] != 2) {
+    throw FormatError(fmt::format("{}: array 'pairs' has shape ({}), expected (2, E): sources, "
+                                  "then destinations",
+                                  path, fmt::join(array.shape, ", ")));
+  }
+  const auto count = static_cast<std::ptrdiff_t>(array.shape[1]);
+  gnn::NodePairs pairs;
+  pairs.src.assign(array.values.begin(), array.values.begin() + count);
+  pairs.dst.assign(array.values.begin() + count, array.values.end());
+  return pairs;
+}
+
+/// Writes the pairs' scores to `path` as PredictJob::pairs describes (rank 0).
+void write_pair_predictions(const std::string& path, const gnn::NodePairs& pairs,
+                            const std::vector<double>& scores) {
+  std::vector<float> score(scores.begin(), scores.end()), probability(scores.size());
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    probability[i] = static_cast<float>(1.0 / (1.0 + std::exp(-scores[i])));
+  const std::vector<std::int64_t> shape{static_cast<std::int64_t>(scores.size())};
+  if (datasets::is_npy_path(path)) {
+    datasets::write_npy(path, {"probability", shape, std::span<const float>(probability)});
+    return;
+  }
+  const std::vector<std::int64_t> src(pairs.src.begin(), pairs.src.end());
+  const std::vector<std::int64_t> dst(pairs.dst.begin(), pairs.dst.end());
+  const datasets::NumpyArray arrays[] = {
+      {"src", shape, std::span<const std::int64_t>(src)},
+      {"dst", shape, std::span<const std::int64_t>(dst)},
+      {"score", shape, std::span<const float>(score)},
+      {"probability", shape, std::span<const float>(probability)}};
+  datasets::write_npz(path, arrays);
 }
 
 } // namespace
@@ -101,12 +182,15 @@ PredictSummary run_predict_job(const PredictJob& job,
   // any rank fails every rank.
   std::optional<Checkpoint> checkpoint;
   std::optional<TrainJob> t;
+  gnn::NodePairs pairs; // every rank reads them: each scores those whose source it owns
   std::exception_ptr failure;
   try {
     check_node_outputs(job.outputs, comm->rank());
     checkpoint = read_checkpoint(job.checkpoint_dir);
+    check_task_outputs(job, checkpoint->run);
     t = training_job_of(job, *checkpoint);
     t->comm = comm;
+    if (!job.pairs.empty()) pairs = read_pairs(job.pairs);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -131,6 +215,7 @@ PredictSummary run_predict_job(const PredictJob& job,
     say(fmt::format("features: {}, as the training run did (--normalize-features overrides it)",
                     *run.row_normalized ? "row-normalized" : "not row-normalized"));
   }
+  if (!t->link.split_in.empty()) split_job_edges(*t, comm, graph, host, say);
   comm->peer_watch().set_step("building the model");
   JobModel model = build_job_model(*t, comm, backend, graph, say);
   check_embedding_layer(job.outputs, model);
@@ -148,16 +233,43 @@ PredictSummary run_predict_job(const PredictJob& job,
   const partition::LocalGraph& tile = graph.tile;
   const gnn::NodeLabels labels{tile.labels, tile.train_idx, tile.val_idx, tile.test_idx};
   PredictSummary s;
-  s.metrics =
-      gnn::evaluate_node_classifier(model.model_backend, model.model, input_of(model.input(graph)),
-                                    labels, job.metric, &distribution);
-  std::vector<std::int64_t> rows{static_cast<std::int64_t>(tile.train_idx.size()),
-                                 static_cast<std::int64_t>(tile.val_idx.size()),
-                                 static_cast<std::int64_t>(tile.test_idx.size())};
-  comm->allreduce_sum(std::span<std::int64_t>(rows));
-  s.split_rows = {rows[0], rows[1], rows[2]};
+  s.task = run.task;
+  if (run.task == "node") { // a link model's output is no class: no node metrics
+    s.metrics = gnn::evaluate_node_classifier(model.model_backend, model.model,
+                                              input_of(model.input(graph)), labels, job.metric,
+                                              &distribution);
+    std::vector<std::int64_t> rows{static_cast<std::int64_t>(tile.train_idx.size()),
+                                   static_cast<std::int64_t>(tile.val_idx.size()),
+                                   static_cast<std::int64_t>(tile.test_idx.size())};
+    comm->allreduce_sum(std::span<std::int64_t>(rows));
+    s.split_rows = {rows[0], rows[1], rows[2]};
+  } else if (!job.pairs.empty()) {
+    std::vector<float> host_z;
+    const ConstDenseView<float> z = gnn::logits_on_host(
+        *model.model_backend,
+        gnn::infer(model.model, input_of(model.input(graph)), 0, tile.n_owned(), &distribution),
+        host_z);
+    std::vector<double> scores;
+    try {
+      scores = gnn::score_pairs(z, pairs, tile.owned_ids, tile.num_global_nodes, comm.get());
+    } catch (const InvalidArgument& e) { // the pairs are checked alike on every rank
+      throw InvalidArgument("--pairs " + job.pairs + ": " + e.what());
+    }
+    std::exception_ptr write_failure;
+    if (comm->rank() == 0) {
+      try {
+        write_pair_predictions(job.outputs.predictions, pairs, scores);
+      } catch (...) {
+        write_failure = std::current_exception();
+      }
+    }
+    comm::share_first_failure(*comm, write_failure, "could not write the pairs' predictions");
+    say(fmt::format("scored {} pairs; their probabilities written to {}", pairs.size(),
+                    job.outputs.predictions));
+    s.pairs = pairs.size();
+  }
   comm->peer_watch().set_step("writing the per-node outputs");
-  write_node_outputs(job.outputs, *comm, graph, model, say);
+  write_node_outputs(t->outputs, *comm, graph, model, say);
   write_model_weights(job.outputs, run, *comm, model.model, say);
 
   s.model_name = run.model_name;

@@ -41,6 +41,8 @@ struct PredictOptions {
   std::optional<double> peer_timeout;
   OffloadFlags offload;
   NodeOutputFlags outputs;
+  std::string pairs;
+  std::string link_split_in;
 };
 
 void add_flags(CLI::App& app, PredictOptions& o) {
@@ -87,6 +89,13 @@ void add_flags(CLI::App& app, PredictOptions& o) {
       ->capture_default_str()
       ->check(CLI::IsMember({"accuracy", "roc-auc"}));
   add_node_output_flags(app, o.outputs);
+  add_path_option(app, "--pairs", o.pairs,
+                  "with a link-prediction checkpoint: score the node pairs of FILE.npz (array "
+                  "'pairs', int [2, E]); --predictions gets each pair's probability");
+  add_path_option(app, "--link-split-in", o.link_split_in,
+                  "with a link-prediction checkpoint: encode with the training edges of this "
+                  "split (tessera-train --link-split-out), as training did; default: every edge "
+                  "of the graph");
   add_path_option(app, "--report", o.report, "write a JSON report (metrics, model, data)");
   add_number_option(app, "--peer-timeout", o.peer_timeout, 0, true, 1e9,
                     "seconds a rank may wait for another before the job ends naming it");
@@ -114,6 +123,8 @@ PredictJob make_job(const CLI::App& app, const PredictOptions& o,
   job.offload = offload_config(o.offload);
   job.metric = gnn::parse_metric(o.metric);
   job.outputs = o.outputs.outputs();
+  job.pairs = o.pairs;
+  job.link_split_in = o.link_split_in;
   job.peer_timeout = o.peer_timeout;
   refuse_flags_ignored_with_store(app, o.partition_dir);
   if (app.count("--embedding-layer") > 0 && o.outputs.embeddings.empty()) {
@@ -123,6 +134,8 @@ PredictJob make_job(const CLI::App& app, const PredictOptions& o,
   std::vector<std::string> inputs = datasets::dataset_inputs(job.dataset, job.load);
   inputs.push_back(job.partition_dir);
   inputs.push_back(job.checkpoint_dir);
+  inputs.push_back(job.pairs);
+  inputs.push_back(job.link_split_in);
   refuse_outputs_over_inputs({{"--report", o.report, false},
                               {"--predictions", job.outputs.predictions, false},
                               {"--export-weights", job.outputs.weights, false},
@@ -152,6 +165,8 @@ std::string report_text(const PredictSummary& s, const PredictOptions& o) {
                   {"nodes", s.nodes},     {"features", s.features},
                   {"classes", s.classes}, {"row_normalized", s.row_normalized}};
   r["ranks"] = s.ranks;
+  r["task"] = s.task;
+  if (s.task == "link") r["pairs"] = s.pairs;
   nlohmann::ordered_json metrics;
   const char* names[3] = {"train", "val", "test"};
   for (int i = 0; i < 3; ++i) {
@@ -178,6 +193,9 @@ void print_summary(const PredictSummary& s, const PredictOptions& o) {
     if (s.split_rows[k] == 0) continue;
     fmt::print("{} ({} nodes): {}\n", names[i], s.split_rows[k], metric_text(s.metrics[k]));
   }
+  if (s.task == "link") {
+    fmt::print("link-prediction encoder: {} pairs scored\n", s.pairs);
+  }
   fmt::print("{} on {}{}, {} nodes, in {:.2f} s\n", s.model_name, s.dataset,
              s.same_data ? " (the data it was trained on)" : "", s.nodes, s.seconds);
   if (!o.report.empty()) {
@@ -193,7 +211,8 @@ int predict_main(int argc, char** argv) {
   ProgramParts parts;
   parts.description = "Apply a trained model (a tessera-train checkpoint) to a graph — the one it "
                       "was trained on or another with the same features and classes — and write "
-                      "each node's predictions and embeddings; under mpirun -np P, across P ranks "
+                      "each node's predictions and embeddings (a link-prediction model's: node "
+                      "pairs' probabilities, --pairs); under mpirun -np P, across P ranks "
                       "that each hold one tile of the graph.";
   parts.add_flags = [&](CLI::App& app) { add_flags(app, options); };
   parts.run = [&](const CLI::App& app, const std::shared_ptr<comm::Communicator>& comm) {

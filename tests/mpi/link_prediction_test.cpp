@@ -1,17 +1,20 @@
 // Link prediction over ranks: each rank's share of the edge split is the one-process split's
 // pairs whose source it owns, its rows of the training graph lose exactly the held-out edges,
 // and a link job on P ranks (in memory and from a partition store) trains as one process does on
-// the same split and negatives, writing the same split file, and trains so again on that file.
+// the same split and negatives, writing the same split file, and trains so again on that file;
+// tessera-predict's pair scores on P ranks are one process's.
 #include "mpi/mpi_test_main.hpp"
 #include "mpi/same_training.hpp"
 #include "mpi/shared_folder.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <gtest/gtest.h>
 #include <iterator>
 #include <set>
 #include <string>
+#include <tessera/datasets/numpy_files.hpp>
 #include <tessera/gnn/link_prediction.hpp>
 #include <tessera/tessera.hpp>
 #include <utility>
@@ -145,6 +148,46 @@ TEST(LinkJobOverRanks, TrainsFromAPartitionStoreAsInMemory) {
   from_store.comm = world();
   testing::expect_same_training(runtime::run_train_job(link_job("")).result,
                                 runtime::run_train_job(from_store).result);
+}
+
+TEST(LinkJobOverRanks, APairListScoresOnRanksAsInOneProcess) {
+  const SharedFolder folder("link-pairs");
+  runtime::TrainJob train = link_job(folder.file("split.npz"));
+  train.checkpoint_dir = folder.file("checkpoint");
+  train.comm = world();
+  runtime::run_train_job(train);
+  if (world()->rank() == 0) {
+    std::vector<std::int64_t> pairs;
+    for (std::int64_t i = 0; i < 200; ++i) // sources, then destinations
+      pairs.push_back((i * 37) % 500);
+    for (std::int64_t i = 0; i < 200; ++i)
+      pairs.push_back((i * 91 + 5) % 500);
+    const datasets::NumpyArray array{"pairs", {2, 200}, std::span<const std::int64_t>(pairs)};
+    datasets::write_npz(folder.file("pairs.npz"), std::span(&array, 1));
+  }
+  world()->barrier();
+  runtime::PredictJob job;
+  job.checkpoint_dir = folder.file("checkpoint");
+  job.pairs = folder.file("pairs.npz");
+  job.link_split_in = folder.file("split.npz");
+  job.threads = 1;
+  job.outputs.predictions = folder.file("ranks.npy");
+  job.comm = world();
+  EXPECT_EQ(runtime::run_predict_job(job).pairs, 200);
+  job.comm = nullptr;
+  job.outputs.predictions = folder.file("alone-" + std::to_string(world()->rank()) + ".npy");
+  runtime::run_predict_job(job);
+  world()->barrier();
+  const std::string a = bytes_of(folder.file("ranks.npy")), b = bytes_of(job.outputs.predictions);
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 200 * sizeof(float));
+  const std::size_t header = a.size() - 200 * sizeof(float);
+  for (std::size_t i = 0; i < 200; ++i) {
+    float x = 0, y = 0;
+    std::memcpy(&x, a.data() + header + i * sizeof(float), sizeof x);
+    std::memcpy(&y, b.data() + header + i * sizeof(float), sizeof y);
+    EXPECT_NEAR(x, y, 1e-6) << "pair " << i;
+  }
 }
 
 } // namespace

@@ -1,7 +1,9 @@
 // Using a trained model (issue 40): the training run's per-node outputs, tessera-predict's job
 // from its checkpoint giving the same outputs and metrics (with and without a memory budget),
 // embeddings of a hidden layer, and the refusals — another feature width, another model, a
-// layer the model lacks, an output that is no numpy file.
+// layer the model lacks, an output that is no numpy file; and a link-prediction checkpoint scoring
+// a list of pairs as training scored them, refusing pairs of nodes the graph lacks.
+#include "tessera/datasets/numpy_files.hpp"
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
 
@@ -190,6 +192,80 @@ TEST(PredictJob, ALayerTheModelLacksOrAnOutputThatIsNoNumpyFileIsRefusedBeforeTr
               ThrowsMessage<InvalidArgument>(HasSubstr("expects a file ending in .npy")));
   EXPECT_FALSE(std::filesystem::exists(folder.file("checkpoint/latest.json")));
   EXPECT_FALSE(std::filesystem::exists(folder.file("checkpoint-2"))) << "refused before claiming";
+}
+
+TEST(PredictJob, ALinkCheckpointScoresPairsAsTrainingScoredThem) {
+  const Folder folder;
+  runtime::TrainJob train;
+  train.dataset = kSbm;
+  train.task = runtime::Task::Link;
+  train.link.embedding_width = 8;
+  train.shape.hidden = 16;
+  train.train.epochs = 6;
+  train.checkpoint_dir = folder.file("checkpoint");
+  train.outputs.embeddings = folder.file("train-embeddings.npy");
+  train.link.split_out = folder.file("split.npz");
+  const runtime::RunSummary trained = runtime::run_train_job(train);
+
+  // The test pairs, positives then negatives, as the pairs to score.
+  const datasets::IntegerArray pos =
+      datasets::read_npz_integers(folder.file("split.npz"), "test_pos");
+  const datasets::IntegerArray neg =
+      datasets::read_npz_integers(folder.file("split.npz"), "test_neg");
+  const std::int64_t n = pos.shape[1];
+  std::vector<std::int64_t> pairs(static_cast<std::size_t>(4 * n));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    pairs[k] = pos.values[k];
+    pairs[static_cast<std::size_t>(n) + k] = neg.values[k];
+    pairs[static_cast<std::size_t>(2 * n) + k] = pos.values[static_cast<std::size_t>(n) + k];
+    pairs[static_cast<std::size_t>(3 * n) + k] = neg.values[static_cast<std::size_t>(n) + k];
+  }
+  const datasets::NumpyArray array{"pairs", {2, 2 * n}, std::span<const std::int64_t>(pairs)};
+  datasets::write_npz(folder.file("pairs.npz"), std::span(&array, 1));
+
+  runtime::PredictJob job;
+  job.checkpoint_dir = folder.file("checkpoint");
+  job.pairs = folder.file("pairs.npz");
+  job.link_split_in = folder.file("split.npz"); // encode with the training edges, as training did
+  job.outputs.predictions = folder.file("probabilities.npy");
+  const runtime::PredictSummary predicted = runtime::run_predict_job(job);
+  EXPECT_EQ(predicted.task, "link");
+  EXPECT_EQ(predicted.pairs, 2 * n);
+
+  // Each probability is sigmoid(z_u · z_v) of the training run's final embeddings, and their
+  // ranking gives the final test ROC-AUC.
+  const Npy p = read_npy(folder.file("probabilities.npy"));
+  const Npy z = read_npy(folder.file("train-embeddings.npy"));
+  ASSERT_EQ(p.shape, (std::vector<std::int64_t>{2 * n}));
+  std::vector<double> scores;
+  for (std::int64_t i = 0; i < 2 * n; ++i) {
+    const auto u = pairs[static_cast<std::size_t>(i)];
+    const auto v = pairs[static_cast<std::size_t>(2 * n + i)];
+    double dot = 0.0;
+    for (std::int64_t c = 0; c < 8; ++c)
+      dot += static_cast<double>(z.values[static_cast<std::size_t>(8 * u + c)]) *
+             z.values[static_cast<std::size_t>(8 * v + c)];
+    ASSERT_NEAR(p.values[static_cast<std::size_t>(i)], 1.0 / (1.0 + std::exp(-dot)), 1e-6);
+    scores.push_back(p.values[static_cast<std::size_t>(i)]);
+  }
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(n), 1);
+  labels.resize(static_cast<std::size_t>(2 * n), 0);
+  EXPECT_NEAR(gnn::roc_auc(scores, labels).value(), trained.result.final_test.roc_auc.value(),
+              1e-4);
+
+  // Pairs of nodes the graph lacks, and pairs without a link model, are refused.
+  const std::vector<std::int64_t> outside = {0, 2000, 1, 2};
+  const datasets::NumpyArray bad{"pairs", {2, 2}, std::span<const std::int64_t>(outside)};
+  datasets::write_npz(folder.file("bad.npz"), std::span(&bad, 1));
+  job.pairs = folder.file("bad.npz");
+  EXPECT_THAT([&] { runtime::run_predict_job(job); },
+              ThrowsMessage<InvalidArgument>(AllOf(
+                  HasSubstr(folder.file("bad.npz")),
+                  HasSubstr("pair 1 (2000, 2) names a node outside the graph's 2000 nodes"))));
+  job.pairs.clear();
+  EXPECT_THAT([&] { runtime::run_predict_job(job); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("--pairs FILE.npz names (give it)")));
 }
 
 } // namespace

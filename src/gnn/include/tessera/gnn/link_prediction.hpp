@@ -92,6 +92,16 @@ void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int
 /// pairs' ids are rows of z).
 std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs);
 
+/// The dot-product scores of `pairs` (global ids, the same list on every rank), in their order,
+/// on every rank, from each rank's embeddings of the nodes it owns (z: host, [n_owned, d];
+/// `owned`: their global ids, empty in one process, where z holds every node). Each rank scores
+/// the pairs whose source it owns, the other ends fetched from their owners. Collective over
+/// `comm` (nullptr: one process). Throws InvalidArgument for a pair naming a node outside
+/// [0, num_nodes), naming its place.
+std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
+                                std::span<const GlobalId> owned, std::int64_t num_nodes,
+                                comm::Communicator* comm);
+
 /// Binary cross-entropy of the dot-product scores, positives labelled 1 and negatives 0, each
 /// side a mean (PyG's GAE: mean softplus(−s⁺) + mean softplus(s⁻)). Adds its gradient to dz
 /// ([n, d], host), which the caller zeroes. Returns the loss.

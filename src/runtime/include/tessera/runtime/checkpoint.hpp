@@ -49,6 +49,9 @@ struct CheckpointRun {
   std::optional<bool> row_normalized;
   int epochs = 0; ///< the epochs the run was asked for
   int ranks = 1;  ///< the job's ranks (any count may resume it: weights are replicated)
+  /// What the model was trained for: "node" (classes) or "link" (an encoder of nodes whose
+  /// output is the embedding; `classes` is then its width). "node" in older checkpoints.
+  std::string task = "node";
 };
 
 /// One checkpoint: what run it is and where training stood.

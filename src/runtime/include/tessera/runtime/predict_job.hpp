@@ -44,6 +44,15 @@ struct PredictJob {
   /// The metric the summary leads with (RocAuc also measures each split's ROC-AUC).
   gnn::Metric metric = gnn::Metric::Accuracy;
   NodeOutputs outputs;
+  /// With a link-prediction checkpoint: the node pairs to score, an .npz holding `pairs` (int
+  /// [2, E]: sources, then destinations). outputs.predictions then receives each pair's
+  /// probability, sigmoid of the embeddings' dot product (.npy: float32 [E]; .npz: src, dst,
+  /// score, probability), in the file's order.
+  std::string pairs;
+  /// With a link-prediction checkpoint: encode with the message-passing graph of this stored
+  /// split (its train_pos edges, as training saw them: tessera-train --link-split-out), so the
+  /// held-out pairs score as they did in training. Empty: the graph as given, every edge.
+  std::string link_split_in;
   /// A model of a program's own builder (checkpoint model names that are not built in); empty:
   /// the built-in model the checkpoint names.
   gnn::ModelBuilder model_builder;
@@ -61,6 +70,8 @@ struct PredictSummary {
   std::int64_t nodes = 0, features = 0, classes = 0;
   bool row_normalized = false;
   int ranks = 1;
+  std::string task = "node"; ///< what the checkpoint's model was trained for (node or link)
+  std::int64_t pairs = 0;    ///< pairs scored (PredictJob::pairs)
   /// Train, validation and test metrics (evaluation step: dropout off) and the splits' sizes.
   std::array<gnn::SplitMetrics, 3> metrics;
   std::array<std::int64_t, 3> split_rows{};
