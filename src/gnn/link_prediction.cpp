@@ -673,10 +673,6 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
   if (task.split == nullptr || task.adjacency == nullptr) {
     throw InvalidArgument("train_link_predictor: the task needs its split and training graph");
   }
-  if (model.memory() != nullptr) {
-    throw InvalidArgument("link prediction does not run under a memory budget yet: drop "
-                          "--device-memory, --host-memory and --offload-dir");
-  }
   comm::Communicator* comm = distribution != nullptr ? distribution->comm : nullptr;
   const bool ranks = comm != nullptr && comm->size() > 1;
   const EdgeSplit& split = *task.split;
@@ -760,8 +756,12 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
     step_table.return_gradient(d_table);
     exchange_s += exchange_clock.seconds();
     if (dz.rows() != z.rows || dz.cols() != z.cols) dz = Dense(backend, z.rows, z.cols);
-    backend->copy_from_host(dz.data(), d_table.data,
-                            static_cast<std::size_t>(z.rows * z.cols) * sizeof(float));
+    {
+      Pins pins(model.memory()); // under a budget, dz is a tensor of the chunks
+      pins.add_dense(dz.cview(), Access::Write);
+      backend->copy_from_host(dz.data(), d_table.data,
+                              static_cast<std::size_t>(z.rows * z.cols) * sizeof(float));
+    }
     phases.loss += phase.seconds();
     phase.restart();
     model.backward(dz.cview(), GradientMode::Overwrite, on_gradient);

@@ -230,10 +230,6 @@ void check_link_task(const TrainJob& job, int ranks) {
     throw InvalidArgument("--task link does not rebalance yet (a re-cut would split the edges "
                           "again): drop --rebalance-threshold, or give --rebalance-threshold 0");
   }
-  if (uses_chunks(job.offload)) {
-    throw InvalidArgument("--task link does not run under a memory budget yet: drop "
-                          "--device-memory, --host-memory and --offload-dir");
-  }
   if (!job.outputs.predictions.empty()) {
     throw InvalidArgument("--predictions writes class probabilities, which link prediction "
                           "has none of: --embeddings writes the encoder's output");

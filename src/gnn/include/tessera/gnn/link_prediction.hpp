@@ -140,7 +140,8 @@ struct LinkTask {
 /// summed over ranks, and the validation and test scores reach every rank for the ranking
 /// metrics — so P ranks train as one process does on the same split and negatives. Collective.
 /// Keeps a [num_nodes] owner and row index of every node on every rank (8 bytes a node).
-/// Throws InvalidArgument for an empty training split or a model under a memory budget.
+/// A model under a memory budget (Sequential::use_memory, `backend` its allocator) trains under
+/// it. Throws InvalidArgument for an empty training split.
 TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& model,
                                  Input<float> features, const LinkTask& task,
                                  const TrainConfig& config,

@@ -163,7 +163,7 @@ struct TrainJob {
   // ---- the training ----
   /// Node classification, or link prediction with `link`'s split and encoder width (on any rank
   /// count, the same split and negatives; the split's seed is train.seed, its validation ROC-AUC
-  /// selects the epoch; no memory budget or rebalancing yet).
+  /// selects the epoch; no rebalancing yet).
   Task task = Task::Node;
   LinkOptions link;
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
