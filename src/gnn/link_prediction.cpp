@@ -9,6 +9,7 @@
 #include "tessera/core/rng.hpp"
 #include "tessera/core/timer.hpp"
 #include "tessera/engine/data_parallel.hpp"
+#include "tessera/engine/layers.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/gnn/metrics.hpp"
 #include "tessera/graph/graph.hpp"
@@ -644,6 +645,71 @@ private:
   std::vector<float> z_, dz_;
 };
 
+/// The features of pairs for an MLP decoder: h[i] = z[src[i]] ⊙ z[dst[i]], the lists one after
+/// another, in `out` (reused).
+DenseView<float> pair_features(ConstDenseView<float> z, std::span<const PairRows> lists,
+                               std::vector<float>& out) {
+  std::int64_t rows = 0;
+  for (const PairRows& l : lists)
+    rows += l.size();
+  const std::int64_t d = z.cols;
+  out.resize(static_cast<std::size_t>(rows * d));
+  std::int64_t at = 0;
+  for (const PairRows& l : lists) {
+    float* h = out.data() + at * d;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < l.size(); ++i) {
+      const float* zu = z.data + l.src[static_cast<std::size_t>(i)] * d;
+      const float* zv = z.data + l.dst[static_cast<std::size_t>(i)] * d;
+      for (std::int64_t c = 0; c < d; ++c)
+        h[i * d + c] = zu[c] * zv[c];
+    }
+    at += l.size();
+  }
+  return {out.data(), rows, d};
+}
+
+/// The features' gradient dh (rows as pair_features lays them out) added to the ends' rows:
+/// dz[u] += dh[i] ⊙ z[v], dz[v] += dh[i] ⊙ z[u].
+void add_feature_gradient(ConstDenseView<float> z, std::span<const PairRows> lists,
+                          ConstDenseView<float> dh, DenseView<float> dz) {
+  const std::int64_t d = z.cols;
+  std::int64_t at = 0;
+  for (const PairRows& l : lists) {
+    for (std::int64_t i = 0; i < l.size(); ++i, ++at) {
+      const GlobalId u = l.src[static_cast<std::size_t>(i)];
+      const GlobalId v = l.dst[static_cast<std::size_t>(i)];
+      const float* g = dh.data + at * d;
+      for (std::int64_t c = 0; c < d; ++c) {
+        const float zu = z.data[u * d + c], zv = z.data[v * d + c];
+        dz.data[u * d + c] += g[c] * zv;
+        dz.data[v * d + c] += g[c] * zu;
+      }
+    }
+  }
+}
+
+/// `scale` × the summed loss of `scores`, the first `positives` labelled 1 and the rest 0, with
+/// each score's gradient in `ds`.
+double score_loss(std::span<const double> scores, std::int64_t positives, double scale,
+                  std::span<float> ds) {
+  double loss = 0.0;
+  for (std::size_t i = 0; i < scores.size(); ++i) {
+    const bool positive = static_cast<std::int64_t>(i) < positives;
+    const double s = scores[i];
+    loss += positive ? softplus(-s) : softplus(s);
+    ds[i] = static_cast<float>(scale * (positive ? -sigmoid(-s) : sigmoid(s)));
+  }
+  return loss * scale;
+}
+
+/// The scores of one list of pairs (rows of z): by the decoder, or the dot product.
+std::vector<double> list_scores(ConstDenseView<float> z, PairRows pairs, MlpDecoder* decoder,
+                                const Step& step, std::vector<float>& features) {
+  if (decoder == nullptr) return scores_of(z, pairs);
+  return decoder->forward(step, pair_features(z, std::span(&pairs, 1), features));
+}
+
 /// The loss and accuracy shares of one split's scores (`pairs` positives over all ranks, as
 /// many negatives).
 void score_shares(std::span<const double> positive, std::span<const double> negative,
@@ -705,11 +771,22 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
     if (distribution == nullptr || !distribution->halo_totals) return {};
     return distribution->halo_totals();
   };
-  Adam<float> optimizer(backend, model.parameters(), config.adam);
+  MlpDecoder* decoder = task.decoder;
+  if (decoder != nullptr && model.memory() != nullptr) {
+    throw InvalidArgument("the MLP decoder does not run under a memory budget yet: drop "
+                          "--device-memory, --host-memory and --offload-dir, or use --decoder dot");
+  }
+  // The encoder's parameters, then the decoder's: what the optimizer steps and checkpoints hold.
+  std::vector<Parameter<float>*> parameters = model.parameters();
+  if (decoder != nullptr) {
+    for (Parameter<float>* p : decoder->parameters())
+      parameters.push_back(p);
+  }
+  Adam<float> optimizer(backend, parameters, config.adam);
   std::optional<DataParallel> gradient_sum;
   std::function<void(Parameter<float>&)> on_gradient;
   if (ranks) {
-    gradient_sum.emplace(*comm, backend, model.parameters());
+    gradient_sum.emplace(*comm, backend, parameters);
     on_gradient = [&gradient_sum](Parameter<float>& p) { gradient_sum->gradient_ready(p); };
   }
   std::vector<float> host_z;
@@ -719,6 +796,7 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
                  train_negative);
   PairTable step_table, eval_table;
   bool eval_planned = false;
+  std::vector<float> pair_h, d_pair_h, d_scores; // the MLP decoder's, on the host
 
   EpochWork work;
   work.epochs = config.epochs;
@@ -750,8 +828,21 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
     exchange_s += exchange_clock.seconds();
     const DenseView<float> d_table = step_table.gradient(n_owned, z.cols);
     const double scale = 1.0 / static_cast<double>(pairs[0]);
-    stats.train_loss = add_side(table, step_table.rows(0), scale, true, d_table) +
-                       add_side(table, step_table.rows(1), scale, false, d_table);
+    if (decoder == nullptr) {
+      stats.train_loss = add_side(table, step_table.rows(0), scale, true, d_table) +
+                         add_side(table, step_table.rows(1), scale, false, d_table);
+    } else {
+      const PairRows lists[] = {step_table.rows(0), step_table.rows(1)};
+      const std::vector<double> scores =
+          decoder->forward(step, pair_features(table, lists, pair_h));
+      d_scores.resize(scores.size());
+      stats.train_loss = score_loss(scores, lists[0].size(), scale, d_scores);
+      d_pair_h.resize(pair_h.size());
+      const DenseView<float> dh(d_pair_h.data(), static_cast<std::int64_t>(scores.size()),
+                                table.cols);
+      decoder->backward(d_scores, dh, on_gradient);
+      add_feature_gradient(table, lists, dh, d_table);
+    }
     exchange_clock.restart();
     step_table.return_gradient(d_table);
     exchange_s += exchange_clock.seconds();
@@ -797,8 +888,10 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
     }
     const ConstDenseView<float> table = eval_table.fill(logits_on_host(*backend, z, host_z));
     for (std::size_t i = 0; i < 3; ++i) {
-      const std::vector<double> pos = scores_of(table, eval_table.rows(2 * i));
-      const std::vector<double> neg = scores_of(table, eval_table.rows(2 * i + 1));
+      const std::vector<double> pos =
+          list_scores(table, eval_table.rows(2 * i), decoder, eval, pair_h);
+      const std::vector<double> neg =
+          list_scores(table, eval_table.rows(2 * i + 1), decoder, eval, pair_h);
       SplitMetrics& m = shares[i];
       score_shares(pos, neg, pairs[i], m);
       if (i == 0) continue; // the training pairs' ranking is not measured (millions of pairs)
@@ -817,7 +910,9 @@ TrainResult train_link_predictor(const BackendPtr& backend, Sequential<float>& m
 
 std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
                                 std::span<const GlobalId> owned, std::int64_t num_nodes,
-                                comm::Communicator* comm) {
+                                comm::Communicator* comm, MlpDecoder* decoder) {
+  const Step eval{0, 0, false, {}};
+  std::vector<float> features;
   for (std::int64_t i = 0; i < pairs.size(); ++i) {
     const GlobalId u = pairs.src[static_cast<std::size_t>(i)];
     const GlobalId v = pairs.dst[static_cast<std::size_t>(i)];
@@ -832,7 +927,7 @@ std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
       throw DimensionMismatch(
           fmt::format("score_pairs: {} embeddings for a graph of {} nodes", z.rows, num_nodes));
     }
-    return scores_of(z, rows_of(pairs));
+    return list_scores(z, rows_of(pairs), decoder, eval, features);
   }
   NodeIndex index(*comm, owned, num_nodes);
   NodePairs mine;
@@ -845,12 +940,88 @@ std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
   PairTable table;
   const NodePairs* lists[] = {&mine};
   table.plan(lists, index, owned, comm, make_cpu_backend());
-  const std::vector<double> scores = scores_of(table.fill(z), table.rows(0));
+  const std::vector<double> scores =
+      list_scores(table.fill(z), table.rows(0), decoder, eval, features);
   std::vector<double> all(pairs.src.size(), 0.0);
   for (std::size_t k = 0; k < place.size(); ++k)
     all[place[k]] = scores[k];
   comm->allreduce_sum(std::span<double>(all)); // each pair scored on one rank
   return all;
+}
+
+MlpDecoder::MlpDecoder(BackendPtr backend, std::int64_t width, std::int64_t hidden, int layers,
+                       std::uint64_t seed)
+    : backend_(std::move(backend)), width_(width) {
+  if (width < 1 || hidden < 1 || layers < 1) {
+    throw InvalidArgument(fmt::format("the MLP decoder needs a width and a hidden width >= 1 and "
+                                      "at least 1 layer, got {}, {} and {}",
+                                      width, hidden, layers));
+  }
+  constexpr std::uint32_t kFirstField = 1u << 12; // weight fields apart from the encoder's
+  std::int64_t in = width;
+  for (int k = 0; k < layers; ++k) {
+    const std::int64_t out = k + 1 == layers ? 1 : hidden;
+    auto linear = std::make_unique<Linear<float>>(backend_, in, out, true, seed,
+                                                  kFirstField + static_cast<std::uint32_t>(k));
+    for (Parameter<float>* p : linear->parameters()) {
+      const std::string kind = p->name.substr(p->name.rfind('.') + 1); // weight or bias
+      p->name = fmt::format("decoder.linear{}.{}", k, kind);
+    }
+    layers_.push_back(std::move(linear));
+    if (k + 1 < layers) layers_.push_back(std::make_unique<Relu<float>>(backend_));
+    in = out;
+  }
+  contexts_.resize(layers_.size());
+}
+
+std::vector<Parameter<float>*> MlpDecoder::parameters() {
+  std::vector<Parameter<float>*> all;
+  for (const auto& layer : layers_) {
+    for (Parameter<float>* p : layer->parameters())
+      all.push_back(p);
+  }
+  return all;
+}
+
+std::vector<double> MlpDecoder::forward(const Step& step, ConstDenseView<float> h) {
+  if (h.cols != width_) {
+    throw DimensionMismatch(
+        fmt::format("the MLP decoder reads pair features of width {}, got {}", width_, h.cols));
+  }
+  if (h.rows == 0) return {};
+  if (h_.rows() != h.rows) h_ = Dense(backend_, h.rows, width_);
+  backend_->copy_from_host(h_.data(), h.data,
+                           static_cast<std::size_t>(h.rows * h.cols) * sizeof(float));
+  Input<float> x = h_.cview();
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    contexts_[i] = layers_[i]->forward(step, x);
+    x = contexts_[i].output;
+  }
+  host_scores_.resize(static_cast<std::size_t>(h.rows));
+  backend_->copy_to_host(host_scores_.data(), x.dense.data, host_scores_.size() * sizeof(float));
+  return {host_scores_.begin(), host_scores_.end()};
+}
+
+void MlpDecoder::backward(std::span<const float> d_score, DenseView<float> dh,
+                          const std::function<void(Parameter<float>&)>& on_gradient) {
+  const auto n = static_cast<std::int64_t>(d_score.size());
+  if (dh.rows != n || dh.cols != width_) {
+    throw DimensionMismatch(fmt::format("the MLP decoder's feature gradient is [{}, {}], "
+                                        "expected [{}, {}]",
+                                        dh.rows, dh.cols, n, width_));
+  }
+  if (n == 0) return;
+  if (d_score_.rows() != n) d_score_ = Dense(backend_, n, 1);
+  backend_->copy_from_host(d_score_.data(), d_score.data(), d_score.size() * sizeof(float));
+  ConstDenseView<float> d = d_score_.cview();
+  for (std::size_t i = layers_.size(); i-- > 0;) {
+    d = layers_[i]->backward(contexts_[i], d, GradientMode::Overwrite, GradientMode::Overwrite);
+    if (on_gradient) {
+      for (Parameter<float>* p : layers_[i]->parameters())
+        on_gradient(*p);
+    }
+  }
+  backend_->copy_to_host(dh.data, d.data, static_cast<std::size_t>(n * width_) * sizeof(float));
 }
 
 } // namespace tessera::gnn

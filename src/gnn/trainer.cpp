@@ -144,13 +144,12 @@ std::string signal_name(int signal) {
 }
 
 /// The model's parameters and Adam's state in host memory, after `epoch` epochs.
-TrainState save_state(int epoch, Sequential<float>& model, const Adam<float>& optimizer,
-                      const TrainResult& result) {
+TrainState save_state(int epoch, const Adam<float>& optimizer, const TrainResult& result) {
   TrainState state;
   state.epoch = epoch;
   const AdamState<float> adam = optimizer.state();
   state.adam_steps = adam.steps;
-  const std::vector<Parameter<float>*> parameters = model.parameters();
+  const std::vector<Parameter<float>*>& parameters = optimizer.parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) {
     const Parameter<float>& p = *parameters[i];
     ParameterState saved{p.name, p.value.rows(), p.value.cols(), {}, adam.m[i], adam.v[i]};
@@ -166,10 +165,10 @@ TrainState save_state(int epoch, Sequential<float>& model, const Adam<float>& op
   return state;
 }
 
-/// Throws DimensionMismatch unless `saved` are the parameters of `model`: the same count, and
-/// every name and shape.
-void check_weights(Sequential<float>& model, const std::vector<ParameterState>& saved_parameters) {
-  const std::vector<Parameter<float>*> parameters = model.parameters();
+/// Throws DimensionMismatch unless `saved` are `parameters`: the same count, and every name and
+/// shape.
+void check_weights(const std::vector<Parameter<float>*>& parameters,
+                   const std::vector<ParameterState>& saved_parameters) {
   if (saved_parameters.size() != parameters.size()) {
     throw DimensionMismatch("the saved state holds " + std::to_string(saved_parameters.size()) +
                             " parameters, the model has " + std::to_string(parameters.size()));
@@ -191,14 +190,14 @@ void check_weights(Sequential<float>& model, const std::vector<ParameterState>& 
 
 /// Puts `state`'s weights into the model and its moments into the optimizer, after checking
 /// that it is a state of this model (every name and shape) and of a run that has epochs left.
-void restore_state(const TrainState& state, int epochs, Sequential<float>& model,
-                   Adam<float>& optimizer, TrainResult& result) {
+void restore_state(const TrainState& state, int epochs, Adam<float>& optimizer,
+                   TrainResult& result) {
   if (state.epoch < 0 || state.epoch >= epochs) {
     throw InvalidArgument("the state to resume is after epoch " + std::to_string(state.epoch) +
                           ", but training has " + std::to_string(epochs) +
                           " epochs: nothing is left to train (raise the epoch count)");
   }
-  check_weights(model, state.parameters);
+  check_weights(optimizer.parameters(), state.parameters);
   AdamState<float> adam;
   adam.steps = state.adam_steps;
   for (const ParameterState& saved : state.parameters) {
@@ -206,7 +205,7 @@ void restore_state(const TrainState& state, int epochs, Sequential<float>& model
     adam.v.push_back(saved.adam_v);
   }
   optimizer.load_state(adam); // checks the moments' sizes before the weights change
-  load_weights(model, state.parameters);
+  load_weights(optimizer.parameters(), state.parameters);
   result.best_epoch = state.best_epoch;
   result.best_val = state.best_val;
   result.test_at_best_val = state.test_at_best_val;
@@ -241,7 +240,7 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
   result.val_rows = work.val_rows;
   result.test_rows = work.test_rows;
   if (control.resume != nullptr) {
-    restore_state(*control.resume, work.epochs, model, optimizer, result);
+    restore_state(*control.resume, work.epochs, optimizer, result);
   }
   const int first_epoch = control.resume != nullptr ? control.resume->epoch + 1 : 1;
   result.history.reserve(static_cast<std::size_t>(std::max(work.epochs - first_epoch + 1, 0)));
@@ -291,7 +290,7 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
     }
     const bool due = control.checkpoint_every > 0 && epoch % control.checkpoint_every == 0;
     if (control.on_checkpoint && (due || epoch == work.epochs || stop != 0.0)) {
-      control.on_checkpoint(save_state(epoch, model, optimizer, result));
+      control.on_checkpoint(save_state(epoch, optimizer, result));
     }
     if (stop != 0.0) {
       const int signal = static_cast<int>(stop);
@@ -300,7 +299,7 @@ TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<flo
                             epoch, signal);
     }
     if (epoch < work.epochs && control.pause_after && control.pause_after(stats)) {
-      result.paused = save_state(epoch, model, optimizer, result);
+      result.paused = save_state(epoch, optimizer, result);
       break;
     }
   }
@@ -413,8 +412,12 @@ TrainResult train_node_classifier(const BackendPtr& backend, Sequential<float>& 
 }
 
 void load_weights(Sequential<float>& model, const std::vector<ParameterState>& parameters) {
-  check_weights(model, parameters);
-  const std::vector<Parameter<float>*> targets = model.parameters();
+  load_weights(model.parameters(), parameters);
+}
+
+void load_weights(const std::vector<Parameter<float>*>& targets,
+                  const std::vector<ParameterState>& parameters) {
+  check_weights(targets, parameters);
   for (std::size_t i = 0; i < targets.size(); ++i) {
     Parameter<float>& p = *targets[i];
     const std::vector<float>& value = parameters[i].value;

@@ -45,39 +45,42 @@ json metrics_json(const gnn::SplitMetrics& m) {
 }
 
 json run_json(const CheckpointRun& run) {
-  return {{"dataset", run.dataset},
-          {"dataset_checksum", run.dataset_checksum},
-          {"num_nodes", run.num_nodes},
-          {"features", run.features},
-          {"classes", run.classes},
-          {"model_name", run.model_name},
-          {"layer_sizes", run.layer_sizes},
-          {"seed", run.seed},
-          {"optimizer",
-           {{"lr", run.adam.lr},
-            {"beta1", run.adam.beta1},
-            {"beta2", run.adam.beta2},
-            {"eps", run.adam.eps},
-            {"weight_decay", run.adam.weight_decay},
-            {"decoupled", run.adam.decoupled}}},
-          {"model",
-           {{"dropout", run.model.dropout},
-            {"bias", run.model.bias},
-            {"order", to_string(run.model.order)},
-            {"decay_first_layer_only", run.model.decay_first_layer_only},
-            {"activation_dtype", to_string(run.model.activation_dtype)},
-            {"heads", run.model.heads},
-            {"output_heads", run.model.output_heads},
-            {"attention_dropout", run.model.attention_dropout},
-            {"negative_slope", run.model.negative_slope},
-            {"norm", gnn::to_string(run.model.norm)},
-            {"feed_forward_multiplier", run.model.feed_forward_multiplier},
-            {"init", gnn::to_string(run.model.init)},
-            {"one_logit", run.model.one_logit}}},
-          {"row_normalize_features", run.row_normalized.value_or(false)},
-          {"epochs", run.epochs},
-          {"ranks", run.ranks},
-          {"task", run.task}};
+  return {
+      {"dataset", run.dataset},
+      {"dataset_checksum", run.dataset_checksum},
+      {"num_nodes", run.num_nodes},
+      {"features", run.features},
+      {"classes", run.classes},
+      {"model_name", run.model_name},
+      {"layer_sizes", run.layer_sizes},
+      {"seed", run.seed},
+      {"optimizer",
+       {{"lr", run.adam.lr},
+        {"beta1", run.adam.beta1},
+        {"beta2", run.adam.beta2},
+        {"eps", run.adam.eps},
+        {"weight_decay", run.adam.weight_decay},
+        {"decoupled", run.adam.decoupled}}},
+      {"model",
+       {{"dropout", run.model.dropout},
+        {"bias", run.model.bias},
+        {"order", to_string(run.model.order)},
+        {"decay_first_layer_only", run.model.decay_first_layer_only},
+        {"activation_dtype", to_string(run.model.activation_dtype)},
+        {"heads", run.model.heads},
+        {"output_heads", run.model.output_heads},
+        {"attention_dropout", run.model.attention_dropout},
+        {"negative_slope", run.model.negative_slope},
+        {"norm", gnn::to_string(run.model.norm)},
+        {"feed_forward_multiplier", run.model.feed_forward_multiplier},
+        {"init", gnn::to_string(run.model.init)},
+        {"one_logit", run.model.one_logit}}},
+      {"row_normalize_features", run.row_normalized.value_or(false)},
+      {"epochs", run.epochs},
+      {"ranks", run.ranks},
+      {"task", run.task},
+      {"decoder",
+       {{"kind", run.decoder}, {"hidden", run.decoder_hidden}, {"layers", run.decoder_layers}}}};
 }
 
 /// A folder name for `epoch` that is not the one latest.json names now (a run restarted with
@@ -291,6 +294,21 @@ CheckpointRun read_run(const json& state, const std::string& file, int version) 
     run.task = field<std::string>(r, "task", file);
     if (run.task != "node" && run.task != "link") {
       malformed(file, "field 'task' is '" + run.task + "', not node or link");
+    }
+  }
+  if (r.contains("decoder")) { // absent before the MLP decoder: the dot product
+    const json& d = r.at("decoder");
+    run.decoder = field<std::string>(d, "kind", file);
+    run.decoder_hidden = field<std::int64_t>(d, "hidden", file);
+    run.decoder_layers = field<int>(d, "layers", file);
+    if (run.decoder != "dot" && run.decoder != "mlp") {
+      malformed(file, "field 'decoder.kind' is '" + run.decoder + "', not dot or mlp");
+    }
+    if (run.decoder == "mlp" && (run.decoder_hidden < 1 || run.decoder_hidden > (1 << 20) ||
+                                 run.decoder_layers < 1 || run.decoder_layers > 64)) {
+      malformed(file, fmt::format("the MLP decoder's hidden width {} and layers {} are not in "
+                                  "1..2^20 and 1..64",
+                                  run.decoder_hidden, run.decoder_layers));
     }
   }
   return run;
@@ -508,6 +526,9 @@ std::vector<std::string> check_resumable(const std::string& dir, const Checkpoin
                           ", this run has " + text_of(is) + ": it cannot be resumed here");
   };
   refuse_if("task", saved.task, current.task);
+  refuse_if("decoder", saved.decoder, current.decoder);
+  refuse_if("decoder hidden width", saved.decoder_hidden, current.decoder_hidden);
+  refuse_if("decoder layers", saved.decoder_layers, current.decoder_layers);
   refuse_if("dataset", saved.dataset, current.dataset);
   // A version 1 checkpoint records no checksum: its data is matched by name and shape alone.
   if (!saved.dataset_checksum.empty() && saved.dataset_checksum != current.dataset_checksum) {

@@ -83,6 +83,37 @@ void write_link_split(const std::string& path, comm::Communicator& comm,
   share_first_failure(comm, failure, "could not write the link split");
 }
 
+std::unique_ptr<gnn::MlpDecoder> make_link_decoder(const LinkOptions& link,
+                                                   const BackendPtr& backend, std::uint64_t seed) {
+  check_link_decoder(link);
+  if (link.decoder == "dot") return nullptr;
+  const std::int64_t hidden = link.decoder_hidden > 0 ? link.decoder_hidden : link.embedding_width;
+  return std::make_unique<gnn::MlpDecoder>(backend, link.embedding_width, hidden,
+                                           link.decoder_layers, seed);
+}
+
+void check_link_decoder(const LinkOptions& link) {
+  if (link.decoder != "dot" && link.decoder != "mlp") {
+    throw InvalidArgument("--decoder " + link.decoder + ": expects dot or mlp");
+  }
+  if (link.decoder_hidden < 0 || link.decoder_hidden > (1 << 20) || link.decoder_layers < 1 ||
+      link.decoder_layers > 64) {
+    throw InvalidArgument(fmt::format("--decoder-hidden {} and --decoder-layers {}: expects a "
+                                      "width in 0..2^20 (0: the embedding width) and 1..64 layers",
+                                      link.decoder_hidden, link.decoder_layers));
+  }
+}
+
+std::vector<Parameter<float>*> link_model_parameters(Sequential<float>& model,
+                                                     gnn::MlpDecoder* decoder) {
+  std::vector<Parameter<float>*> all = model.parameters();
+  if (decoder != nullptr) {
+    for (Parameter<float>* p : decoder->parameters())
+      all.push_back(p);
+  }
+  return all;
+}
+
 LinkData split_job_edges(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                          JobGraph& g, const BackendPtr& host, const Log& say) {
   partition::LocalGraph& tile = g.tile;

@@ -28,6 +28,20 @@ struct LinkData {
 LinkData split_job_edges(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                          JobGraph& g, const BackendPtr& host, const Log& say);
 
+/// The pair decoder `link` asks for on `backend` (weights drawn from `seed`): an MLP decoder, or
+/// nullptr for the dot product. Throws InvalidArgument naming the flag for an unknown decoder
+/// or a shape out of range.
+std::unique_ptr<gnn::MlpDecoder> make_link_decoder(const LinkOptions& link,
+                                                   const BackendPtr& backend, std::uint64_t seed);
+
+/// Refuses a decoder make_link_decoder cannot make, naming the flag.
+void check_link_decoder(const LinkOptions& link);
+
+/// `model`'s parameters, then the decoder's (when there is one): what a link model's optimizer
+/// steps and its checkpoints and exported weights hold.
+std::vector<Parameter<float>*> link_model_parameters(Sequential<float>& model,
+                                                     gnn::MlpDecoder* decoder);
+
 /// Writes `split` (every rank's share) to `path` as LinkOptions::split_out describes: rank 0
 /// writes every part with its pairs in (u, v) order, the same file whatever the rank count.
 /// Collective.

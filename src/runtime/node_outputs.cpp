@@ -310,10 +310,10 @@ void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, co
 }
 
 void write_model_weights(const NodeOutputs& outputs, const CheckpointRun& run,
-                         comm::Communicator& comm, Sequential<float>& model, const Log& say) {
+                         comm::Communicator& comm, const std::vector<Parameter<float>*>& parameters,
+                         const Log& say) {
   if (outputs.weights.empty()) return;
   write_on_root(comm, [&] {
-    const std::vector<Parameter<float>*> parameters = model.parameters();
     std::vector<std::vector<float>> values(parameters.size());
     std::vector<datasets::NumpyArray> arrays;
     for (std::size_t i = 0; i < parameters.size(); ++i) {

@@ -25,10 +25,12 @@ void check_embedding_layer(const NodeOutputs& outputs, const JobModel& m);
 void write_node_outputs(const NodeOutputs& outputs, comm::Communicator& comm, const JobGraph& g,
                         JobModel& m, const Log& say);
 
-/// Writes outputs.weights (when set) from the model's current weights, on rank 0 (weights are
-/// replicated), with `run` (the run's checkpoint record) beside them. Collective over `comm` (a
-/// failure on rank 0 ends every rank with its message).
+/// Writes outputs.weights (when set) from the current values of `parameters` (a model's, and a
+/// link decoder's after them), on rank 0 (weights are replicated), with `run` (the run's
+/// checkpoint record) beside them. Collective over `comm` (a failure on rank 0 ends every rank
+/// with its message).
 void write_model_weights(const NodeOutputs& outputs, const CheckpointRun& run,
-                         comm::Communicator& comm, Sequential<float>& model, const Log& say);
+                         comm::Communicator& comm, const std::vector<Parameter<float>*>& parameters,
+                         const Log& say);
 
 } // namespace tessera::runtime

@@ -60,6 +60,11 @@ TrainJob training_job_of(const PredictJob& job, const Checkpoint& checkpoint) {
     t.outputs.output_is_embedding = true;
     t.outputs.predictions.clear(); // the pairs' probabilities, written here
     t.link.split_in = job.link_split_in;
+    if (run.decoder == "mlp") {
+      t.link.decoder = "mlp";
+      t.link.decoder_hidden = run.decoder_hidden;
+      t.link.decoder_layers = run.decoder_layers;
+    }
   }
   if (job.model_builder) {
     t.model_builder = job.model_builder;
@@ -219,8 +224,12 @@ PredictSummary run_predict_job(const PredictJob& job,
   comm->peer_watch().set_step("building the model");
   JobModel model = build_job_model(*t, comm, backend, graph, say);
   check_embedding_layer(job.outputs, model);
+  // A link model's pair decoder (nullptr: the dot product); its weights follow the encoder's.
+  const std::unique_ptr<gnn::MlpDecoder> decoder =
+      run.task == "link" ? make_link_decoder(t->link, backend, run.seed) : nullptr;
   try {
-    gnn::load_weights(model.model, checkpoint->state.parameters);
+    gnn::load_weights(link_model_parameters(model.model, decoder.get()),
+                      checkpoint->state.parameters);
   } catch (const DimensionMismatch& e) {
     throw InvalidArgument(fmt::format("checkpoint {} does not fit the model '{}' it names: {}",
                                       job.checkpoint_dir, model_text(run), e.what()));
@@ -251,7 +260,8 @@ PredictSummary run_predict_job(const PredictJob& job,
         host_z);
     std::vector<double> scores;
     try {
-      scores = gnn::score_pairs(z, pairs, tile.owned_ids, tile.num_global_nodes, comm.get());
+      scores = gnn::score_pairs(z, pairs, tile.owned_ids, tile.num_global_nodes, comm.get(),
+                                decoder.get());
     } catch (const InvalidArgument& e) { // the pairs are checked alike on every rank
       throw InvalidArgument("--pairs " + job.pairs + ": " + e.what());
     }
@@ -270,7 +280,8 @@ PredictSummary run_predict_job(const PredictJob& job,
   }
   comm->peer_watch().set_step("writing the per-node outputs");
   write_node_outputs(t->outputs, *comm, graph, model, say);
-  write_model_weights(job.outputs, run, *comm, model.model, say);
+  write_model_weights(job.outputs, run, *comm, link_model_parameters(model.model, decoder.get()),
+                      say);
 
   s.model_name = run.model_name;
   s.layer_sizes = run.layer_sizes;

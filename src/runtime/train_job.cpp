@@ -212,6 +212,12 @@ CheckpointRun checkpoint_run(const TrainJob& job, const comm::Communicator& comm
   run.epochs = job.train.epochs;
   run.ranks = comm.size();
   run.task = to_string(job.task);
+  if (job.task == Task::Link && job.link.decoder == "mlp") {
+    run.decoder = "mlp";
+    run.decoder_hidden =
+        job.link.decoder_hidden > 0 ? job.link.decoder_hidden : job.link.embedding_width;
+    run.decoder_layers = job.link.decoder_layers;
+  }
   return run;
 }
 
@@ -229,6 +235,11 @@ void check_link_task(const TrainJob& job, int ranks) {
   if (ranks > 1 && job.balance != partition::Balance::None && job.rebalance_threshold > 0) {
     throw InvalidArgument("--task link does not rebalance yet (a re-cut would split the edges "
                           "again): drop --rebalance-threshold, or give --rebalance-threshold 0");
+  }
+  check_link_decoder(job.link);
+  if (job.link.decoder == "mlp" && uses_chunks(job.offload)) {
+    throw InvalidArgument("--decoder mlp does not run under a memory budget yet: drop "
+                          "--device-memory, --host-memory and --offload-dir, or use --decoder dot");
   }
   if (!job.outputs.predictions.empty()) {
     throw InvalidArgument("--predictions writes class probabilities, which link prediction "
@@ -399,6 +410,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   comm->peer_watch().set_step("building the model");
   model.emplace(build_job_model(job, comm, backend, graph, say));
   check_embedding_layer(outputs, *model);
+  // The pair decoder of --task link (nullptr: the dot product), trained beside the encoder.
+  const std::unique_ptr<gnn::MlpDecoder> decoder =
+      link ? make_link_decoder(job.link, backend, job.train.seed) : nullptr;
   const CheckpointRun run = checkpoint_run(job, *comm, graph, *model);
   gnn::TrainControl control;
   if (resume) {
@@ -464,8 +478,8 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         return stats.start_seconds + stats.wait_seconds;
       });
       if (link) {
-        const gnn::LinkTask task{&link->split, &link->training, link->ids, tile.num_global_nodes,
-                                 job.link.hits_k};
+        const gnn::LinkTask task{&link->split,          &link->training, link->ids,
+                                 tile.num_global_nodes, job.link.hits_k, decoder.get()};
         last = gnn::train_link_predictor(model->model_backend, model->model,
                                          input_of(model->input(graph)), task, job.train, epoch_done,
                                          &distribution, control);
@@ -511,7 +525,8 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   }
   comm->peer_watch().set_step("writing the per-node outputs");
   write_node_outputs(outputs, *comm, graph, *model, say);
-  write_model_weights(job.outputs, run, *comm, model->model, say);
+  write_model_weights(job.outputs, run, *comm, link_model_parameters(model->model, decoder.get()),
+                      say);
   for (std::size_t i = 0; i < steps.size(); ++i) // one measurement (or 0) per move
     steps[i].imbalance_after = rebalancer->imbalance_after()[i];
   RunSummary summary = summarize(job, *comm, backend, graph, *model, std::move(result), last);

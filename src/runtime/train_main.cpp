@@ -79,6 +79,9 @@ struct Options : TrainingFlags {
   std::string hits_k = "20,50,100";
   std::string link_split_out;
   std::string link_split_in;
+  std::string decoder = "dot";
+  std::int64_t decoder_hidden = 0;
+  int decoder_layers = 2;
 };
 
 /// The signal that asked training to stop (0: none), set by the handler below.
@@ -264,6 +267,17 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     add_path_option(app, "--link-split-out", o.link_split_out,
                     "with --task link: record the split in FILE.npz (train_pos, val_pos, val_neg, "
                     "test_pos, test_neg: int64 [2, E] node-id pairs)");
+    app.add_option("--decoder", o.decoder,
+                   "with --task link: a pair's score — dot (the embeddings' dot product) or mlp "
+                   "(their elementwise product through an MLP trained with the encoder)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"dot", "mlp"}));
+    add_integer_option(app, "--decoder-hidden", o.decoder_hidden, 0, std::int64_t{1} << 20,
+                       "with --decoder mlp: its hidden width (0: the embedding width)")
+        ->capture_default_str();
+    add_integer_option(app, "--decoder-layers", o.decoder_layers, 1, 64,
+                       "with --decoder mlp: its Linear layers (ReLU between)")
+        ->capture_default_str();
     add_path_option(app, "--link-split-in", o.link_split_in,
                     "with --task link: train on the split stored in FILE.npz (as --link-split-out "
                     "writes it; the message-passing graph is its train_pos edges) instead of "
@@ -454,6 +468,9 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.link.embedding_width = o.embedding_width;
     job.link.split_out = o.link_split_out;
     job.link.split_in = o.link_split_in;
+    job.link.decoder = o.decoder;
+    job.link.decoder_hidden = o.decoder_hidden;
+    job.link.decoder_layers = o.decoder_layers;
     job.link.hits_k.clear();
     for (const double k : parse_number_list(o.hits_k, "--hits-k", false, "20,50,100")) {
       if (k < 1 || k != std::floor(k) || k > 1e9) {
@@ -515,7 +532,8 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   if (o.task != "link") {
     // Programs of their own model (the examples) have no link prediction flags.
     for (const char* flag :
-         {"--link-split", "--embedding-width", "--hits-k", "--link-split-out", "--link-split-in"}) {
+         {"--link-split", "--embedding-width", "--hits-k", "--link-split-out", "--link-split-in",
+          "--decoder", "--decoder-hidden", "--decoder-layers"}) {
       const CLI::Option* option = app.get_option_no_throw(flag);
       if (option != nullptr && option->count() > 0) {
         throw InvalidArgument(std::string(flag) + " sets up link prediction: it needs --task link");
@@ -524,6 +542,11 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
   } else if (app.count("--link-split") > 0 && !o.link_split_in.empty()) {
     throw InvalidArgument("--link-split draws a split, --link-split-in " + o.link_split_in +
                           " gives one: drop one of them");
+  }
+  if (o.task == "link" && o.decoder != "mlp" &&
+      (app.count("--decoder-hidden") > 0 || app.count("--decoder-layers") > 0)) {
+    throw InvalidArgument("--decoder-hidden and --decoder-layers shape the MLP decoder: they need "
+                          "--decoder mlp");
   }
   if (o.task == "link" && app.count("--metric") > 0 && o.metric != "roc-auc") {
     throw InvalidArgument(

@@ -130,6 +130,15 @@ TEST(LinkJobOverRanks, TrainsAsOneProcessOnTheSameSplitAndNegatives) {
   testing::expect_same_training(one, runtime::run_train_job(stored).result);
 }
 
+TEST(LinkJobOverRanks, AnMlpDecoderTrainsAsInOneProcess) {
+  runtime::TrainJob alone = link_job("");
+  alone.link.decoder = "mlp";
+  runtime::TrainJob job = alone;
+  job.comm = world();
+  testing::expect_same_training(runtime::run_train_job(alone).result,
+                                runtime::run_train_job(job).result);
+}
+
 TEST(LinkJobOverRanks, TrainsFromAPartitionStoreAsInMemory) {
   const SharedFolder folder("link-store");
   const std::string store = folder.file("store");

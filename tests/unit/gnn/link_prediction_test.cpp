@@ -135,6 +135,59 @@ TEST(LinkLoss, GradientMatchesFiniteDifferences) {
   }
 }
 
+TEST(MlpDecoder, GradientsMatchFiniteDifferencesAndParametersAreNamedApart) {
+  const std::int64_t n = 5, d = 4;
+  MlpDecoder decoder(make_cpu_backend(1), d, 6, 3, 9);
+  std::vector<std::string> names;
+  for (const Parameter<float>* p : decoder.parameters())
+    names.push_back(p->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"decoder.linear0.weight", "decoder.linear0.bias",
+                                             "decoder.linear1.weight", "decoder.linear1.bias",
+                                             "decoder.linear2.weight", "decoder.linear2.bias"}));
+  std::vector<float> h(static_cast<std::size_t>(n * d));
+  for (std::size_t i = 0; i < h.size(); ++i)
+    h[i] = 0.8f * std::sin(static_cast<float>(i) * 1.3f + 0.4f);
+  // loss = Σ w_i · score_i, so d loss / d score = w.
+  const std::vector<float> w = {0.5f, -1.0f, 0.25f, 2.0f, -0.75f};
+  const Step train{1, 1, true, {}};
+  const auto loss = [&] {
+    const std::vector<double> scores = decoder.forward(train, {h.data(), n, d});
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < n; ++i)
+      sum += w[static_cast<std::size_t>(i)] * scores[static_cast<std::size_t>(i)];
+    return sum;
+  };
+  loss();
+  std::vector<float> dh(h.size());
+  decoder.backward(w, {dh.data(), n, d});
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const float saved = h[i];
+    const float step = 1e-3f; // small: a ReLU's kink lies within 1e-2 of some hidden units
+    h[i] = saved + step;
+    const double up = loss();
+    h[i] = saved - step;
+    const double down = loss();
+    h[i] = saved;
+    EXPECT_NEAR(dh[i], (up - down) / (2 * step), 1e-3) << "feature " << i;
+  }
+  // One weight of the first layer: its gradient from backward against the loss's change.
+  Parameter<float>& first = *decoder.parameters().front();
+  loss();
+  decoder.backward(w, {dh.data(), n, d});
+  float grad = 0.0f, value = 0.0f;
+  first.grad.backend()->copy_to_host(&grad, first.grad.data() + 5, sizeof grad);
+  first.value.backend()->copy_to_host(&value, first.value.data() + 5, sizeof value);
+  const auto set = [&](float v) {
+    first.value.backend()->copy_from_host(first.value.data() + 5, &v, sizeof v);
+  };
+  set(value + 1e-3f);
+  const double up = loss();
+  set(value - 1e-3f);
+  const double down = loss();
+  set(value);
+  EXPECT_NEAR(grad, (up - down) / 2e-3, 1e-3);
+}
+
 TEST(LinkPrediction, AGraphAutoencoderLearnsCorasHeldOutEdges) {
   // Kipf & Welling's GAE (2016): a GCN encoder 1433-32-16, dot-product decoder, 85/5/10 edge
   // split, Adam lr 0.01; they report test ROC-AUC 0.910 and AP 0.920 on Cora. One seed here

@@ -4,9 +4,12 @@
 #include "tessera/datasets/numpy_files.hpp"
 #include "tessera/tessera.hpp"
 
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <unistd.h>
 
 namespace tessera {
@@ -187,6 +190,71 @@ TEST(LinkJob, AStoredSplitOfAnotherGraphIsRefusedNamingThePairAndTheFile) {
   job.link.split_in = graph.path();
   EXPECT_THAT([&] { runtime::run_train_job(job); },
               ThrowsMessage<Error>(HasSubstr("array 'train_pos': missing")));
+}
+
+TEST(LinkJob, AnMlpDecoderLearnsAndTessera_predictRebuildsItFromTheCheckpoint) {
+  const TempFile split("mlp-split.npz"), pairs("mlp-pairs.npz"), scores("mlp-scores.npy");
+  const TempFile checkpoint("mlp-checkpoint");
+  runtime::TrainJob job = link_job();
+  job.link.decoder = "mlp";
+  job.link.decoder_hidden = 12;
+  job.link.split_out = split.path();
+  job.checkpoint_dir = checkpoint.path();
+  const runtime::RunSummary trained = runtime::run_train_job(job);
+  ASSERT_TRUE(trained.result.final_test.roc_auc.has_value());
+  EXPECT_GT(*trained.result.final_test.roc_auc, 0.75);
+
+  // The test pairs, positives then negatives.
+  const datasets::IntegerArray pos = datasets::read_npz_integers(split.path(), "test_pos");
+  const datasets::IntegerArray neg = datasets::read_npz_integers(split.path(), "test_neg");
+  const std::int64_t n = pos.shape[1];
+  std::vector<std::int64_t> both;
+  for (const int row : {0, 1}) {
+    const auto at = static_cast<std::ptrdiff_t>(row * n);
+    both.insert(both.end(), pos.values.begin() + at, pos.values.begin() + at + n);
+    both.insert(both.end(), neg.values.begin() + at, neg.values.begin() + at + n);
+  }
+  const datasets::NumpyArray array{"pairs", {2, 2 * n}, std::span<const std::int64_t>(both)};
+  datasets::write_npz(pairs.path(), std::span(&array, 1));
+  runtime::PredictJob predict;
+  predict.checkpoint_dir = checkpoint.path();
+  predict.pairs = pairs.path();
+  predict.link_split_in = split.path();
+  predict.outputs.predictions = scores.path();
+  EXPECT_EQ(runtime::run_predict_job(predict).pairs, 2 * n);
+
+  // The probabilities rank the test pairs as training's last evaluation did.
+  std::ifstream in(scores.path(), std::ios::binary);
+  const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::size_t header = bytes.size() - static_cast<std::size_t>(2 * n) * sizeof(float);
+  std::vector<double> probability(static_cast<std::size_t>(2 * n));
+  for (std::size_t k = 0; k < probability.size(); ++k) {
+    float p = 0.0f;
+    std::memcpy(&p, bytes.data() + header + k * sizeof(float), sizeof p);
+    probability[k] = p;
+  }
+  std::vector<std::uint8_t> labels(static_cast<std::size_t>(n), 1);
+  labels.resize(static_cast<std::size_t>(2 * n), 0);
+  EXPECT_NEAR(gnn::roc_auc(probability, labels).value(), *trained.result.final_test.roc_auc, 1e-4);
+  std::filesystem::remove_all(checkpoint.path());
+}
+
+TEST(LinkJob, DecoderSettingsThatCannotWorkAreRefused) {
+  runtime::TrainJob unknown = link_job();
+  unknown.link.decoder = "bilinear";
+  runtime::TrainJob budget = link_job();
+  budget.link.decoder = "mlp";
+  budget.offload.device_bytes = 1 << 20;
+  runtime::TrainJob layers = link_job();
+  layers.link.decoder = "mlp";
+  layers.link.decoder_layers = 0;
+  EXPECT_THAT([&] { runtime::run_train_job(unknown); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("--decoder bilinear: expects dot or mlp")));
+  EXPECT_THAT(
+      [&] { runtime::run_train_job(budget); },
+      ThrowsMessage<InvalidArgument>(HasSubstr("--decoder mlp does not run under a memory")));
+  EXPECT_THAT([&] { runtime::run_train_job(layers); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("--decoder-layers 0")));
 }
 
 } // namespace

@@ -37,6 +37,8 @@ public:
   /// DimensionMismatch naming the parameter when the count or a size differs, InvalidArgument
   /// for a negative step count.
   void load_state(const AdamState<T>& state);
+  /// The parameters it updates, in the order given (the order of state()'s moments).
+  const std::vector<Parameter<T>*>& parameters() const noexcept { return parameters_; }
   /// Bytes of the optimizer state (m and v).
   std::size_t bytes() const;
 

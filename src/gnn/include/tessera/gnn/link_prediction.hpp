@@ -6,15 +6,19 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
+#include "tessera/engine/module.hpp"
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/trainer.hpp"
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 namespace tessera::gnn {
+
+class MlpDecoder;
 
 /// Node pairs (src[i], dst[i]).
 struct NodePairs {
@@ -92,7 +96,8 @@ void sample_negatives(const NodePairs& positives, const Csr& adjacency, std::int
 /// pairs' ids are rows of z).
 std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs);
 
-/// The dot-product scores of `pairs` (global ids, the same list on every rank), in their order,
+/// The scores of `pairs` (global ids, the same list on every rank; by `decoder`, or the dot
+/// product when null), in their order,
 /// on every rank, from each rank's embeddings of the nodes it owns (z: host, [n_owned, d];
 /// `owned`: their global ids, empty in one process, where z holds every node). Each rank scores
 /// the pairs whose source it owns, the other ends fetched from their owners. Collective over
@@ -100,7 +105,7 @@ std::vector<double> dot_scores(ConstDenseView<float> z, const NodePairs& pairs);
 /// [0, num_nodes), naming its place.
 std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
                                 std::span<const GlobalId> owned, std::int64_t num_nodes,
-                                comm::Communicator* comm);
+                                comm::Communicator* comm, MlpDecoder* decoder = nullptr);
 
 /// Binary cross-entropy of the dot-product scores, positives labelled 1 and negatives 0, each
 /// side a mean (PyG's GAE: mean softplus(−s⁺) + mean softplus(s⁻)). Adds its gradient to dz
@@ -112,6 +117,42 @@ double link_loss(ConstDenseView<float> z, const NodePairs& positives, const Node
 /// MRR against the negatives and Hits@K for each K of `ks`.
 LinkMetrics measure_links(std::span<const double> positive, std::span<const double> negative,
                           std::span<const int> ks);
+
+/// The MLP decoder of a pair (OGB's LinkPredictor): the ends' embeddings multiplied elementwise,
+/// then `layers` Linear layers with ReLU between them, the last to one score. Its parameters are
+/// named "decoder.linearK.weight" and "decoder.linearK.bias" (K from 0), Glorot weights drawn
+/// from `seed` in fields apart from the encoder's. The pair features in, the scores out and the
+/// gradients travel through host memory; the layers run on `backend` (not under a chunk
+/// manager).
+class MlpDecoder {
+public:
+  /// Throws InvalidArgument for a width or hidden width below 1 or fewer than 1 layer.
+  MlpDecoder(BackendPtr backend, std::int64_t width, std::int64_t hidden, int layers,
+             std::uint64_t seed);
+  MlpDecoder(const MlpDecoder&) = delete;
+  MlpDecoder& operator=(const MlpDecoder&) = delete;
+
+  std::int64_t width() const noexcept { return width_; }
+  /// Every layer's parameters, in order.
+  std::vector<Parameter<float>*> parameters();
+
+  /// The scores of pairs given by their features h ([n, width], host: z_u ⊙ z_v), [n]. In a
+  /// training step it keeps what backward needs.
+  std::vector<double> forward(const Step& step, ConstDenseView<float> h);
+  /// Back-propagates the scores' gradient (host, [n], of the last training forward): writes each
+  /// parameter's gradient (on_gradient receives it, last layer first) and the features' gradient
+  /// into dh ([n, width], host).
+  void backward(std::span<const float> d_score, DenseView<float> dh,
+                const std::function<void(Parameter<float>&)>& on_gradient = {});
+
+private:
+  BackendPtr backend_;
+  std::int64_t width_;
+  std::vector<std::unique_ptr<Module<float>>> layers_;
+  std::vector<Context<float>> contexts_;
+  Dense h_, d_score_; // the features and the scores' gradient on the backend, reused
+  std::vector<float> host_scores_;
+};
 
 /// A link-prediction task: this rank's share of the split (global ids; in one process, rows of
 /// the encoder's input), the training graph's rows the negatives avoid, the Ks of Hits@K.
@@ -125,6 +166,9 @@ struct LinkTask {
   std::span<const GlobalId> ids;
   std::int64_t num_nodes = 0; ///< of the whole graph
   std::vector<int> hits_k = {20, 50, 100};
+  /// The pair decoder trained with the encoder (its parameters summed over ranks and in the
+  /// checkpoints after the encoder's); nullptr: the dot product.
+  MlpDecoder* decoder = nullptr;
 };
 
 /// Trains the encoder `model` (features → embeddings [n, d]) with the dot-product decoder for

@@ -238,7 +238,8 @@ void check_finite(double value, const char* what, int epoch, float lr,
 /// EpochSelection), the chunk manager's epochs when the model runs under one, the watchdog's
 /// epoch times, `on_epoch`, and control's checkpoints, stops and pauses. `optimizer` is the one
 /// `work.train` steps (its state goes into checkpoints). Collective over `comm` (nullptr: one
-/// process).
+/// process). Checkpoints hold the optimizer's parameters (the model's, and any others it
+/// updates, such as a link decoder's), in its order.
 TrainResult run_epochs(const EpochWork& work, Sequential<float>& model, Adam<float>& optimizer,
                        comm::Communicator* comm,
                        const std::function<void(const EpochStats&)>& on_epoch = {},
@@ -295,5 +296,9 @@ std::array<SplitMetrics, 3> evaluate_node_classifier(const BackendPtr& backend,
 /// that they are this model's: the same count, and every name and shape (DimensionMismatch
 /// naming the first that differs, before any weight changes).
 void load_weights(Sequential<float>& model, const std::vector<ParameterState>& parameters);
+/// load_weights for a list of parameters (a model's and a decoder's, in the order a checkpoint
+/// of their optimizer holds them).
+void load_weights(const std::vector<Parameter<float>*>& targets,
+                  const std::vector<ParameterState>& parameters);
 
 } // namespace tessera::gnn

@@ -52,6 +52,11 @@ struct CheckpointRun {
   /// What the model was trained for: "node" (classes) or "link" (an encoder of nodes whose
   /// output is the embedding; `classes` is then its width). "node" in older checkpoints.
   std::string task = "node";
+  /// A link model's pair decoder: "dot", or "mlp" with its hidden width and Linear layers (its
+  /// parameters follow the encoder's). "dot" in older checkpoints.
+  std::string decoder = "dot";
+  std::int64_t decoder_hidden = 0;
+  int decoder_layers = 0;
 };
 
 /// One checkpoint: what run it is and where training stood.

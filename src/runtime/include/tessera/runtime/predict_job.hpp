@@ -46,7 +46,7 @@ struct PredictJob {
   NodeOutputs outputs;
   /// With a link-prediction checkpoint: the node pairs to score, an .npz holding `pairs` (int
   /// [2, E]: sources, then destinations). outputs.predictions then receives each pair's
-  /// probability, sigmoid of the embeddings' dot product (.npy: float32 [E]; .npz: src, dst,
+  /// probability, the sigmoid of its decoder's score (.npy: float32 [E]; .npz: src, dst,
   /// score, probability), in the file's order.
   std::string pairs;
   /// With a link-prediction checkpoint: encode with the message-passing graph of this stored

@@ -89,6 +89,12 @@ struct LinkOptions {
   /// training pair an edge of the graph); the message-passing graph is its training edges, and
   /// the fractions are not used. Empty: drawn.
   std::string split_in;
+  /// The pair decoder: "dot" (the embeddings' dot product) or "mlp" (gnn::MlpDecoder: the
+  /// ends' elementwise product through decoder_layers Linear layers of decoder_hidden units,
+  /// ReLU between; 0: the embedding width).
+  std::string decoder = "dot";
+  std::int64_t decoder_hidden = 0;
+  int decoder_layers = 2;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
