@@ -20,6 +20,9 @@ namespace tessera::gnn {
 
 class MlpDecoder;
 
+/// The Ks of Hits@K reported unless asked otherwise (OGB's ogbl-collab reports Hits@50).
+inline std::vector<int> default_hits_k() { return {20, 50, 100}; }
+
 /// Node pairs (src[i], dst[i]).
 struct NodePairs {
   std::vector<GlobalId> src, dst;
@@ -165,7 +168,7 @@ struct LinkTask {
   /// empty: the identity (one process).
   std::span<const GlobalId> ids;
   std::int64_t num_nodes = 0; ///< of the whole graph
-  std::vector<int> hits_k = {20, 50, 100};
+  std::vector<int> hits_k = default_hits_k();
   /// The pair decoder trained with the encoder (its parameters summed over ranks and in the
   /// checkpoints after the encoder's); nullptr: the dot product.
   MlpDecoder* decoder = nullptr;

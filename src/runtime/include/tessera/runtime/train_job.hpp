@@ -4,6 +4,7 @@
 
 #include "tessera/comm/communicator.hpp"
 #include "tessera/datasets/dataset.hpp"
+#include "tessera/gnn/link_prediction.hpp"
 #include "tessera/gnn/model.hpp"
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/ops/backends.hpp"
@@ -81,7 +82,7 @@ Task parse_task(const std::string& text);
 struct LinkOptions {
   double val_fraction = 0.05, test_fraction = 0.10; ///< of the edges, held out of message passing
   std::int64_t embedding_width = 16;                ///< the encoder's output width
-  std::vector<int> hits_k = {20, 50, 100};          ///< the Ks of Hits@K
+  std::vector<int> hits_k = gnn::default_hits_k();  ///< the Ks of Hits@K
   /// Where to record the split (an .npz of int64 [2, E] node-id pairs: train_pos, val_pos,
   /// val_neg, test_pos, test_neg, as PyG's edge_label_index); empty: not written.
   std::string split_out;
