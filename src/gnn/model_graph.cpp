@@ -5,6 +5,7 @@
 #include "tessera/engine/chunk_manager.hpp"
 #include "tessera/graph/graph.hpp"
 
+#include <fmt/core.h>
 #include <iterator>
 
 namespace tessera::gnn {
@@ -61,8 +62,8 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   }
   // Without ghost rows the rows and columns are the same vertices: Â and A of an undirected
   // graph are symmetric there (on one process, or a tile no edge leaves); D⁻¹A is not.
-  b.symmetric =
-      n_local_ == n_owned_ && kind != AggregationKind::Mean && kind != AggregationKind::Attention;
+  b.symmetric = !block_ && n_local_ == n_owned_ && kind != AggregationKind::Mean &&
+                kind != AggregationKind::Attention;
   const BackendPtr memory =
       in_backend_memory() ? memory_for(backend_, TensorKind::Matrix) : b.host.backend();
   if (kind == AggregationKind::Attention) {
@@ -87,6 +88,54 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
 
 bool ModelGraph::in_backend_memory() const noexcept {
   return backend_->kind() != DeviceKind::Cpu || manager_of(backend_) != nullptr;
+}
+
+std::unique_ptr<ModelGraph> ModelGraph::blocks(BackendPtr backend, int layers,
+                                               std::int64_t in_features, std::int64_t classes) {
+  if (layers < 1) throw InvalidArgument("mini-batch graphs need at least one layer");
+  const BackendPtr host = make_cpu_backend(); // blocks arrive in host memory
+  auto set = std::make_unique<ModelGraph>(backend, Csr(host, 0, 0, 0), in_features, classes);
+  for (int i = 0; i < layers; ++i) {
+    auto g = std::make_unique<ModelGraph>(backend, Csr(host, 0, 0, 0), in_features, classes);
+    g->block_ = true;
+    set->layers_.push_back(std::move(g));
+  }
+  return set;
+}
+
+ModelGraph& ModelGraph::layer(int i) {
+  if (layers_.empty()) return *this;
+  if (i < 0 || i >= static_cast<int>(layers_.size())) {
+    throw InvalidArgument(
+        fmt::format("graph layer {} of a model on {} mini-batch blocks", i, layers_.size()));
+  }
+  return *layers_[static_cast<std::size_t>(i)];
+}
+
+void ModelGraph::set_blocks(std::vector<Csr> blocks) {
+  if (layers_.empty()) throw InvalidArgument("set_blocks: not a set of mini-batch graphs");
+  if (blocks.size() != layers_.size()) {
+    throw InvalidArgument(
+        fmt::format("{} blocks for a model of {} graph layers", blocks.size(), layers_.size()));
+  }
+  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) {
+    if (blocks[i].rows() != blocks[i + 1].cols()) {
+      throw DimensionMismatch(fmt::format("block {} has {} destinations, block {} reads {} "
+                                          "sources: they do not chain",
+                                          i, blocks[i].rows(), i + 1, blocks[i + 1].cols()));
+    }
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    ModelGraph& g = *layers_[i];
+    g.adjacency_ = std::move(blocks[i]);
+    g.n_owned_ = g.adjacency_.rows();
+    g.n_local_ = g.adjacency_.cols();
+    for (std::size_t k = 0; k < std::size(g.built_); ++k) {
+      if (!g.built_[k].ready) continue;
+      g.built_[k].ready = false; // rebuilt into the same matrices the layers hold
+      g.build(static_cast<AggregationKind>(k));
+    }
+  }
 }
 
 const Csr& ModelGraph::matrix(AggregationKind kind) {

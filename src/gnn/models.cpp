@@ -112,13 +112,15 @@ Sequential<float> build_graphsage(ModelGraph& graph, const ModelSpec& spec) {
   refuse_residual_settings(spec, "build_graphsage");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const float dropout = spec.config.dropout;
-  const Csr& mean = graph.matrix(AggregationKind::Mean);
-  const Csr& mean_t = graph.transpose(AggregationKind::Mean);
   const BackendPtr& backend = graph.backend();
   Sequential<float> model;
   model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
   for (std::size_t i = 0; i + 1 < sizes.size(); ++i) {
     const auto layer = static_cast<std::uint32_t>(i);
+    // Each layer its own graph on mini-batch blocks; one graph for all in full-graph training.
+    ModelGraph& g = graph.layer(static_cast<int>(i));
+    const Csr& mean = g.matrix(AggregationKind::Mean);
+    const Csr& mean_t = g.transpose(AggregationKind::Mean);
     auto sage = std::make_unique<SageConv<float>>(backend, mean, mean_t, sizes[i], sizes[i + 1],
                                                   spec.config.bias, spec.seed, layer,
                                                   spec.order_of(static_cast<int>(i)));

@@ -39,6 +39,7 @@
 #include "tessera/gnn/model_graph.hpp"
 #include "tessera/gnn/models.hpp"
 #include "tessera/gnn/sage_conv.hpp"
+#include "tessera/gnn/sampling.hpp"
 #include "tessera/gnn/scheduler.hpp"
 #include "tessera/gnn/trainer.hpp"
 #include "tessera/graph/features.hpp"

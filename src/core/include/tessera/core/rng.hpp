@@ -15,11 +15,13 @@ enum class RngPurpose : std::uint32_t {
   Dropout = 2,
   Generator = 3,
   Split = 4,
-  HaloRounding = 5,     ///< stochastic rounding of compressed halo messages
-  AttentionDropout = 6, ///< dropout of graph-attention coefficients (per edge and head)
-  FanInInit = 7,        ///< weights and biases drawn as PyTorch's nn.Linear starts
-  LinkSplit = 8,        ///< the order that splits edges for link prediction, its negatives
-  NegativeSampling = 9  ///< the negative pairs of a link-prediction training step
+  HaloRounding = 5,       ///< stochastic rounding of compressed halo messages
+  AttentionDropout = 6,   ///< dropout of graph-attention coefficients (per edge and head)
+  FanInInit = 7,          ///< weights and biases drawn as PyTorch's nn.Linear starts
+  LinkSplit = 8,          ///< the order that splits edges for link prediction, its negatives
+  NegativeSampling = 9,   ///< the negative pairs of a link-prediction training step
+  NeighbourSampling = 10, ///< the neighbours a mini-batch's blocks sample, per hop
+  BatchOrder = 11         ///< the order of the training nodes cut into an epoch's mini-batches
 };
 
 /// Selects one independent random field. Draws are keyed additionally by (row, column).

@@ -98,6 +98,25 @@ public:
   /// The options layer `layer`'s exchange is (or will be) made with.
   const comm::ExchangeOptions& exchange_options(int layer) const;
 
+  /// Mini-batch graphs (sampled training, issue 41): one graph per graph layer, each holding
+  /// that layer's block [dst, src] of the current batch (set_blocks) — no halo, the input rows
+  /// the block's sources, destinations first, as a tile's owned rows come first. Layer i of a
+  /// model reads layer(i). Matrices are built as usual and rebuilt in place when the blocks
+  /// change, so the layers' references to them stay valid.
+  static std::unique_ptr<ModelGraph> blocks(BackendPtr backend, int layers,
+                                            std::int64_t in_features, std::int64_t classes);
+  /// The graph graph layer `i` aggregates over: this one, or in mini-batch mode block i's.
+  /// Throws InvalidArgument for a layer beyond the mini-batch graphs.
+  ModelGraph& layer(int i);
+  /// Mini-batch mode: graph layer i's adjacency becomes blocks[i] ([dst_i, src_i], host
+  /// memory), every matrix built so far rebuilt from it. Throws InvalidArgument outside
+  /// mini-batch mode or for another count of blocks, DimensionMismatch for blocks that do not
+  /// chain (block i's destinations are block i+1's sources).
+  void set_blocks(std::vector<Csr> blocks);
+  /// Whether this is a set of mini-batch graphs, and how many (0 in full-graph mode).
+  bool is_blocks() const noexcept { return !layers_.empty(); }
+  int block_layers() const noexcept { return static_cast<int>(layers_.size()); }
+
   /// Frees the adjacency kept for building matrices (call once the model is built).
   void release_adjacency() { adjacency_ = Csr(); }
   /// Bytes of the matrices built so far (and of the adjacency while kept).
@@ -129,6 +148,8 @@ private:
   // still take part in the layer-0 exchange when the others make one.
   bool input_has_ghost_rows_;
   Built built_[4];
+  bool block_ = false;                              // a mini-batch graph's block (never symmetric)
+  std::vector<std::unique_ptr<ModelGraph>> layers_; // mini-batch mode: one per graph layer
   std::vector<std::unique_ptr<comm::LayerExchange<float>>> halos_; // by layer, null for none
 };
 
