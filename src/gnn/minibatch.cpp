@@ -82,6 +82,13 @@ TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<
     throw InvalidArgument(fmt::format("the batch size must be >= 1, got {}", batches.batch_size));
   }
   if (labels.train.empty()) throw InvalidArgument("no training node to draw batches from");
+  if (batches.batch_size > static_cast<std::int64_t>(labels.train.size())) {
+    throw InvalidArgument(fmt::format("the batch size {} is larger than the training set ({} "
+                                      "nodes): every batch would be the whole set; give at most "
+                                      "{}",
+                                      batches.batch_size, labels.train.size(),
+                                      labels.train.size()));
+  }
   if (adjacency.rows() != adjacency.cols() || adjacency.rows() != features.rows()) {
     throw DimensionMismatch(fmt::format("sampled training: a graph of {} for features of {} rows",
                                         adjacency.shape(), features.rows()));

@@ -150,9 +150,17 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   }
 
   m.adjacency_nnz = tile.adjacency.nnz();
-  m.graph = std::make_unique<gnn::ModelGraph>(
-      m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
-      output_width(job, g), m.device_comm, g.plan, g.n_interior, job.cache_input_features);
+  if (job.sampled.enabled) { // a graph per layer, each batch's blocks set into them
+    m.sampled_adjacency = std::move(tile.adjacency);
+    m.graph = gnn::ModelGraph::blocks(
+        m.model_backend,
+        static_cast<int>(job.shape.resolve(g.features.cols(), output_width(job, g)).size()) - 1,
+        g.features.cols(), output_width(job, g));
+  } else {
+    m.graph = std::make_unique<gnn::ModelGraph>(
+        m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
+        output_width(job, g), m.device_comm, g.plan, g.n_interior, job.cache_input_features);
+  }
   m.graph->set_exchange_options(job.exchange);
   m.spec = {job.shape.resolve(g.features.cols(), output_width(job, g)), job.model, job.train.seed};
   const comm::ExchangeOptions exact;

@@ -31,6 +31,7 @@ struct JobModel {
   bool on_host = true;             // training reads the host input (CPU, no budget)
   Buffer<GlobalId> row_ids;        // [n_local] global id of each local row (dropout masks)
   std::int64_t adjacency_nnz = 0;  // of this rank's rows of A
+  Csr sampled_adjacency; // --mode sampled: the whole graph the batches are sampled from (host)
   double build_s = 0.0;
   /// Per GCN layer (the default model, distributed, without a budget): what the cost model
   /// predicted for its step under the exchange it runs with; empty otherwise.

@@ -16,6 +16,8 @@
 #include "tessera/datasets/numpy_files.hpp"
 #include "tessera/gnn/cost_model.hpp"
 #include "tessera/gnn/link_prediction.hpp"
+#include "tessera/gnn/minibatch.hpp"
+#include "tessera/gnn/models.hpp"
 #include "tessera/gnn/scheduler.hpp"
 #include "tessera/io/files.hpp"
 #include "tessera/runtime/balance.hpp"
@@ -229,6 +231,33 @@ bool same_folder(const std::string& a, const std::string& b) {
   return !error && canonical_a == canonical_b;
 }
 
+/// Refuses what sampled training cannot do yet, before anything is loaded.
+void check_sampled(const TrainJob& job, int ranks) {
+  if (!job.sampled.enabled) return;
+  const auto refuse = [](const std::string& why) {
+    throw InvalidArgument("--mode sampled " + why);
+  };
+  if (ranks > 1) refuse(fmt::format("runs in one process for now ({} ranks here)", ranks));
+  if (job.task != Task::Node) refuse("trains node classifiers: drop --task link");
+  if (job.model_name != gnn::display_name(gnn::ModelKind::Sage)) {
+    refuse("trains GraphSAGE for now (--model sage), not " + job.model_name);
+  }
+  if (uses_chunks(job.offload)) refuse("does not run under a memory budget yet");
+  if (job.device != DeviceChoice::Cpu) refuse("runs on the CPU for now (--device cpu)");
+  if (!job.partition_dir.empty()) refuse("reads the whole graph, not a partition store");
+  const int layers = job.shape.layer_sizes.empty()
+                         ? job.shape.num_layers
+                         : static_cast<int>(job.shape.layer_sizes.size()) - 1;
+  try {
+    gnn::check_fanouts(job.sampled.fanouts, layers);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("--fanouts: ") + e.what());
+  }
+  if (job.sampled.batch_size < 1) {
+    refuse(fmt::format("needs a batch size >= 1, got {}", job.sampled.batch_size));
+  }
+}
+
 /// Refuses what link prediction cannot do yet, before anything is loaded.
 void check_link_task(const TrainJob& job, int ranks) {
   if (job.task != Task::Link) return;
@@ -337,6 +366,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   };
   check_balancing(job, comm->size());
   check_link_task(job, comm->size());
+  check_sampled(job, comm->size());
   job.simulation.check(comm->size(), job.train.epochs);
   comm->peer_watch().set_limit(job.peer_timeout);
   comm->peer_watch().set_step("loading the data");
@@ -483,6 +513,12 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         last = gnn::train_link_predictor(model->model_backend, model->model,
                                          input_of(model->input(graph)), task, job.train, epoch_done,
                                          &distribution, control);
+      } else if (job.sampled.enabled) {
+        const gnn::MiniBatchConfig batches{job.sampled.fanouts, job.sampled.replace,
+                                           job.sampled.batch_size};
+        last = gnn::train_sampled_node_classifier(model->model_backend, model->model, *model->graph,
+                                                  model->sampled_adjacency, graph.features, labels,
+                                                  job.train, batches, epoch_done, control);
       } else {
         last = gnn::train_node_classifier(model->model_backend, model->model,
                                           input_of(model->input(graph)), labels, job.train,

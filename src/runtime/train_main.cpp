@@ -34,6 +34,32 @@ namespace tessera::runtime {
 
 namespace {
 
+/// --fanouts "25,10" → {25, 10}: integers >= 1, or -1 (all); InvalidArgument naming the item.
+std::vector<int> parse_fanouts(const std::string& text) {
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    std::size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || value == 0 || value < -1 || value > 1000000000) {
+      throw InvalidArgument(fmt::format("--fanouts '{}': item {} ('{}') is not a neighbour count: "
+                                        "expected comma-separated counts >= 1, or -1 for all "
+                                        "neighbours, such as 25,10",
+                                        text, out.size() + 1, item));
+    }
+    out.push_back(static_cast<int>(value));
+    at = comma + 1;
+  }
+  return out;
+}
+
 /// tessera-train's flags: the shared ones and the GCN's and the distributed job's own.
 struct Options : TrainingFlags {
   Options()
@@ -79,6 +105,9 @@ struct Options : TrainingFlags {
   std::string hits_k = "20,50,100";
   std::string link_split_out;
   std::string link_split_in;
+  std::string mode = "full";
+  std::string fanouts = "25,10";
+  std::int64_t batch_size = 512;
   std::string decoder = "dot";
   std::int64_t decoder_hidden = 0;
   int decoder_layers = 2;
@@ -250,6 +279,19 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
   app.add_flag("--force", o.force, "replace an existing checkpoint in --checkpoint-dir");
   add_node_output_flags(app, o.outputs);
   if (gcn) {
+    app.add_option("--mode", o.mode,
+                   "full (every epoch one step over the whole graph) or sampled (a step per "
+                   "mini-batch of --batch-size training nodes, each layer over --fanouts sampled "
+                   "neighbours; one process, GraphSAGE)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"full", "sampled"}));
+    app.add_option("--fanouts", o.fanouts,
+                   "with --mode sampled: neighbours sampled per node at each hop from the seeds, "
+                   "one count per graph layer (-1: all), e.g. 25,10")
+        ->capture_default_str();
+    add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 40,
+                       "with --mode sampled: training nodes per step")
+        ->capture_default_str();
     app.add_option("--task", o.task,
                    "node (classify nodes) or link (predict held-out edges: the model encodes "
                    "nodes, a pair's score is the dot product of its ends)")
@@ -456,6 +498,11 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   job.offload = offload_config(o.offload);
   job.outputs = o.outputs.outputs();
   job.task = parse_task(o.task);
+  job.sampled.enabled = o.mode == "sampled";
+  if (job.sampled.enabled) {
+    job.sampled.fanouts = parse_fanouts(o.fanouts);
+    job.sampled.batch_size = o.batch_size;
+  }
   if (job.task == Task::Link) {
     const std::vector<double> fractions =
         parse_number_list(o.link_split, "--link-split", true, "0.05,0.1");
@@ -528,6 +575,15 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
       o.outputs.embeddings.empty()) {
     throw InvalidArgument("--predict-nodes chooses the rows of --predictions and --embeddings, "
                           "neither of which is given");
+  }
+  if (o.mode != "sampled") {
+    for (const char* flag : {"--fanouts", "--batch-size"}) {
+      const CLI::Option* option = app.get_option_no_throw(flag);
+      if (option != nullptr && option->count() > 0) {
+        throw InvalidArgument(std::string(flag) + " shapes sampled training: it needs --mode "
+                                                  "sampled");
+      }
+    }
   }
   if (o.task != "link") {
     // Programs of their own model (the examples) have no link prediction flags.

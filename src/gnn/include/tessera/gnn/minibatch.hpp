@@ -29,7 +29,8 @@ struct MiniBatchConfig {
 /// their median. Every config.eval_every epochs and after the last, full-graph inference (every
 /// layer's block the whole graph) measures the splits as train_node_classifier does. One
 /// process; `features` and `labels` in host memory. Throws InvalidArgument for fanouts that do
-/// not fit the graph layers (check_fanouts), a batch size below 1, or no training node.
+/// not fit the graph layers (check_fanouts), a batch size below 1 or above the training set, or
+/// no training node.
 TrainResult train_sampled_node_classifier(
     const BackendPtr& backend, Sequential<float>& model, ModelGraph& graph, const Csr& adjacency,
     const graph::Features& features, const NodeLabels& labels, const TrainConfig& config,

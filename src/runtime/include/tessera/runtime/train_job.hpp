@@ -98,6 +98,14 @@ struct LinkOptions {
   int decoder_layers = 2;
 };
 
+/// Sampled mini-batch training's settings (TrainJob::sampled; gnn::train_sampled_node_classifier).
+struct SampledOptions {
+  bool enabled = false;                ///< --mode sampled (false: full-graph training)
+  std::vector<int> fanouts = {25, 10}; ///< per hop from the seeds, one per graph layer; -1: all
+  std::int64_t batch_size = 512;       ///< seeds per step
+  bool replace = false;                ///< sample neighbours with replacement
+};
+
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
 struct TrainJob {
   // ---- the data ----
@@ -172,6 +180,8 @@ struct TrainJob {
   /// count, the same split and negatives; the split's seed is train.seed, its validation ROC-AUC
   /// selects the epoch; no rebalancing yet).
   Task task = Task::Node;
+  /// Sampled mini-batch training instead of full-graph (one process, GraphSAGE, CPU for now).
+  SampledOptions sampled;
   LinkOptions link;
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks
 
