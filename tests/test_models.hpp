@@ -1,5 +1,6 @@
 // A small model and its inputs that tests of the engine's hooks and the runtime's simulations
-// share: Linear(3 -> 4) then ReLU, on a batch of 5 rows.
+// share: Linear(3 -> 4) then ReLU, on a batch of 5 rows; and a random graph (link prediction's
+// and sampling's tests).
 #pragma once
 
 #include "tessera/tessera.hpp"
@@ -25,5 +26,16 @@ struct LinearReluBatch {
   }
   DenseT<float> x, dy;
 };
+
+/// A symmetric random graph of `n` nodes and about n·degree/2 edges (self-loops dropped).
+inline Csr random_graph(std::int64_t n, int degree, std::uint64_t seed) {
+  graph::EdgeList edges;
+  edges.num_nodes = n;
+  const RngKey key = RngKey::make(seed, RngPurpose::Generator, 0);
+  for (std::int64_t i = 0; i < n * degree / 2; ++i)
+    edges.add(static_cast<GlobalId>(uniform_index(key, i, 0, static_cast<std::uint32_t>(n))),
+              static_cast<GlobalId>(uniform_index(key, i, 1, static_cast<std::uint32_t>(n))));
+  return graph::build_symmetric_csr(make_cpu_backend(1), edges);
+}
 
 } // namespace tessera::testing

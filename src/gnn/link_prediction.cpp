@@ -951,7 +951,7 @@ std::vector<double> score_pairs(ConstDenseView<float> z, const NodePairs& pairs,
 
 MlpDecoder::MlpDecoder(BackendPtr backend, std::int64_t width, std::int64_t hidden, int layers,
                        std::uint64_t seed)
-    : backend_(std::move(backend)), width_(width) {
+    : backend_(std::move(backend)), width_(width), h_(backend_), d_score_(backend_) {
   if (width < 1 || hidden < 1 || layers < 1) {
     throw InvalidArgument(fmt::format("the MLP decoder needs a width and a hidden width >= 1 and "
                                       "at least 1 layer, got {}, {} and {}",
@@ -989,10 +989,10 @@ std::vector<double> MlpDecoder::forward(const Step& step, ConstDenseView<float> 
         fmt::format("the MLP decoder reads pair features of width {}, got {}", width_, h.cols));
   }
   if (h.rows == 0) return {};
-  if (h_.rows() != h.rows) h_ = Dense(backend_, h.rows, width_);
-  backend_->copy_from_host(h_.data(), h.data,
+  const DenseView<float> on_backend = h_.get(h.rows, width_);
+  backend_->copy_from_host(on_backend.data, h.data,
                            static_cast<std::size_t>(h.rows * h.cols) * sizeof(float));
-  Input<float> x = h_.cview();
+  Input<float> x = ConstDenseView<float>(on_backend);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     contexts_[i] = layers_[i]->forward(step, x);
     x = contexts_[i].output;
@@ -1011,9 +1011,9 @@ void MlpDecoder::backward(std::span<const float> d_score, DenseView<float> dh,
                                         dh.rows, dh.cols, n, width_));
   }
   if (n == 0) return;
-  if (d_score_.rows() != n) d_score_ = Dense(backend_, n, 1);
-  backend_->copy_from_host(d_score_.data(), d_score.data(), d_score.size() * sizeof(float));
-  ConstDenseView<float> d = d_score_.cview();
+  const DenseView<float> ds = d_score_.get(n, 1);
+  backend_->copy_from_host(ds.data, d_score.data(), d_score.size() * sizeof(float));
+  ConstDenseView<float> d = ds;
   for (std::size_t i = layers_.size(); i-- > 0;) {
     d = layers_[i]->backward(contexts_[i], d, GradientMode::Overwrite, GradientMode::Overwrite);
     if (on_gradient) {

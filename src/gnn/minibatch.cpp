@@ -4,6 +4,7 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/engine/layers.hpp"
 #include "tessera/engine/optimizer.hpp"
 #include "tessera/ops/ops.hpp"
 
@@ -26,10 +27,10 @@ Csr block_matrix(const BackendPtr& host, const Block& b) {
 }
 
 /// The rows `nodes` of `features` (host) as a dense [nodes, F] matrix on `backend`, in `out`
-/// (reused when the shape repeats).
-void gather_rows(const Backend& backend, const graph::Features& features,
-                 std::span<const GlobalId> nodes, std::vector<float>& host, Dense& out,
-                 const BackendPtr& owner) {
+/// (grown, never shrunk: a batch's fresh memory would cost its first touch every step).
+ConstDenseView<float> gather_rows(const Backend& backend, const graph::Features& features,
+                                  std::span<const GlobalId> nodes, std::vector<float>& host,
+                                  Workspace<float>& out) {
   const std::int64_t f = features.cols();
   host.assign(static_cast<std::size_t>(static_cast<std::int64_t>(nodes.size()) * f), 0.0f);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -43,9 +44,9 @@ void gather_rows(const Backend& backend, const graph::Features& features,
         row[s.col()[k]] = s.val()[k];
     }
   }
-  const auto rows = static_cast<std::int64_t>(nodes.size());
-  if (out.rows() != rows || out.cols() != f) out = Dense(owner, rows, f);
-  backend.copy_from_host(out.data(), host.data(), host.size() * sizeof(float));
+  const DenseView<float> x = out.get(static_cast<std::int64_t>(nodes.size()), f);
+  backend.copy_from_host(x.data, host.data(), host.size() * sizeof(float));
+  return x;
 }
 
 /// `values` in `backend`'s memory (`buffer`, reused), as a span there.
@@ -97,7 +98,7 @@ TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<
   const std::vector<GlobalId> train(labels.train.begin(), labels.train.end());
   const SamplerOptions sampler{batches.fanouts, batches.replace, config.seed};
   Adam<float> optimizer(backend, model.parameters(), config.adam);
-  Dense x, d_logits;
+  Workspace<float> x(backend), d_logits(backend); // the largest batch's, reused
   std::vector<float> host_x;
   std::vector<std::int32_t> batch_labels, batch_rows;
   Buffer<std::int32_t> labels_buffer, rows_buffer;
@@ -132,10 +133,11 @@ TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<
       for (const Block& b : batch.blocks)
         blocks.push_back(block_matrix(host, b));
       graph.set_blocks(std::move(blocks));
-      gather_rows(*backend, features, batch.input_nodes(), host_x, x, backend);
+      const ConstDenseView<float> inputs =
+          gather_rows(*backend, features, batch.input_nodes(), host_x, x);
       const std::span<const GlobalId> ids = on_backend(backend, batch.input_nodes(), ids_buffer);
       const Step step{config.seed, e, true, RowIds{ids.data(), 0}};
-      const ConstDenseView<float> logits = model.forward(step, x.cview());
+      const ConstDenseView<float> logits = model.forward(step, inputs);
       phases.forward += phase.seconds();
       phase.restart();
       const auto n = static_cast<std::int64_t>(seeds.size());
@@ -145,16 +147,14 @@ TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<
         batch_labels[i] = labels.labels[static_cast<std::size_t>(seeds[i])];
         batch_rows[i] = static_cast<std::int32_t>(i);
       }
-      if (d_logits.rows() != logits.rows || d_logits.cols() != logits.cols) {
-        d_logits = Dense(backend, logits.rows, logits.cols);
-      }
+      const DenseView<float> d_out = d_logits.get(logits.rows, logits.cols);
       const double batch_loss = ops::softmax_cross_entropy<float>(
           *backend, logits, on_backend<std::int32_t>(backend, batch_labels, labels_buffer),
           on_backend<std::int32_t>(backend, batch_rows, rows_buffer), static_cast<double>(n),
-          d_logits.view());
+          d_out);
       phases.loss += phase.seconds();
       phase.restart();
-      model.backward(d_logits.cview());
+      model.backward(d_out);
       phases.backward += phase.seconds();
       check_finite(batch_loss, "training loss", epoch, config.adam.lr);
       phase.restart();

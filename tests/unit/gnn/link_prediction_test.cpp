@@ -4,6 +4,7 @@
 // published ROC-AUC.
 #include "tessera/tessera.hpp"
 #include "test_data.hpp"
+#include "test_models.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,19 +15,9 @@
 namespace tessera::gnn {
 namespace {
 
+using tessera::testing::random_graph;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-/// A symmetric random graph of `n` nodes and about n·degree/2 edges.
-Csr random_graph(std::int64_t n, int degree, std::uint64_t seed) {
-  graph::EdgeList edges;
-  edges.num_nodes = n;
-  const RngKey key = RngKey::make(seed, RngPurpose::Generator, 0);
-  for (std::int64_t i = 0; i < n * degree / 2; ++i)
-    edges.add(static_cast<GlobalId>(uniform_index(key, i, 0, static_cast<std::uint32_t>(n))),
-              static_cast<GlobalId>(uniform_index(key, i, 1, static_cast<std::uint32_t>(n))));
-  return graph::build_symmetric_csr(make_cpu_backend(1), edges);
-}
 
 std::set<std::pair<GlobalId, GlobalId>> pair_set(const NodePairs& pairs) {
   std::set<std::pair<GlobalId, GlobalId>> out;

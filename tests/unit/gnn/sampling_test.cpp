@@ -2,6 +2,7 @@
 // fanouts honoured without replacement, every sampled edge an edge of the graph, the same
 // draws for the same seed, and seed batches that cover the training nodes once per epoch.
 #include "tessera/tessera.hpp"
+#include "test_models.hpp"
 
 #include <algorithm>
 #include <gmock/gmock.h>
@@ -11,19 +12,9 @@
 namespace tessera::gnn {
 namespace {
 
+using tessera::testing::random_graph;
 using ::testing::HasSubstr;
 using ::testing::ThrowsMessage;
-
-/// A symmetric random graph of `n` nodes and about n·degree/2 edges.
-Csr random_graph(std::int64_t n, int degree, std::uint64_t seed) {
-  graph::EdgeList edges;
-  edges.num_nodes = n;
-  const RngKey key = RngKey::make(seed, RngPurpose::Generator, 0);
-  for (std::int64_t i = 0; i < n * degree / 2; ++i)
-    edges.add(static_cast<GlobalId>(uniform_index(key, i, 0, static_cast<std::uint32_t>(n))),
-              static_cast<GlobalId>(uniform_index(key, i, 1, static_cast<std::uint32_t>(n))));
-  return graph::build_symmetric_csr(make_cpu_backend(1), edges);
-}
 
 std::int64_t degree(const Csr& a, GlobalId u) {
   return a.row_ptr()[u + 1] - a.row_ptr()[u];

@@ -6,6 +6,7 @@
 #include "tessera/comm/communicator.hpp"
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
+#include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/trainer.hpp"
@@ -153,7 +154,9 @@ private:
   std::int64_t width_;
   std::vector<std::unique_ptr<Module<float>>> layers_;
   std::vector<Context<float>> contexts_;
-  Dense h_, d_score_; // the features and the scores' gradient on the backend, reused
+  // The features and the scores' gradient on the backend: grown to the largest pair count
+  // (training's and evaluation's alternate), never reallocated for a smaller one.
+  Workspace<float> h_, d_score_;
   std::vector<float> host_scores_;
 };
 
