@@ -91,7 +91,24 @@ DataParallel::DataParallel(comm::Communicator& comm, BackendPtr backend,
     ChunkManager* manager = manager_of(parameters.front()->grad.backend());
     if (manager != nullptr && manager->budgeted()) memory_ = manager;
   }
-  const std::vector<BucketPlan> plans = plan_buckets(std::move(ranges), bucket_bytes);
+  std::vector<BucketPlan> plans = plan_buckets(ranges, bucket_bytes);
+  // Buckets follow addresses, which need not be laid out alike on every rank (allocations before
+  // the model's differ by rank): where the ranks' plans differ, every gradient is a bucket of its
+  // own, the same everywhere. A hash of the plan's membership, compared by one allreduce.
+  std::uint64_t hash = 1469598103934665603ull;
+  for (const BucketPlan& plan : plans) {
+    for (const std::size_t m : plan.members)
+      hash = (hash ^ (m + 1)) * 1099511628211ull;
+    hash = (hash ^ 0xffffull) * 1099511628211ull;
+  }
+  const auto exact = static_cast<double>(hash >> 12); // below 2^53: exact in a double
+  double bounds[] = {exact, -exact};
+  if (comm_.size() > 1) comm_.allreduce_max(std::span<double>(bounds));
+  if (bounds[0] != -bounds[1]) {
+    plans.clear();
+    for (std::size_t i = 0; i < ranges.size(); ++i)
+      plans.push_back({{i}, ranges[i].second > 0 ? ranges[i].first : nullptr, ranges[i].second});
+  }
   buckets_.resize(plans.size());
   for (std::size_t b = 0; b < plans.size(); ++b) {
     Bucket& bucket = buckets_[b];

@@ -2,6 +2,7 @@
 // metrics, and the epochs of an encoder trained on them, in one process or over ranks.
 #include "tessera/gnn/link_prediction.hpp"
 
+#include "rank_nodes.hpp"
 #include "tessera/comm/halo_exchange.hpp"
 #include "tessera/comm/halo_plan.hpp"
 #include "tessera/comm/tags.hpp"
@@ -30,93 +31,6 @@ namespace {
 GlobalId id_of(std::span<const GlobalId> ids, std::int64_t r) {
   return ids.empty() ? static_cast<GlobalId>(r) : ids[static_cast<std::size_t>(r)];
 }
-
-/// Where every node of a distributed graph is: the rank that owns it and, for this rank's nodes,
-/// its row. Default-constructed: one process, where both are the identity.
-class NodeIndex {
-public:
-  NodeIndex() = default;
-  /// From every rank's owned ids. Collective (an allreduce of [num_nodes]); InvalidArgument for
-  /// an id outside the graph and for ids that do not cover it once.
-  NodeIndex(comm::Communicator& comm, std::span<const GlobalId> owned, std::int64_t num_nodes)
-      : rank_(comm.rank()) {
-    std::vector<std::int64_t> owner(static_cast<std::size_t>(num_nodes), 0);
-    std::int64_t owned_total = static_cast<std::int64_t>(owned.size());
-    std::int64_t bad = -1;
-    for (const GlobalId id : owned) {
-      if (id < 0 || id >= num_nodes)
-        bad = id;
-      else
-        owner[static_cast<std::size_t>(id)] += rank_ + 1;
-    }
-    if (bad >= 0 || owned.size() > static_cast<std::size_t>(num_nodes)) {
-      throw InvalidArgument(fmt::format("link prediction: rank {} owns node {}, outside the "
-                                        "graph's {} nodes",
-                                        rank_, bad, num_nodes));
-    }
-    comm.allreduce_sum(std::span<std::int64_t>(owner));
-    comm.allreduce_sum(std::span<std::int64_t>(&owned_total, 1));
-    owner_.resize(owner.size());
-    row_.assign(owner.size(), -1);
-    for (std::size_t v = 0; v < owner.size(); ++v) {
-      if (owner[v] < 1 || owner[v] > comm.size() || owned_total != num_nodes) {
-        throw InvalidArgument(fmt::format("link prediction: the ranks own {} rows of a graph of "
-                                          "{} nodes, node {} {} times: the tiles are not one "
-                                          "partition of it",
-                                          owned_total, num_nodes, v, owner[v] < 1 ? "no" : "more"));
-      }
-      owner_[v] = static_cast<std::int32_t>(owner[v] - 1);
-    }
-    for (std::size_t r = 0; r < owned.size(); ++r)
-      row_[static_cast<std::size_t>(owned[r])] = static_cast<std::int32_t>(r);
-  }
-
-  bool distributed() const noexcept { return !owner_.empty(); }
-  bool mine(GlobalId v) const noexcept { return owner(v) == rank_; }
-  int owner(GlobalId v) const noexcept {
-    return owner_.empty() ? 0 : owner_[static_cast<std::size_t>(v)];
-  }
-  /// The row of a node this rank owns (while a table is planned: the table row of a remote one,
-  /// or -1).
-  std::int64_t row(GlobalId v) const noexcept {
-    return row_.empty() ? v : row_[static_cast<std::size_t>(v)];
-  }
-  void set_row(GlobalId v, std::int64_t row) noexcept {
-    row_[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(row);
-  }
-
-private:
-  int rank_ = 0;
-  std::vector<std::int32_t> owner_, row_;
-};
-
-/// The neighbours of a rank's owned rows by global id, each row's sorted: what a negative draw is
-/// checked against. In one process (`ids` empty) the adjacency's own columns.
-class Neighbours {
-public:
-  Neighbours(const Csr& a, std::span<const GlobalId> ids) : a_(&a), global_(!ids.empty()) {
-    if (!global_) return;
-    col_.resize(static_cast<std::size_t>(a.nnz()));
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < a.rows(); ++r) {
-      const Offset begin = a.row_ptr()[r], end = a.row_ptr()[r + 1];
-      for (Offset k = begin; k < end; ++k)
-        col_[static_cast<std::size_t>(k)] = ids[static_cast<std::size_t>(a.col()[k])];
-      std::sort(col_.begin() + begin, col_.begin() + end);
-    }
-  }
-  /// Whether v is a neighbour of owned row `row`.
-  bool has(std::int64_t row, GlobalId v) const {
-    const Offset begin = a_->row_ptr()[row], end = a_->row_ptr()[row + 1];
-    if (global_) return std::binary_search(col_.begin() + begin, col_.begin() + end, v);
-    return std::binary_search(a_->col() + begin, a_->col() + end, static_cast<LocalId>(v));
-  }
-
-private:
-  const Csr* a_;
-  bool global_;
-  std::vector<GlobalId> col_;
-};
 
 /// An undirected edge (u < v) and its place in the split's order: the key, then (u, v).
 struct KeyedEdge {

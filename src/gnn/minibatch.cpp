@@ -26,29 +26,6 @@ Csr block_matrix(const BackendPtr& host, const Block& b) {
   return m;
 }
 
-/// The rows `nodes` of `features` (host) as a dense [nodes, F] matrix on `backend`, in `out`
-/// (grown, never shrunk: a batch's fresh memory would cost its first touch every step).
-ConstDenseView<float> gather_rows(const Backend& backend, const graph::Features& features,
-                                  std::span<const GlobalId> nodes, std::vector<float>& host,
-                                  Workspace<float>& out) {
-  const std::int64_t f = features.cols();
-  host.assign(static_cast<std::size_t>(static_cast<std::int64_t>(nodes.size()) * f), 0.0f);
-  for (std::size_t i = 0; i < nodes.size(); ++i) {
-    float* row = host.data() + static_cast<std::int64_t>(i) * f;
-    if (features.dense) {
-      const float* from = features.dense->data() + nodes[i] * f;
-      std::copy(from, from + f, row);
-    } else {
-      const Csr& s = *features.sparse;
-      for (Offset k = s.row_ptr()[nodes[i]]; k < s.row_ptr()[nodes[i] + 1]; ++k)
-        row[s.col()[k]] = s.val()[k];
-    }
-  }
-  const DenseView<float> x = out.get(static_cast<std::int64_t>(nodes.size()), f);
-  backend.copy_from_host(x.data, host.data(), host.size() * sizeof(float));
-  return x;
-}
-
 /// `values` in `backend`'s memory (`buffer`, reused), as a span there.
 template <typename T>
 std::span<const T> on_backend(const BackendPtr& backend, std::span<const T> values,
@@ -66,7 +43,238 @@ Input<float> whole_input(const graph::Features& f) {
   return f.sparse->view();
 }
 
+/// Steps per epoch over the ranks (the most batches any rank has), and the seeds of each step
+/// over all ranks, from every rank's training-node count.
+struct StepPlan {
+  std::int64_t steps = 0;
+  std::vector<std::int64_t> seeds; // [steps]
+};
+
+StepPlan plan_steps(comm::Communicator* comm, std::int64_t train, std::int64_t batch_size) {
+  const std::vector<double> counts = comm != nullptr
+                                         ? comm->allgather(static_cast<double>(train))
+                                         : std::vector<double>{static_cast<double>(train)};
+  StepPlan plan;
+  for (const double c : counts)
+    plan.steps = std::max(plan.steps, (static_cast<std::int64_t>(c) + batch_size - 1) / batch_size);
+  plan.seeds.assign(static_cast<std::size_t>(plan.steps), 0);
+  for (const double c : counts) {
+    for (std::int64_t k = 0; k < plan.steps; ++k) {
+      plan.seeds[static_cast<std::size_t>(k)] +=
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(c) - k * batch_size, 0, batch_size);
+    }
+  }
+  return plan;
+}
+
+/// The trained model's weights into its full-graph twin (the same builder: the same parameters
+/// in the same order).
+void copy_weights(Sequential<float>& from, Sequential<float>& to) {
+  const std::vector<Parameter<float>*> a = from.parameters(), b = to.parameters();
+  if (a.size() != b.size()) {
+    throw DimensionMismatch(fmt::format("the full-graph model has {} parameters, the sampled "
+                                        "one {}: build both with one builder",
+                                        b.size(), a.size()));
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i]->value.rows() != b[i]->value.rows() || a[i]->value.cols() != b[i]->value.cols()) {
+      throw DimensionMismatch(fmt::format("parameter {} ('{}') is {}x{} in the sampled model and "
+                                          "{}x{} in the full-graph one",
+                                          i, a[i]->name, a[i]->value.rows(), a[i]->value.cols(),
+                                          b[i]->value.rows(), b[i]->value.cols()));
+    }
+    std::vector<float> host(static_cast<std::size_t>(a[i]->value.rows() * a[i]->value.cols()));
+    a[i]->value.backend()->copy_to_host(host.data(), a[i]->value.data(), a[i]->value.bytes());
+    b[i]->value.backend()->copy_from_host(b[i]->value.data(), host.data(), b[i]->value.bytes());
+  }
+}
+
+/// train_sampled_node_classifier; without a full-graph model, evaluation sets every layer's block
+/// to `whole` (one process) and reads `whole_input`.
+TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, ModelGraph& graph,
+                          RankSampler& sampler, const NodeLabels& labels, const TrainConfig& config,
+                          const MiniBatchConfig& batches, const FullGraphModel& evaluation,
+                          const Csr* whole, Input<float> whole_input,
+                          const std::function<void(const EpochStats&)>& on_epoch,
+                          const TrainControl& control) {
+  if (!graph.is_blocks()) {
+    throw InvalidArgument("sampled training needs a model built on ModelGraph::blocks");
+  }
+  comm::Communicator* comm = sampler.comm();
+  const bool ranks = comm != nullptr && comm->size() > 1;
+  const int layers = graph.block_layers();
+  check_fanouts(batches.fanouts, layers);
+  if (batches.batch_size < 1) {
+    throw InvalidArgument(fmt::format("the batch size must be >= 1, got {}", batches.batch_size));
+  }
+  if (evaluation.model == nullptr && (ranks || whole == nullptr)) {
+    throw InvalidArgument("sampled training over ranks evaluates with a full-graph model: give "
+                          "one (FullGraphModel)");
+  }
+  std::vector<std::int64_t> counts{static_cast<std::int64_t>(labels.train.size()),
+                                   static_cast<std::int64_t>(labels.val.size()),
+                                   static_cast<std::int64_t>(labels.test.size())};
+  if (ranks) comm->allreduce_sum(std::span<std::int64_t>(counts));
+  if (counts[0] == 0) throw InvalidArgument("no training node to draw batches from");
+  if (batches.batch_size > counts[0]) {
+    throw InvalidArgument(fmt::format("the batch size {} is larger than the training set ({} "
+                                      "nodes): every batch would be the whole set; give at most "
+                                      "{}",
+                                      batches.batch_size, counts[0], counts[0]));
+  }
+  std::vector<GlobalId> train(labels.train.size());
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    const std::int32_t r = labels.train[i];
+    if (r < 0 || r >= sampler.num_owned()) {
+      throw InvalidArgument(fmt::format("training node {} is row {}, outside this rank's {} rows",
+                                        i, r, sampler.num_owned()));
+    }
+    train[i] = sampler.global_id(r);
+  }
+  const StepPlan plan =
+      plan_steps(comm, static_cast<std::int64_t>(train.size()), batches.batch_size);
+  const BackendPtr host = make_cpu_backend();
+  Adam<float> optimizer(backend, model.parameters(), config.adam);
+  // Over ranks the gradients are summed after backward in one allreduce, packed in parameter
+  // order (a rank out of batches has no backward to overlap it with; the weights are small).
+  std::vector<float> gradients;
+  const auto sum_gradients = [&] {
+    const std::vector<Parameter<float>*> parameters = model.parameters();
+    std::size_t total = 0;
+    for (const Parameter<float>* p : parameters)
+      total += static_cast<std::size_t>(p->grad.size());
+    gradients.resize(total);
+    std::size_t at = 0;
+    for (const Parameter<float>* p : parameters) {
+      backend->copy_to_host(gradients.data() + at, p->grad.data(), p->grad.bytes());
+      at += static_cast<std::size_t>(p->grad.size());
+    }
+    comm->allreduce_sum(std::span<float>(gradients));
+    at = 0;
+    for (Parameter<float>* p : parameters) {
+      backend->copy_from_host(p->grad.data(), gradients.data() + at, p->grad.bytes());
+      at += static_cast<std::size_t>(p->grad.size());
+    }
+  };
+  Workspace<float> x(backend), d_logits(backend); // the largest batch's, reused
+  std::vector<float> host_x;
+  std::vector<std::int32_t> batch_labels, batch_rows;
+  Buffer<std::int32_t> labels_buffer, rows_buffer;
+  Buffer<GlobalId> ids_buffer;
+  const std::vector<GlobalId> no_seeds;
+
+  EpochWork work;
+  work.epochs = config.epochs;
+  work.eval_every = config.eval_every;
+  work.metric = config.metric;
+  work.gathers_scores = false; // evaluate_node_classifier measures ROC-AUC itself
+  work.train_rows = counts[0];
+  work.val_rows = counts[1];
+  work.test_rows = counts[2];
+  work.lr = config.adam.lr;
+  work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
+    const Stopwatch epoch_clock;
+    const SamplingStats before = sampler.stats();
+    std::vector<double> step_ms, wait_ms;
+    double loss = 0.0; // this rank's seeds' summed cross-entropy
+    const auto e = static_cast<std::uint32_t>(epoch);
+    const std::vector<std::vector<GlobalId>> mine =
+        seed_batches(train, batches.batch_size, config.seed, e);
+    for (std::int64_t k = 0; k < plan.steps; ++k) {
+      if (comm != nullptr)
+        comm->peer_watch().set_step(fmt::format("epoch {} step {}", epoch, k + 1));
+      const Stopwatch step_clock;
+      Stopwatch phase;
+      const std::vector<GlobalId>& seeds =
+          k < static_cast<std::int64_t>(mine.size()) ? mine[static_cast<std::size_t>(k)] : no_seeds;
+      const SampledBatch batch = sampler.sample(seeds, e);
+      sampler.gather_features(batch.input_nodes(), host_x);
+      wait_ms.push_back(step_clock.seconds() * 1e3);
+      const double divisor = static_cast<double>(plan.seeds[static_cast<std::size_t>(k)]);
+      if (!seeds.empty()) {
+        std::vector<Csr> blocks;
+        for (const Block& b : batch.blocks)
+          blocks.push_back(block_matrix(host, b));
+        graph.set_blocks(std::move(blocks));
+        const DenseView<float> inputs =
+            x.get(static_cast<std::int64_t>(batch.input_nodes().size()), sampler.feature_width());
+        backend->copy_from_host(inputs.data, host_x.data(), host_x.size() * sizeof(float));
+        const std::span<const GlobalId> ids = on_backend(backend, batch.input_nodes(), ids_buffer);
+        const Step step{config.seed, e, true, RowIds{ids.data(), 0}};
+        const ConstDenseView<float> logits = model.forward(step, ConstDenseView<float>(inputs));
+        phases.forward += phase.seconds();
+        phase.restart();
+        batch_labels.resize(seeds.size());
+        batch_rows.resize(seeds.size());
+        for (std::size_t i = 0; i < seeds.size(); ++i) {
+          batch_labels[i] = labels.labels[static_cast<std::size_t>(sampler.owned_row(seeds[i]))];
+          batch_rows[i] = static_cast<std::int32_t>(i);
+        }
+        const DenseView<float> d_out = d_logits.get(logits.rows, logits.cols);
+        const double batch_loss = ops::softmax_cross_entropy<float>(
+            *backend, logits, on_backend<std::int32_t>(backend, batch_labels, labels_buffer),
+            on_backend<std::int32_t>(backend, batch_rows, rows_buffer), divisor, d_out);
+        loss += batch_loss * divisor;
+        phases.loss += phase.seconds();
+        phase.restart();
+        model.backward(d_out);
+        phases.backward += phase.seconds();
+      } else { // no batch left here: a zero gradient to the sum
+        for (Parameter<float>* p : model.parameters())
+          ops::zero<float>(*backend, std::span<float>(p->grad.data(), p->grad.size()));
+      }
+      phase.restart();
+      if (ranks) sum_gradients();
+      optimizer.step();
+      phases.optimizer += phase.seconds();
+      step_ms.push_back(step_clock.seconds() * 1e3);
+    }
+    if (ranks) comm->allreduce_sum(std::span<double>(&loss, 1));
+    stats.train_loss = loss / static_cast<double>(counts[0]);
+    check_finite(stats.train_loss, "training loss", epoch, config.adam.lr);
+    stats.steps = static_cast<int>(step_ms.size());
+    stats.step_ms = median(std::move(step_ms));
+    stats.batch_wait_ms = median(std::move(wait_ms));
+    stats.epoch_ms = epoch_clock.seconds() * 1e3;
+    const SamplingStats& after = sampler.stats();
+    stats.sampled_edges = after.sampled_edges - before.sampled_edges;
+    stats.input_rows = after.input_rows - before.input_rows;
+    stats.cache_hits = after.cache_hits - before.cache_hits;
+    stats.fetched_rows = after.fetched_rows - before.fetched_rows;
+    stats.batch_bytes =
+        after.sample_bytes + after.feature_bytes - before.sample_bytes - before.feature_bytes;
+  };
+  work.evaluate = [&](int, SplitMetrics(&shares)[3], BinaryScores*) {
+    std::array<SplitMetrics, 3> m;
+    if (evaluation.model != nullptr) {
+      copy_weights(model, *evaluation.model);
+      m = evaluate_node_classifier(backend, *evaluation.model, evaluation.features, labels,
+                                   config.metric, evaluation.distribution);
+    } else { // one process: every layer's block the whole graph
+      std::vector<Csr> blocks;
+      for (int i = 0; i < layers; ++i)
+        blocks.push_back(to_backend(*whole, host));
+      graph.set_blocks(std::move(blocks));
+      m = evaluate_node_classifier(backend, model, whole_input, labels, config.metric);
+    }
+    for (int i = 0; i < 3; ++i)
+      shares[i] = m[static_cast<std::size_t>(i)];
+  };
+  return run_epochs(work, model, optimizer, comm, on_epoch, control);
+}
+
 } // namespace
+
+TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<float>& model,
+                                          ModelGraph& graph, RankSampler& sampler,
+                                          const NodeLabels& labels, const TrainConfig& config,
+                                          const MiniBatchConfig& batches,
+                                          const FullGraphModel& evaluation,
+                                          const std::function<void(const EpochStats&)>& on_epoch,
+                                          const TrainControl& control) {
+  return train_sampled(backend, model, graph, sampler, labels, config, batches, evaluation, nullptr,
+                       {}, on_epoch, control);
+}
 
 TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<float>& model,
                                           ModelGraph& graph, const Csr& adjacency,
@@ -74,109 +282,15 @@ TrainResult train_sampled_node_classifier(const BackendPtr& backend, Sequential<
                                           const TrainConfig& config, const MiniBatchConfig& batches,
                                           const std::function<void(const EpochStats&)>& on_epoch,
                                           const TrainControl& control) {
-  if (!graph.is_blocks()) {
-    throw InvalidArgument("sampled training needs a model built on ModelGraph::blocks");
-  }
-  const int layers = graph.block_layers();
-  check_fanouts(batches.fanouts, layers);
-  if (batches.batch_size < 1) {
-    throw InvalidArgument(fmt::format("the batch size must be >= 1, got {}", batches.batch_size));
-  }
-  if (labels.train.empty()) throw InvalidArgument("no training node to draw batches from");
-  if (batches.batch_size > static_cast<std::int64_t>(labels.train.size())) {
-    throw InvalidArgument(fmt::format("the batch size {} is larger than the training set ({} "
-                                      "nodes): every batch would be the whole set; give at most "
-                                      "{}",
-                                      batches.batch_size, labels.train.size(),
-                                      labels.train.size()));
-  }
   if (adjacency.rows() != adjacency.cols() || adjacency.rows() != features.rows()) {
     throw DimensionMismatch(fmt::format("sampled training: a graph of {} for features of {} rows",
                                         adjacency.shape(), features.rows()));
   }
-  const BackendPtr host = adjacency.backend();
-  const std::vector<GlobalId> train(labels.train.begin(), labels.train.end());
-  const SamplerOptions sampler{batches.fanouts, batches.replace, config.seed};
-  Adam<float> optimizer(backend, model.parameters(), config.adam);
-  Workspace<float> x(backend), d_logits(backend); // the largest batch's, reused
-  std::vector<float> host_x;
-  std::vector<std::int32_t> batch_labels, batch_rows;
-  Buffer<std::int32_t> labels_buffer, rows_buffer;
-  Buffer<GlobalId> ids_buffer;
-  const auto full_graph = [&] { // every layer's block the whole graph
-    std::vector<Csr> whole;
-    for (int i = 0; i < layers; ++i)
-      whole.push_back(to_backend(adjacency, host));
-    graph.set_blocks(std::move(whole));
-  };
-
-  EpochWork work;
-  work.epochs = config.epochs;
-  work.eval_every = config.eval_every;
-  work.metric = config.metric;
-  work.gathers_scores = false; // evaluate_node_classifier measures ROC-AUC itself
-  work.train_rows = static_cast<std::int64_t>(labels.train.size());
-  work.val_rows = static_cast<std::int64_t>(labels.val.size());
-  work.test_rows = static_cast<std::int64_t>(labels.test.size());
-  work.lr = config.adam.lr;
-  work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
-    const Stopwatch epoch_clock;
-    std::vector<double> step_ms;
-    double loss = 0.0;
-    const auto e = static_cast<std::uint32_t>(epoch);
-    for (const std::vector<GlobalId>& seeds :
-         seed_batches(train, batches.batch_size, config.seed, e)) {
-      const Stopwatch step_clock;
-      Stopwatch phase;
-      const SampledBatch batch = sample_blocks(adjacency, seeds, sampler, e);
-      std::vector<Csr> blocks;
-      for (const Block& b : batch.blocks)
-        blocks.push_back(block_matrix(host, b));
-      graph.set_blocks(std::move(blocks));
-      const ConstDenseView<float> inputs =
-          gather_rows(*backend, features, batch.input_nodes(), host_x, x);
-      const std::span<const GlobalId> ids = on_backend(backend, batch.input_nodes(), ids_buffer);
-      const Step step{config.seed, e, true, RowIds{ids.data(), 0}};
-      const ConstDenseView<float> logits = model.forward(step, inputs);
-      phases.forward += phase.seconds();
-      phase.restart();
-      const auto n = static_cast<std::int64_t>(seeds.size());
-      batch_labels.resize(seeds.size());
-      batch_rows.resize(seeds.size());
-      for (std::size_t i = 0; i < seeds.size(); ++i) {
-        batch_labels[i] = labels.labels[static_cast<std::size_t>(seeds[i])];
-        batch_rows[i] = static_cast<std::int32_t>(i);
-      }
-      const DenseView<float> d_out = d_logits.get(logits.rows, logits.cols);
-      const double batch_loss = ops::softmax_cross_entropy<float>(
-          *backend, logits, on_backend<std::int32_t>(backend, batch_labels, labels_buffer),
-          on_backend<std::int32_t>(backend, batch_rows, rows_buffer), static_cast<double>(n),
-          d_out);
-      phases.loss += phase.seconds();
-      phase.restart();
-      model.backward(d_out);
-      phases.backward += phase.seconds();
-      check_finite(batch_loss, "training loss", epoch, config.adam.lr);
-      phase.restart();
-      optimizer.step();
-      phases.optimizer += phase.seconds();
-      loss += batch_loss * static_cast<double>(n);
-      step_ms.push_back(step_clock.seconds() * 1e3);
-    }
-    stats.train_loss = loss / static_cast<double>(train.size());
-    stats.steps = static_cast<int>(step_ms.size());
-    std::sort(step_ms.begin(), step_ms.end());
-    stats.step_ms = step_ms[step_ms.size() / 2];
-    stats.epoch_ms = epoch_clock.seconds() * 1e3;
-  };
-  work.evaluate = [&](int, SplitMetrics(&shares)[3], BinaryScores*) {
-    full_graph();
-    const std::array<SplitMetrics, 3> m =
-        evaluate_node_classifier(backend, model, whole_input(features), labels, config.metric);
-    for (int i = 0; i < 3; ++i)
-      shares[i] = m[static_cast<std::size_t>(i)];
-  };
-  return run_epochs(work, model, optimizer, nullptr, on_epoch, control);
+  check_fanouts(batches.fanouts, graph.is_blocks() ? graph.block_layers() : 0);
+  RankSampler sampler(RankGraph{&adjacency, {}, adjacency.rows(), nullptr}, features,
+                      SamplerOptions{batches.fanouts, batches.replace, config.seed});
+  return train_sampled(backend, model, graph, sampler, labels, config, batches, {}, &adjacency,
+                       whole_input(features), on_epoch, control);
 }
 
 } // namespace tessera::gnn

@@ -1,6 +1,8 @@
 // Neighbour sampling: seed batches and per-hop blocks.
 #include "tessera/gnn/sampling.hpp"
 
+#include "rank_nodes.hpp"
+#include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
 
@@ -30,6 +32,194 @@ void distinct_indices(const RngKey& key, GlobalId node, std::int64_t degree, int
   std::sort(out.begin(), out.end());
 }
 
+/// The neighbours of node u (owned row `row` of `graph`) drawn at one hop, as global ids
+/// appended to `out`: all of them when fanout is -1 or (without replacement) u has no more;
+/// else `fanout` of them by index ascending — distinct, or with replacement. A self-loop is
+/// never drawn.
+void draw_neighbours(const Neighbours& graph, std::int64_t row, GlobalId u, const RngKey& key,
+                     int fanout, bool replace, std::vector<std::int64_t>& picked,
+                     std::vector<GlobalId>& out) {
+  const Offset begin = graph.begin(row), end = graph.end(row);
+  Offset self = begin, last = end; // u's place among its neighbours (binary search)
+  while (self < last) {
+    const Offset mid = self + (last - self) / 2;
+    if (graph.neighbour(mid) < u) {
+      self = mid + 1;
+    } else {
+      last = mid;
+    }
+  }
+  const bool has_self = self < end && graph.neighbour(self) == u;
+  const std::int64_t degree = (end - begin) - (has_self ? 1 : 0);
+  const auto neighbour = [&](std::int64_t k) {
+    const Offset at = begin + k;
+    return graph.neighbour(has_self && at >= self ? at + 1 : at);
+  };
+  if (degree == 0) return;
+  if (fanout == -1 || (!replace && degree <= fanout)) {
+    for (std::int64_t k = 0; k < degree; ++k)
+      out.push_back(neighbour(k));
+    return;
+  }
+  if (replace) {
+    picked.clear();
+    for (int j = 0; j < fanout; ++j)
+      picked.push_back(uniform_index(key, u, j, static_cast<std::uint32_t>(degree)));
+    std::sort(picked.begin(), picked.end());
+  } else {
+    distinct_indices(key, u, degree, fanout, picked);
+  }
+  for (const std::int64_t k : picked)
+    out.push_back(neighbour(k));
+}
+
+/// Sends send[p] to every rank p and returns what each rank sent here, in `received` (reused).
+/// Collective: one alltoall of the counts, then the lists point to point. Adds the bytes
+/// received to `bytes`.
+template <typename T>
+void exchange_lists(comm::Communicator& comm, const std::vector<std::vector<T>>& send, int tag,
+                    std::vector<std::vector<T>>& received, std::int64_t& bytes) {
+  const int ranks = comm.size();
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks));
+  for (int p = 0; p < ranks; ++p)
+    counts[static_cast<std::size_t>(p)] =
+        static_cast<std::int64_t>(send[static_cast<std::size_t>(p)].size());
+  const std::vector<std::int64_t> incoming = comm.alltoall(counts);
+  received.resize(static_cast<std::size_t>(ranks));
+  std::vector<comm::SendMessage> sends;
+  std::vector<comm::RecvMessage> recvs;
+  for (int p = 0; p < ranks; ++p) {
+    const auto at = static_cast<std::size_t>(p);
+    if (p == comm.rank()) {
+      received[at] = send[at];
+      continue;
+    }
+    received[at].resize(static_cast<std::size_t>(incoming[at]));
+    if (!send[at].empty()) sends.push_back({p, std::as_bytes(std::span<const T>(send[at]))});
+    if (!received[at].empty()) {
+      recvs.push_back({p, std::as_writable_bytes(std::span<T>(received[at]))});
+      bytes += static_cast<std::int64_t>(received[at].size() * sizeof(T));
+    }
+  }
+  comm.start_exchange(sends, recvs, tag)->wait();
+}
+
+/// Checks a node a peer asked this rank about: it must own it.
+void check_asked(const NodeIndex& index, GlobalId v, std::int64_t num_nodes, int peer,
+                 const char* what) {
+  if (v < 0 || v >= num_nodes || !index.mine(v)) {
+    throw FormatError(fmt::format("rank {} asked this rank for the {} of node {}, which it does "
+                                  "not own (the ranks disagree on the partition)",
+                                  peer, what, v));
+  }
+}
+
+/// The blocks of `seeds` (owned here) hop by hop: nodes this rank owns are drawn from `graph`,
+/// the others by their owners. One process when `comm` is null or of one rank.
+SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::Communicator* comm,
+                         std::int64_t num_nodes, std::span<const GlobalId> seeds,
+                         const SamplerOptions& options, std::uint32_t epoch, SamplingStats& stats) {
+  const bool ranks = comm != nullptr && comm->size() > 1;
+  // Where each node sits among the current hop's sources, rebuilt each hop.
+  std::unordered_map<GlobalId, LocalId> place;
+  place.reserve(seeds.size() * 4);
+  std::vector<GlobalId> frontier(seeds.begin(), seeds.end());
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const GlobalId s = frontier[i];
+    if (s < 0 || s >= num_nodes) {
+      throw InvalidArgument(fmt::format("seed {} is not a node of the graph's {}", s, num_nodes));
+    }
+    if (!index.mine(s)) {
+      throw InvalidArgument(fmt::format("seed {} is owned by rank {}: a rank draws batches from "
+                                        "the nodes it owns",
+                                        s, index.owner(s)));
+    }
+    if (!place.emplace(s, static_cast<LocalId>(i)).second) {
+      throw InvalidArgument(fmt::format("seed {} appears twice in one batch", s));
+    }
+  }
+  const int hops = static_cast<int>(options.fanouts.size());
+  const auto peers = static_cast<std::size_t>(ranks ? comm->size() : 1);
+  std::vector<std::vector<GlobalId>> requests(peers), asked, answers(peers), received;
+  std::vector<std::size_t> cursor(peers);
+  std::vector<std::int64_t> picked;
+  std::vector<GlobalId> drawn;
+  std::vector<Block> blocks(static_cast<std::size_t>(hops));
+  for (int h = 0; h < hops; ++h) {
+    const int fanout = options.fanouts[static_cast<std::size_t>(h)];
+    const RngKey key = RngKey::make(options.seed, RngPurpose::NeighbourSampling,
+                                    static_cast<std::uint32_t>(h), epoch);
+    Block& b = blocks[static_cast<std::size_t>(hops - 1 - h)]; // the input layer's first
+    b.dst = static_cast<std::int64_t>(frontier.size());
+    b.src = frontier;
+    b.row_ptr.assign(1, 0);
+    if (h > 0) { // the frontier's places were the previous hop's sources
+      place.clear();
+      for (std::size_t i = 0; i < frontier.size(); ++i)
+        place.emplace(frontier[i], static_cast<LocalId>(i));
+    }
+    if (ranks) { // the owners draw for the frontier nodes they own
+      for (auto& r : requests)
+        r.clear();
+      for (const GlobalId u : frontier) {
+        if (!index.mine(u)) requests[static_cast<std::size_t>(index.owner(u))].push_back(u);
+      }
+      exchange_lists(*comm, requests, comm::tags::kSampleRequests, asked, stats.sample_bytes);
+      for (std::size_t p = 0; p < peers; ++p) {
+        answers[p].clear();
+        for (const GlobalId u : asked[p]) {
+          check_asked(index, u, num_nodes, static_cast<int>(p), "neighbours");
+          drawn.clear();
+          draw_neighbours(graph, index.row(u), u, key, fanout, options.replace, picked, drawn);
+          answers[p].push_back(static_cast<GlobalId>(drawn.size()));
+          answers[p].insert(answers[p].end(), drawn.begin(), drawn.end());
+          ++stats.sampled_for_others;
+        }
+      }
+      exchange_lists(*comm, answers, comm::tags::kSampleAnswers, received, stats.sample_bytes);
+      std::fill(cursor.begin(), cursor.end(), 0);
+    }
+    for (std::int64_t r = 0; r < b.dst; ++r) {
+      const GlobalId u = frontier[static_cast<std::size_t>(r)];
+      drawn.clear();
+      if (!ranks || index.mine(u)) {
+        draw_neighbours(graph, index.row(u), u, key, fanout, options.replace, picked, drawn);
+      } else { // the owner's answers come in the order of the requests
+        const auto p = static_cast<std::size_t>(index.owner(u));
+        const std::vector<GlobalId>& list = received[p];
+        std::size_t& at = cursor[p];
+        const GlobalId count = at < list.size() ? list[at] : -1;
+        if (count < 0 || static_cast<std::size_t>(count) > list.size() - at - 1) {
+          throw FormatError(
+              fmt::format("rank {} sent a malformed sampling answer for node {}", p, u));
+        }
+        drawn.assign(list.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                     list.begin() +
+                         static_cast<std::ptrdiff_t>(at + 1 + static_cast<std::size_t>(count)));
+        at += 1 + static_cast<std::size_t>(count);
+        ++stats.remote_sampled;
+      }
+      for (const GlobalId v : drawn) {
+        if (v < 0 || v >= num_nodes) {
+          throw FormatError(fmt::format("node {} drawn as a neighbour of node {} is not a node "
+                                        "of the graph's {}",
+                                        v, u, num_nodes));
+        }
+        const auto [it, fresh] = place.emplace(v, static_cast<LocalId>(b.src.size()));
+        if (fresh) b.src.push_back(v);
+        b.col.push_back(it->second);
+      }
+      b.row_ptr.push_back(static_cast<Offset>(b.col.size()));
+    }
+    stats.sampled_edges += b.edges();
+    frontier = b.src;
+  }
+  ++stats.batches;
+  SampledBatch batch;
+  batch.blocks = std::move(blocks);
+  return batch;
+}
+
 } // namespace
 
 void check_fanouts(std::span<const int> fanouts, int layers) {
@@ -51,78 +241,14 @@ void check_fanouts(std::span<const int> fanouts, int layers) {
 SampledBatch sample_blocks(const Csr& graph, std::span<const GlobalId> seeds,
                            const SamplerOptions& options, std::uint32_t epoch) {
   check_fanouts(options.fanouts);
-  const std::int64_t n = graph.rows();
-  // Where each node sits among the current hop's sources (-1: not yet), reset after each hop.
-  std::unordered_map<GlobalId, LocalId> index;
-  index.reserve(seeds.size() * 4);
-  std::vector<GlobalId> frontier(seeds.begin(), seeds.end());
-  for (std::size_t i = 0; i < frontier.size(); ++i) {
-    const GlobalId s = frontier[i];
-    if (s < 0 || s >= n) {
-      throw InvalidArgument(fmt::format("seed {} is not a node of the graph's {}", s, n));
-    }
-    if (!index.emplace(s, static_cast<LocalId>(i)).second) {
-      throw InvalidArgument(fmt::format("seed {} appears twice in one batch", s));
-    }
+  if (graph.rows() != graph.cols()) {
+    throw DimensionMismatch("sample_blocks: the graph's adjacency must be square, got " +
+                            graph.shape());
   }
-  const int hops = static_cast<int>(options.fanouts.size());
-  std::vector<Block> blocks(static_cast<std::size_t>(hops));
-  std::vector<std::int64_t> picked;
-  for (int h = 0; h < hops; ++h) {
-    const int fanout = options.fanouts[static_cast<std::size_t>(h)];
-    const RngKey key = RngKey::make(options.seed, RngPurpose::NeighbourSampling,
-                                    static_cast<std::uint32_t>(h), epoch);
-    Block& b = blocks[static_cast<std::size_t>(hops - 1 - h)]; // the input layer's first
-    b.dst = static_cast<std::int64_t>(frontier.size());
-    b.src = frontier;
-    b.row_ptr.assign(1, 0);
-    if (h > 0) { // the frontier's index was the previous hop's sources
-      index.clear();
-      for (std::size_t i = 0; i < frontier.size(); ++i)
-        index.emplace(frontier[i], static_cast<LocalId>(i));
-    }
-    for (std::int64_t r = 0; r < b.dst; ++r) {
-      const GlobalId u = frontier[static_cast<std::size_t>(r)];
-      const Offset begin = graph.row_ptr()[u], end = graph.row_ptr()[u + 1];
-      // The neighbours without u itself.
-      const LocalId* first = graph.col() + begin;
-      const LocalId* last = graph.col() + end;
-      const LocalId* self = std::lower_bound(first, last, static_cast<LocalId>(u));
-      const bool has_self = self != last && *self == u;
-      const std::int64_t degree = (end - begin) - (has_self ? 1 : 0);
-      const auto neighbour = [&](std::int64_t k) -> GlobalId {
-        const std::int64_t at = has_self && first + k >= self ? k + 1 : k;
-        return first[at];
-      };
-      const auto add = [&](GlobalId v) {
-        const auto [it, fresh] = index.emplace(v, static_cast<LocalId>(b.src.size()));
-        if (fresh) b.src.push_back(v);
-        b.col.push_back(it->second);
-      };
-      if (degree > 0) {
-        if (fanout == -1 || (!options.replace && degree <= fanout)) {
-          for (std::int64_t k = 0; k < degree; ++k)
-            add(neighbour(k));
-        } else if (options.replace) {
-          picked.clear();
-          for (int j = 0; j < fanout; ++j)
-            picked.push_back(uniform_index(key, u, j, static_cast<std::uint32_t>(degree)));
-          std::sort(picked.begin(), picked.end());
-          for (const std::int64_t k : picked)
-            add(neighbour(k));
-        } else {
-          distinct_indices(key, u, degree, fanout, picked);
-          for (const std::int64_t k : picked)
-            add(neighbour(k));
-        }
-      }
-      b.row_ptr.push_back(static_cast<Offset>(b.col.size()));
-    }
-    frontier = b.src;
-  }
-  SampledBatch batch;
-  batch.blocks = std::move(blocks);
-  return batch;
+  const Neighbours neighbours(graph, {});
+  const NodeIndex index;
+  SamplingStats stats;
+  return sample_hops(neighbours, index, nullptr, graph.rows(), seeds, options, epoch, stats);
 }
 
 std::vector<std::vector<GlobalId>> seed_batches(std::span<const GlobalId> train,
@@ -146,6 +272,202 @@ std::vector<std::vector<GlobalId>> seed_batches(std::span<const GlobalId> train,
       batch.push_back(order[i].second);
   }
   return batches;
+}
+
+struct RankSampler::State {
+  State(const RankGraph& g, const graph::Features& f, SamplerOptions o)
+      : graph(g), features(&f), options(std::move(o)), neighbours(*g.adjacency, g.ids) {}
+
+  RankGraph graph;
+  const graph::Features* features;
+  SamplerOptions options;
+  Neighbours neighbours;
+  NodeIndex index;
+  std::int64_t n_owned = 0, width = 0;
+  std::unordered_map<GlobalId, std::int64_t> cached; // node → row of `cache`
+  std::vector<float> cache;                          // [cached rows, F]
+  SamplingStats stats;
+  // Reused by every call.
+  std::vector<std::vector<GlobalId>> requests, asked;
+  std::vector<std::vector<float>> rows_out, rows_in;
+  std::vector<std::vector<std::size_t>> places;
+
+  bool ranks() const { return graph.comm != nullptr && graph.comm->size() > 1; }
+
+  /// Owned row r's features into `out` (F floats, zeroed).
+  void copy_owned(std::int64_t r, float* out) const {
+    if (features->dense) {
+      const float* from = features->dense->data() + r * width;
+      std::copy(from, from + width, out);
+      return;
+    }
+    const Csr& s = *features->sparse;
+    for (Offset k = s.row_ptr()[r]; k < s.row_ptr()[r + 1]; ++k)
+      out[s.col()[k]] = s.val()[k];
+  }
+
+  /// The rows of `nodes` (owned by other ranks) from their owners into out[place[i]·F...], where
+  /// place[i] is node i's row in `out`. Collective; every rank answers what it is asked.
+  void fetch(std::span<const GlobalId> nodes, std::span<const std::size_t> place, float* out,
+             std::int64_t* bytes) {
+    const auto peers = static_cast<std::size_t>(graph.comm->size());
+    requests.resize(peers);
+    places.resize(peers);
+    rows_out.resize(peers);
+    for (std::size_t p = 0; p < peers; ++p) {
+      requests[p].clear();
+      places[p].clear();
+    }
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const auto p = static_cast<std::size_t>(index.owner(nodes[i]));
+      requests[p].push_back(nodes[i]);
+      places[p].push_back(place[i]);
+    }
+    std::int64_t ignored = 0;
+    exchange_lists(*graph.comm, requests, comm::tags::kFeatureRequests, asked, ignored);
+    for (std::size_t p = 0; p < peers; ++p) {
+      rows_out[p].assign(asked[p].size() * static_cast<std::size_t>(width), 0.0f);
+      for (std::size_t i = 0; i < asked[p].size(); ++i) {
+        check_asked(index, asked[p][i], graph.num_nodes, static_cast<int>(p), "features");
+        copy_owned(index.row(asked[p][i]),
+                   rows_out[p].data() + i * static_cast<std::size_t>(width));
+      }
+    }
+    exchange_lists(*graph.comm, rows_out, comm::tags::kFeatureRows, rows_in,
+                   bytes != nullptr ? *bytes : ignored);
+    for (std::size_t p = 0; p < peers; ++p) {
+      if (rows_in[p].size() != places[p].size() * static_cast<std::size_t>(width)) {
+        throw FormatError(fmt::format("rank {} sent {} feature values for {} rows of {}", p,
+                                      rows_in[p].size(), places[p].size(), width));
+      }
+      for (std::size_t i = 0; i < places[p].size(); ++i) {
+        std::copy_n(rows_in[p].data() + i * static_cast<std::size_t>(width), width,
+                    out + places[p][i] * static_cast<std::size_t>(width));
+      }
+    }
+  }
+};
+
+RankSampler::RankSampler(const RankGraph& graph, const graph::Features& features,
+                         SamplerOptions options, std::size_t cache_bytes) {
+  check_fanouts(options.fanouts);
+  if (graph.adjacency == nullptr) throw InvalidArgument("RankSampler: no adjacency given");
+  const Csr& a = *graph.adjacency;
+  const bool one_process = graph.comm == nullptr;
+  if (one_process && (!graph.ids.empty() || a.rows() != a.cols() || a.rows() != graph.num_nodes)) {
+    throw InvalidArgument(fmt::format("RankSampler in one process: a [{0}, {0}] graph without "
+                                      "ids, got {1} with {2} ids",
+                                      graph.num_nodes, a.shape(), graph.ids.size()));
+  }
+  if (!one_process && static_cast<std::int64_t>(graph.ids.size()) != a.cols()) {
+    throw DimensionMismatch(
+        fmt::format("RankSampler: {} ids for a tile of {}", graph.ids.size(), a.shape()));
+  }
+  if (features.rows() < a.rows()) {
+    throw DimensionMismatch(fmt::format("RankSampler: features of {} rows for {} owned nodes",
+                                        features.rows(), a.rows()));
+  }
+  state_ = std::make_unique<State>(graph, features, std::move(options));
+  State& s = *state_;
+  s.n_owned = a.rows();
+  s.width = features.cols();
+  if (!one_process) {
+    s.index = NodeIndex(*graph.comm, graph.ids.first(static_cast<std::size_t>(a.rows())),
+                        graph.num_nodes);
+  }
+  if (!s.ranks()) return;
+  // The hot-feature cache: the remote columns of this rank's rows by how many of its edges reach
+  // them, as many as fit, fetched now (every rank takes part, with or without a cache).
+  const auto row_bytes = static_cast<std::size_t>(s.width) * sizeof(float);
+  std::vector<std::pair<std::int64_t, GlobalId>> hot; // (-edges, node)
+  if (cache_bytes >= row_bytes && row_bytes > 0) {
+    std::vector<std::int64_t> edges(static_cast<std::size_t>(a.cols() - a.rows()), 0);
+    for (Offset k = 0; k < a.nnz(); ++k) {
+      if (a.col()[k] >= a.rows()) ++edges[static_cast<std::size_t>(a.col()[k] - a.rows())];
+    }
+    for (std::size_t g = 0; g < edges.size(); ++g) {
+      if (edges[g] > 0)
+        hot.emplace_back(-edges[g], graph.ids[static_cast<std::size_t>(a.rows()) + g]);
+    }
+    const std::size_t keep = std::min(hot.size(), cache_bytes / row_bytes);
+    std::partial_sort(hot.begin(), hot.begin() + static_cast<std::ptrdiff_t>(keep), hot.end());
+    hot.resize(keep);
+  }
+  std::vector<GlobalId> nodes;
+  std::vector<std::size_t> place;
+  for (const auto& [minus_edges, v] : hot) {
+    s.cached.emplace(v, static_cast<std::int64_t>(nodes.size()));
+    place.push_back(nodes.size());
+    nodes.push_back(v);
+  }
+  s.cache.assign(nodes.size() * static_cast<std::size_t>(s.width), 0.0f);
+  s.fetch(nodes, place, s.cache.data(), nullptr);
+}
+
+RankSampler::~RankSampler() = default;
+
+SampledBatch RankSampler::sample(std::span<const GlobalId> seeds, std::uint32_t epoch) {
+  State& s = *state_;
+  return sample_hops(s.neighbours, s.index, s.ranks() ? s.graph.comm : nullptr, s.graph.num_nodes,
+                     seeds, s.options, epoch, s.stats);
+}
+
+void RankSampler::gather_features(std::span<const GlobalId> nodes, std::vector<float>& out) {
+  State& s = *state_;
+  const auto width = static_cast<std::size_t>(s.width);
+  out.assign(nodes.size() * width, 0.0f);
+  std::vector<GlobalId> remote;
+  std::vector<std::size_t> place;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const GlobalId v = nodes[i];
+    if (v < 0 || v >= s.graph.num_nodes) {
+      throw InvalidArgument(
+          fmt::format("input node {} is not a node of the graph's {}", v, s.graph.num_nodes));
+    }
+    if (s.index.mine(v)) {
+      s.copy_owned(s.index.row(v), out.data() + i * width);
+    } else if (const auto hit = s.cached.find(v); hit != s.cached.end()) {
+      std::copy_n(s.cache.data() + static_cast<std::size_t>(hit->second) * width, width,
+                  out.data() + i * width);
+      ++s.stats.cache_hits;
+    } else {
+      remote.push_back(v);
+      place.push_back(i);
+    }
+  }
+  s.stats.input_rows += static_cast<std::int64_t>(nodes.size());
+  s.stats.fetched_rows += static_cast<std::int64_t>(remote.size());
+  if (s.ranks()) s.fetch(remote, place, out.data(), &s.stats.feature_bytes);
+}
+
+std::int64_t RankSampler::owned_row(GlobalId v) const {
+  const State& s = *state_;
+  if (v < 0 || v >= s.graph.num_nodes || !s.index.mine(v)) return -1;
+  return s.index.row(v);
+}
+
+GlobalId RankSampler::global_id(std::int64_t r) const {
+  const State& s = *state_;
+  return s.graph.ids.empty() ? static_cast<GlobalId>(r) : s.graph.ids[static_cast<std::size_t>(r)];
+}
+
+std::int64_t RankSampler::num_owned() const noexcept {
+  return state_->n_owned;
+}
+comm::Communicator* RankSampler::comm() const noexcept {
+  return state_->graph.comm;
+}
+std::int64_t RankSampler::feature_width() const noexcept {
+  return state_->width;
+}
+std::int64_t RankSampler::cached_rows() const noexcept {
+  return static_cast<std::int64_t>(state_->cached.size());
+}
+std::size_t RankSampler::cache_bytes() const noexcept {
+  return state_->cache.size() * sizeof(float);
+}
+const SamplingStats& RankSampler::stats() const noexcept {
+  return state_->stats;
 }
 
 } // namespace tessera::gnn

@@ -151,20 +151,21 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
 
   m.adjacency_nnz = tile.adjacency.nnz();
   if (job.sampled.enabled) { // a graph per layer, each batch's blocks set into them
-    m.sampled_adjacency = std::move(tile.adjacency);
-    m.graph = gnn::ModelGraph::blocks(
+    m.sampled = std::make_unique<SampledModel>();
+    m.sampled->adjacency = to_backend(tile.adjacency, make_cpu_backend());
+    m.sampled->ids = local_ids;
+    m.sampled->graph = gnn::ModelGraph::blocks(
         m.model_backend,
         static_cast<int>(job.shape.resolve(g.features.cols(), output_width(job, g)).size()) - 1,
         g.features.cols(), output_width(job, g));
-  } else {
-    m.graph = std::make_unique<gnn::ModelGraph>(
-        m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
-        output_width(job, g), m.device_comm, g.plan, g.n_interior, job.cache_input_features);
   }
+  m.graph = std::make_unique<gnn::ModelGraph>(
+      m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
+      output_width(job, g), m.device_comm, g.plan, g.n_interior, job.cache_input_features);
   m.graph->set_exchange_options(job.exchange);
   m.spec = {job.shape.resolve(g.features.cols(), output_width(job, g)), job.model, job.train.seed};
   const comm::ExchangeOptions exact;
-  if (!job.model_builder && comm->size() > 1 && !m.memory) {
+  if (!job.model_builder && comm->size() > 1 && !m.memory && !job.sampled.enabled) {
     schedule_layers(job, *comm, backend, g, links, m, say);
   } else if (comm->size() > 1 &&
              (job.exchange.mode != exact.mode || job.exchange.precision != exact.precision)) {
@@ -174,6 +175,27 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.model =
       job.model_builder ? job.model_builder(*m.graph, m.spec) : gnn::build_gcn(*m.graph, m.spec);
   m.graph->release_adjacency();
+  if (m.sampled) {
+    SampledModel& sampled = *m.sampled;
+    sampled.model = job.model_builder ? job.model_builder(*sampled.graph, m.spec)
+                                      : gnn::build_gcn(*sampled.graph, m.spec);
+    // One process over the whole graph in its own order: the sampler reads the columns as ids.
+    bool identity = comm->size() == 1;
+    for (std::size_t i = 0; identity && i < sampled.ids.size(); ++i)
+      identity = sampled.ids[i] == static_cast<GlobalId>(i);
+    const gnn::RankGraph rows{&sampled.adjacency,
+                              identity ? std::span<const GlobalId>() : sampled.ids,
+                              tile.num_global_nodes, identity ? nullptr : comm.get()};
+    sampled.sampler = std::make_unique<gnn::RankSampler>(
+        rows, g.features,
+        gnn::SamplerOptions{job.sampled.fanouts, job.sampled.replace, job.train.seed},
+        job.sampled.cache_bytes);
+    if (comm->size() > 1) {
+      say(fmt::format("hot-feature cache of rank 0: {} rows ({:.1f} MiB)",
+                      sampled.sampler->cached_rows(),
+                      static_cast<double>(sampled.sampler->cache_bytes()) / (1 << 20)));
+    }
+  }
   // In the backend's memory or the chunks now: a host copy beside them would only add to the
   // resident memory (under a budget, beside the device and host tiers).
   if (!m.on_host) g.features = graph::Features{};

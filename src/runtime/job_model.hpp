@@ -8,12 +8,24 @@
 #include "tessera/engine/sequential.hpp"
 #include "tessera/gnn/cost_model.hpp"
 #include "tessera/gnn/model.hpp"
+#include "tessera/gnn/sampling.hpp"
 #include "tessera/runtime/train_job.hpp"
 
 #include <memory>
 #include <vector>
 
 namespace tessera::runtime {
+
+/// --mode sampled: the model trained on mini-batch blocks and the sampler of its batches. The
+/// job's full-graph model (JobModel::model, the same builder) is its twin: evaluation, outputs
+/// and summaries read it, with the trained weights copied in.
+struct SampledModel {
+  Csr adjacency;             // this rank's rows of the graph, which the sampler draws from
+  std::vector<GlobalId> ids; // [n_local] global id of each local row
+  std::unique_ptr<gnn::ModelGraph> graph; // one graph per layer; the layers point into it
+  Sequential<float> model;
+  std::unique_ptr<gnn::RankSampler> sampler;
+};
 
 /// Step 2: the model on this rank's graph, and what training reads in the backend's memory.
 struct JobModel {
@@ -31,7 +43,7 @@ struct JobModel {
   bool on_host = true;             // training reads the host input (CPU, no budget)
   Buffer<GlobalId> row_ids;        // [n_local] global id of each local row (dropout masks)
   std::int64_t adjacency_nnz = 0;  // of this rank's rows of A
-  Csr sampled_adjacency; // --mode sampled: the whole graph the batches are sampled from (host)
+  std::unique_ptr<SampledModel> sampled; // --mode sampled
   double build_s = 0.0;
   /// Per GCN layer (the default model, distributed, without a budget): what the cost model
   /// predicted for its step under the exchange it runs with; empty otherwise.

@@ -237,14 +237,15 @@ void check_sampled(const TrainJob& job, int ranks) {
   const auto refuse = [](const std::string& why) {
     throw InvalidArgument("--mode sampled " + why);
   };
-  if (ranks > 1) refuse(fmt::format("runs in one process for now ({} ranks here)", ranks));
+  if (ranks > 1 && job.balance != partition::Balance::None && job.rebalance_threshold > 0) {
+    refuse("does not rebalance yet: drop --rebalance-threshold, or give --rebalance-threshold 0");
+  }
   if (job.task != Task::Node) refuse("trains node classifiers: drop --task link");
   if (job.model_name != gnn::display_name(gnn::ModelKind::Sage)) {
     refuse("trains GraphSAGE for now (--model sage), not " + job.model_name);
   }
   if (uses_chunks(job.offload)) refuse("does not run under a memory budget yet");
   if (job.device != DeviceChoice::Cpu) refuse("runs on the CPU for now (--device cpu)");
-  if (!job.partition_dir.empty()) refuse("reads the whole graph, not a partition store");
   const int layers = job.shape.layer_sizes.empty()
                          ? job.shape.num_layers
                          : static_cast<int>(job.shape.layer_sizes.size()) - 1;
@@ -516,9 +517,12 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
       } else if (job.sampled.enabled) {
         const gnn::MiniBatchConfig batches{job.sampled.fanouts, job.sampled.replace,
                                            job.sampled.batch_size};
-        last = gnn::train_sampled_node_classifier(model->model_backend, model->model, *model->graph,
-                                                  model->sampled_adjacency, graph.features, labels,
-                                                  job.train, batches, epoch_done, control);
+        const gnn::FullGraphModel evaluation{&model->model, input_of(model->input(graph)),
+                                             comm->size() > 1 ? &distribution : nullptr};
+        SampledModel& sampled = *model->sampled;
+        last = gnn::train_sampled_node_classifier(
+            model->model_backend, sampled.model, *sampled.graph, *sampled.sampler, labels,
+            job.train, batches, evaluation, epoch_done, control);
       } else {
         last = gnn::train_node_classifier(model->model_backend, model->model,
                                           input_of(model->input(graph)), labels, job.train,

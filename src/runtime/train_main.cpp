@@ -108,6 +108,7 @@ struct Options : TrainingFlags {
   std::string mode = "full";
   std::string fanouts = "25,10";
   std::int64_t batch_size = 512;
+  std::string feature_cache = "64MiB";
   std::string decoder = "dot";
   std::int64_t decoder_hidden = 0;
   int decoder_layers = 2;
@@ -282,7 +283,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     app.add_option("--mode", o.mode,
                    "full (every epoch one step over the whole graph) or sampled (a step per "
                    "mini-batch of --batch-size training nodes, each layer over --fanouts sampled "
-                   "neighbours; one process, GraphSAGE)")
+                   "neighbours; GraphSAGE, on 1..P ranks)")
         ->capture_default_str()
         ->check(CLI::IsMember({"full", "sampled"}));
     app.add_option("--fanouts", o.fanouts,
@@ -290,7 +291,12 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                    "one count per graph layer (-1: all), e.g. 25,10")
         ->capture_default_str();
     add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 40,
-                       "with --mode sampled: training nodes per step")
+                       "with --mode sampled: training nodes per step (on each rank)")
+        ->capture_default_str();
+    app.add_option("--feature-cache", o.feature_cache,
+                   "with --mode sampled on several ranks: bytes of each rank's cache of the input "
+                   "features of the remote nodes most often next to its rows, fetched once (0: "
+                   "none)")
         ->capture_default_str();
     app.add_option("--task", o.task,
                    "node (classify nodes) or link (predict held-out edges: the model encodes "
@@ -502,6 +508,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   if (job.sampled.enabled) {
     job.sampled.fanouts = parse_fanouts(o.fanouts);
     job.sampled.batch_size = o.batch_size;
+    job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
   }
   if (job.task == Task::Link) {
     const std::vector<double> fractions =
@@ -577,7 +584,7 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
                           "neither of which is given");
   }
   if (o.mode != "sampled") {
-    for (const char* flag : {"--fanouts", "--batch-size"}) {
+    for (const char* flag : {"--fanouts", "--batch-size", "--feature-cache"}) {
       const CLI::Option* option = app.get_option_no_throw(flag);
       if (option != nullptr && option->count() > 0) {
         throw InvalidArgument(std::string(flag) + " shapes sampled training: it needs --mode "

@@ -103,5 +103,33 @@ TEST(DataParallel, SeparatelyAllocatedGradientsAreSummedOneBucketEach) {
   EXPECT_EQ(b.grad(0, 3), -static_cast<float>(size * (size - 1) / 2));
 }
 
+TEST(DataParallel, GradientsLaidOutOtherwiseOnSomeRanksAreSummedOneBucketEach) {
+  // Rank 0's gradients lie back to back (one bucket); the others' have a gap between the first
+  // two (two buckets): the plans differ, so every gradient goes alone, the same on every rank.
+  const int rank = world()->rank(), size = world()->size();
+  const auto arena = std::make_shared<testing::ArenaBackend>(4096);
+  const BackendPtr cpu = make_cpu_backend(1);
+  Parameter<float> a{"a", DenseT<float>::zeros(cpu, 1, 16), DenseT<float>::zeros(arena, 1, 16)};
+  if (rank != 0) arena->skip(256);
+  Parameter<float> b{"b", DenseT<float>::zeros(cpu, 1, 16), DenseT<float>::zeros(arena, 1, 16)};
+  Parameter<float> c{"c", DenseT<float>::zeros(cpu, 1, 16), DenseT<float>::zeros(arena, 1, 16)};
+  a.grad.fill(static_cast<float>(rank + 1));
+  b.grad.fill(2.0f);
+  c.grad.fill(-static_cast<float>(rank));
+  DataParallel data_parallel(*world(), arena, {&a, &b, &c});
+  if (size > 1) EXPECT_EQ(data_parallel.buckets(), 3u);
+
+  data_parallel.gradient_ready(c); // in the order backward marks them
+  data_parallel.gradient_ready(b);
+  data_parallel.gradient_ready(a);
+  data_parallel.finish();
+
+  for (int k = 0; k < 16; ++k) {
+    ASSERT_EQ(a.grad.data()[k], static_cast<float>(size * (size + 1) / 2)) << k;
+    ASSERT_EQ(b.grad.data()[k], 2.0f * static_cast<float>(size)) << k;
+    ASSERT_EQ(c.grad.data()[k], -static_cast<float>(size * (size - 1) / 2)) << k;
+  }
+}
+
 } // namespace
 } // namespace tessera

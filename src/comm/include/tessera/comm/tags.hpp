@@ -19,6 +19,10 @@ inline constexpr int kFeatures = 7300;        ///< the one-off fetch of ghost in
 inline constexpr int kGhostDegrees = 7310;    ///< the check of ghost rows' degrees at setup
 inline constexpr int kNodeOutputs = 7320;     ///< per-node outputs gathered on rank 0
 inline constexpr int kPairEnds = 7330;        ///< link prediction: embeddings of remote pair ends
+inline constexpr int kSampleRequests = 7340;  ///< sampling over ranks: nodes for their owners
+inline constexpr int kSampleAnswers = 7341;   ///< ... and the neighbours the owners drew
+inline constexpr int kFeatureRequests = 7342; ///< sampled batches: input rows asked of owners
+inline constexpr int kFeatureRows = 7343;     ///< ... and the rows they send
 inline constexpr int kLayersBegin = 7401;     ///< layers' halo exchanges, kChannels per layer
 inline constexpr int kLayersEnd = 32768;      ///< MPI guarantees tags up to 32767
 

@@ -47,7 +47,9 @@ std::vector<BucketPlan> plan_buckets(std::vector<std::pair<const std::byte*, std
 /// gradients keep the memory they have now.
 class DataParallel {
 public:
-  /// Plans the buckets of `parameters`' gradients (all on `backend`); no communication. Throws
+  /// Plans the buckets of `parameters`' gradients (all on `backend`): where the ranks' address
+  /// layouts give different plans, every gradient is a bucket of its own. Collective (one small
+  /// allreduce). Throws
   /// InvalidArgument for a null or repeated parameter, a gradient on another backend, bucket_bytes
   /// of 0, or gradients that overlap (naming their positions in `parameters`).
   DataParallel(comm::Communicator& comm, BackendPtr backend,

@@ -9,6 +9,7 @@
 #include "tessera/engine/layers.hpp"
 #include "tessera/engine/module.hpp"
 #include "tessera/engine/sequential.hpp"
+#include "tessera/gnn/rank_graph.hpp"
 #include "tessera/gnn/trainer.hpp"
 
 #include <cstdint>
@@ -51,17 +52,6 @@ struct EdgeSplit {
 /// a graph with no edge to hold out ("the graph has no edges": link prediction needs them).
 EdgeSplit split_edges(const Csr& adjacency, double val_fraction, double test_fraction,
                       std::uint64_t seed);
-
-/// One rank's rows of a graph, as a distributed job holds them (a partition's tile).
-struct RankGraph {
-  /// [n_owned, n_local]: the rows of the nodes this rank owns, local column ids, sorted.
-  const Csr* adjacency = nullptr;
-  /// [n_local] the global id of each local row, the owned rows first (empty: the identity, the
-  /// whole graph in one process).
-  std::span<const GlobalId> ids;
-  std::int64_t num_nodes = 0;         ///< of the whole graph
-  comm::Communicator* comm = nullptr; ///< the job's ranks (nullptr: one process)
-};
 
 /// split_edges over the ranks of a distributed graph: this rank's share of the very split one
 /// process gets of the whole graph — the positive pairs (u, v), u < v, whose u it owns, and the

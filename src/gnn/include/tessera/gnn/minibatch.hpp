@@ -20,17 +20,40 @@ struct MiniBatchConfig {
   std::int64_t batch_size = 512; ///< seeds per step (the last batch of an epoch may be smaller)
 };
 
+/// The full-graph twin sampled training evaluates with: a model of the same builder and spec on
+/// the whole graph (over ranks, on this rank's tile with its halos), whose weights are overwritten
+/// by the trained model's before each evaluation — exact full-graph inference, distributed as
+/// the full-graph path is.
+struct FullGraphModel {
+  Sequential<float>* model = nullptr;
+  Input<float> features;                      ///< its layer-0 input
+  const Distribution* distribution = nullptr; ///< over ranks: its rows and halos
+};
+
 /// Trains `model` — built on `graph` (ModelGraph::blocks, one graph per fanout) — by sampled
-/// mini-batches for config.epochs epochs: each epoch the training nodes shuffled into batches
-/// (seed_batches, from config.seed and the epoch), and for each batch its blocks (sample_blocks
-/// over `adjacency`, the whole graph: [n, n], host memory) set into `graph`, the input nodes'
-/// features gathered, forward, the mean cross-entropy over its seeds, backward and one Adam step.
-/// EpochStats::train_loss is the mean over the epoch's seeds, `steps` its batches and step_ms
-/// their median. Every config.eval_every epochs and after the last, full-graph inference (every
-/// layer's block the whole graph) measures the splits as train_node_classifier does. One
-/// process; `features` and `labels` in host memory. Throws InvalidArgument for fanouts that do
-/// not fit the graph layers (check_fanouts), a batch size below 1 or above the training set, or
-/// no training node.
+/// mini-batches for config.epochs epochs: each epoch this rank's training nodes shuffled into
+/// batches (seed_batches, from config.seed and the epoch) and for each batch its blocks
+/// (sampler.sample) set into `graph`, the input nodes' features gathered
+/// (sampler.gather_features), forward, the cross-entropy over its seeds, backward and one Adam
+/// step. Over ranks every rank runs the same number of steps — as many as the rank with the
+/// most batches (a rank out of batches samples for the others and adds zero gradients) —, each
+/// step's loss is the mean over all ranks' seeds of that step, and the weight gradients are
+/// summed over the ranks. EpochStats::train_loss is the mean over the epoch's seeds, `steps` its
+/// steps, step_ms their median, and the batch figures what the sampler did. Every
+/// config.eval_every epochs and after the last, `evaluation`'s full-graph model (nullptr in one
+/// process: every layer's block set to the whole graph) measures the splits as
+/// train_node_classifier does. `labels`: this rank's owned rows (host memory). Throws
+/// InvalidArgument for fanouts that do not fit the graph layers (check_fanouts), a batch size
+/// below 1 or above the training set (over all ranks), no training node, or no full-graph model
+/// over ranks. Collective over the sampler's ranks.
+TrainResult train_sampled_node_classifier(
+    const BackendPtr& backend, Sequential<float>& model, ModelGraph& graph, RankSampler& sampler,
+    const NodeLabels& labels, const TrainConfig& config, const MiniBatchConfig& batches,
+    const FullGraphModel& evaluation = {},
+    const std::function<void(const EpochStats&)>& on_epoch = {}, const TrainControl& control = {});
+
+/// In one process: the sampler of `adjacency` (the whole graph: [n, n], host memory) and
+/// `features` (host), evaluation in place.
 TrainResult train_sampled_node_classifier(
     const BackendPtr& backend, Sequential<float>& model, ModelGraph& graph, const Csr& adjacency,
     const graph::Features& features, const NodeLabels& labels, const TrainConfig& config,

@@ -4,8 +4,11 @@
 
 #include "tessera/core/tensor.hpp"
 #include "tessera/core/types.hpp"
+#include "tessera/gnn/rank_graph.hpp"
+#include "tessera/graph/features.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -62,6 +65,69 @@ SampledBatch sample_blocks(const Csr& graph, std::span<const GlobalId> seeds,
 std::vector<std::vector<GlobalId>> seed_batches(std::span<const GlobalId> train,
                                                 std::int64_t batch_size, std::uint64_t seed,
                                                 std::uint32_t epoch);
+
+/// What a RankSampler has done on this rank since it was made.
+struct SamplingStats {
+  std::int64_t batches = 0;       ///< sample() calls
+  std::int64_t sampled_edges = 0; ///< edges of the blocks made
+  /// Frontier nodes this rank asked their owners to sample, and sampled for other ranks.
+  std::int64_t remote_sampled = 0, sampled_for_others = 0;
+  std::int64_t input_rows = 0; ///< input feature rows gathered (gather_features)
+  /// Of those, rows another rank owns: found in the hot-feature cache, or fetched.
+  std::int64_t cache_hits = 0, fetched_rows = 0;
+  /// Bytes this rank received and sent for sampling requests and answers, and for feature rows
+  /// (the cache's one-off fill not included).
+  std::int64_t sample_bytes = 0, feature_bytes = 0;
+};
+
+/// Neighbour sampling and input features over the ranks of a distributed graph (DistDGL's mode),
+/// or in one process. Each rank samples the blocks of seeds it owns; a frontier node owned by
+/// another rank is sampled by its owner (batched requests per hop, point to point) with the very
+/// draws sample_blocks makes — they are keyed by (seed, epoch, hop, node) alone, so a batch's
+/// blocks are the ones one process samples for the same seeds. Input rows owned elsewhere come
+/// from their owners, except those of the hot-feature cache: the rows of the remote nodes most
+/// often next to this rank's rows (most edges from its rows; ties by id), as many as
+/// `cache_bytes` holds, fetched once when the sampler is made.
+///
+/// Collective calls (the constructor, sample, gather_features) must be made by every rank in
+/// the same order, each with its own seeds or nodes (possibly none). Not thread-safe.
+class RankSampler {
+public:
+  /// graph: this rank's rows (comm null or of one rank: the whole graph, ids empty or the
+  /// identity); features: [n_owned or more, F] rows of the owned nodes first (host memory).
+  /// Throws InvalidArgument for bad fanouts, features of fewer rows than owned nodes, and ids
+  /// that are not one partition of the graph. Collective.
+  RankSampler(const RankGraph& graph, const graph::Features& features, SamplerOptions options,
+              std::size_t cache_bytes = 0);
+  ~RankSampler();
+  RankSampler(const RankSampler&) = delete;
+  RankSampler& operator=(const RankSampler&) = delete;
+
+  /// The blocks of `seeds` (nodes this rank owns, distinct) for `epoch`, as sample_blocks makes
+  /// them. Throws InvalidArgument for a seed outside the graph, not owned here, or repeated.
+  /// Collective.
+  SampledBatch sample(std::span<const GlobalId> seeds, std::uint32_t epoch);
+  /// The input features of `nodes` (global ids) into `out` as [nodes, F] row-major (resized).
+  /// Collective.
+  void gather_features(std::span<const GlobalId> nodes, std::vector<float>& out);
+
+  /// The row of owned node `v` (its place among this rank's rows), -1 if another rank owns it.
+  std::int64_t owned_row(GlobalId v) const;
+  /// The global id of owned row `r`.
+  GlobalId global_id(std::int64_t r) const;
+  std::int64_t num_owned() const noexcept;
+  /// The job's ranks (nullptr in one process).
+  comm::Communicator* comm() const noexcept;
+  std::int64_t feature_width() const noexcept;
+  /// Rows and bytes of the hot-feature cache.
+  std::int64_t cached_rows() const noexcept;
+  std::size_t cache_bytes() const noexcept;
+  const SamplingStats& stats() const noexcept;
+
+private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 /// Checks fanouts as sample_blocks takes them (InvalidArgument naming the first bad one and
 /// what is allowed; `layers`, when given, the count they must have).

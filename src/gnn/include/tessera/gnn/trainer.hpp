@@ -83,6 +83,14 @@ struct EpochStats {
   /// What the chunk manager moved this epoch (training and evaluation), when the model runs
   /// under one (Sequential::use_memory); zero otherwise.
   OffloadStats offload;
+  /// Sampled training (zero in full-graph training), this rank's for the epoch: edges of the
+  /// blocks sampled, input feature rows gathered, those another rank owns found in the
+  /// hot-feature cache and fetched, bytes received for sampling and features, and the median
+  /// time a step waited for its batch (from its start until the blocks and input rows were
+  /// ready: sampling inline counts as waiting).
+  std::int64_t sampled_edges = 0, input_rows = 0, cache_hits = 0, fetched_rows = 0;
+  std::int64_t batch_bytes = 0;
+  double batch_wait_ms = 0.0;
   /// Per module of the model: milliseconds of this step's forward and backward in it.
   std::vector<double> module_ms;
   bool evaluated = false;        ///< whether the metrics below were measured this epoch

@@ -104,6 +104,9 @@ struct SampledOptions {
   std::vector<int> fanouts = {25, 10}; ///< per hop from the seeds, one per graph layer; -1: all
   std::int64_t batch_size = 512;       ///< seeds per step
   bool replace = false;                ///< sample neighbours with replacement
+  /// Bytes of each rank's hot-feature cache: the input rows of the remote nodes most often next
+  /// to its rows, fetched once (gnn::RankSampler); 0: none. Unused on one rank.
+  std::size_t cache_bytes = std::size_t{64} << 20;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
@@ -180,7 +183,7 @@ struct TrainJob {
   /// count, the same split and negatives; the split's seed is train.seed, its validation ROC-AUC
   /// selects the epoch; no rebalancing yet).
   Task task = Task::Node;
-  /// Sampled mini-batch training instead of full-graph (one process, GraphSAGE, CPU for now).
+  /// Sampled mini-batch training instead of full-graph (GraphSAGE, CPU, in memory for now).
   SampledOptions sampled;
   LinkOptions link;
   gnn::TrainConfig train; ///< epochs, Adam, evaluation cadence, and the seed of weights and masks

@@ -1,0 +1,160 @@
+// Sampled training over ranks (issue 41): each rank's blocks are the ones one process samples
+// for the same seeds — its own nodes drawn here, the others' by their owners —, input rows come
+// from owners or the hot-feature cache with the values one process reads, a rank without seeds
+// still answers the others, and a sampled job on P ranks learns and repeats itself exactly.
+#include "mpi/mpi_test_main.hpp"
+
+#include <algorithm>
+#include <gtest/gtest.h>
+#include <string>
+#include <tessera/tessera.hpp>
+#include <vector>
+
+namespace tessera {
+namespace {
+
+using testing::world;
+
+constexpr const char* kGraph = "sbm:nodes=600,classes=4,avg-degree=8,p-in=0.8,features=8,noise=1";
+
+void expect_same_blocks(const gnn::SampledBatch& a, const gnn::SampledBatch& b) {
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (std::size_t i = 0; i < a.blocks.size(); ++i) {
+    SCOPED_TRACE("block " + std::to_string(i));
+    EXPECT_EQ(a.blocks[i].dst, b.blocks[i].dst);
+    EXPECT_EQ(a.blocks[i].src, b.blocks[i].src);
+    EXPECT_EQ(a.blocks[i].row_ptr, b.blocks[i].row_ptr);
+    EXPECT_EQ(a.blocks[i].col, b.blocks[i].col);
+  }
+}
+
+/// Node v's input row as one process reads it.
+std::vector<float> row_of(const datasets::Dataset& data, GlobalId v) {
+  const std::int64_t f = data.features.cols();
+  std::vector<float> row(static_cast<std::size_t>(f), 0.0f);
+  if (data.features.dense) {
+    const float* from = data.features.dense->data() + v * f;
+    std::copy(from, from + f, row.begin());
+  } else {
+    const Csr& s = *data.features.sparse;
+    for (Offset k = s.row_ptr()[v]; k < s.row_ptr()[v + 1]; ++k)
+      row[static_cast<std::size_t>(s.col()[k])] = s.val()[k];
+  }
+  return row;
+}
+
+TEST(SamplingOverRanks, BlocksAndInputRowsAreOneProcesssForTheSameSeeds) {
+  const datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kGraph, {});
+  partition::Options options;
+  options.num_parts = world()->size();
+  const partition::LocalGraph tile = partition::build_local_graph(
+      data, partition::partition_graph(data.adjacency, options), world()->rank());
+  std::vector<GlobalId> ids = tile.owned_ids;
+  ids.insert(ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
+  const gnn::RankGraph rows{&tile.adjacency, ids, data.num_nodes, world().get()};
+  for (const bool replace : {false, true}) {
+    for (const std::size_t cache : {std::size_t{0}, std::size_t{1} << 20}) {
+      SCOPED_TRACE(std::string(replace ? "with" : "without") + " replacement, cache " +
+                   std::to_string(cache));
+      const gnn::SamplerOptions how{{4, 3}, replace, 7};
+      gnn::RankSampler sampler(rows, tile.features, how, cache);
+      if (world()->size() > 1 && cache > 0) EXPECT_GT(sampler.cached_rows(), 0);
+      for (std::uint32_t epoch = 1; epoch <= 2; ++epoch) {
+        // Rank 1 has no batch in epoch 2: it still answers the others.
+        std::vector<GlobalId> seeds;
+        if (!(epoch == 2 && world()->rank() == 1)) {
+          for (std::size_t i = 0; i < tile.owned_ids.size() && seeds.size() < 25; i += 3)
+            seeds.push_back(tile.owned_ids[i]);
+        }
+        const gnn::SampledBatch mine = sampler.sample(seeds, epoch);
+        std::vector<float> inputs;
+        sampler.gather_features(mine.input_nodes(), inputs);
+        if (seeds.empty()) {
+          EXPECT_EQ(mine.blocks.front().num_src(), 0);
+          continue;
+        }
+        expect_same_blocks(gnn::sample_blocks(data.adjacency, seeds, how, epoch), mine);
+        const auto f = static_cast<std::size_t>(data.features.cols());
+        ASSERT_EQ(inputs.size(), mine.input_nodes().size() * f);
+        for (std::size_t i = 0; i < mine.input_nodes().size(); ++i) {
+          const std::vector<float> expected = row_of(data, mine.input_nodes()[i]);
+          ASSERT_TRUE(std::equal(expected.begin(), expected.end(), inputs.begin() + i * f))
+              << "input row of node " << mine.input_nodes()[i];
+        }
+      }
+      const gnn::SamplingStats& stats = sampler.stats();
+      if (world()->size() > 1) {
+        EXPECT_GT(stats.remote_sampled, 0);
+        EXPECT_GT(stats.sampled_for_others, 0);
+        if (cache > 0) {
+          EXPECT_GT(stats.cache_hits, 0);
+        } else {
+          EXPECT_EQ(stats.cache_hits, 0);
+          EXPECT_GT(stats.fetched_rows, 0);
+        }
+      }
+    }
+  }
+}
+
+TEST(SamplingOverRanks, ASeedAnotherRankOwnsIsRefusedOnThatRank) {
+  const datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kGraph, {});
+  if (world()->size() < 2) GTEST_SKIP() << "needs two ranks";
+  partition::Options options;
+  options.num_parts = world()->size();
+  const partition::LocalGraph tile = partition::build_local_graph(
+      data, partition::partition_graph(data.adjacency, options), world()->rank());
+  std::vector<GlobalId> ids = tile.owned_ids;
+  ids.insert(ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
+  gnn::RankSampler sampler(gnn::RankGraph{&tile.adjacency, ids, data.num_nodes, world().get()},
+                           tile.features, gnn::SamplerOptions{{2, 2}, false, 1});
+  // Only this rank's own check: the call throws before any exchange.
+  GlobalId foreign = 0;
+  while (std::find(tile.owned_ids.begin(), tile.owned_ids.end(), foreign) != tile.owned_ids.end())
+    ++foreign;
+  const std::vector<GlobalId> seeds{foreign};
+  try {
+    sampler.sample(seeds, 1);
+    ADD_FAILURE() << "a seed of another rank was sampled";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("is owned by rank"), std::string::npos) << e.what();
+  }
+}
+
+runtime::TrainJob sampled_job() {
+  runtime::TrainJob job;
+  job.dataset = kGraph;
+  job.model_builder = gnn::builder_for(gnn::ModelKind::Sage);
+  job.model_name = gnn::display_name(gnn::ModelKind::Sage);
+  job.shape.hidden = 16;
+  job.train.epochs = 8;
+  job.train.eval_every = 4;
+  job.threads = 1;
+  job.sampled.enabled = true;
+  job.sampled.fanouts = {5, 5};
+  job.sampled.batch_size = 32;
+  job.sampled.cache_bytes = 4096;
+  job.comm = world();
+  return job;
+}
+
+TEST(SampledJobOverRanks, LearnsAndTheSameSeedGivesTheSameRun) {
+  const gnn::TrainResult a = runtime::run_train_job(sampled_job()).result;
+  const gnn::TrainResult b = runtime::run_train_job(sampled_job()).result;
+  ASSERT_EQ(a.history.size(), b.history.size());
+  for (std::size_t e = 0; e < a.history.size(); ++e) {
+    EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.history[e].steps, b.history[e].steps);
+    EXPECT_GT(a.history[e].sampled_edges, 0);
+  }
+  EXPECT_EQ(a.final_test.accuracy, b.final_test.accuracy);
+  EXPECT_GT(a.final_test.accuracy, 0.8) << "a sampled GraphSAGE on a 4-block SBM";
+  // Every rank ran as many steps as the rank with the most training nodes has batches.
+  std::vector<double> steps{static_cast<double>(a.history.front().steps)};
+  steps = world()->allgather(steps[0]);
+  EXPECT_EQ(*std::min_element(steps.begin(), steps.end()),
+            *std::max_element(steps.begin(), steps.end()));
+}
+
+} // namespace
+} // namespace tessera
