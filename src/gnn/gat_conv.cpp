@@ -72,6 +72,16 @@ GatConv<T>::GatConv(BackendPtr backend, const CsrT<T>& a, const CsrT<T>& a_t, co
   this->register_parameter(bias_);
 }
 
+template <typename T>
+GatConv<T>::GatConv(BackendPtr backend, const CsrT<T>& a, const CsrT<T>& a_t,
+                    const Buffer<Offset>& edge_of, std::int64_t in_features,
+                    std::int64_t head_features, const GatOptions& options, std::uint64_t seed,
+                    std::uint32_t layer_index)
+    : GatConv(std::move(backend), a, a_t, edge_of.data(), in_features, head_features, options, seed,
+              layer_index) {
+  edge_buffer_ = &edge_of;
+}
+
 template <typename T> std::int64_t GatConv<T>::out_features() const noexcept {
   return options_.concat ? heads_ * head_features_ : head_features_;
 }
@@ -177,7 +187,7 @@ template <typename T> Context<T> GatConv<T>::forward(const Step& step, Input<T> 
   check_budget(x);
   Pins pins(manager_of(backend_)); // the structures live in the matrices' chunks
   pins.add_csr(a_->view());
-  pins.add(edge_of_, static_cast<std::size_t>(a_->nnz()) * sizeof(Offset), Access::Read);
+  pins.add(edge_of(), static_cast<std::size_t>(a_->nnz()) * sizeof(Offset), Access::Read);
 
   // z = x·W on the rows this rank holds; the ghost rows come from their owners.
   const DenseView<T> z = z_.get(local, width);
@@ -235,7 +245,7 @@ ConstDenseView<T> GatConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   Pins pins(manager_of(backend_));
   pins.add_csr(a_->view());
   pins.add_csr(a_t_->view());
-  pins.add(edge_of_, static_cast<std::size_t>(a_->nnz()) * sizeof(Offset), Access::Read);
+  pins.add(edge_of(), static_cast<std::size_t>(a_->nnz()) * sizeof(Offset), Access::Read);
   bias_gradient(*backend_, d_output, bias_, param_mode);
 
   // The gradient at the weighted sums, every head's.
@@ -259,7 +269,7 @@ ConstDenseView<T> GatConv<T>::backward(const Context<T>& ctx, ConstDenseView<T> 
   const T slope = static_cast<T>(options_.negative_slope);
   ops::edge_softmax_backward(*backend_, a_->view(), score_dst, score_src, slope, alpha, weights, z,
                              d_sums, d_score_dst, d_edge);
-  ops::edge_spmm_transpose(*backend_, a_t_->view(), edge_of_, weights, d_sums,
+  ops::edge_spmm_transpose(*backend_, a_t_->view(), edge_of(), weights, d_sums,
                            ConstDenseView<T>(d_edge), d_z, d_score_src);
 
   // The scores' share: dz += d_s · block, and the attention vectors' gradients.

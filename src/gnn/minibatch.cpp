@@ -257,8 +257,12 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
       graph.set_blocks(std::move(blocks));
       m = evaluate_node_classifier(backend, model, whole_input, labels, config.metric);
     }
-    for (int i = 0; i < 3; ++i)
+    for (int i = 0; i < 3; ++i) {
       shares[i] = m[static_cast<std::size_t>(i)];
+      // The full-graph model's metrics are already over all ranks; run_epochs sums the shares:
+      // rank 0's are the whole.
+      if (ranks && comm->rank() != 0) shares[i].loss = shares[i].accuracy = 0.0;
+    }
   };
   return run_epochs(work, model, optimizer, comm, on_epoch, control);
 }

@@ -82,9 +82,11 @@ std::vector<std::int64_t> ModelShape::resolve(std::int64_t in, std::int64_t clas
   return sizes;
 }
 
-template <typename T>
-Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
-                        const CsrT<T>& adjacency_t, const ModelSpec& spec) {
+namespace {
+
+/// The GCN of `spec`, convolution i over matrices(i): a pair of pointers to Â and Âᵀ.
+template <typename T, typename Matrices>
+Sequential<T> gcn_layers(const BackendPtr& backend, Matrices matrices, const ModelSpec& spec) {
   if (spec.layer_sizes.size() < 2) {
     throw InvalidArgument("a GCN needs at least an input and an output size");
   }
@@ -104,7 +106,8 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
     }
     GcnActivation activation;
     if (i + 1 < num_convs) activation = {true, config.dropout, layer + 1};
-    auto conv = std::make_unique<GcnConv<T>>(backend, adjacency, adjacency_t, spec.layer_sizes[i],
+    const auto [adjacency, adjacency_t] = matrices(static_cast<int>(i));
+    auto conv = std::make_unique<GcnConv<T>>(backend, *adjacency, *adjacency_t, spec.layer_sizes[i],
                                              spec.layer_sizes[i + 1], config.bias, spec.seed, layer,
                                              spec.order_of(static_cast<int>(i)), activation);
     for (Parameter<T>* p : conv->parameters())
@@ -117,10 +120,25 @@ Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
   return model;
 }
 
+} // namespace
+
+template <typename T>
+Sequential<T> build_gcn(const BackendPtr& backend, const CsrT<T>& adjacency,
+                        const CsrT<T>& adjacency_t, const ModelSpec& spec) {
+  return gcn_layers<T>(
+      backend, [&](int) { return std::pair(&adjacency, &adjacency_t); }, spec);
+}
+
 Sequential<float> build_gcn(ModelGraph& graph, const ModelSpec& spec) {
   refuse_residual_settings(spec, "build_gcn");
-  Sequential<float> model = build_gcn(graph.backend(), graph.matrix(AggregationKind::Gcn),
-                                      graph.transpose(AggregationKind::Gcn), spec);
+  // Each convolution its own graph on mini-batch blocks; one graph for all in full-graph training.
+  Sequential<float> model = gcn_layers<float>(
+      graph.backend(),
+      [&](int i) {
+        ModelGraph& g = graph.layer(i);
+        return std::pair(&g.matrix(AggregationKind::Gcn), &g.transpose(AggregationKind::Gcn));
+      },
+      spec);
   int layer = 0;
   for (const auto& module : model.modules()) {
     if (auto* conv = dynamic_cast<GcnConv<float>*>(module.get())) {

@@ -50,8 +50,9 @@ ModelGraph::Built& ModelGraph::build(AggregationKind kind) {
   switch (kind) {
   case AggregationKind::Gcn:
   case AggregationKind::Attention:
-    b.host = degree_.empty() ? graph::gcn_normalize(adjacency_)
-                             : graph::gcn_normalize_tile(adjacency_, degree_);
+    b.host = block_            ? graph::gcn_normalize_block(adjacency_)
+             : degree_.empty() ? graph::gcn_normalize(adjacency_)
+                               : graph::gcn_normalize_tile(adjacency_, degree_);
     break;
   case AggregationKind::Mean:
     b.host = graph::mean_aggregation(adjacency_);

@@ -96,6 +96,13 @@ std::string residual_name(ModelKind kind) {
   return display_name(kind) + " (residual blocks)";
 }
 
+int graph_layers(const std::string& name, int layers) {
+  for (const ModelKind kind : kKinds) {
+    if (name == residual_name(kind)) return kind == ModelKind::Mlp ? 0 : layers - 1;
+  }
+  return name == display_name(ModelKind::Mlp) ? 0 : layers;
+}
+
 std::optional<ModelBuilder> builder_named(const std::string& name) {
   for (const ModelKind kind : kKinds) {
     if (name == display_name(kind)) return builder_for(kind);
@@ -160,8 +167,6 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
   refuse_residual_settings(spec, "build_gin");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const float dropout = spec.config.dropout;
-  const Csr& sum = graph.matrix(AggregationKind::Sum);
-  const Csr& sum_t = graph.transpose(AggregationKind::Sum);
   const BackendPtr& backend = graph.backend();
   Sequential<float> model;
   model.add(std::make_unique<Dropout<float>>(backend, dropout, 0));
@@ -169,8 +174,11 @@ Sequential<float> build_gin(ModelGraph& graph, const ModelSpec& spec) {
     const auto layer = static_cast<std::uint32_t>(i);
     const bool first = i == 0;
     const std::int64_t width = first ? sizes[1] : sizes[i]; // of the aggregated rows
-    auto gin = std::make_unique<GinAggregate<float>>(backend, sum, sum_t, width, 0.0f, layer,
-                                                     /*bias=*/first && spec.config.bias);
+    ModelGraph& g = graph.layer(static_cast<int>(i));       // a block each on mini-batch graphs
+    auto gin =
+        std::make_unique<GinAggregate<float>>(backend, g.matrix(AggregationKind::Sum),
+                                              g.transpose(AggregationKind::Sum), width, 0.0f, layer,
+                                              /*bias=*/first && spec.config.bias);
     gin->distribute(graph.halo(static_cast<int>(i)), graph.n_interior());
     auto linear = std::make_unique<Linear<float>>(backend, sizes[i], sizes[i + 1],
                                                   !first && spec.config.bias, spec.seed, layer);
@@ -194,9 +202,6 @@ Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
   refuse_residual_settings(spec, "build_gat");
   const std::vector<std::int64_t>& sizes = spec.layer_sizes;
   const ModelConfig& config = spec.config;
-  const Csr& a = graph.matrix(AggregationKind::Attention);
-  const Csr& a_t = graph.transpose(AggregationKind::Attention);
-  const Offset* edge_of = graph.transpose_edges(AggregationKind::Attention).data();
   const BackendPtr& backend = graph.backend();
   Sequential<float> model;
   model.add(std::make_unique<Dropout<float>>(backend, config.dropout, 0));
@@ -210,8 +215,10 @@ Sequential<float> build_gat(ModelGraph& graph, const ModelSpec& spec) {
     options.negative_slope = config.negative_slope;
     options.attention_dropout = config.attention_dropout;
     options.bias = config.bias;
-    auto conv = std::make_unique<GatConv<float>>(backend, a, a_t, edge_of, in, sizes[i + 1],
-                                                 options, spec.seed, layer);
+    ModelGraph& g = graph.layer(static_cast<int>(i)); // a block each on mini-batch graphs
+    auto conv = std::make_unique<GatConv<float>>(
+        backend, g.matrix(AggregationKind::Attention), g.transpose(AggregationKind::Attention),
+        g.transpose_edges(AggregationKind::Attention), in, sizes[i + 1], options, spec.seed, layer);
     conv->distribute(graph.halo(static_cast<int>(i)));
     set_decay(*conv, spec, static_cast<int>(i));
     in = conv->out_features();
@@ -237,8 +244,9 @@ std::unique_ptr<Module<float>> make_norm(ModelGraph& graph, NormKind kind, std::
   case NormKind::Layer:
     return std::make_unique<LayerNorm<float>>(graph.backend(), width, name);
   case NormKind::Batch:
+    // On mini-batch blocks every row of a call is a distinct node of the batch: all count.
     return std::make_unique<BatchNorm<float>>(graph.backend(), width, name, graph.comm(),
-                                              graph.n_owned());
+                                              graph.is_blocks() ? -1 : graph.n_owned());
   }
   return nullptr;
 }
@@ -310,11 +318,13 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
     if (auto norm = make_norm(graph, config.norm, width, "block" + std::to_string(b) + ".norm")) {
       model.add(std::move(norm));
     }
+    // Each block its own graph on mini-batch blocks (none for the MLP); one graph otherwise.
+    ModelGraph& g = kind == ModelKind::Mlp ? graph : graph.layer(layer);
     switch (kind) {
     case ModelKind::Gcn: {
       auto conv = std::make_unique<GcnConv<float>>(
-          backend, graph.matrix(AggregationKind::Gcn), graph.transpose(AggregationKind::Gcn), width,
-          inner, config.bias, spec.seed, block, spec.order_of(layer));
+          backend, g.matrix(AggregationKind::Gcn), g.transpose(AggregationKind::Gcn), width, inner,
+          config.bias, spec.seed, block, spec.order_of(layer));
       conv->distribute(graph.halo(layer), graph.n_interior());
       set_decay(*conv, spec, layer);
       fan_in_start(*conv, width, block);
@@ -323,8 +333,8 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
     }
     case ModelKind::Sage: {
       auto conv = std::make_unique<SageConv<float>>(
-          backend, graph.matrix(AggregationKind::Mean), graph.transpose(AggregationKind::Mean),
-          width, inner, config.bias, spec.seed, block, spec.order_of(layer));
+          backend, g.matrix(AggregationKind::Mean), g.transpose(AggregationKind::Mean), width,
+          inner, config.bias, spec.seed, block, spec.order_of(layer));
       conv->distribute(graph.halo(layer), graph.n_interior());
       set_decay(*conv, spec, layer);
       fan_in_start(*conv, 2 * width, block);
@@ -338,11 +348,10 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
       options.attention_dropout = config.attention_dropout;
       options.bias = config.bias;
       options.full_scores = true; // the paper's GATModule
-      auto conv =
-          std::make_unique<GatConv<float>>(backend, graph.matrix(AggregationKind::Attention),
-                                           graph.transpose(AggregationKind::Attention),
-                                           graph.transpose_edges(AggregationKind::Attention).data(),
-                                           width, width / config.heads, options, spec.seed, block);
+      auto conv = std::make_unique<GatConv<float>>(
+          backend, g.matrix(AggregationKind::Attention), g.transpose(AggregationKind::Attention),
+          g.transpose_edges(AggregationKind::Attention), width, width / config.heads, options,
+          spec.seed, block);
       conv->distribute(graph.halo(layer));
       set_decay(*conv, spec, layer);
       fan_in_start(*conv, width, block);
@@ -354,9 +363,9 @@ Sequential<float> build_residual(ModelGraph& graph, const ModelSpec& spec, Model
       model.add(linear(width, inner, 1 + 2 * block, layer));
       break;
     case ModelKind::Gin: {
-      auto conv = std::make_unique<GinAggregate<float>>(backend, graph.matrix(AggregationKind::Sum),
-                                                        graph.transpose(AggregationKind::Sum),
-                                                        width, 0.0f, block, false);
+      auto conv = std::make_unique<GinAggregate<float>>(backend, g.matrix(AggregationKind::Sum),
+                                                        g.transpose(AggregationKind::Sum), width,
+                                                        0.0f, block, false);
       conv->distribute(graph.halo(layer), graph.n_interior());
       model.add(std::move(conv));
       model.add(linear(width, inner, 1 + 2 * block, layer));

@@ -174,8 +174,10 @@ template CsrT<double> transpose(const CsrT<double>&);
 namespace {
 
 /// Â from A: a unit self-loop is added at (r, r) of rows that lack one, and every value is
-/// scaled by inv_sqrt_degree[r] · inv_sqrt_degree[c]. a: [m, n] with m <= n; inv_sqrt_degree: [n].
-Csr normalize_with(const Csr& a, const std::vector<float>& inv_sqrt_degree) {
+/// scaled by row_scale[r] · col_scale[c]. a: [m, n] with m <= n; row_scale: [>= m]; col_scale:
+/// [n].
+Csr normalize_with(const Csr& a, const std::vector<float>& row_scale,
+                   const std::vector<float>& col_scale) {
   const std::int64_t m = a.rows();
   const Offset* rp = a.row_ptr();
   const LocalId* col = a.col();
@@ -194,7 +196,7 @@ Csr normalize_with(const Csr& a, const std::vector<float>& inv_sqrt_degree) {
     bool placed_loop = false;
     const auto emit = [&](LocalId c, float v) {
       out.col()[dst] = c;
-      out.val()[dst] = v * inv_sqrt_degree[r] * inv_sqrt_degree[c];
+      out.val()[dst] = v * row_scale[r] * col_scale[c];
       ++dst;
     };
     for (Offset k = rp[r]; k < rp[r + 1]; ++k) {
@@ -232,7 +234,7 @@ Csr gcn_normalize(const Csr& a) {
     for (Offset k = rp[r]; k < rp[r + 1]; ++k) degree += a.val()[k];
     inv_sqrt_degree[r] = inv_sqrt(degree);
   }
-  return normalize_with(a, inv_sqrt_degree);
+  return normalize_with(a, inv_sqrt_degree, inv_sqrt_degree);
 }
 
 Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree) {
@@ -244,7 +246,33 @@ Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree) {
   std::vector<float> inv_sqrt_degree(degree.size());
   for (std::size_t c = 0; c < degree.size(); ++c)
     inv_sqrt_degree[c] = inv_sqrt(static_cast<double>(degree[c]) + 1.0);
-  return normalize_with(a, inv_sqrt_degree);
+  return normalize_with(a, inv_sqrt_degree, inv_sqrt_degree);
+}
+
+Csr gcn_normalize_block(const Csr& a) {
+  if (a.rows() > a.cols()) {
+    throw DimensionMismatch("gcn_normalize_block: a block has no more destinations than sources, "
+                            "got " +
+                            a.shape());
+  }
+  // Degrees of A + I within the block: a destination's entries, a source's destinations.
+  std::vector<std::int64_t> in(static_cast<std::size_t>(a.rows())),
+      out(static_cast<std::size_t>(a.cols()), 0);
+  for (std::int64_t r = 0; r < a.rows(); ++r) {
+    const Offset begin = a.row_ptr()[r], end = a.row_ptr()[r + 1];
+    const bool has_loop =
+        std::binary_search(a.col() + begin, a.col() + end, static_cast<LocalId>(r));
+    in[static_cast<std::size_t>(r)] = end - begin + (has_loop ? 0 : 1);
+    if (!has_loop) ++out[static_cast<std::size_t>(r)];
+    for (Offset k = begin; k < end; ++k)
+      ++out[static_cast<std::size_t>(a.col()[k])];
+  }
+  std::vector<float> row_scale(in.size()), col_scale(out.size());
+  for (std::size_t r = 0; r < in.size(); ++r)
+    row_scale[r] = inv_sqrt(static_cast<double>(in[r]));
+  for (std::size_t c = 0; c < out.size(); ++c)
+    col_scale[c] = inv_sqrt(static_cast<double>(out[c]));
+  return normalize_with(a, row_scale, col_scale);
 }
 
 namespace {

@@ -3,6 +3,7 @@
 
 #include "tessera/core/error.hpp"
 #include "tessera/core/timer.hpp"
+#include "tessera/gnn/models.hpp"
 #include "tessera/gnn/scheduler.hpp"
 #include "tessera/runtime/cli_options.hpp"
 #include "tessera/runtime/offload_options.hpp"
@@ -154,10 +155,11 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
     m.sampled = std::make_unique<SampledModel>();
     m.sampled->adjacency = to_backend(tile.adjacency, make_cpu_backend());
     m.sampled->ids = local_ids;
-    m.sampled->graph = gnn::ModelGraph::blocks(
-        m.model_backend,
-        static_cast<int>(job.shape.resolve(g.features.cols(), output_width(job, g)).size()) - 1,
-        g.features.cols(), output_width(job, g));
+    const int layers =
+        static_cast<int>(job.shape.resolve(g.features.cols(), output_width(job, g)).size()) - 1;
+    m.sampled->graph =
+        gnn::ModelGraph::blocks(m.model_backend, gnn::graph_layers(job.model_name, layers),
+                                g.features.cols(), output_width(job, g));
   }
   m.graph = std::make_unique<gnn::ModelGraph>(
       m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),

@@ -68,6 +68,14 @@ const PerRank kPerRank[] = {
     {"memory.offload_stall_ms", "stalled on chunk copies", 1.0, "ms",
      &RankFigures::offload_stall_ms},
     {"memory.offload_peak_device_bytes", nullptr, 1.0, "", &RankFigures::offload_peak_device_bytes},
+    {"batch.steps_per_epoch", "steps per epoch", 1.0, "", &RankFigures::steps},
+    {"batch.epoch_ms", "epoch of steps", 1.0, "ms", &RankFigures::batch_epoch_ms},
+    {"batch.wait_ms", "waiting for a batch", 1.0, "ms", &RankFigures::batch_wait_ms},
+    {"batch.sampled_edges_per_step", "sampled edges a step", 1.0, "", &RankFigures::sampled_edges},
+    {"batch.input_rows_per_step", "input rows a step", 1.0, "", &RankFigures::input_rows},
+    {"batch.cache_hits_per_step", "cached rows a step", 1.0, "", &RankFigures::cache_hits},
+    {"batch.fetched_rows_per_step", "fetched rows a step", 1.0, "", &RankFigures::fetched_rows},
+    {"batch.bytes_received_per_step", "batch bytes a step", kMiB, "MiB", &RankFigures::batch_bytes},
 };
 
 struct Spread {
@@ -101,6 +109,12 @@ void report_config(RunReport& r, const RunSummary& s) {
   r.set("config.seed", static_cast<std::int64_t>(s.train.seed));
   r.set("config.eval_every", s.train.eval_every);
   r.set("config.metric", gnn::to_string(s.train.metric));
+  r.set("config.mode", s.mode);
+  if (s.mode == "sampled") {
+    r.set("config.fanouts", std::vector<double>(s.fanouts.begin(), s.fanouts.end()));
+    r.set("config.batch_size", s.batch_size);
+    r.set("config.feature_cache_bytes", s.feature_cache_bytes);
+  }
   r.set("split.source", s.split_source);
   if (s.split_source == "random") r.set("split.seed", static_cast<std::int64_t>(s.split_seed));
   r.set("config.normalize_features", s.normalize_features);
@@ -338,6 +352,7 @@ std::string rank_table(const RunSummary& s) {
   std::string out = "per rank (median epoch)     max       mean        min\n";
   for (const PerRank& figure : kPerRank) {
     if (figure.label == nullptr) continue;
+    if (s.mode != "sampled" && std::string_view(figure.key).starts_with("batch.")) continue;
     const Spread v = spread(s, figure);
     out +=
         fmt::format("  {:<22} {:>10.2f} {:>10.2f} {:>10.2f}  {}\n", figure.label,

@@ -101,6 +101,22 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
       return k < s.module_ms.size() ? s.module_ms[k] : 0.0;
     }));
   }
+  if (m.sampled) {
+    const auto per_step = [&](auto field) {
+      return step_median(result, [field](const gnn::EpochStats& s) {
+        return static_cast<double>(s.*field) / std::max(s.steps, 1);
+      });
+    };
+    f.steps = static_cast<std::int64_t>(
+        step_median(result, [](const gnn::EpochStats& s) { return s.steps; }));
+    f.batch_epoch_ms = step_median(result, [](const gnn::EpochStats& s) { return s.epoch_ms; });
+    f.batch_wait_ms = step_median(result, [](const gnn::EpochStats& s) { return s.batch_wait_ms; });
+    f.sampled_edges = per_step(&gnn::EpochStats::sampled_edges);
+    f.input_rows = per_step(&gnn::EpochStats::input_rows);
+    f.cache_hits = per_step(&gnn::EpochStats::cache_hits);
+    f.fetched_rows = per_step(&gnn::EpochStats::fetched_rows);
+    f.batch_bytes = per_step(&gnn::EpochStats::batch_bytes);
+  }
   for (int i = 0; i < layers; ++i) {
     const comm::LayerExchange<float>* halo = m.graph->halo_of(i);
     const comm::HaloStats stats = halo != nullptr ? halo->stats() : comm::HaloStats{};
@@ -170,6 +186,12 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
                     : job.schedule == Schedule::Auto ? "auto (per layer: layer_exchange)"
                                                      : comm::describe(job.exchange);
   s.cache_input_features = job.cache_input_features;
+  if (job.sampled.enabled) {
+    s.mode = "sampled";
+    s.fanouts = job.sampled.fanouts;
+    s.batch_size = job.sampled.batch_size;
+    s.feature_cache_bytes = static_cast<std::int64_t>(job.sampled.cache_bytes);
+  }
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
   s.per_rank = gather_rank_figures(comm, figures_of(g, m, last, layers));
   for (int i = 0; i < layers && comm.size() > 1; ++i) {
@@ -241,16 +263,21 @@ void check_sampled(const TrainJob& job, int ranks) {
     refuse("does not rebalance yet: drop --rebalance-threshold, or give --rebalance-threshold 0");
   }
   if (job.task != Task::Node) refuse("trains node classifiers: drop --task link");
-  if (job.model_name != gnn::display_name(gnn::ModelKind::Sage)) {
-    refuse("trains GraphSAGE for now (--model sage), not " + job.model_name);
-  }
-  if (uses_chunks(job.offload)) refuse("does not run under a memory budget yet");
-  if (job.device != DeviceChoice::Cpu) refuse("runs on the CPU for now (--device cpu)");
   const int layers = job.shape.layer_sizes.empty()
                          ? job.shape.num_layers
                          : static_cast<int>(job.shape.layer_sizes.size()) - 1;
+  if (!gnn::builder_named(job.model_name)) {
+    refuse("trains the built-in models (--model gcn, sage, gin or gat, with or without "
+           "--residual), not " +
+           job.model_name);
+  }
+  if (gnn::graph_layers(job.model_name, layers) == 0) {
+    refuse("samples neighbours for graph layers; " + job.model_name + " has none");
+  }
+  if (uses_chunks(job.offload)) refuse("does not run under a memory budget yet");
+  if (job.device != DeviceChoice::Cpu) refuse("runs on the CPU for now (--device cpu)");
   try {
-    gnn::check_fanouts(job.sampled.fanouts, layers);
+    gnn::check_fanouts(job.sampled.fanouts, gnn::graph_layers(job.model_name, layers));
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string("--fanouts: ") + e.what());
   }

@@ -643,8 +643,18 @@ void print_summary(const RunSummary& summary, const Options& options) {
   const gnn::TrainResult& result = summary.result;
   print_result(result, options.epochs,
                options.task == "link" ? gnn::Metric::RocAuc : gnn::parse_metric(options.metric));
-  fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
-             static_cast<double>(summary.per_rank.front().peak_rss_bytes) / (1 << 20));
+  const RankFigures& first = summary.per_rank.front();
+  if (summary.mode == "sampled") {
+    fmt::print("median epoch {:.2f} ms: {} steps of {:.2f} ms, {:.2f} ms of each waiting for its "
+               "batch (rank 0); {:.0f} sampled edges and {:.0f} input rows a step; peak memory "
+               "{:.1f} MiB\n",
+               first.batch_epoch_ms, first.steps, result.median_step_ms, first.batch_wait_ms,
+               first.sampled_edges, first.input_rows,
+               static_cast<double>(first.peak_rss_bytes) / (1 << 20));
+  } else {
+    fmt::print("median epoch {:.2f} ms; peak memory {:.1f} MiB\n", result.median_step_ms,
+               static_cast<double>(first.peak_rss_bytes) / (1 << 20));
+  }
   if (!summary.rebalances.empty()) {
     const RebalanceStep& step = summary.rebalances.back();
     fmt::print("{} rebalance(s); median epoch after the last (epoch {}) {:.2f} ms; compute "

@@ -132,7 +132,7 @@ runtime::TrainJob sampled_job() {
   job.threads = 1;
   job.sampled.enabled = true;
   job.sampled.fanouts = {5, 5};
-  job.sampled.batch_size = 32;
+  job.sampled.batch_size = 48 / world()->size(); // per rank: 48 seeds a step over the ranks
   job.sampled.cache_bytes = 4096;
   job.comm = world();
   return job;
@@ -148,7 +148,16 @@ TEST(SampledJobOverRanks, LearnsAndTheSameSeedGivesTheSameRun) {
     EXPECT_GT(a.history[e].sampled_edges, 0);
   }
   EXPECT_EQ(a.final_test.accuracy, b.final_test.accuracy);
+  // Other batches than one process draws (of the same global size), so not the same run: about
+  // as accurate.
+  runtime::TrainJob alone = sampled_job();
+  alone.comm = nullptr;
+  alone.sampled.batch_size = 48;
+  const gnn::TrainResult one = runtime::run_train_job(alone).result;
   EXPECT_GT(a.final_test.accuracy, 0.8) << "a sampled GraphSAGE on a 4-block SBM";
+  EXPECT_LE(a.final_test.accuracy, 1.0);
+  EXPECT_NEAR(a.final_test.accuracy, one.final_test.accuracy, 0.05);
+  EXPECT_NEAR(a.final_test.loss, one.final_test.loss, 0.25 * one.final_test.loss);
   // Every rank ran as many steps as the rank with the most training nodes has batches.
   std::vector<double> steps{static_cast<double>(a.history.front().steps)};
   steps = world()->allgather(steps[0]);

@@ -159,6 +159,26 @@ TEST(GcnNormalizeTile, RefusesADegreeListOfTheWrongLength) {
   EXPECT_THROW(graph::gcn_normalize_tile(a, degree), DimensionMismatch);
 }
 
+TEST(GcnNormalizeBlock, CountsDegreesWithinTheBlockDestinationsInSourcesOut) {
+  // Destinations 0 and 1 (sources 0 and 1) of sources {0, 1, 2}: 0 drew {1, 2}, 1 drew {0}.
+  Csr block(cpu(), 2, 3, 3);
+  const Offset row_ptr[] = {0, 2, 3};
+  const LocalId col[] = {1, 2, 0};
+  std::copy_n(row_ptr, 3, block.row_ptr());
+  std::copy_n(col, 3, block.col());
+  std::fill_n(block.val(), 3, 1.0f);
+
+  const auto t = to_dense(graph::gcn_normalize_block(block));
+
+  // With self-loops: in(0) = 3, in(1) = 2; out(0) = 2, out(1) = 2, out(2) = 1.
+  const double expected[2][3] = {{1 / std::sqrt(6.0), 1 / std::sqrt(6.0), 1 / std::sqrt(3.0)},
+                                 {1 / std::sqrt(4.0), 1 / std::sqrt(4.0), 0.0}};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      EXPECT_FLOAT_EQ(t[i][j], expected[i][j]) << i << "," << j;
+  EXPECT_THROW(graph::gcn_normalize_block(graph::transpose(block)), DimensionMismatch);
+}
+
 TEST(GcnNormalize, IsolatedNodeGetsUnitSelfLoop) {
   const Csr a_hat = graph::gcn_normalize(graph::build_symmetric_csr(cpu(), edges_of(3, {{0, 1}})));
 

@@ -39,10 +39,39 @@ TEST(SampledJob, LearnsAsFullGraphTrainingDoesAndRepeatsItself) {
     EXPECT_EQ(a.result.history[e].train_loss, b.result.history[e].train_loss);
 }
 
+TEST(SampledJob, GcnGinGatAndResidualBlocksTrainOnBlocks) {
+  struct Case {
+    gnn::ModelKind kind;
+    bool residual;
+  };
+  for (const Case c : {Case{gnn::ModelKind::Gcn, false}, Case{gnn::ModelKind::Gin, false},
+                       Case{gnn::ModelKind::Gat, false}, Case{gnn::ModelKind::Sage, true},
+                       Case{gnn::ModelKind::Gat, true}}) {
+    runtime::TrainJob job = sage_job(true);
+    job.model_name = c.residual ? gnn::residual_name(c.kind) : gnn::display_name(c.kind);
+    job.model_builder = gnn::builder_named(job.model_name).value();
+    job.model.heads = 2;
+    if (c.residual) { // two blocks of width 16 between an input and an output Linear
+      job.shape.num_layers = 3;
+      job.model.norm = gnn::NormKind::Batch;
+    }
+    SCOPED_TRACE(job.model_name);
+    const runtime::RunSummary sampled = runtime::run_train_job(job);
+    job.sampled.enabled = false;
+    const runtime::RunSummary full = runtime::run_train_job(job);
+    EXPECT_GT(sampled.result.history.front().steps, 1);
+    EXPECT_GT(sampled.result.final_test.accuracy, full.result.final_test.accuracy - 0.08)
+        << "sampled " << sampled.result.final_test.accuracy << ", full "
+        << full.result.final_test.accuracy;
+  }
+}
+
 TEST(SampledJob, WhatSampledTrainingCannotDoIsRefused) {
-  runtime::TrainJob gcn = sage_job(true);
-  gcn.model_builder = {};
-  gcn.model_name = "GCN";
+  runtime::TrainJob mlp = sage_job(true);
+  mlp.model_builder = gnn::builder_for(gnn::ModelKind::Mlp);
+  mlp.model_name = gnn::display_name(gnn::ModelKind::Mlp);
+  runtime::TrainJob custom = sage_job(true);
+  custom.model_name = "my model";
   runtime::TrainJob fanouts = sage_job(true);
   fanouts.sampled.fanouts = {10, 5, 5};
   runtime::TrainJob budget = sage_job(true);
@@ -51,8 +80,10 @@ TEST(SampledJob, WhatSampledTrainingCannotDoIsRefused) {
   batch.sampled.batch_size = 100000;
   runtime::TrainJob link = sage_job(true);
   link.task = runtime::Task::Link;
-  EXPECT_THAT([&] { runtime::run_train_job(gcn); },
-              ThrowsMessage<InvalidArgument>(HasSubstr("trains GraphSAGE for now")));
+  EXPECT_THAT([&] { runtime::run_train_job(mlp); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("MLP has none")));
+  EXPECT_THAT([&] { runtime::run_train_job(custom); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("trains the built-in models")));
   EXPECT_THAT([&] { runtime::run_train_job(fanouts); },
               ThrowsMessage<InvalidArgument>(HasSubstr("3 fanouts for a model of 2 graph layers")));
   EXPECT_THAT([&] { runtime::run_train_job(budget); },

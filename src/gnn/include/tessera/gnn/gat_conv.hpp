@@ -44,6 +44,11 @@ public:
   GatConv(BackendPtr backend, const CsrT<T>& a, const CsrT<T>& a_t, const Offset* edge_of,
           std::int64_t in_features, std::int64_t head_features, const GatOptions& options,
           std::uint64_t seed, std::uint32_t layer_index);
+  /// The same with the edge map read from `edge_of` at every call: matrices rebuilt in place (a
+  /// mini-batch's blocks, ModelGraph::set_blocks) may bring a new one.
+  GatConv(BackendPtr backend, const CsrT<T>& a, const CsrT<T>& a_t, const Buffer<Offset>& edge_of,
+          std::int64_t in_features, std::int64_t head_features, const GatOptions& options,
+          std::uint64_t seed, std::uint32_t layer_index);
 
   /// x: [input rows, in] dense or sparse (input rows: n_owned with a halo, n_local without) →
   /// [n_owned, H·F] (concat) or [n_owned, F].
@@ -82,6 +87,10 @@ private:
   const CsrT<T>* a_;
   const CsrT<T>* a_t_;
   const Offset* edge_of_;
+  const Buffer<Offset>* edge_buffer_ = nullptr; // when given: edge_of_ is read from it
+  const Offset* edge_of() const noexcept {
+    return edge_buffer_ != nullptr ? edge_buffer_->data() : edge_of_;
+  }
   std::int64_t heads_, head_features_;
   GatOptions options_;
   std::uint32_t layer_;

@@ -34,6 +34,11 @@ std::string residual_name(ModelKind kind);
 /// The builder of the built-in model named `name` (display_name or residual_name, as
 /// checkpoints record it); nullopt for another name (a program's own builder).
 std::optional<ModelBuilder> builder_named(const std::string& name);
+/// The graph layers of the built-in model named `name` with `layers` layers (layer sizes less
+/// one): one per residual block for residual_name models (an input and an output Linear around
+/// them), none for the MLP, else one per layer. What mini-batch graphs (ModelGraph::blocks) and
+/// sampling fanouts must count. Unknown names count as one per layer.
+int graph_layers(const std::string& name, int layers);
 
 /// Dropout → SAGEConv → ReLU+Dropout → ... → SAGEConv (Hamilton et al., mean aggregator): each
 /// layer's self and neighbour weights, over D⁻¹A and its transpose.

@@ -64,6 +64,14 @@ Csr sum_aggregation(const Csr& a);
 /// more rows than columns or degree does not have one entry per column.
 Csr gcn_normalize_tile(const Csr& a, std::span<const std::int64_t> degree);
 
+/// Â of a mini-batch block (DGL's GraphConv, norm "both", on a block with self-loops): a:
+/// [dst, src] with unit entries, destination r being source r (host memory, columns sorted);
+/// a unit self-loop (r, r) is added where missing, and entry (r, c) of A + I is 1 / sqrt(in(r) ·
+/// out(c)) with the degrees counted within the block: in(r) the entries of row r, out(c) the
+/// destinations of source c. A block of every neighbour of every node gives gcn_normalize's Â.
+/// Returns [dst, src]; throws DimensionMismatch when dst > src.
+Csr gcn_normalize_block(const Csr& a);
+
 /// True when A equals Aᵀ in structure and values (false for a non-square A). A: host memory,
 /// columns sorted.
 bool is_symmetric(const Csr& a);

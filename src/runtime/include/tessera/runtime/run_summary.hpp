@@ -36,6 +36,13 @@ struct RankFigures {
   /// Per GCN layer when the cost model ran (a distributed GCN without a budget), else empty:
   /// its predicted step (forward + backward, ms) and the median measured one (host time).
   std::vector<double> layer_predicted_ms, layer_measured_ms;
+  /// Sampled training (zero otherwise), medians over the epochs: steps and the epoch's time,
+  /// the time a step waited for its batch, and per step the edges sampled, the input rows, those
+  /// another rank owns found in the hot-feature cache and fetched, and the bytes received.
+  std::int64_t steps = 0;
+  double batch_epoch_ms = 0.0, batch_wait_ms = 0.0;
+  double sampled_edges = 0.0, input_rows = 0.0, cache_hits = 0.0, fetched_rows = 0.0;
+  double batch_bytes = 0.0;
 };
 
 /// A stall of one rank (comm::Stall), for the summary.
@@ -104,6 +111,11 @@ struct RunSummary {
   /// Per aggregating layer: how it exchanged ("no halo" for cached inputs; the scheduler's
   /// pick under --schedule auto).
   std::vector<std::string> layer_exchange;
+  /// "full" or "sampled" (mini-batches: TrainJob::sampled), with the sampled run's settings.
+  std::string mode = "full";
+  std::vector<int> fanouts;
+  std::int64_t batch_size = 0;
+  std::int64_t feature_cache_bytes = 0;
   bool cache_input_features = true;
   std::vector<RankFigures> per_rank; ///< [ranks]
   /// Halo bytes all ranks send per training step, and what CAGNET's 1D broadcast would move for
