@@ -9,9 +9,13 @@
 #include "tessera/ops/ops.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <fmt/core.h>
+#include <mutex>
 #include <numeric>
+#include <thread>
 
 namespace tessera::gnn {
 
@@ -89,6 +93,133 @@ void copy_weights(Sequential<float>& from, Sequential<float>& to) {
   }
 }
 
+/// One step's batch, ready: its blocks as the matrices the layers take, its input rows, and what
+/// sampling it did.
+struct ReadyBatch {
+  SampledBatch batch;
+  std::vector<Csr> blocks;
+  std::vector<float> inputs; // [input rows, F] (its storage reused from batch to batch)
+  SamplingStats did;         // the sampler's counters for this batch alone
+  std::exception_ptr error;  // sampling it failed (thrown by BatchPrefetcher::next)
+};
+
+SamplingStats operator+(const SamplingStats& a, const SamplingStats& b) {
+  return {a.batches + b.batches,
+          a.sampled_edges + b.sampled_edges,
+          a.remote_sampled + b.remote_sampled,
+          a.sampled_for_others + b.sampled_for_others,
+          a.input_rows + b.input_rows,
+          a.cache_hits + b.cache_hits,
+          a.fetched_rows + b.fetched_rows,
+          a.sample_bytes + b.sample_bytes,
+          a.feature_bytes + b.feature_bytes};
+}
+
+SamplingStats operator-(const SamplingStats& a, const SamplingStats& b) {
+  return {a.batches - b.batches,
+          a.sampled_edges - b.sampled_edges,
+          a.remote_sampled - b.remote_sampled,
+          a.sampled_for_others - b.sampled_for_others,
+          a.input_rows - b.input_rows,
+          a.cache_hits - b.cache_hits,
+          a.fetched_rows - b.fetched_rows,
+          a.sample_bytes - b.sample_bytes,
+          a.feature_bytes - b.feature_bytes};
+}
+
+/// Samples `seeds` for `epoch` into `ready`. Collective over the sampler's ranks.
+void prepare(RankSampler& sampler, const BackendPtr& host, std::span<const GlobalId> seeds,
+             std::uint32_t epoch, ReadyBatch& ready) {
+  const SamplingStats before = sampler.stats();
+  ready.batch = sampler.sample(seeds, epoch);
+  sampler.gather_features(ready.batch.input_nodes(), ready.inputs);
+  ready.blocks.clear();
+  if (!seeds.empty()) {
+    for (const Block& b : ready.batch.blocks)
+      ready.blocks.push_back(block_matrix(host, b));
+  }
+  ready.did = sampler.stats() - before;
+}
+
+/// The batches of epochs first..last in order, sampled on a thread of their own up to `depth`
+/// ahead of the steps (a bounded queue): sampling overlaps training. One process only (the
+/// sampler's exchanges over ranks stay on the thread that makes MPI calls).
+class BatchPrefetcher {
+public:
+  BatchPrefetcher(RankSampler& sampler, BackendPtr host, std::vector<GlobalId> train,
+                  std::int64_t batch_size, std::uint64_t seed, int first_epoch, int last_epoch,
+                  int depth)
+      : sampler_(sampler), host_(std::move(host)), train_(std::move(train)),
+        batch_size_(batch_size), seed_(seed), first_(first_epoch), last_(last_epoch),
+        depth_(static_cast<std::size_t>(depth)), slots_(static_cast<std::size_t>(depth) + 1) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~BatchPrefetcher() {
+    {
+      const std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
+  BatchPrefetcher(const BatchPrefetcher&) = delete;
+  BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  /// The next batch in epoch order (the previous one's slot is free again); blocks until it is
+  /// ready, and rethrows what sampling it threw. Valid until the next call.
+  ReadyBatch& next() {
+    std::unique_lock lock(mutex_);
+    ++taken_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return produced_ >= taken_; });
+    ReadyBatch& ready = slots_[(taken_ - 1) % slots_.size()];
+    if (ready.error) std::rethrow_exception(ready.error);
+    return ready;
+  }
+
+private:
+  void run() {
+    std::size_t index = 0;
+    for (int epoch = first_; epoch <= last_; ++epoch) {
+      const auto e = static_cast<std::uint32_t>(epoch);
+      for (const std::vector<GlobalId>& seeds : seed_batches(train_, batch_size_, seed_, e)) {
+        {
+          // Batch `index` takes the slot of batch index - depth - 1, which the steps have left.
+          std::unique_lock lock(mutex_);
+          changed_.wait(lock, [&] { return stop_ || index < taken_ + depth_; });
+          if (stop_) return;
+        }
+        ReadyBatch& ready = slots_[index % slots_.size()];
+        try {
+          prepare(sampler_, host_, seeds, e, ready);
+        } catch (...) {
+          ready.error = std::current_exception();
+        }
+        {
+          const std::lock_guard lock(mutex_);
+          produced_ = ++index;
+        }
+        changed_.notify_all();
+        if (ready.error) return;
+      }
+    }
+  }
+
+  RankSampler& sampler_;
+  BackendPtr host_;
+  std::vector<GlobalId> train_;
+  std::int64_t batch_size_;
+  std::uint64_t seed_;
+  int first_, last_;
+  std::size_t depth_;
+  std::vector<ReadyBatch> slots_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t produced_ = 0, taken_ = 0;
+  bool stop_ = false;
+  std::thread thread_; // last: it starts once the rest is made
+};
+
 /// train_sampled_node_classifier; without a full-graph model, evaluation sets every layer's block
 /// to `whole` (one process) and reads `whole_input`.
 TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, ModelGraph& graph,
@@ -157,7 +288,6 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     }
   };
   Workspace<float> x(backend), d_logits(backend); // the largest batch's, reused
-  std::vector<float> host_x;
   std::vector<std::int32_t> batch_labels, batch_rows;
   Buffer<std::int32_t> labels_buffer, rows_buffer;
   Buffer<GlobalId> ids_buffer;
@@ -172,36 +302,57 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
   work.val_rows = counts[1];
   work.test_rows = counts[2];
   work.lr = config.adam.lr;
+  // In one process the batches are sampled ahead on a thread (from the first epoch trained,
+  // known at the first call); over ranks inline, each step's exchanges with the others'.
+  std::unique_ptr<BatchPrefetcher> prefetcher;
+  ReadyBatch inline_batch;
   work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
     const Stopwatch epoch_clock;
-    const SamplingStats before = sampler.stats();
     std::vector<double> step_ms, wait_ms;
+    SamplingStats did;
     double loss = 0.0; // this rank's seeds' summed cross-entropy
     const auto e = static_cast<std::uint32_t>(epoch);
+    const bool ahead = !ranks && batches.prefetch > 0;
+    if (ahead && !prefetcher) {
+      prefetcher =
+          std::make_unique<BatchPrefetcher>(sampler, host, train, batches.batch_size, config.seed,
+                                            epoch, config.epochs, batches.prefetch);
+    }
     const std::vector<std::vector<GlobalId>> mine =
-        seed_batches(train, batches.batch_size, config.seed, e);
+        ahead ? std::vector<std::vector<GlobalId>>{}
+              : seed_batches(train, batches.batch_size, config.seed, e);
     for (std::int64_t k = 0; k < plan.steps; ++k) {
       if (comm != nullptr)
         comm->peer_watch().set_step(fmt::format("epoch {} step {}", epoch, k + 1));
       const Stopwatch step_clock;
       Stopwatch phase;
-      const std::vector<GlobalId>& seeds =
-          k < static_cast<std::int64_t>(mine.size()) ? mine[static_cast<std::size_t>(k)] : no_seeds;
-      const SampledBatch batch = sampler.sample(seeds, e);
-      sampler.gather_features(batch.input_nodes(), host_x);
+      ReadyBatch* ready = &inline_batch;
+      if (ahead) {
+        ready = &prefetcher->next();
+      } else {
+        const std::vector<GlobalId>& seeds = k < static_cast<std::int64_t>(mine.size())
+                                                 ? mine[static_cast<std::size_t>(k)]
+                                                 : no_seeds;
+        prepare(sampler, host, seeds, e, inline_batch);
+      }
+      const SampledBatch& batch = ready->batch;
+      const std::span<const GlobalId> seeds = batch.seeds();
+      did = did + ready->did;
+      const auto rows = static_cast<std::int64_t>(batch.input_nodes().size());
+      ConstDenseView<float> inputs{ready->inputs.data(), rows, sampler.feature_width()};
+      if (backend->kind() != DeviceKind::Cpu) {
+        const DenseView<float> on_device = x.get(rows, sampler.feature_width());
+        backend->copy_from_host(on_device.data, ready->inputs.data(),
+                                ready->inputs.size() * sizeof(float));
+        inputs = ConstDenseView<float>(on_device);
+      }
       wait_ms.push_back(step_clock.seconds() * 1e3);
       const double divisor = static_cast<double>(plan.seeds[static_cast<std::size_t>(k)]);
       if (!seeds.empty()) {
-        std::vector<Csr> blocks;
-        for (const Block& b : batch.blocks)
-          blocks.push_back(block_matrix(host, b));
-        graph.set_blocks(std::move(blocks));
-        const DenseView<float> inputs =
-            x.get(static_cast<std::int64_t>(batch.input_nodes().size()), sampler.feature_width());
-        backend->copy_from_host(inputs.data, host_x.data(), host_x.size() * sizeof(float));
+        graph.set_blocks(std::move(ready->blocks));
         const std::span<const GlobalId> ids = on_backend(backend, batch.input_nodes(), ids_buffer);
         const Step step{config.seed, e, true, RowIds{ids.data(), 0}};
-        const ConstDenseView<float> logits = model.forward(step, ConstDenseView<float>(inputs));
+        const ConstDenseView<float> logits = model.forward(step, inputs);
         phases.forward += phase.seconds();
         phase.restart();
         batch_labels.resize(seeds.size());
@@ -236,13 +387,11 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     stats.step_ms = median(std::move(step_ms));
     stats.batch_wait_ms = median(std::move(wait_ms));
     stats.epoch_ms = epoch_clock.seconds() * 1e3;
-    const SamplingStats& after = sampler.stats();
-    stats.sampled_edges = after.sampled_edges - before.sampled_edges;
-    stats.input_rows = after.input_rows - before.input_rows;
-    stats.cache_hits = after.cache_hits - before.cache_hits;
-    stats.fetched_rows = after.fetched_rows - before.fetched_rows;
-    stats.batch_bytes =
-        after.sample_bytes + after.feature_bytes - before.sample_bytes - before.feature_bytes;
+    stats.sampled_edges = did.sampled_edges;
+    stats.input_rows = did.input_rows;
+    stats.cache_hits = did.cache_hits;
+    stats.fetched_rows = did.fetched_rows;
+    stats.batch_bytes = did.sample_bytes + did.feature_bytes;
   };
   work.evaluate = [&](int, SplitMetrics(&shares)[3], BinaryScores*) {
     std::array<SplitMetrics, 3> m;

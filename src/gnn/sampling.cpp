@@ -115,17 +115,16 @@ void check_asked(const NodeIndex& index, GlobalId v, std::int64_t num_nodes, int
 }
 
 /// The blocks of `seeds` (owned here) hop by hop: nodes this rank owns are drawn from `graph`,
-/// the others by their owners. One process when `comm` is null or of one rank.
+/// the others by their owners. One process when `comm` is null or of one rank. `place`:
+/// [num_nodes] all -1, where each node sits among the current hop's sources while a hop is
+/// built; all -1 again on return (also when it throws).
 SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::Communicator* comm,
                          std::int64_t num_nodes, std::span<const GlobalId> seeds,
-                         const SamplerOptions& options, std::uint32_t epoch, SamplingStats& stats) {
+                         const SamplerOptions& options, std::uint32_t epoch, SamplingStats& stats,
+                         std::vector<LocalId>& place) {
   const bool ranks = comm != nullptr && comm->size() > 1;
-  // Where each node sits among the current hop's sources, rebuilt each hop.
-  std::unordered_map<GlobalId, LocalId> place;
-  place.reserve(seeds.size() * 4);
   std::vector<GlobalId> frontier(seeds.begin(), seeds.end());
-  for (std::size_t i = 0; i < frontier.size(); ++i) {
-    const GlobalId s = frontier[i];
+  for (const GlobalId s : frontier) {
     if (s < 0 || s >= num_nodes) {
       throw InvalidArgument(fmt::format("seed {} is not a node of the graph's {}", s, num_nodes));
     }
@@ -134,17 +133,33 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
                                         "the nodes it owns",
                                         s, index.owner(s)));
     }
-    if (!place.emplace(s, static_cast<LocalId>(i)).second) {
-      throw InvalidArgument(fmt::format("seed {} appears twice in one batch", s));
-    }
   }
   const int hops = static_cast<int>(options.fanouts.size());
+  std::vector<Block> blocks(static_cast<std::size_t>(hops));
+  // Declared after what `marked` points into (the frontier, a block's sources), so it runs first.
+  std::span<const GlobalId> marked; // the nodes whose place is set
+  struct Unmark {                   // every place back to -1, however the call ends
+    std::vector<LocalId>& place;
+    std::span<const GlobalId>& nodes;
+    ~Unmark() {
+      for (const GlobalId v : nodes)
+        place[static_cast<std::size_t>(v)] = -1;
+    }
+  } unmark{place, marked};
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const GlobalId s = frontier[i];
+    if (place[static_cast<std::size_t>(s)] != -1) {
+      marked = std::span<const GlobalId>(frontier).first(i);
+      throw InvalidArgument(fmt::format("seed {} appears twice in one batch", s));
+    }
+    place[static_cast<std::size_t>(s)] = static_cast<LocalId>(i);
+  }
+  marked = frontier;
   const auto peers = static_cast<std::size_t>(ranks ? comm->size() : 1);
   std::vector<std::vector<GlobalId>> requests(peers), asked, answers(peers), received;
   std::vector<std::size_t> cursor(peers);
   std::vector<std::int64_t> picked;
   std::vector<GlobalId> drawn;
-  std::vector<Block> blocks(static_cast<std::size_t>(hops));
   for (int h = 0; h < hops; ++h) {
     const int fanout = options.fanouts[static_cast<std::size_t>(h)];
     const RngKey key = RngKey::make(options.seed, RngPurpose::NeighbourSampling,
@@ -153,11 +168,7 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
     b.dst = static_cast<std::int64_t>(frontier.size());
     b.src = frontier;
     b.row_ptr.assign(1, 0);
-    if (h > 0) { // the frontier's places were the previous hop's sources
-      place.clear();
-      for (std::size_t i = 0; i < frontier.size(); ++i)
-        place.emplace(frontier[i], static_cast<LocalId>(i));
-    }
+    marked = b.src; // the frontier's places are set (its own order: the previous hop's sources)
     if (ranks) { // the owners draw for the frontier nodes they own
       for (auto& r : requests)
         r.clear();
@@ -205,14 +216,19 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
                                         "of the graph's {}",
                                         v, u, num_nodes));
         }
-        const auto [it, fresh] = place.emplace(v, static_cast<LocalId>(b.src.size()));
-        if (fresh) b.src.push_back(v);
-        b.col.push_back(it->second);
+        LocalId& at = place[static_cast<std::size_t>(v)];
+        if (at == -1) {
+          at = static_cast<LocalId>(b.src.size());
+          b.src.push_back(v);
+          marked = b.src; // b.src may have moved
+        }
+        b.col.push_back(at);
       }
       b.row_ptr.push_back(static_cast<Offset>(b.col.size()));
     }
     stats.sampled_edges += b.edges();
     frontier = b.src;
+    marked = frontier; // the same places: the next hop's frontier is this hop's sources
   }
   ++stats.batches;
   SampledBatch batch;
@@ -248,7 +264,8 @@ SampledBatch sample_blocks(const Csr& graph, std::span<const GlobalId> seeds,
   const Neighbours neighbours(graph, {});
   const NodeIndex index;
   SamplingStats stats;
-  return sample_hops(neighbours, index, nullptr, graph.rows(), seeds, options, epoch, stats);
+  std::vector<LocalId> place(static_cast<std::size_t>(graph.rows()), -1);
+  return sample_hops(neighbours, index, nullptr, graph.rows(), seeds, options, epoch, stats, place);
 }
 
 std::vector<std::vector<GlobalId>> seed_batches(std::span<const GlobalId> train,
@@ -285,6 +302,7 @@ struct RankSampler::State {
   NodeIndex index;
   std::int64_t n_owned = 0, width = 0;
   std::unordered_map<GlobalId, std::int64_t> cached; // node → row of `cache`
+  std::vector<LocalId> place;                        // [num_nodes] for sample_hops
   std::vector<float> cache;                          // [cached rows, F]
   SamplingStats stats;
   // Reused by every call.
@@ -294,13 +312,14 @@ struct RankSampler::State {
 
   bool ranks() const { return graph.comm != nullptr && graph.comm->size() > 1; }
 
-  /// Owned row r's features into `out` (F floats, zeroed).
+  /// Owned row r's features into `out` (F floats).
   void copy_owned(std::int64_t r, float* out) const {
     if (features->dense) {
       const float* from = features->dense->data() + r * width;
       std::copy(from, from + width, out);
       return;
     }
+    std::fill(out, out + width, 0.0f);
     const Csr& s = *features->sparse;
     for (Offset k = s.row_ptr()[r]; k < s.row_ptr()[r + 1]; ++k)
       out[s.col()[k]] = s.val()[k];
@@ -408,14 +427,23 @@ RankSampler::~RankSampler() = default;
 
 SampledBatch RankSampler::sample(std::span<const GlobalId> seeds, std::uint32_t epoch) {
   State& s = *state_;
+  if (s.place.empty()) s.place.assign(static_cast<std::size_t>(s.graph.num_nodes), -1);
   return sample_hops(s.neighbours, s.index, s.ranks() ? s.graph.comm : nullptr, s.graph.num_nodes,
-                     seeds, s.options, epoch, s.stats);
+                     seeds, s.options, epoch, s.stats, s.place);
 }
 
 void RankSampler::gather_features(std::span<const GlobalId> nodes, std::vector<float>& out) {
+  out.resize(nodes.size() * static_cast<std::size_t>(state_->width));
+  gather_features(nodes, std::span<float>(out));
+}
+
+void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<float> out) {
   State& s = *state_;
   const auto width = static_cast<std::size_t>(s.width);
-  out.assign(nodes.size() * width, 0.0f);
+  if (out.size() != nodes.size() * width) {
+    throw DimensionMismatch(fmt::format("gather_features: {} values for {} rows of {}", out.size(),
+                                        nodes.size(), width));
+  }
   std::vector<GlobalId> remote;
   std::vector<std::size_t> place;
   for (std::size_t i = 0; i < nodes.size(); ++i) {

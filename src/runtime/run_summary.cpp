@@ -114,6 +114,7 @@ void report_config(RunReport& r, const RunSummary& s) {
     r.set("config.fanouts", std::vector<double>(s.fanouts.begin(), s.fanouts.end()));
     r.set("config.batch_size", s.batch_size);
     r.set("config.feature_cache_bytes", s.feature_cache_bytes);
+    r.set("config.prefetch_batches", s.prefetch_batches);
   }
   r.set("split.source", s.split_source);
   if (s.split_source == "random") r.set("split.seed", static_cast<std::int64_t>(s.split_seed));

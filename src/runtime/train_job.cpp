@@ -191,6 +191,7 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
     s.fanouts = job.sampled.fanouts;
     s.batch_size = job.sampled.batch_size;
     s.feature_cache_bytes = static_cast<std::int64_t>(job.sampled.cache_bytes);
+    s.prefetch_batches = comm.size() == 1 ? job.sampled.prefetch : 0;
   }
   const int layers = std::max(m.graph->num_layers_asked(), gcn ? m.spec.num_layers() : 0);
   s.per_rank = gather_rank_figures(comm, figures_of(g, m, last, layers));
@@ -280,6 +281,10 @@ void check_sampled(const TrainJob& job, int ranks) {
     gnn::check_fanouts(job.sampled.fanouts, gnn::graph_layers(job.model_name, layers));
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string("--fanouts: ") + e.what());
+  }
+  if (job.sampled.prefetch < 0) {
+    refuse(fmt::format("needs --prefetch-batches >= 0 (0: sample each batch inline), got {}",
+                       job.sampled.prefetch));
   }
   if (job.sampled.batch_size < 1) {
     refuse(fmt::format("needs a batch size >= 1, got {}", job.sampled.batch_size));
@@ -543,7 +548,7 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
                                          &distribution, control);
       } else if (job.sampled.enabled) {
         const gnn::MiniBatchConfig batches{job.sampled.fanouts, job.sampled.replace,
-                                           job.sampled.batch_size};
+                                           job.sampled.batch_size, job.sampled.prefetch};
         const gnn::FullGraphModel evaluation{&model->model, input_of(model->input(graph)),
                                              comm->size() > 1 ? &distribution : nullptr};
         SampledModel& sampled = *model->sampled;

@@ -109,6 +109,7 @@ struct Options : TrainingFlags {
   std::string fanouts = "25,10";
   std::int64_t batch_size = 512;
   std::string feature_cache = "64MiB";
+  int prefetch_batches = 2;
   std::string decoder = "dot";
   std::int64_t decoder_hidden = 0;
   int decoder_layers = 2;
@@ -297,6 +298,11 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                    "with --mode sampled on several ranks: bytes of each rank's cache of the input "
                    "features of the remote nodes most often next to its rows, fetched once (0: "
                    "none)")
+        ->capture_default_str();
+    add_integer_option(app, "--prefetch-batches", o.prefetch_batches, 0, 64,
+                       "with --mode sampled in one process: batches sampled ahead on a thread of "
+                       "their own while the steps train (0: each step samples its batch; over "
+                       "ranks batches are sampled inline)")
         ->capture_default_str();
     app.add_option("--task", o.task,
                    "node (classify nodes) or link (predict held-out edges: the model encodes "
@@ -509,6 +515,7 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
     job.sampled.fanouts = parse_fanouts(o.fanouts);
     job.sampled.batch_size = o.batch_size;
     job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
+    job.sampled.prefetch = o.prefetch_batches;
   }
   if (job.task == Task::Link) {
     const std::vector<double> fractions =
@@ -584,7 +591,8 @@ void check_flag_combinations(const CLI::App& app, const Options& o) {
                           "neither of which is given");
   }
   if (o.mode != "sampled") {
-    for (const char* flag : {"--fanouts", "--batch-size", "--feature-cache"}) {
+    for (const char* flag :
+         {"--fanouts", "--batch-size", "--feature-cache", "--prefetch-batches"}) {
       const CLI::Option* option = app.get_option_no_throw(flag);
       if (option != nullptr && option->count() > 0) {
         throw InvalidArgument(std::string(flag) + " shapes sampled training: it needs --mode "

@@ -103,10 +103,15 @@ TEST(MiniBatch, TheSameSeedGivesTheSameRunAndFanoutsLearnAsTheFullGraphDoes) {
   const datasets::Dataset d = data();
   const MiniBatchConfig batches{{10, 5}, false, 64};
   const TrainResult a = sampled(d, batches, 30, 0.2f);
-  const TrainResult b = sampled(d, batches, 30, 0.2f);
+  MiniBatchConfig inline_batches = batches; // each step samples its own batch: the same batches
+  inline_batches.prefetch = 0;
+  const TrainResult b = sampled(d, inline_batches, 30, 0.2f);
   ASSERT_EQ(a.history.size(), b.history.size());
-  for (std::size_t e = 0; e < a.history.size(); ++e)
+  for (std::size_t e = 0; e < a.history.size(); ++e) {
     EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss);
+    EXPECT_EQ(a.history[e].sampled_edges, b.history[e].sampled_edges);
+    EXPECT_GT(a.history[e].sampled_edges, 0);
+  }
   EXPECT_GT(a.history.front().steps, 1) << "several batches an epoch";
   const TrainResult whole = full(d, 30, 0.2f);
   EXPECT_GT(a.final_test.accuracy, whole.final_test.accuracy - 0.05)

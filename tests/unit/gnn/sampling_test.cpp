@@ -123,5 +123,34 @@ TEST(Sampling, FanoutsAndBatchSizesThatCannotWorkAreRefused) {
               ThrowsMessage<InvalidArgument>(HasSubstr("batch size must be >= 1")));
 }
 
+TEST(Sampling, ARankSamplerInOneProcessDrawsAsSampleBlocksAfterARefusedBatch) {
+  const Csr a = random_graph(200, 8, 4);
+  graph::Features features;
+  features.dense = Dense(a.backend(), 200, 3);
+  for (std::int64_t i = 0; i < 600; ++i)
+    features.dense->data()[i] = static_cast<float>(i);
+  const SamplerOptions how{{3, 2}, false, 9};
+  RankSampler sampler(RankGraph{&a, {}, 200, nullptr}, features, how);
+  const std::vector<GlobalId> repeated = {4, 7, 9, 4};
+  EXPECT_THAT([&] { sampler.sample(repeated, 1); },
+              ThrowsMessage<InvalidArgument>(HasSubstr("seed 4 appears twice")));
+  // The refused batch left no trace: the next one is sample_blocks's.
+  const std::vector<GlobalId> seeds = {7, 9, 4, 150};
+  const SampledBatch mine = sampler.sample(seeds, 1);
+  const SampledBatch expected = sample_blocks(a, seeds, how, 1);
+  ASSERT_EQ(mine.blocks.size(), expected.blocks.size());
+  for (std::size_t i = 0; i < mine.blocks.size(); ++i) {
+    EXPECT_EQ(mine.blocks[i].src, expected.blocks[i].src);
+    EXPECT_EQ(mine.blocks[i].col, expected.blocks[i].col);
+  }
+  std::vector<float> inputs;
+  sampler.gather_features(mine.input_nodes(), inputs);
+  for (std::size_t i = 0; i < mine.input_nodes().size(); ++i)
+    EXPECT_EQ(inputs[3 * i + 2], static_cast<float>(3 * mine.input_nodes()[i] + 2));
+  std::vector<float> too_small(2);
+  EXPECT_THROW(sampler.gather_features(mine.input_nodes(), std::span<float>(too_small)),
+               DimensionMismatch);
+}
+
 } // namespace
 } // namespace tessera::gnn

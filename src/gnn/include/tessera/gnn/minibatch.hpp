@@ -18,6 +18,10 @@ struct MiniBatchConfig {
   std::vector<int> fanouts;      ///< per hop from the seeds (sample_blocks), one per graph layer
   bool replace = false;          ///< sample with replacement
   std::int64_t batch_size = 512; ///< seeds per step (the last batch of an epoch may be smaller)
+  /// Batches sampled ahead on a thread of their own (a bounded queue), in one process; 0: each
+  /// step samples its batch itself. Over ranks batches are sampled inline for now (MPI calls
+  /// stay on the main thread).
+  int prefetch = 2;
 };
 
 /// The full-graph twin sampled training evaluates with: a model of the same builder and spec on

@@ -110,6 +110,9 @@ public:
   /// The input features of `nodes` (global ids) into `out` as [nodes, F] row-major (resized).
   /// Collective.
   void gather_features(std::span<const GlobalId> nodes, std::vector<float>& out);
+  /// The same into `out` ([nodes · F] host memory, e.g. a CPU backend's buffer the first layer
+  /// reads: no copy between). Throws DimensionMismatch for another size. Collective.
+  void gather_features(std::span<const GlobalId> nodes, std::span<float> out);
 
   /// The row of owned node `v` (its place among this rank's rows), -1 if another rank owns it.
   std::int64_t owned_row(GlobalId v) const;

@@ -116,6 +116,7 @@ struct RunSummary {
   std::vector<int> fanouts;
   std::int64_t batch_size = 0;
   std::int64_t feature_cache_bytes = 0;
+  int prefetch_batches = 0; ///< batches sampled ahead on a thread (0: inline, as over ranks)
   bool cache_input_features = true;
   std::vector<RankFigures> per_rank; ///< [ranks]
   /// Halo bytes all ranks send per training step, and what CAGNET's 1D broadcast would move for

@@ -107,6 +107,8 @@ struct SampledOptions {
   /// Bytes of each rank's hot-feature cache: the input rows of the remote nodes most often next
   /// to its rows, fetched once (gnn::RankSampler); 0: none. Unused on one rank.
   std::size_t cache_bytes = std::size_t{64} << 20;
+  /// Batches sampled ahead on a thread of their own in one process (gnn::MiniBatchConfig).
+  int prefetch = 2;
 };
 
 /// Everything a training run needs: the data, where it runs, the model and how to train it.
