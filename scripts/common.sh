@@ -371,6 +371,16 @@ sys.exit(f"error: {path} has none of the keys {keys}")
 ' "$@"
 }
 
+# tessera_json_field FILE KEY: tessera_json_get's value, or "-" when the file is empty or lacks
+# the key (a benchmark's table cell for a run that failed).
+tessera_json_field() {
+  [[ -s "$1" ]] || {
+    echo -
+    return
+  }
+  tessera_json_get "$1" "$2" 2>/dev/null || echo -
+}
+
 if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
   set -euo pipefail
   tessera_usage "${BASH_SOURCE[0]}"

@@ -122,14 +122,6 @@ run_tessera() {
   fi
 }
 
-# field FILE KEY: a value of a JSON file, or "-" when the file is empty or lacks it.
-field() {
-  [[ -s "$1" ]] || {
-    echo -
-    return
-  }
-  tessera_json_get "$1" "$2" 2>/dev/null || echo -
-}
 
 peers=(pyg-csr pyg-edge torch torch-sx pyg-gat)
 ((have_dgl)) && peers+=(dgl dgl-gat)
@@ -143,9 +135,9 @@ compare() {
   for threads in "${thread_counts[@]}"; do
     tessera_log "${graph}, ${threads} thread(s)"
     run_tessera "${graph}-t${threads}-tessera" "${threads}" "${hidden}" "${epochs}" 0 "$@"
-    t_ms=$(field "${work}/${graph}-t${threads}-tessera.json" timing.epoch_ms_median)
-    t_rss=$(field "${work}/${graph}-t${threads}-tessera.json" memory.peak_rss_bytes.max)
-    t_acc=$(field "${work}/${graph}-t${threads}-tessera.json" metrics.final_test_accuracy)
+    t_ms=$(tessera_json_field "${work}/${graph}-t${threads}-tessera.json" timing.epoch_ms_median)
+    t_rss=$(tessera_json_field "${work}/${graph}-t${threads}-tessera.json" memory.peak_rss_bytes.max)
+    t_acc=$(tessera_json_field "${work}/${graph}-t${threads}-tessera.json" metrics.final_test_accuracy)
     row="| ${graph} | ${threads} | $(printf '%.2f' "${t_ms}") ms, $(awk -v b="${t_rss}" 'BEGIN { printf "%.0f", b / 1048576 }') MiB, $(awk -v a="${t_acc}" 'BEGIN { printf "%.1f", 100 * a }') %"
     best="" best_ms=""
     for peer in "${columns[@]}"; do
@@ -154,17 +146,17 @@ compare() {
         continue
       fi
       run_peer "${graph}-t${threads}-${peer}" "${peer}" "${threads}" "${npz}" "${hidden}" "${epochs}"
-      ms=$(field "${work}/${graph}-t${threads}-${peer}.json" epoch_ms_median)
+      ms=$(tessera_json_field "${work}/${graph}-t${threads}-${peer}.json" epoch_ms_median)
       if [[ "${ms}" == - ]]; then
         row+=" | failed"
         continue
       fi
-      row+=" | $(printf '%.2f' "${ms}") ms, $(awk -v b="$(field "${work}/${graph}-t${threads}-${peer}.json" peak_rss_bytes)" 'BEGIN { printf "%.0f", b / 1048576 }') MiB, $(awk -v a="$(field "${work}/${graph}-t${threads}-${peer}.json" test_accuracy)" 'BEGIN { printf "%.1f", 100 * a }') %"
+      row+=" | $(printf '%.2f' "${ms}") ms, $(awk -v b="$(tessera_json_field "${work}/${graph}-t${threads}-${peer}.json" peak_rss_bytes)" 'BEGIN { printf "%.0f", b / 1048576 }') MiB, $(awk -v a="$(tessera_json_field "${work}/${graph}-t${threads}-${peer}.json" test_accuracy)" 'BEGIN { printf "%.1f", 100 * a }') %"
       if [[ -z "${best_ms}" ]] || awk -v a="${ms}" -v b="${best_ms}" 'BEGIN { exit !(a < b) }'; then
         best="${peer}" best_ms="${ms}"
       fi
     done
-    best_rss=$(field "${work}/${graph}-t${threads}-${best}.json" peak_rss_bytes)
+    best_rss=$(tessera_json_field "${work}/${graph}-t${threads}-${best}.json" peak_rss_bytes)
     row+=" | $(awk -v p="${best_ms}" -v t="${t_ms}" 'BEGIN { printf "%.1fx", p / t }') (${best})"
     row+=" | $(awk -v p="${best_rss}" -v t="${t_rss}" 'BEGIN { printf "%.2f", t / p }') |"
     rows+=("${row}")
@@ -222,9 +214,9 @@ if [[ -n "${data_dir}" && -f "${data_dir}/cora_planetoid/cora_planetoid.npz" ]];
   tess=() pyg=()
   for ((seed = 0; seed < seeds; seed++)); do
     run_tessera "seed${seed}-tessera" 1 16 200 "${seed}" --dataset cora --data-dir "${data_dir}"
-    tess+=("$(field "${work}/seed${seed}-tessera.json" metrics.final_test_accuracy)")
+    tess+=("$(tessera_json_field "${work}/seed${seed}-tessera.json" metrics.final_test_accuracy)")
     run_peer "seed${seed}-pyg" pyg-csr 1 "${data_dir}/cora_planetoid/cora_planetoid.npz" 16 200 "${seed}"
-    pyg+=("$(field "${work}/seed${seed}-pyg.json" test_accuracy)")
+    pyg+=("$(tessera_json_field "${work}/seed${seed}-pyg.json" test_accuracy)")
   done
   "${TESSERA_PYTHON}" - "${tess[*]}" "${pyg[*]}" <<'EOF'
 import statistics, sys

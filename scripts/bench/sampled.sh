@@ -52,14 +52,6 @@ tessera_bench_work_dir
 bench="${TESSERA_ROOT}/scripts/bench"
 flags=(--fanouts "15,10" --batch-size 1024 --hidden 128)
 
-# field FILE KEY: a value of a JSON file, or "-".
-field() {
-  [[ -s "$1" ]] || {
-    echo -
-    return
-  }
-  tessera_json_get "$1" "$2" 2>/dev/null || echo -
-}
 mib() { awk -v b="$1" 'BEGIN { if (b == "-") print "-"; else printf "%.0f", b / 1048576 }'; }
 rate() { awk -v r="$1" 'BEGIN { if (r == "-") print "-"; else printf "%.0f", r }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
@@ -91,8 +83,8 @@ peer() {
     --framework "${framework}" --npz "${npz}" --threads "${threads}" --fanouts 15,10 \
     --batch-size 1024 --hidden 128 --epochs "${epochs}" >"${work}/${name}.log" 2>&1; then
     tail -n 1 "${work}/${name}.log" >"${work}/${name}.json"
-    echo "$(field "${work}/${name}.json" seeds_per_second) $(field "${work}/${name}.json" \
-      peak_rss_bytes) $(field "${work}/${name}.json" sampled_edges_per_second)"
+    echo "$(tessera_json_field "${work}/${name}.json" seeds_per_second) $(tessera_json_field "${work}/${name}.json" \
+      peak_rss_bytes) $(tessera_json_field "${work}/${name}.json" sampled_edges_per_second)"
   else
     echo "warning: ${framework} failed on ${name}; the end of its output:" >&2
     tail -n 5 "${work}/${name}.log" >&2

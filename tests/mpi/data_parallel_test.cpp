@@ -117,7 +117,9 @@ TEST(DataParallel, GradientsLaidOutOtherwiseOnSomeRanksAreSummedOneBucketEach) {
   b.grad.fill(2.0f);
   c.grad.fill(-static_cast<float>(rank));
   DataParallel data_parallel(*world(), arena, {&a, &b, &c});
-  if (size > 1) EXPECT_EQ(data_parallel.buckets(), 3u);
+  if (size > 1) {
+    EXPECT_EQ(data_parallel.buckets(), 3u);
+  }
 
   data_parallel.gradient_ready(c); // in the order backward marks them
   data_parallel.gradient_ready(b);

@@ -43,14 +43,28 @@ std::vector<float> row_of(const datasets::Dataset& data, GlobalId v) {
   return row;
 }
 
-TEST(SamplingOverRanks, BlocksAndInputRowsAreOneProcesssForTheSameSeeds) {
-  const datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kGraph, {});
+/// This rank's tile of a METIS cut of `data`, and the global id of each of its rows.
+struct Tile {
+  partition::LocalGraph tile;
+  std::vector<GlobalId> ids;
+};
+
+Tile tile_of(const datasets::Dataset& data) {
   partition::Options options;
   options.num_parts = world()->size();
-  const partition::LocalGraph tile = partition::build_local_graph(
-      data, partition::partition_graph(data.adjacency, options), world()->rank());
-  std::vector<GlobalId> ids = tile.owned_ids;
-  ids.insert(ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
+  Tile t{partition::build_local_graph(data, partition::partition_graph(data.adjacency, options),
+                                      world()->rank()),
+         {}};
+  t.ids = t.tile.owned_ids;
+  t.ids.insert(t.ids.end(), t.tile.ghost_ids.begin(), t.tile.ghost_ids.end());
+  return t;
+}
+
+TEST(SamplingOverRanks, BlocksAndInputRowsAreOneProcesssForTheSameSeeds) {
+  const datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kGraph, {});
+  const Tile cut = tile_of(data);
+  const partition::LocalGraph& tile = cut.tile;
+  const std::vector<GlobalId>& ids = cut.ids;
   const gnn::RankGraph rows{&tile.adjacency, ids, data.num_nodes, world().get()};
   for (const bool replace : {false, true}) {
     for (const std::size_t cache : {std::size_t{0}, std::size_t{1} << 20}) {
@@ -58,7 +72,9 @@ TEST(SamplingOverRanks, BlocksAndInputRowsAreOneProcesssForTheSameSeeds) {
                    std::to_string(cache));
       const gnn::SamplerOptions how{{4, 3}, replace, 7};
       gnn::RankSampler sampler(rows, tile.features, how, cache);
-      if (world()->size() > 1 && cache > 0) EXPECT_GT(sampler.cached_rows(), 0);
+      if (world()->size() > 1 && cache > 0) {
+        EXPECT_GT(sampler.cached_rows(), 0);
+      }
       for (std::uint32_t epoch = 1; epoch <= 2; ++epoch) {
         // Rank 1 has no batch in epoch 2: it still answers the others.
         std::vector<GlobalId> seeds;
@@ -100,12 +116,9 @@ TEST(SamplingOverRanks, BlocksAndInputRowsAreOneProcesssForTheSameSeeds) {
 TEST(SamplingOverRanks, ASeedAnotherRankOwnsIsRefusedOnThatRank) {
   const datasets::Dataset data = datasets::load_dataset(make_cpu_backend(1), kGraph, {});
   if (world()->size() < 2) GTEST_SKIP() << "needs two ranks";
-  partition::Options options;
-  options.num_parts = world()->size();
-  const partition::LocalGraph tile = partition::build_local_graph(
-      data, partition::partition_graph(data.adjacency, options), world()->rank());
-  std::vector<GlobalId> ids = tile.owned_ids;
-  ids.insert(ids.end(), tile.ghost_ids.begin(), tile.ghost_ids.end());
+  const Tile cut = tile_of(data);
+  const partition::LocalGraph& tile = cut.tile;
+  const std::vector<GlobalId>& ids = cut.ids;
   gnn::RankSampler sampler(gnn::RankGraph{&tile.adjacency, ids, data.num_nodes, world().get()},
                            tile.features, gnn::SamplerOptions{{2, 2}, false, 1});
   // Only this rank's own check: the call throws before any exchange.
