@@ -112,7 +112,9 @@ SamplingStats operator+(const SamplingStats& a, const SamplingStats& b) {
           a.cache_hits + b.cache_hits,
           a.fetched_rows + b.fetched_rows,
           a.sample_bytes + b.sample_bytes,
-          a.feature_bytes + b.feature_bytes};
+          a.feature_bytes + b.feature_bytes,
+          a.sample_exchange_seconds + b.sample_exchange_seconds,
+          a.feature_exchange_seconds + b.feature_exchange_seconds};
 }
 
 SamplingStats operator-(const SamplingStats& a, const SamplingStats& b) {
@@ -124,7 +126,9 @@ SamplingStats operator-(const SamplingStats& a, const SamplingStats& b) {
           a.cache_hits - b.cache_hits,
           a.fetched_rows - b.fetched_rows,
           a.sample_bytes - b.sample_bytes,
-          a.feature_bytes - b.feature_bytes};
+          a.feature_bytes - b.feature_bytes,
+          a.sample_exchange_seconds - b.sample_exchange_seconds,
+          a.feature_exchange_seconds - b.feature_exchange_seconds};
 }
 
 /// Samples `seeds` for `epoch` into `ready`. Collective over the sampler's ranks.
@@ -392,6 +396,8 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     stats.cache_hits = did.cache_hits;
     stats.fetched_rows = did.fetched_rows;
     stats.batch_bytes = did.sample_bytes + did.feature_bytes;
+    stats.batch_exchange_ms = 1e3 * (did.sample_exchange_seconds + did.feature_exchange_seconds) /
+                              static_cast<double>(std::max<std::int64_t>(plan.steps, 1));
   };
   work.evaluate = [&](int, SplitMetrics(&shares)[3], BinaryScores*) {
     std::array<SplitMetrics, 3> m;

@@ -5,6 +5,7 @@
 #include "tessera/comm/tags.hpp"
 #include "tessera/core/error.hpp"
 #include "tessera/core/rng.hpp"
+#include "tessera/core/timer.hpp"
 
 #include <algorithm>
 #include <fmt/core.h>
@@ -78,7 +79,8 @@ void draw_neighbours(const Neighbours& graph, std::int64_t row, GlobalId u, cons
 /// received to `bytes`.
 template <typename T>
 void exchange_lists(comm::Communicator& comm, const std::vector<std::vector<T>>& send, int tag,
-                    std::vector<std::vector<T>>& received, std::int64_t& bytes) {
+                    std::vector<std::vector<T>>& received, std::int64_t& bytes, double& seconds) {
+  const Stopwatch clock;
   const int ranks = comm.size();
   std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks));
   for (int p = 0; p < ranks; ++p)
@@ -102,6 +104,7 @@ void exchange_lists(comm::Communicator& comm, const std::vector<std::vector<T>>&
     }
   }
   comm.start_exchange(sends, recvs, tag)->wait();
+  seconds += clock.seconds();
 }
 
 /// Checks a node a peer asked this rank about: it must own it.
@@ -175,7 +178,8 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
       for (const GlobalId u : frontier) {
         if (!index.mine(u)) requests[static_cast<std::size_t>(index.owner(u))].push_back(u);
       }
-      exchange_lists(*comm, requests, comm::tags::kSampleRequests, asked, stats.sample_bytes);
+      exchange_lists(*comm, requests, comm::tags::kSampleRequests, asked, stats.sample_bytes,
+                     stats.sample_exchange_seconds);
       for (std::size_t p = 0; p < peers; ++p) {
         answers[p].clear();
         for (const GlobalId u : asked[p]) {
@@ -187,7 +191,8 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
           ++stats.sampled_for_others;
         }
       }
-      exchange_lists(*comm, answers, comm::tags::kSampleAnswers, received, stats.sample_bytes);
+      exchange_lists(*comm, answers, comm::tags::kSampleAnswers, received, stats.sample_bytes,
+                     stats.sample_exchange_seconds);
       std::fill(cursor.begin(), cursor.end(), 0);
     }
     for (std::int64_t r = 0; r < b.dst; ++r) {
@@ -328,7 +333,7 @@ struct RankSampler::State {
   /// The rows of `nodes` (owned by other ranks) from their owners into out[place[i]·F...], where
   /// place[i] is node i's row in `out`. Collective; every rank answers what it is asked.
   void fetch(std::span<const GlobalId> nodes, std::span<const std::size_t> place, float* out,
-             std::int64_t* bytes) {
+             std::int64_t* bytes, double* seconds) {
     const auto peers = static_cast<std::size_t>(graph.comm->size());
     requests.resize(peers);
     places.resize(peers);
@@ -343,7 +348,9 @@ struct RankSampler::State {
       places[p].push_back(place[i]);
     }
     std::int64_t ignored = 0;
-    exchange_lists(*graph.comm, requests, comm::tags::kFeatureRequests, asked, ignored);
+    double unclocked = 0.0;
+    double& clock = seconds != nullptr ? *seconds : unclocked;
+    exchange_lists(*graph.comm, requests, comm::tags::kFeatureRequests, asked, ignored, clock);
     for (std::size_t p = 0; p < peers; ++p) {
       rows_out[p].assign(asked[p].size() * static_cast<std::size_t>(width), 0.0f);
       for (std::size_t i = 0; i < asked[p].size(); ++i) {
@@ -353,7 +360,7 @@ struct RankSampler::State {
       }
     }
     exchange_lists(*graph.comm, rows_out, comm::tags::kFeatureRows, rows_in,
-                   bytes != nullptr ? *bytes : ignored);
+                   bytes != nullptr ? *bytes : ignored, clock);
     for (std::size_t p = 0; p < peers; ++p) {
       if (rows_in[p].size() != places[p].size() * static_cast<std::size_t>(width)) {
         throw FormatError(fmt::format("rank {} sent {} feature values for {} rows of {}", p,
@@ -420,7 +427,7 @@ RankSampler::RankSampler(const RankGraph& graph, const graph::Features& features
     nodes.push_back(v);
   }
   s.cache.assign(nodes.size() * static_cast<std::size_t>(s.width), 0.0f);
-  s.fetch(nodes, place, s.cache.data(), nullptr);
+  s.fetch(nodes, place, s.cache.data(), nullptr, nullptr);
 }
 
 RankSampler::~RankSampler() = default;
@@ -465,7 +472,9 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
   }
   s.stats.input_rows += static_cast<std::int64_t>(nodes.size());
   s.stats.fetched_rows += static_cast<std::int64_t>(remote.size());
-  if (s.ranks()) s.fetch(remote, place, out.data(), &s.stats.feature_bytes);
+  if (s.ranks()) {
+    s.fetch(remote, place, out.data(), &s.stats.feature_bytes, &s.stats.feature_exchange_seconds);
+  }
 }
 
 std::int64_t RankSampler::owned_row(GlobalId v) const {

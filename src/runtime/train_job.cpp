@@ -111,6 +111,8 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
         step_median(result, [](const gnn::EpochStats& s) { return s.steps; }));
     f.batch_epoch_ms = step_median(result, [](const gnn::EpochStats& s) { return s.epoch_ms; });
     f.batch_wait_ms = step_median(result, [](const gnn::EpochStats& s) { return s.batch_wait_ms; });
+    f.batch_exchange_ms =
+        step_median(result, [](const gnn::EpochStats& s) { return s.batch_exchange_ms; });
     f.sampled_edges = per_step(&gnn::EpochStats::sampled_edges);
     f.input_rows = per_step(&gnn::EpochStats::input_rows);
     f.cache_hits = per_step(&gnn::EpochStats::cache_hits);

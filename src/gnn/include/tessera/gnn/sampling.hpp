@@ -78,6 +78,9 @@ struct SamplingStats {
   /// Bytes this rank received and sent for sampling requests and answers, and for feature rows
   /// (the cache's one-off fill not included).
   std::int64_t sample_bytes = 0, feature_bytes = 0;
+  /// Seconds in the exchanges with other ranks (waiting for them included), for sampling and
+  /// for feature rows.
+  double sample_exchange_seconds = 0.0, feature_exchange_seconds = 0.0;
 };
 
 /// Neighbour sampling and input features over the ranks of a distributed graph (DistDGL's mode),

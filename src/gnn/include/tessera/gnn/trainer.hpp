@@ -91,6 +91,9 @@ struct EpochStats {
   std::int64_t sampled_edges = 0, input_rows = 0, cache_hits = 0, fetched_rows = 0;
   std::int64_t batch_bytes = 0;
   double batch_wait_ms = 0.0;
+  /// Of a step's wait, on average: the sampler's exchanges with the other ranks (their waits
+  /// for each other included; zero in one process).
+  double batch_exchange_ms = 0.0;
   /// Per module of the model: milliseconds of this step's forward and backward in it.
   std::vector<double> module_ms;
   bool evaluated = false;        ///< whether the metrics below were measured this epoch
