@@ -53,16 +53,17 @@ def parse_args():
 
 
 class Sage(torch.nn.Module):
-    def __init__(self, conv, widths, dropout):
+    def __init__(self, conv, widths, dropout, graph_first):
         super().__init__()
         self.convs = torch.nn.ModuleList(conv(a, b) for a, b in zip(widths[:-1], widths[1:]))
         self.dropout = dropout
+        self.graph_first = graph_first  # DGL's conv(graph, x); PyG's conv(x, edge_index)
 
     def forward(self, graphs, x):
         """graphs: per layer what its conv takes (DGL blocks, or PyG edge_index of each hop)."""
         for i, (conv, g) in enumerate(zip(self.convs, graphs)):
             x = F.dropout(x, self.dropout, self.training)
-            x = conv(g, x)
+            x = conv(g, x) if self.graph_first else conv(x, g)
             if i + 1 < len(self.convs):
                 x = F.relu(x)
         return x
@@ -86,7 +87,7 @@ def main():
         import dgl
         from dgl.nn import SAGEConv
         graph = dgl.graph((edges[0], edges[1]), num_nodes=n)
-        model = Sage(lambda a, b: SAGEConv(a, b, "mean"), widths, args.dropout)
+        model = Sage(lambda a, b: SAGEConv(a, b, "mean"), widths, args.dropout, True)
         sampler = dgl.dataloading.NeighborSampler(list(reversed(fanouts)))
 
         def loader():
@@ -107,7 +108,7 @@ def main():
         from torch_geometric.loader import NeighborLoader
         from torch_geometric.nn import SAGEConv
         data = Data(x=x_all, y=y_all, edge_index=edges, num_nodes=n)
-        model = Sage(lambda a, b: SAGEConv(a, b, aggr="mean"), widths, args.dropout)
+        model = Sage(lambda a, b: SAGEConv(a, b, aggr="mean"), widths, args.dropout, False)
 
         def batches():
             for batch in NeighborLoader(data, num_neighbors=fanouts, batch_size=args.batch_size,

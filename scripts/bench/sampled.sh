@@ -7,8 +7,10 @@
 #                   --prefetch-batches 2: one thread beyond --threads)
 #   tessera-inline  the same with --prefetch-batches 0 (each step samples its batch)
 #   dgl             DGL 1.0.4's NeighborSampler + DataLoader (num_workers 0) + SAGEConv
-#   pyg             PyG 2.3.1's NeighborLoader + SAGEConv, when pyg-lib or torch-sparse imports
-#                   (neither installs from PyPI over Debian's torch; the column says so)
+#   pyg             PyG 2.3.1's NeighborLoader + SAGEConv, which samples with torch-sparse: PyPI
+#                   has no wheel of it for Debian's torch, so torch-scatter 2.1.1 and
+#                   torch-sparse 0.6.17 are built from their sources against it, once (about 20
+#                   minutes on 2 cores); the column says '-' when that fails
 # (scripts/bench/peer_sampled.py). Prints each one's training throughput (seed nodes per second
 # over a median epoch after the first), peak RSS, and sampling alone (edges sampled per second:
 # the peers' loader alone; Tessera's inline run's sampled edges per ms waiting for a batch),
@@ -46,8 +48,13 @@ if ! "${peer_python}" -c 'import dgl' 2>/dev/null; then
   "${peer_python}" -m pip install -q dgl==1.0.4 || tessera_die "DGL 1.0.4 could not be installed"
 fi
 have_pyg=1
-"${peer_python}" -c 'import torch_sparse' 2>/dev/null ||
-  "${peer_python}" -c 'import pyg_lib' 2>/dev/null || have_pyg=0
+if ! "${peer_python}" -c 'import torch_sparse' 2>/dev/null &&
+  ! "${peer_python}" -c 'import pyg_lib' 2>/dev/null; then
+  tessera_log "building torch-scatter 2.1.1 and torch-sparse 0.6.17 against Debian's torch (once)"
+  FORCE_ONLY_CPU=1 "${peer_python}" -m pip install -q --no-build-isolation --no-deps \
+    --no-binary :all: torch-scatter==2.1.1 torch-sparse==0.6.17 >&2 || true
+  "${peer_python}" -c 'import torch_sparse' 2>/dev/null || have_pyg=0
+fi
 tessera_bench_work_dir
 bench="${TESSERA_ROOT}/scripts/bench"
 flags=(--fanouts "15,10" --batch-size 1024 --hidden 128)
@@ -121,7 +128,7 @@ done
 echo
 echo "Sampled GraphSAGE (fanouts 15,10, batch 1024, hidden 128): seed nodes per second over a"
 echo "median epoch after the first, and peak RSS; sampling alone in edges per second."
-((have_pyg)) || echo "PyG: NeighborLoader needs pyg-lib or torch-sparse, not installed: '-'."
+((have_pyg)) || echo "PyG: NeighborLoader needs torch-sparse (or pyg-lib), which did not build: '-'."
 echo
 echo "| graph | threads | tessera | tessera inline | DGL | PyG | speed vs DGL | memory vs DGL | sampled edges/s: tessera inline / DGL / PyG |"
 echo "|---|---|---|---|---|---|---|---|---|"
