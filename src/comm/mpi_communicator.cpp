@@ -8,6 +8,7 @@
 #include <climits>
 #include <fmt/core.h>
 #include <mpi.h>
+#include <thread>
 
 namespace tessera::comm {
 
@@ -157,7 +158,8 @@ void watched_wait(Shared& shared, std::vector<MPI_Request>& requests, const std:
   if (requests.empty()) return;
   if (shared.broken) {
     throw PeerTimeout("the communicator of rank " + std::to_string(shared.rank) +
-                      " timed out waiting for a peer before: no more messages can be waited for");
+                      " timed out waiting for a peer before (or its waits were cancelled): no "
+                      "more messages can be waited for");
   }
   const Clock::time_point start = Clock::now();
   const double limit = shared.watch->limit();
@@ -174,6 +176,14 @@ void watched_wait(Shared& shared, std::vector<MPI_Request>& requests, const std:
       break;
     }
     if (spin % 64 != 0) continue;
+    std::this_thread::yield(); // a thread with work on this core (a sampler's) goes first
+    if (shared.watch->cancelled()) {
+      shared.broken = true;
+      requests.clear(); // abandoned: the job ends
+      throw PeerTimeout(fmt::format("rank {} stopped waiting for {}: the waits of its "
+                                    "communicator were cancelled (the job is ending)",
+                                    shared.rank, what));
+    }
     waited = seconds_since(start);
     if (waited > answer_after) answer_pings(shared);
     if (waited > limit) time_out(shared, requests, peers, what, waited);
@@ -213,8 +223,9 @@ private:
 
 class MpiCommunicator final : public Communicator {
 public:
-  MpiCommunicator() : shared_(std::make_shared<Shared>()) {
-    TESSERA_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+  /// Over a duplicate of `from`. Collective over `from`.
+  explicit MpiCommunicator(MPI_Comm from) : shared_(std::make_shared<Shared>()) {
+    TESSERA_MPI_CHECK(MPI_Comm_dup(from, &comm_));
     // Errors come back as codes, which check() turns into exceptions naming the call.
     TESSERA_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
     TESSERA_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
@@ -374,6 +385,18 @@ public:
     return fmt::format("MPI ({} rank{})", size_, size_ == 1 ? "" : "s");
   }
 
+  std::shared_ptr<Communicator> concurrent_duplicate() override {
+    int level = MPI_THREAD_SINGLE;
+    TESSERA_MPI_CHECK(MPI_Query_thread(&level));
+    // Every rank's answer: all duplicate, or none does (a duplicate is collective).
+    std::int64_t multiple = level >= MPI_THREAD_MULTIPLE ? 1 : 0;
+    allreduce(&multiple, 1, MPI_INT64_T, MPI_SUM);
+    if (multiple != size_) return nullptr;
+    auto copy = std::make_shared<MpiCommunicator>(comm_);
+    copy->peer_watch().set_limit(peer_watch().fixed_limit());
+    return copy;
+  }
+
 private:
   void allreduce(void* data, std::size_t count, MPI_Datatype type, MPI_Op op) {
     if (count > static_cast<std::size_t>(INT_MAX)) {
@@ -406,7 +429,7 @@ MpiEnvironment::MpiEnvironment(int* argc, char*** argv) {
   MPI_Initialized(&initialized);
   if (initialized) return;
   int provided = 0;
-  TESSERA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  TESSERA_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   if (provided < MPI_THREAD_FUNNELED) {
     MPI_Finalize(); // the destructor of an object whose constructor threw does not run
     throw MpiError(fmt::format("MPI gives thread level {}; Tessera needs MPI_THREAD_FUNNELED ({})",
@@ -426,7 +449,16 @@ std::shared_ptr<Communicator> make_mpi_communicator() {
   MPI_Initialized(&initialized);
   if (!initialized)
     throw MpiError("make_mpi_communicator: MPI is not initialized (MpiEnvironment)");
-  return std::make_shared<MpiCommunicator>();
+  return std::make_shared<MpiCommunicator>(MPI_COMM_WORLD);
+}
+
+bool mpi_thread_multiple() noexcept {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return false;
+  int level = MPI_THREAD_SINGLE;
+  return MPI_Query_thread(&level) == MPI_SUCCESS && level >= MPI_THREAD_MULTIPLE;
 }
 
 int world_rank() noexcept {

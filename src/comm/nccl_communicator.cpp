@@ -195,6 +195,10 @@ public:
     host_->abort(code);
     std::abort(); // not reached: the host communicator ends the job
   }
+  std::shared_ptr<Communicator> concurrent_duplicate() override {
+    return host_->concurrent_duplicate();
+  }
+
   std::string describe() const override {
     if (all_gpu()) return nccl::nccl_version() + " over " + host_->describe();
     return fmt::format("{} among the {} GPU ranks, staged through host memory to the {} CPU "

@@ -54,6 +54,12 @@ public:
   [[noreturn]] void abort(int code) noexcept override { std::exit(code); }
   std::string describe() const override { return "one process"; }
 
+  std::shared_ptr<Communicator> concurrent_duplicate() override {
+    auto copy = std::make_shared<SelfCommunicator>();
+    copy->peer_watch().set_limit(peer_watch().fixed_limit());
+    return copy;
+  }
+
 private:
   [[noreturn]] static void no_peer(int peer) {
     throw InvalidArgument(fmt::format("a one-rank job has no rank {}", peer));

@@ -140,6 +140,14 @@ public:
     return inner_->describe() + " over a simulated link of " + to_string(link_);
   }
 
+  /// The inner communicator's duplicate over a link of its own (its messages do not queue
+  /// behind this one's).
+  std::shared_ptr<Communicator> concurrent_duplicate() override {
+    std::shared_ptr<Communicator> inner = inner_->concurrent_duplicate();
+    if (!inner) return nullptr;
+    return std::make_shared<SimulatedLink>(std::move(inner), link_, clock_);
+  }
+
 private:
   double latency() const { return link_.latency_us * 1e-6; }
   double seconds_for(std::size_t bytes) const {

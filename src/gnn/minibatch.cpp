@@ -131,9 +131,11 @@ SamplingStats operator-(const SamplingStats& a, const SamplingStats& b) {
           a.feature_exchange_seconds - b.feature_exchange_seconds};
 }
 
-/// Samples `seeds` for `epoch` into `ready`. Collective over the sampler's ranks.
+/// Samples `seeds` for step k of `epoch` into `ready`. Collective over the sampler's ranks.
 void prepare(RankSampler& sampler, const BackendPtr& host, std::span<const GlobalId> seeds,
-             std::uint32_t epoch, ReadyBatch& ready) {
+             std::uint32_t epoch, std::int64_t k, ReadyBatch& ready) {
+  if (comm::Communicator* comm = sampler.comm()) // where a wait that times out stood
+    comm->peer_watch().set_step(fmt::format("epoch {} step {} (sampling)", epoch, k + 1));
   const SamplingStats before = sampler.stats();
   ready.batch = sampler.sample(seeds, epoch);
   sampler.gather_features(ready.batch.input_nodes(), ready.inputs);
@@ -145,29 +147,55 @@ void prepare(RankSampler& sampler, const BackendPtr& host, std::span<const Globa
   ready.did = sampler.stats() - before;
 }
 
-/// The batches of epochs first..last in order, sampled on a thread of their own up to `depth`
-/// ahead of the steps (a bounded queue): sampling overlaps training. One process only (the
-/// sampler's exchanges over ranks stay on the thread that makes MPI calls).
+/// This rank's seeds of step k of an epoch (none once its batches are done: it samples for the
+/// others).
+std::span<const GlobalId> step_seeds(const std::vector<std::vector<GlobalId>>& mine,
+                                     std::int64_t k) {
+  if (k >= static_cast<std::int64_t>(mine.size())) return {};
+  return mine[static_cast<std::size_t>(k)];
+}
+
+/// The batches of `steps` steps of each epoch first..last in order, sampled on a thread of its
+/// own up to `depth` ahead of the steps (a bounded queue): sampling overlaps training. Over
+/// ranks the sampler's communicator must be the thread's alone (a concurrent duplicate of the
+/// job's), and the threads of all ranks sample the same batches in the same order.
 class BatchPrefetcher {
 public:
   BatchPrefetcher(RankSampler& sampler, BackendPtr host, std::vector<GlobalId> train,
-                  std::int64_t batch_size, std::uint64_t seed, int first_epoch, int last_epoch,
-                  int depth)
+                  std::int64_t batch_size, std::int64_t steps, std::uint64_t seed, int first_epoch,
+                  int last_epoch, int depth)
       : sampler_(sampler), host_(std::move(host)), train_(std::move(train)),
-        batch_size_(batch_size), seed_(seed), first_(first_epoch), last_(last_epoch),
+        batch_size_(batch_size), steps_(steps), seed_(seed), first_(first_epoch), last_(last_epoch),
         depth_(static_cast<std::size_t>(depth)), slots_(static_cast<std::size_t>(depth) + 1) {
     thread_ = std::thread([this] { run(); });
   }
+  /// Stops at once: a wait of the sampler's on its peers is cancelled (over ranks its
+  /// communicator is unusable after; the job is ending with an error — finish() ends cleanly).
   ~BatchPrefetcher() {
+    if (!thread_.joinable()) return;
     {
       const std::lock_guard lock(mutex_);
-      stop_ = true;
+      stop_ = abandon_ = true;
     }
+    if (comm::Communicator* comm = sampler_.comm()) comm->peer_watch().cancel();
     changed_.notify_all();
     thread_.join();
   }
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
+
+  /// Ends the thread where every rank's ends when all have taken the same batches (training
+  /// ended or stopped on every rank after the same step): with the queue full, or after the last
+  /// batch. Over ranks a thread in the middle of a batch needs its peers' to finish it.
+  void finish() {
+    {
+      const std::lock_guard lock(mutex_);
+      stop_ = true;
+      abandon_ = sampler_.comm() == nullptr || sampler_.comm()->size() == 1; // no peer waits
+    }
+    changed_.notify_all();
+    thread_.join();
+  }
 
   /// The next batch in epoch order (the previous one's slot is free again); blocks until it is
   /// ready, and rethrows what sampling it threw. Valid until the next call.
@@ -186,16 +214,17 @@ private:
     std::size_t index = 0;
     for (int epoch = first_; epoch <= last_; ++epoch) {
       const auto e = static_cast<std::uint32_t>(epoch);
-      for (const std::vector<GlobalId>& seeds : seed_batches(train_, batch_size_, seed_, e)) {
+      const std::vector<std::vector<GlobalId>> mine = seed_batches(train_, batch_size_, seed_, e);
+      for (std::int64_t k = 0; k < steps_; ++k) {
         {
           // Batch `index` takes the slot of batch index - depth - 1, which the steps have left.
           std::unique_lock lock(mutex_);
           changed_.wait(lock, [&] { return stop_ || index < taken_ + depth_; });
-          if (stop_) return;
+          if (abandon_ || index >= taken_ + depth_) return;
         }
         ReadyBatch& ready = slots_[index % slots_.size()];
         try {
-          prepare(sampler_, host_, seeds, e, ready);
+          prepare(sampler_, host_, step_seeds(mine, k), e, k, ready);
         } catch (...) {
           ready.error = std::current_exception();
         }
@@ -212,7 +241,7 @@ private:
   RankSampler& sampler_;
   BackendPtr host_;
   std::vector<GlobalId> train_;
-  std::int64_t batch_size_;
+  std::int64_t batch_size_, steps_;
   std::uint64_t seed_;
   int first_, last_;
   std::size_t depth_;
@@ -220,7 +249,7 @@ private:
   std::mutex mutex_;
   std::condition_variable changed_;
   std::size_t produced_ = 0, taken_ = 0;
-  bool stop_ = false;
+  bool stop_ = false, abandon_ = false;
   std::thread thread_; // last: it starts once the rest is made
 };
 
@@ -295,7 +324,6 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
   std::vector<std::int32_t> batch_labels, batch_rows;
   Buffer<std::int32_t> labels_buffer, rows_buffer;
   Buffer<GlobalId> ids_buffer;
-  const std::vector<GlobalId> no_seeds;
 
   EpochWork work;
   work.epochs = config.epochs;
@@ -306,8 +334,21 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
   work.val_rows = counts[1];
   work.test_rows = counts[2];
   work.lr = config.adam.lr;
-  // In one process the batches are sampled ahead on a thread (from the first epoch trained,
-  // known at the first call); over ranks inline, each step's exchanges with the others'.
+  // The batches are sampled ahead on a thread (from the first epoch trained, known at the first
+  // call). Over ranks its exchanges go over a concurrent duplicate of the job's communicator
+  // (every rank's sampler on it, so ranks may differ in `prefetch`); without one (MPI below
+  // MPI_THREAD_MULTIPLE) batches are sampled inline, on the job's.
+  std::shared_ptr<comm::Communicator> sampler_comm;
+  if (ranks) sampler_comm = comm->concurrent_duplicate();
+  const bool ahead = batches.prefetch > 0 && (!ranks || sampler_comm != nullptr);
+  struct UseCommunicator { // the sampler back on the job's communicator at the end
+    RankSampler& sampler;
+    comm::Communicator* job;
+    ~UseCommunicator() {
+      if (job != nullptr) sampler.use_communicator(job);
+    }
+  } const restore{sampler, sampler_comm ? comm : nullptr};
+  if (sampler_comm) sampler.use_communicator(sampler_comm.get());
   std::unique_ptr<BatchPrefetcher> prefetcher;
   ReadyBatch inline_batch;
   work.train = [&](int epoch, EpochStats& stats, PhaseTimes& phases) {
@@ -316,28 +357,22 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     SamplingStats did;
     double loss = 0.0; // this rank's seeds' summed cross-entropy
     const auto e = static_cast<std::uint32_t>(epoch);
-    const bool ahead = !ranks && batches.prefetch > 0;
     if (ahead && !prefetcher) {
       prefetcher =
-          std::make_unique<BatchPrefetcher>(sampler, host, train, batches.batch_size, config.seed,
-                                            epoch, config.epochs, batches.prefetch);
+          std::make_unique<BatchPrefetcher>(sampler, host, train, batches.batch_size, plan.steps,
+                                            config.seed, epoch, config.epochs, batches.prefetch);
     }
     const std::vector<std::vector<GlobalId>> mine =
         ahead ? std::vector<std::vector<GlobalId>>{}
               : seed_batches(train, batches.batch_size, config.seed, e);
     for (std::int64_t k = 0; k < plan.steps; ++k) {
-      if (comm != nullptr)
-        comm->peer_watch().set_step(fmt::format("epoch {} step {}", epoch, k + 1));
       const Stopwatch step_clock;
       Stopwatch phase;
       ReadyBatch* ready = &inline_batch;
       if (ahead) {
         ready = &prefetcher->next();
       } else {
-        const std::vector<GlobalId>& seeds = k < static_cast<std::int64_t>(mine.size())
-                                                 ? mine[static_cast<std::size_t>(k)]
-                                                 : no_seeds;
-        prepare(sampler, host, seeds, e, inline_batch);
+        prepare(sampler, host, step_seeds(mine, k), e, k, inline_batch);
       }
       const SampledBatch& batch = ready->batch;
       const std::span<const GlobalId> seeds = batch.seeds();
@@ -379,6 +414,8 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
           ops::zero<float>(*backend, std::span<float>(p->grad.data(), p->grad.size()));
       }
       phase.restart();
+      if (comm != nullptr)
+        comm->peer_watch().set_step(fmt::format("epoch {} step {}", epoch, k + 1));
       if (ranks) sum_gradients();
       optimizer.step();
       phases.optimizer += phase.seconds();
@@ -419,7 +456,16 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
       if (ranks && comm->rank() != 0) shares[i].loss = shares[i].accuracy = 0.0;
     }
   };
-  return run_epochs(work, model, optimizer, comm, on_epoch, control);
+  // Every rank ends training after the same step (an error aside): the sampling threads end
+  // together (an error ends this one at once, ~BatchPrefetcher).
+  try {
+    TrainResult result = run_epochs(work, model, optimizer, comm, on_epoch, control);
+    if (prefetcher) prefetcher->finish();
+    return result;
+  } catch (const TrainingStopped&) {
+    if (prefetcher) prefetcher->finish();
+    throw;
+  }
 }
 
 } // namespace

@@ -314,6 +314,7 @@ struct RankSampler::State {
   std::vector<std::vector<GlobalId>> requests, asked;
   std::vector<std::vector<float>> rows_out, rows_in;
   std::vector<std::vector<std::size_t>> places;
+  std::vector<std::int64_t> gather_rows; // gather_features: each node's owned row or -1
 
   bool ranks() const { return graph.comm != nullptr && graph.comm->size() > 1; }
 
@@ -453,14 +454,29 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
   }
   std::vector<GlobalId> remote;
   std::vector<std::size_t> place;
+  // Owned rows first, each row's lines fetched kAhead rows before it is copied: the rows lie
+  // anywhere in the feature matrix, and one at a time each waits for memory.
+  constexpr std::size_t kAhead = 8;
+  std::vector<std::int64_t>& rows = s.gather_rows;
+  rows.resize(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const GlobalId v = nodes[i];
     if (v < 0 || v >= s.graph.num_nodes) {
       throw InvalidArgument(
           fmt::format("input node {} is not a node of the graph's {}", v, s.graph.num_nodes));
     }
-    if (s.index.mine(v)) {
-      s.copy_owned(s.index.row(v), out.data() + i * width);
+    rows[i] = s.index.mine(v) ? s.index.row(v) : -1;
+  }
+  const float* dense = s.features->dense ? s.features->dense->data() : nullptr;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (dense != nullptr && i + kAhead < nodes.size() && rows[i + kAhead] >= 0) {
+      const char* line = reinterpret_cast<const char*>(dense + rows[i + kAhead] * s.width);
+      for (std::size_t b = 0; b < width * sizeof(float); b += 64)
+        __builtin_prefetch(line + b);
+    }
+    const GlobalId v = nodes[i];
+    if (rows[i] >= 0) {
+      s.copy_owned(rows[i], out.data() + i * width);
     } else if (const auto hit = s.cached.find(v); hit != s.cached.end()) {
       std::copy_n(s.cache.data() + static_cast<std::size_t>(hit->second) * width, width,
                   out.data() + i * width);
@@ -493,6 +509,18 @@ std::int64_t RankSampler::num_owned() const noexcept {
 }
 comm::Communicator* RankSampler::comm() const noexcept {
   return state_->graph.comm;
+}
+void RankSampler::use_communicator(comm::Communicator* comm) {
+  State& s = *state_;
+  if (!comm) throw InvalidArgument("the sampler was given no communicator");
+  const int size = s.graph.comm != nullptr ? s.graph.comm->size() : 1;
+  const int rank = s.graph.comm != nullptr ? s.graph.comm->rank() : 0;
+  if (comm->size() != size || comm->rank() != rank) {
+    throw InvalidArgument(fmt::format("the sampler's communicator is rank {} of {}, the one "
+                                      "given rank {} of {}: give one over the same ranks",
+                                      rank, size, comm->rank(), comm->size()));
+  }
+  s.graph.comm = comm;
 }
 std::int64_t RankSampler::feature_width() const noexcept {
   return state_->width;

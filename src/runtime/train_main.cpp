@@ -300,9 +300,9 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                    "none)")
         ->capture_default_str();
     add_integer_option(app, "--prefetch-batches", o.prefetch_batches, 0, 64,
-                       "with --mode sampled in one process: batches sampled ahead on a thread of "
-                       "their own while the steps train (0: each step samples its batch; over "
-                       "ranks batches are sampled inline)")
+                       "with --mode sampled: batches sampled ahead on a thread of their own while "
+                       "the steps train (0: each step samples its batch; over ranks the thread "
+                       "exchanges on a communicator of its own)")
         ->capture_default_str();
     app.add_option("--task", o.task,
                    "node (classify nodes) or link (predict held-out edges: the model encodes "

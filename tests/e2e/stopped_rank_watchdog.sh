@@ -5,6 +5,8 @@
 # Usage: stopped_rank_watchdog.sh MODE PROGRAM MPIEXEC WORK_DIR, MODE one of
 #   stopped-train    tessera-train, rank 1 stopped for good: halo exchanges wait for it
 #   stopped-mlp      tessera-mlp, rank 1 stopped for good: the gradient sums (collectives) wait
+#   stopped-sampled  tessera-train --mode sampled, rank 1 stopped for good: the gradient sums and
+#                    the sampling threads' exchanges (a communicator of their own) wait
 #   paused-train     tessera-train, rank 1 stopped for 1.5 s, then continued: a stall
 set -u
 mode=$1 program=$2 mpiexec=$3 work=$4
@@ -14,6 +16,10 @@ sbm=sbm:nodes=20000,classes=4,avg-degree=8,p-in=0.9,features=16,noise=0.5
 case $mode in
   stopped-train) flags=(--dataset "$sbm" --epochs 100000 --peer-timeout 3) ;;
   stopped-mlp) flags=(--epochs 100000 --peer-timeout 3) ;;
+  stopped-sampled)
+    flags=(--dataset "$sbm" --mode sampled --fanouts 5,5 --batch-size 256 --epochs 100000
+      --peer-timeout 3)
+    ;;
   paused-train) flags=(--dataset "$sbm" --epochs 300) ;;
 esac
 "$mpiexec" -np 2 --oversubscribe --bind-to none "$program" "${flags[@]}" --threads 1 \

@@ -1,13 +1,17 @@
 // Sampled training over ranks (issue 41): each rank's blocks are the ones one process samples
 // for the same seeds — its own nodes drawn here, the others' by their owners —, input rows come
 // from owners or the hot-feature cache with the values one process reads, a rank without seeds
-// still answers the others, and a sampled job on P ranks learns and repeats itself exactly.
+// still answers the others, and a sampled job on P ranks learns and repeats itself exactly —
+// sampled ahead on a thread of its own, over a duplicate of the job's communicator, as inline.
 #include "mpi/mpi_test_main.hpp"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <gtest/gtest.h>
 #include <string>
 #include <tessera/tessera.hpp>
+#include <thread>
 #include <vector>
 
 namespace tessera {
@@ -151,6 +155,64 @@ runtime::TrainJob sampled_job() {
   return job;
 }
 
+TEST(ConcurrentDuplicate, CarriesItsOwnSumsWhileTheJobsCommunicatorCarriesOthers) {
+  ASSERT_TRUE(comm::mpi_thread_multiple()) << "Debian's Open MPI gives MPI_THREAD_MULTIPLE";
+  const std::shared_ptr<comm::Communicator> copy = world()->concurrent_duplicate();
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->rank(), world()->rank());
+  EXPECT_EQ(copy->size(), world()->size());
+  const double ranks = world()->size();
+  std::vector<double> theirs(64), ours(64);
+  std::thread other([&] {
+    for (int round = 0; round < 50; ++round) {
+      std::fill(theirs.begin(), theirs.end(), 1.0);
+      copy->allreduce_sum(std::span<double>(theirs));
+    }
+  });
+  for (int round = 0; round < 50; ++round) {
+    std::fill(ours.begin(), ours.end(), 2.0);
+    world()->allreduce_sum(std::span<double>(ours));
+  }
+  other.join();
+  EXPECT_EQ(theirs, std::vector<double>(64, ranks));
+  EXPECT_EQ(ours, std::vector<double>(64, 2.0 * ranks));
+}
+
+TEST(ConcurrentDuplicate, ACancelledWaitEndsAtOnceNamingTheCancel) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs two ranks";
+  const std::shared_ptr<comm::Communicator> copy = world()->concurrent_duplicate();
+  ASSERT_NE(copy, nullptr);
+  // Rank 0 waits for a message rank 1 sends only after the cancel: the abandoned receive lands
+  // in memory that outlives it.
+  static std::array<std::byte, 8> landing{};
+  constexpr int kTag = 7399;
+  if (world()->rank() == 0) {
+    std::string error;
+    std::thread waiting([&] {
+      const std::vector<comm::RecvMessage> recvs{{1, landing}};
+      try {
+        copy->start_exchange({}, recvs, kTag)->wait();
+      } catch (const PeerTimeout& e) {
+        error = e.what();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const auto start = std::chrono::steady_clock::now();
+    copy->peer_watch().cancel();
+    waiting.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_NE(error.find("were cancelled"), std::string::npos) << error;
+    EXPECT_THROW(copy->barrier(), PeerTimeout) << "a cancelled communicator stays unusable";
+  }
+  world()->barrier();
+  if (world()->rank() == 1) {
+    const std::array<std::byte, 8> message{};
+    const std::vector<comm::SendMessage> sends{{0, message}};
+    copy->start_exchange(sends, {}, kTag)->wait();
+  }
+  world()->barrier();
+}
+
 TEST(SampledJobOverRanks, LearnsAndTheSameSeedGivesTheSameRun) {
   const gnn::TrainResult a = runtime::run_train_job(sampled_job()).result;
   const gnn::TrainResult b = runtime::run_train_job(sampled_job()).result;
@@ -176,6 +238,46 @@ TEST(SampledJobOverRanks, LearnsAndTheSameSeedGivesTheSameRun) {
   steps = world()->allgather(steps[0]);
   EXPECT_EQ(*std::min_element(steps.begin(), steps.end()),
             *std::max_element(steps.begin(), steps.end()));
+}
+
+TEST(SampledJobOverRanks, SamplingAheadOnAThreadIsTheInlineRunWhateverEachRankAsks) {
+  runtime::TrainJob inline_job = sampled_job();
+  inline_job.sampled.prefetch = 0;
+  const gnn::TrainResult a = runtime::run_train_job(inline_job).result;
+  runtime::TrainJob ahead = sampled_job();
+  ahead.sampled.prefetch = 3;
+  const gnn::TrainResult b = runtime::run_train_job(ahead).result;
+  // Ranks that differ: the ones ahead sample on their thread, the others inline, all over the
+  // same duplicate communicator.
+  runtime::TrainJob mixed = sampled_job();
+  mixed.sampled.prefetch = world()->rank() % 2 == 0 ? 1 : 0;
+  const gnn::TrainResult c = runtime::run_train_job(mixed).result;
+  ASSERT_EQ(a.history.size(), b.history.size());
+  ASSERT_EQ(a.history.size(), c.history.size());
+  for (std::size_t e = 0; e < a.history.size(); ++e) {
+    EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.history[e].train_loss, c.history[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.history[e].sampled_edges, b.history[e].sampled_edges);
+    EXPECT_EQ(a.history[e].fetched_rows, b.history[e].fetched_rows);
+  }
+  EXPECT_EQ(a.final_test.accuracy, b.final_test.accuracy);
+}
+
+TEST(SampledJobOverRanks, AStopAfterAnEpochEndsEveryRanksSamplingThreadTogether) {
+  // Rank 0 alone asks to stop after epoch 2 while every rank's thread samples up to 4 batches
+  // ahead, some into epoch 3: every rank stops there, and the job's communicator goes on.
+  runtime::TrainJob job = sampled_job();
+  job.sampled.prefetch = 4;
+  int epochs = 0;
+  job.stop_requested = [&] { return ++epochs == 2 && world()->rank() == 0 ? 15 : 0; };
+  try {
+    runtime::run_train_job(job);
+    ADD_FAILURE() << "training was not stopped";
+  } catch (const gnn::TrainingStopped& e) {
+    EXPECT_EQ(e.epoch(), 2);
+  }
+  const gnn::TrainResult after = runtime::run_train_job(sampled_job()).result;
+  EXPECT_EQ(after.history.size(), 8U);
 }
 
 } // namespace

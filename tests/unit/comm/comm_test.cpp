@@ -242,6 +242,21 @@ TEST(PeerWatch, FixedLimitWinsAndMustBePositive) {
   EXPECT_EQ(watch.limit(), 5000.0);
 }
 
+TEST(PeerWatch, ADuplicateCommunicatorHasAWatchOfItsOwnWithTheFixedLimit) {
+  const auto self = comm::make_self_communicator();
+  self->peer_watch().set_limit(4.0);
+  const std::shared_ptr<comm::Communicator> copy = self->concurrent_duplicate();
+  ASSERT_NE(copy, nullptr) << "one process without MPI: nothing is shared between threads";
+  EXPECT_NE(&copy->peer_watch(), &self->peer_watch());
+  EXPECT_EQ(copy->peer_watch().limit(), 4.0);
+  EXPECT_EQ(copy->rank(), 0);
+  EXPECT_EQ(copy->size(), 1);
+  copy->peer_watch().cancel();
+  EXPECT_TRUE(copy->peer_watch().cancelled());
+  EXPECT_FALSE(self->peer_watch().cancelled());
+  EXPECT_FALSE(comm::mpi_thread_multiple()) << "MPI is not initialized in this test";
+}
+
 TEST(PeerWatch, AWaitOfMoreThanTenMedianEpochsIsAStallAndNotBeforeTraining) {
   comm::PeerWatch watch;
   watch.set_step("loading");

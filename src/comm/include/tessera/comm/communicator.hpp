@@ -117,14 +117,23 @@ public:
   /// "MPI (4 ranks)" and the like.
   virtual std::string describe() const = 0;
 
+  /// A communicator over the same ranks (same rank numbers) whose messages never meet this
+  /// one's, for another thread to use while this one is in use (each communicator stays on one
+  /// thread): an MPI_Comm_dup when MPI runs at MPI_THREAD_MULTIPLE, nullptr on every rank when
+  /// it does not. Its watch is its own, with this one's fixed limit. Host memory only (through
+  /// NCCL: the host communicator's duplicate). Collective.
+  virtual std::shared_ptr<Communicator> concurrent_duplicate() = 0;
+
 private:
   PeerWatch watch_;
 };
 
-/// Initializes MPI (thread level FUNNELED: only the main thread calls MPI while OpenMP threads
-/// compute) and finalizes it when destroyed. Throws MpiError when the library cannot give that
-/// level. When MPI is already initialized it neither initializes nor finalizes. Every process of
-/// an MPI job makes one, before any communicator; MPI_Finalize in the destructor is collective.
+/// Initializes MPI (thread level MULTIPLE when the library gives it, so that a sampler thread can
+/// exchange on a communicator of its own, Communicator::concurrent_duplicate; at least
+/// FUNNELED: only the main thread calls MPI while OpenMP threads compute) and finalizes it when
+/// destroyed. Throws MpiError when the library cannot give FUNNELED. When MPI is already
+/// initialized it neither initializes nor finalizes. Every process of an MPI job makes one, before
+/// any communicator; MPI_Finalize in the destructor is collective.
 class MpiEnvironment {
 public:
   MpiEnvironment(int* argc, char*** argv);
@@ -160,6 +169,10 @@ template <typename T> std::vector<T> all_gather(Communicator& comm, std::span<co
   }
   return all;
 }
+
+/// Whether MPI runs at MPI_THREAD_MULTIPLE (concurrent_duplicate gives communicators); false
+/// when MPI is not initialized.
+bool mpi_thread_multiple() noexcept;
 
 /// A communicator over a duplicate of MPI_COMM_WORLD; MPI errors come back as MpiError.
 /// Collective over MPI_COMM_WORLD. Throws MpiError when MPI is not initialized.

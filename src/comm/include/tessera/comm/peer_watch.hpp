@@ -3,6 +3,7 @@
 // and the step, so that a stopped or stuck rank never stalls a job forever without a word.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +20,7 @@ struct Stall {
 
 /// The limits and records of one rank's waits. A Communicator holds one (peer_watch()); its
 /// blocking waits are bounded by limit() and end in PeerTimeout beyond it (MPI). Not thread-safe
-/// (the communicator is not either).
+/// (the communicator is not either), except cancel(), which another thread may call.
 class PeerWatch {
 public:
   /// The limit before the first epoch ends: loading and cutting a large graph take time.
@@ -52,7 +53,17 @@ public:
   void wait_ended(double seconds, const std::string& what);
   const std::vector<Stall>& stalls() const noexcept { return stalls_; }
 
+  /// Ends the communicator's waits now and for good: a wait in progress on another thread, and
+  /// every later one, throws PeerTimeout saying the waits were cancelled (the communicator is
+  /// then unusable). For a thread that exchanges on a communicator of its own and must stop
+  /// while its peers may never answer (the job is ending with an error).
+  void cancel() noexcept { cancelled_ = true; }
+  bool cancelled() const noexcept { return cancelled_; }
+  /// The limit set by set_limit, if any (a duplicate communicator's watch takes it over).
+  std::optional<double> fixed_limit() const noexcept { return fixed_; }
+
 private:
+  std::atomic<bool> cancelled_ = false;
   std::optional<double> fixed_;
   double slowest_epoch_ = 0.0;
   std::vector<double> epochs_;

@@ -18,9 +18,9 @@ struct MiniBatchConfig {
   std::vector<int> fanouts;      ///< per hop from the seeds (sample_blocks), one per graph layer
   bool replace = false;          ///< sample with replacement
   std::int64_t batch_size = 512; ///< seeds per step (the last batch of an epoch may be smaller)
-  /// Batches sampled ahead on a thread of their own (a bounded queue), in one process; 0: each
-  /// step samples its batch itself. Over ranks batches are sampled inline for now (MPI calls
-  /// stay on the main thread).
+  /// Batches sampled ahead on a thread of their own (a bounded queue); 0: each step samples its
+  /// batch itself. Over ranks the thread exchanges on a concurrent duplicate of the job's
+  /// communicator: without one (MPI below MPI_THREAD_MULTIPLE) batches are sampled inline.
   int prefetch = 2;
 };
 

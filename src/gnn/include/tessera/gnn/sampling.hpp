@@ -122,8 +122,13 @@ public:
   /// The global id of owned row `r`.
   GlobalId global_id(std::int64_t r) const;
   std::int64_t num_owned() const noexcept;
-  /// The job's ranks (nullptr in one process).
+  /// The ranks its collective calls run over (nullptr in one process).
   comm::Communicator* comm() const noexcept;
+  /// From here on the collective calls run over `comm` (which must outlive that use): the same
+  /// ranks with the same numbers, e.g. the job communicator's concurrent_duplicate(), so that a
+  /// thread of its own samples while the job's communicator carries the steps. Throws
+  /// InvalidArgument for a null communicator or one of other ranks. Not collective.
+  void use_communicator(comm::Communicator* comm);
   std::int64_t feature_width() const noexcept;
   /// Rows and bytes of the hot-feature cache.
   std::int64_t cached_rows() const noexcept;
