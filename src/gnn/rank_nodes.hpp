@@ -40,8 +40,7 @@ public:
     }
     comm.allreduce_sum(std::span<std::int64_t>(owner));
     comm.allreduce_sum(std::span<std::int64_t>(&owned_total, 1));
-    owner_.resize(owner.size());
-    row_.assign(owner.size(), -1);
+    entries_.assign(owner.size(), Entry{0, -1});
     for (std::size_t v = 0; v < owner.size(); ++v) {
       if (owner[v] < 1 || owner[v] > comm.size() || owned_total != num_nodes) {
         throw InvalidArgument(fmt::format("the ranks own {} rows of a graph of "
@@ -49,29 +48,34 @@ public:
                                           "partition of it",
                                           owned_total, num_nodes, v, owner[v] < 1 ? "no" : "more"));
       }
-      owner_[v] = static_cast<std::int32_t>(owner[v] - 1);
+      entries_[v].owner = static_cast<std::int32_t>(owner[v] - 1);
     }
     for (std::size_t r = 0; r < owned.size(); ++r)
-      row_[static_cast<std::size_t>(owned[r])] = static_cast<std::int32_t>(r);
+      entries_[static_cast<std::size_t>(owned[r])].row = static_cast<std::int32_t>(r);
   }
 
-  bool distributed() const noexcept { return !owner_.empty(); }
+  bool distributed() const noexcept { return !entries_.empty(); }
   bool mine(GlobalId v) const noexcept { return owner(v) == rank_; }
   int owner(GlobalId v) const noexcept {
-    return owner_.empty() ? 0 : owner_[static_cast<std::size_t>(v)];
+    return entries_.empty() ? 0 : entries_[static_cast<std::size_t>(v)].owner;
   }
-  /// The row of a node this rank owns (while a table is planned: the table row of a remote one,
-  /// or -1).
+  /// The row of a node this rank owns (for a remote one -1, or what set_row gave it: the row
+  /// of a table its user plans, such as a cache).
   std::int64_t row(GlobalId v) const noexcept {
-    return row_.empty() ? v : row_[static_cast<std::size_t>(v)];
+    return entries_.empty() ? v : entries_[static_cast<std::size_t>(v)].row;
   }
   void set_row(GlobalId v, std::int64_t row) noexcept {
-    row_[static_cast<std::size_t>(v)] = static_cast<std::int32_t>(row);
+    entries_[static_cast<std::size_t>(v)].row = static_cast<std::int32_t>(row);
   }
 
 private:
+  /// A node's owner and row side by side: a lookup of both touches one cache line.
+  struct Entry {
+    std::int32_t owner;
+    std::int32_t row;
+  };
   int rank_ = 0;
-  std::vector<std::int32_t> owner_, row_;
+  std::vector<Entry> entries_;
 };
 
 /// The neighbours of a rank's owned rows by global id, each row's sorted: what a negative draw is

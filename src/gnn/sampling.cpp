@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <fmt/core.h>
 #include <numeric>
-#include <unordered_map>
 
 namespace tessera::gnn {
 
@@ -306,7 +305,7 @@ struct RankSampler::State {
   Neighbours neighbours;
   NodeIndex index;
   std::int64_t n_owned = 0, width = 0;
-  std::unordered_map<GlobalId, std::int64_t> cached; // node → row of `cache`
+  std::int64_t cached = 0; // rows of `cache`; a cached node's index.row is its row there
   std::vector<LocalId> place;                        // [num_nodes] for sample_hops
   std::vector<float> cache;                          // [cached rows, F]
   SamplingStats stats;
@@ -423,10 +422,11 @@ RankSampler::RankSampler(const RankGraph& graph, const graph::Features& features
   std::vector<GlobalId> nodes;
   std::vector<std::size_t> place;
   for (const auto& [minus_edges, v] : hot) {
-    s.cached.emplace(v, static_cast<std::int64_t>(nodes.size()));
+    s.index.set_row(v, static_cast<std::int64_t>(nodes.size()));
     place.push_back(nodes.size());
     nodes.push_back(v);
   }
+  s.cached = static_cast<std::int64_t>(nodes.size());
   s.cache.assign(nodes.size() * static_cast<std::size_t>(s.width), 0.0f);
   s.fetch(nodes, place, s.cache.data(), nullptr, nullptr);
 }
@@ -457,6 +457,7 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
   // Owned rows first, each row's lines fetched kAhead rows before it is copied: the rows lie
   // anywhere in the feature matrix, and one at a time each waits for memory.
   constexpr std::size_t kAhead = 8;
+  // rows[i]: node i's owned row (>= 0), its cache row c as -2 - c, or -1 (fetched).
   std::vector<std::int64_t>& rows = s.gather_rows;
   rows.resize(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -465,7 +466,8 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
       throw InvalidArgument(
           fmt::format("input node {} is not a node of the graph's {}", v, s.graph.num_nodes));
     }
-    rows[i] = s.index.mine(v) ? s.index.row(v) : -1;
+    const std::int64_t row = s.index.row(v);
+    rows[i] = s.index.mine(v) ? row : (row >= 0 ? -2 - row : -1);
   }
   const float* dense = s.features->dense ? s.features->dense->data() : nullptr;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
@@ -474,15 +476,14 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
       for (std::size_t b = 0; b < width * sizeof(float); b += 64)
         __builtin_prefetch(line + b);
     }
-    const GlobalId v = nodes[i];
     if (rows[i] >= 0) {
       s.copy_owned(rows[i], out.data() + i * width);
-    } else if (const auto hit = s.cached.find(v); hit != s.cached.end()) {
-      std::copy_n(s.cache.data() + static_cast<std::size_t>(hit->second) * width, width,
+    } else if (rows[i] <= -2) {
+      std::copy_n(s.cache.data() + static_cast<std::size_t>(-2 - rows[i]) * width, width,
                   out.data() + i * width);
       ++s.stats.cache_hits;
     } else {
-      remote.push_back(v);
+      remote.push_back(nodes[i]);
       place.push_back(i);
     }
   }
@@ -526,7 +527,7 @@ std::int64_t RankSampler::feature_width() const noexcept {
   return state_->width;
 }
 std::int64_t RankSampler::cached_rows() const noexcept {
-  return static_cast<std::int64_t>(state_->cached.size());
+  return state_->cached;
 }
 std::size_t RankSampler::cache_bytes() const noexcept {
   return state_->cache.size() * sizeof(float);
