@@ -21,7 +21,7 @@ SageConv<T>::SageConv(BackendPtr backend, const CsrT<T>& mean, const CsrT<T>& me
                                    in_features, out_features, seed, 2 * layer_index + 1)),
       bias_(make_bias<T>(backend, "sage" + std::to_string(layer_index) + ".bias", out_features,
                          bias)),
-      self_(backend), output_(backend), scratch_(backend) {
+      output_(backend), scratch_(backend) {
   this->register_parameter(self_weight_);
   this->register_parameter(neigh_weight_);
   this->register_parameter(bias_);
@@ -34,20 +34,15 @@ template <typename T> Context<T> SageConv<T>::forward(const Step& step, Input<T>
   ChunkManager* blocks = own_memory(*this, backend_, x);
   DenseView<T> y = output_.get(n, out); // M·x·W_neigh + x·W_self + b
   neighbours_.forward(step, name(), x, neigh_weight_.value.cview(), y, blocks);
-  DenseView<T> self = self_.get(n, out); // x·W_self over the owned rows
+  // y += x·W_self over the owned rows, added by the product itself (no [n, out] buffer).
   const Input<T> owned = x.first_rows(n);
   std::vector<RowTensor> tensors = input_rows(sparse_rows_, *backend_, owned, blocks);
-  tensors.push_back(rows_of(self, Access::Write));
   tensors.push_back(rows_of(y, Access::ReadWrite));
   for_row_blocks(blocks, n, tensors, [&](std::int64_t b, std::int64_t e) {
-    const DenseView<T> self_rows = self.slice_rows(b, e), y_rows = y.slice_rows(b, e);
-    multiply_weight(*backend_, owned.slice_rows(b, e), self_weight_.value.cview(), self_rows);
-    ops::axpy(*backend_, T{1},
-              std::span<const T>(self_rows.data, static_cast<std::size_t>(self_rows.size())),
-              std::span<T>(y_rows.data, static_cast<std::size_t>(y_rows.size())));
+    const DenseView<T> y_rows = y.slice_rows(b, e);
+    multiply_weight(*backend_, owned.slice_rows(b, e), self_weight_.value.cview(), y_rows, T{1});
     add_bias(*backend_, y_rows, bias_);
   });
-  discard(backend_, self); // summed into y
   return Context<T>{x, Input<T>(ConstDenseView<T>(y)), step};
 }
 
@@ -85,13 +80,12 @@ ConstDenseView<T> SageConv<T>::backward(const Context<T>& ctx, ConstDenseView<T>
 
 template <typename T>
 bool SageConv<T>::acquires_own_memory(const ChunkManager& memory, const Input<T>& x) const {
-  // What Sequential would acquire at once: the neighbour product's working set, x·W_self, the
-  // parameters and their gradients.
+  // What Sequential would acquire at once: the neighbour product's working set, the parameters
+  // and their gradients.
   const std::int64_t out = self_weight_.value.cols();
-  const auto self = static_cast<std::size_t>(neighbours_.aggregation().rows() * out) * sizeof(T);
   const std::size_t parameters =
       2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes());
-  return exceeds_budget(memory, neighbours_.working_set_bytes(memory, x, out) + self + parameters);
+  return exceeds_budget(memory, neighbours_.working_set_bytes(memory, x, out) + parameters);
 }
 
 template <typename T> std::string SageConv<T>::name() const {
@@ -102,7 +96,7 @@ template <typename T> std::string SageConv<T>::name() const {
 
 template <typename T> std::size_t SageConv<T>::bytes() const {
   return 2 * (self_weight_.value.bytes() + neigh_weight_.value.bytes() + bias_.value.bytes()) +
-         neighbours_.bytes() + self_.bytes() + output_.bytes() + scratch_.bytes();
+         neighbours_.bytes() + output_.bytes() + scratch_.bytes();
 }
 
 template class SageConv<float>;

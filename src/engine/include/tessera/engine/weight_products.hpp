@@ -8,13 +8,15 @@
 
 namespace tessera {
 
-/// y = x · W. x: [n, in] dense or sparse, w: [in, out], y: [n, out].
+/// y = x · W + beta · y (beta 0 overwrites y without reading it, 1 adds to it). x: [n, in] dense
+/// or sparse, w: [in, out], y: [n, out].
 template <typename T>
-void multiply_weight(const Backend& backend, Input<T> x, ConstDenseView<T> w, DenseView<T> y) {
+void multiply_weight(const Backend& backend, Input<T> x, ConstDenseView<T> w, DenseView<T> y,
+                     T beta = T{0}) {
   if (x.is_sparse()) {
-    ops::spmm(backend, x.sparse, w, y);
+    ops::spmm(backend, x.sparse, w, y, beta);
   } else {
-    ops::gemm(backend, Transpose::No, Transpose::No, T{1}, x.dense, w, T{0}, y);
+    ops::gemm(backend, Transpose::No, Transpose::No, T{1}, x.dense, w, beta, y);
   }
 }
 

@@ -74,6 +74,14 @@ public:
   /// y = S · x. x: [input_rows(), f], y: [rows(), f]. The step says whether it trains (the
   /// exchange may then deliver rows as its mode does) or evaluates (exact rows).
   void forward(const Step& step, ConstDenseView<T> x, DenseView<T> y);
+  /// Rows [begin, end) of S · x into y ([end - begin, f]) as forward() makes them when it
+  /// evaluates, for a caller that goes on with each block of rows (evaluation without keeping
+  /// S · x whole). Only without a halo and with float inputs (rows_alone()).
+  void forward_rows(ConstDenseView<T> x, std::int64_t begin, std::int64_t end, DenseView<T> y);
+  /// Whether forward_rows() may be called: no halo, inputs multiplied as they are (not bf16).
+  bool rows_alone() const noexcept {
+    return halo_ == nullptr && input_dtype_ == ActivationDType::Fp32;
+  }
   /// The [local_rows(), f] buffer forward_local() reads: write its first input_rows() rows.
   DenseView<T> local_input(std::int64_t f) { return local_.get(local_rows(), f); }
   /// y = S · x where x = local_input(f), its first input_rows() rows written by the caller (no

@@ -50,7 +50,6 @@ private:
   Parameter<T> self_weight_;         // [in, out]
   Parameter<T> neigh_weight_;        // [in, out]
   Parameter<T> bias_;                // [1, out] or empty
-  Workspace<T> self_;                // [n, out] = x·W_self
   Workspace<T> output_;              // [n, out]
   Workspace<T> scratch_;             // weight-gradient scratch for sparse inputs
   SparseRows sparse_rows_;           // a sparse x's row offsets, when the layer runs in row blocks
