@@ -333,6 +333,32 @@ TEST_F(BuildResidual, OnlyTheResidualBuilderTakesTheFanInStart) {
               ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("valid: glorot, fan-in")));
 }
 
+TEST(SageConv, EvaluationInBlocksOfRowsGivesTheWholeProductsOutputAndKeepsNoWholeProduct) {
+  // 10,000 rows: three blocks of the evaluation path. Aggregate-first (in = out), with bias.
+  const auto cpu = make_cpu_backend(1);
+  const auto data = datasets::load_dataset(
+      cpu, "sbm:nodes=10000,classes=4,avg-degree=10,p-in=0.9,features=16,noise=1", {});
+  const Csr m = graph::mean_aggregation(data.adjacency);
+  const Csr m_t = graph::transpose(m);
+  SageConv<float> trained(cpu, m, m_t, 16, 16, true, 5, 0, GcnOrder::AggregateThenTransform);
+  SageConv<float> evaluated(cpu, m, m_t, 16, 16, true, 5, 0, GcnOrder::AggregateThenTransform);
+  const Input<float> x(data.features.dense->cview());
+  // Training keeps S·x whole (its backward reads it); evaluating does not.
+  const Context<float> whole = trained.forward(Step{1, 1, true, {}}, x);
+  const Context<float> blocks = evaluated.forward(Step{1, 1, false, {}}, x);
+  ASSERT_EQ(blocks.output.rows(), whole.output.rows());
+  for (std::int64_t r = 0; r < whole.output.rows(); ++r) {
+    for (std::int64_t c = 0; c < whole.output.cols(); ++c) {
+      ASSERT_NEAR(blocks.output.dense(r, c), whole.output.dense(r, c),
+                  1e-5f * (1.0f + std::abs(whole.output.dense(r, c))))
+          << "row " << r << ", column " << c;
+    }
+  }
+  const std::size_t whole_product = 10000 * 16 * sizeof(float);
+  EXPECT_GE(trained.bytes() - evaluated.bytes(), whole_product - 4096 * 16 * sizeof(float))
+      << "evaluation kept S·x whole";
+}
+
 TEST(Aggregation, InputOfTheWrongRowCountIsRefusedWithTheShapes) {
   const auto cpu = make_cpu_backend(1);
   const auto data = datasets::load_dataset(cpu, kEasySbm, {});
