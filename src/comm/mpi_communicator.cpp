@@ -386,10 +386,8 @@ public:
   }
 
   std::shared_ptr<Communicator> concurrent_duplicate() override {
-    int level = MPI_THREAD_SINGLE;
-    TESSERA_MPI_CHECK(MPI_Query_thread(&level));
     // Every rank's answer: all duplicate, or none does (a duplicate is collective).
-    std::int64_t multiple = level >= MPI_THREAD_MULTIPLE ? 1 : 0;
+    std::int64_t multiple = mpi_thread_multiple() ? 1 : 0;
     allreduce(&multiple, 1, MPI_INT64_T, MPI_SUM);
     if (multiple != size_) return nullptr;
     auto copy = std::make_shared<MpiCommunicator>(comm_);

@@ -305,15 +305,15 @@ struct RankSampler::State {
   Neighbours neighbours;
   NodeIndex index;
   std::int64_t n_owned = 0, width = 0;
-  std::int64_t cached = 0; // rows of `cache`; a cached node's index.row is its row there
-  std::vector<LocalId> place;                        // [num_nodes] for sample_hops
-  std::vector<float> cache;                          // [cached rows, F]
+  std::int64_t cached = 0;    // rows of `cache`; a cached node's index.row is its row there
+  std::vector<LocalId> place; // [num_nodes] for sample_hops
+  std::vector<float> cache;   // [cached rows, F]
   SamplingStats stats;
   // Reused by every call.
   std::vector<std::vector<GlobalId>> requests, asked;
   std::vector<std::vector<float>> rows_out, rows_in;
   std::vector<std::vector<std::size_t>> places;
-  std::vector<std::int64_t> gather_rows; // gather_features: each node's owned row or -1
+  std::vector<std::int64_t> gather_rows; // gather_features: where each node's row comes from
 
   bool ranks() const { return graph.comm != nullptr && graph.comm->size() > 1; }
 
