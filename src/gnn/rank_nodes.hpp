@@ -67,6 +67,11 @@ public:
   void set_row(GlobalId v, std::int64_t row) noexcept {
     entries_[static_cast<std::size_t>(v)].row = static_cast<std::int32_t>(row);
   }
+  /// Asks for v's entry ahead of a lookup (nothing for a node outside the graph).
+  void prefetch(GlobalId v) const noexcept {
+    if (v >= 0 && static_cast<std::size_t>(v) < entries_.size())
+      __builtin_prefetch(entries_.data() + v);
+  }
 
 private:
   /// A node's owner and row side by side: a lookup of both touches one cache line.
@@ -102,6 +107,18 @@ public:
   }
   GlobalId neighbour(Offset k) const {
     return global_ ? col_[static_cast<std::size_t>(k)] : static_cast<GlobalId>(a_->col()[k]);
+  }
+  /// Asks for the lines of row `row`'s offsets ahead of a read.
+  void prefetch_offsets(std::int64_t row) const {
+    __builtin_prefetch(a_->row_ptr() + row);
+  }
+  /// Asks for the first lines of row `row`'s neighbours ahead of a read (its offsets are read).
+  void prefetch_neighbours(std::int64_t row) const {
+    const Offset begin = a_->row_ptr()[row];
+    const char* at = global_ ? reinterpret_cast<const char*>(col_.data() + begin)
+                             : reinterpret_cast<const char*>(a_->col() + begin);
+    __builtin_prefetch(at);
+    __builtin_prefetch(at + 64);
   }
   /// Whether v is a neighbour of owned row `row`.
   bool has(std::int64_t row, GlobalId v) const {

@@ -73,6 +73,37 @@ void draw_neighbours(const Neighbours& graph, std::int64_t row, GlobalId u, cons
     out.push_back(neighbour(k));
 }
 
+/// How far ahead of a draw its node's lines are asked for (in nodes): the index entry, then the
+/// row's offsets, then its first neighbours. The nodes are random: one at a time, each draw
+/// would wait for memory three times.
+constexpr std::size_t kEntryAhead = 16, kOffsetsAhead = 8, kNeighboursAhead = 4;
+/// How far ahead of its copy a feature row's lines are asked for (in rows).
+constexpr std::size_t kRowAhead = 8;
+
+/// Draws the neighbours of every node of `nodes` in order (as draw_neighbours), appending each
+/// one's to `out` and then out's size to `ends`: a node this rank owns from `graph`, another by
+/// remote(u, out). The nodes must be in the graph.
+template <typename Remote>
+void draw_rows(const Neighbours& graph, const NodeIndex& index, std::span<const GlobalId> nodes,
+               const RngKey& key, int fanout, bool replace, std::vector<std::int64_t>& picked,
+               std::vector<GlobalId>& out, std::vector<Offset>& ends, Remote&& remote) {
+  const std::size_t n = nodes.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kEntryAhead < n) index.prefetch(nodes[i + kEntryAhead]);
+    if (i + kOffsetsAhead < n && index.mine(nodes[i + kOffsetsAhead]))
+      graph.prefetch_offsets(index.row(nodes[i + kOffsetsAhead]));
+    if (i + kNeighboursAhead < n && index.mine(nodes[i + kNeighboursAhead]))
+      graph.prefetch_neighbours(index.row(nodes[i + kNeighboursAhead]));
+    const GlobalId u = nodes[i];
+    if (index.mine(u)) {
+      draw_neighbours(graph, index.row(u), u, key, fanout, replace, picked, out);
+    } else {
+      remote(u, out);
+    }
+    ends.push_back(static_cast<Offset>(out.size()));
+  }
+}
+
 /// Sends send[p] to every rank p and returns what each rank sent here, in `received` (reused).
 /// Collective: one alltoall of the counts, then the lists point to point. Adds the bytes
 /// received to `bytes`.
@@ -106,14 +137,34 @@ void exchange_lists(comm::Communicator& comm, const std::vector<std::vector<T>>&
   seconds += clock.seconds();
 }
 
-/// Checks a node a peer asked this rank about: it must own it.
-void check_asked(const NodeIndex& index, GlobalId v, std::int64_t num_nodes, int peer,
+/// Checks the nodes a peer asked this rank about are in the graph (whether this rank owns them
+/// is checked where each is looked up: not_asked_here).
+void check_asked(std::span<const GlobalId> nodes, std::int64_t num_nodes, int peer,
                  const char* what) {
-  if (v < 0 || v >= num_nodes || !index.mine(v)) {
-    throw FormatError(fmt::format("rank {} asked this rank for the {} of node {}, which it does "
-                                  "not own (the ranks disagree on the partition)",
-                                  peer, what, v));
+  for (const GlobalId v : nodes) {
+    if (v < 0 || v >= num_nodes) {
+      throw FormatError(fmt::format("rank {} asked this rank for the {} of node {}, which is not "
+                                    "a node of the graph's {}",
+                                    peer, what, v, num_nodes));
+    }
   }
+}
+
+[[noreturn]] void not_asked_here(GlobalId v, int peer, const char* what) {
+  throw FormatError(fmt::format("rank {} asked this rank for the {} of node {}, which it does "
+                                "not own (the ranks disagree on the partition)",
+                                peer, what, v));
+}
+
+/// Node v drawn as a neighbour in block rows [0, row_ptr.size() - 1) must be in the graph.
+void check_drawn(GlobalId v, std::int64_t k, std::span<const Offset> row_ptr,
+                 std::span<const GlobalId> dst, std::int64_t num_nodes) {
+  if (v >= 0 && v < num_nodes) return;
+  const auto row = std::upper_bound(row_ptr.begin(), row_ptr.end(), static_cast<Offset>(k)) -
+                   row_ptr.begin() - 1;
+  throw FormatError(fmt::format("node {} drawn as a neighbour of node {} is not a node of the "
+                                "graph's {}",
+                                v, dst[static_cast<std::size_t>(row)], num_nodes));
 }
 
 /// The blocks of `seeds` (owned here) hop by hop: nodes this rank owns are drawn from `graph`,
@@ -159,9 +210,10 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
   marked = frontier;
   const auto peers = static_cast<std::size_t>(ranks ? comm->size() : 1);
   std::vector<std::vector<GlobalId>> requests(peers), asked, answers(peers), received;
-  std::vector<std::size_t> cursor(peers);
+  std::vector<std::size_t> count_at(peers), list_at(peers);
   std::vector<std::int64_t> picked;
-  std::vector<GlobalId> drawn;
+  std::vector<GlobalId> drawn; // a hop's neighbours, row after row
+  std::vector<Offset> ends;
   for (int h = 0; h < hops; ++h) {
     const int fanout = options.fanouts[static_cast<std::size_t>(h)];
     const RngKey key = RngKey::make(options.seed, RngPurpose::NeighbourSampling,
@@ -179,56 +231,73 @@ SampledBatch sample_hops(const Neighbours& graph, const NodeIndex& index, comm::
       }
       exchange_lists(*comm, requests, comm::tags::kSampleRequests, asked, stats.sample_bytes,
                      stats.sample_exchange_seconds);
+      // answers[p]: how many neighbours each node p asked about has, in its order, then theirs.
       for (std::size_t p = 0; p < peers; ++p) {
-        answers[p].clear();
-        for (const GlobalId u : asked[p]) {
-          check_asked(index, u, num_nodes, static_cast<int>(p), "neighbours");
-          drawn.clear();
-          draw_neighbours(graph, index.row(u), u, key, fanout, options.replace, picked, drawn);
-          answers[p].push_back(static_cast<GlobalId>(drawn.size()));
-          answers[p].insert(answers[p].end(), drawn.begin(), drawn.end());
-          ++stats.sampled_for_others;
-        }
+        const auto peer = static_cast<int>(p);
+        const std::size_t n = asked[p].size();
+        check_asked(asked[p], num_nodes, peer, "neighbours");
+        answers[p].assign(n, 0);
+        ends.clear();
+        draw_rows(
+            graph, index, asked[p], key, fanout, options.replace, picked, answers[p], ends,
+            [&](GlobalId u, std::vector<GlobalId>&) { not_asked_here(u, peer, "neighbours"); });
+        for (std::size_t i = 0; i < n; ++i)
+          answers[p][i] = ends[i] - (i == 0 ? static_cast<Offset>(n) : ends[i - 1]);
+        stats.sampled_for_others += static_cast<std::int64_t>(n);
       }
       exchange_lists(*comm, answers, comm::tags::kSampleAnswers, received, stats.sample_bytes,
                      stats.sample_exchange_seconds);
-      std::fill(cursor.begin(), cursor.end(), 0);
+      for (std::size_t p = 0; p < peers; ++p) {
+        count_at[p] = 0;
+        list_at[p] = requests[p].size();
+        if (received[p].size() < list_at[p]) {
+          throw FormatError(fmt::format("rank {} sent a sampling answer of {} values for {} nodes",
+                                        p, received[p].size(), list_at[p]));
+        }
+      }
     }
-    for (std::int64_t r = 0; r < b.dst; ++r) {
-      const GlobalId u = frontier[static_cast<std::size_t>(r)];
-      drawn.clear();
-      if (!ranks || index.mine(u)) {
-        draw_neighbours(graph, index.row(u), u, key, fanout, options.replace, picked, drawn);
-      } else { // the owner's answers come in the order of the requests
-        const auto p = static_cast<std::size_t>(index.owner(u));
-        const std::vector<GlobalId>& list = received[p];
-        std::size_t& at = cursor[p];
-        const GlobalId count = at < list.size() ? list[at] : -1;
-        if (count < 0 || static_cast<std::size_t>(count) > list.size() - at - 1) {
-          throw FormatError(
-              fmt::format("rank {} sent a malformed sampling answer for node {}", p, u));
-        }
-        drawn.assign(list.begin() + static_cast<std::ptrdiff_t>(at + 1),
-                     list.begin() +
-                         static_cast<std::ptrdiff_t>(at + 1 + static_cast<std::size_t>(count)));
-        at += 1 + static_cast<std::size_t>(count);
-        ++stats.remote_sampled;
+    // The frontier's neighbours, row after row; the owners' answers come in the order of the
+    // requests.
+    drawn.clear();
+    draw_rows(graph, index, frontier, key, fanout, options.replace, picked, drawn, b.row_ptr,
+              [&](GlobalId u, std::vector<GlobalId>& out) {
+                const auto p = static_cast<std::size_t>(index.owner(u));
+                const std::vector<GlobalId>& list = received[p];
+                const GlobalId count = list[count_at[p]++];
+                if (count < 0 || static_cast<std::size_t>(count) > list.size() - list_at[p]) {
+                  throw FormatError(
+                      fmt::format("rank {} sent a malformed sampling answer for node {}", p, u));
+                }
+                const auto at = list.begin() + static_cast<std::ptrdiff_t>(list_at[p]);
+                out.insert(out.end(), at, at + static_cast<std::ptrdiff_t>(count));
+                list_at[p] += static_cast<std::size_t>(count);
+                ++stats.remote_sampled;
+              });
+    for (std::size_t p = 0; ranks && p < peers; ++p) {
+      if (list_at[p] != received[p].size()) {
+        throw FormatError(fmt::format("rank {} sent {} values of sampling answers, {} more than "
+                                      "the neighbours it counted",
+                                      p, received[p].size(), received[p].size() - list_at[p]));
       }
-      for (const GlobalId v : drawn) {
-        if (v < 0 || v >= num_nodes) {
-          throw FormatError(fmt::format("node {} drawn as a neighbour of node {} is not a node "
-                                        "of the graph's {}",
-                                        v, u, num_nodes));
-        }
-        LocalId& at = place[static_cast<std::size_t>(v)];
-        if (at == -1) {
-          at = static_cast<LocalId>(b.src.size());
-          b.src.push_back(v);
-          marked = b.src; // b.src may have moved
-        }
-        b.col.push_back(at);
+    }
+    // Each drawn node's place among the sources (a new one is appended): its line is asked for
+    // ahead, as the nodes are random.
+    constexpr std::size_t kPlaceAhead = 16;
+    b.col.resize(drawn.size());
+    for (std::size_t k = 0; k < drawn.size(); ++k) {
+      if (k + kPlaceAhead < drawn.size()) {
+        const GlobalId next = drawn[k + kPlaceAhead];
+        if (next >= 0 && next < num_nodes) __builtin_prefetch(place.data() + next);
       }
-      b.row_ptr.push_back(static_cast<Offset>(b.col.size()));
+      const GlobalId v = drawn[k];
+      check_drawn(v, static_cast<std::int64_t>(k), b.row_ptr, frontier, num_nodes);
+      LocalId& at = place[static_cast<std::size_t>(v)];
+      if (at == -1) {
+        at = static_cast<LocalId>(b.src.size());
+        b.src.push_back(v);
+        marked = b.src; // b.src may have moved
+      }
+      b.col[k] = at;
     }
     stats.sampled_edges += b.edges();
     frontier = b.src;
@@ -330,6 +399,14 @@ struct RankSampler::State {
       out[s.col()[k]] = s.val()[k];
   }
 
+  /// Asks for the lines of owned row r's features ahead of copy_owned (dense features).
+  void prefetch_owned(std::int64_t r) const {
+    if (!features->dense) return;
+    const char* line = reinterpret_cast<const char*>(features->dense->data() + r * width);
+    for (std::int64_t b = 0; b < width * static_cast<std::int64_t>(sizeof(float)); b += 64)
+      __builtin_prefetch(line + b);
+  }
+
   /// The rows of `nodes` (owned by other ranks) from their owners into out[place[i]·F...], where
   /// place[i] is node i's row in `out`. Collective; every rank answers what it is asked.
   void fetch(std::span<const GlobalId> nodes, std::span<const std::size_t> place, float* out,
@@ -352,10 +429,17 @@ struct RankSampler::State {
     double& clock = seconds != nullptr ? *seconds : unclocked;
     exchange_lists(*graph.comm, requests, comm::tags::kFeatureRequests, asked, ignored, clock);
     for (std::size_t p = 0; p < peers; ++p) {
-      rows_out[p].assign(asked[p].size() * static_cast<std::size_t>(width), 0.0f);
-      for (std::size_t i = 0; i < asked[p].size(); ++i) {
-        check_asked(index, asked[p][i], graph.num_nodes, static_cast<int>(p), "features");
-        copy_owned(index.row(asked[p][i]),
+      const auto peer = static_cast<int>(p);
+      const std::vector<GlobalId>& nodes_asked = asked[p];
+      check_asked(nodes_asked, graph.num_nodes, peer, "features");
+      rows_out[p].resize(nodes_asked.size() * static_cast<std::size_t>(width));
+      for (std::size_t i = 0; i < nodes_asked.size(); ++i) {
+        // The rows are random: the index entry and the row are asked for ahead.
+        if (i + kEntryAhead < nodes_asked.size()) index.prefetch(nodes_asked[i + kEntryAhead]);
+        if (i + kRowAhead < nodes_asked.size() && index.mine(nodes_asked[i + kRowAhead]))
+          prefetch_owned(index.row(nodes_asked[i + kRowAhead]));
+        if (!index.mine(nodes_asked[i])) not_asked_here(nodes_asked[i], peer, "features");
+        copy_owned(index.row(nodes_asked[i]),
                    rows_out[p].data() + i * static_cast<std::size_t>(width));
       }
     }
@@ -454,13 +538,13 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
   }
   std::vector<GlobalId> remote;
   std::vector<std::size_t> place;
-  // Owned rows first, each row's lines fetched kAhead rows before it is copied: the rows lie
+  // Owned rows first, each row's lines fetched kRowAhead rows before it is copied: the rows lie
   // anywhere in the feature matrix, and one at a time each waits for memory.
-  constexpr std::size_t kAhead = 8;
   // rows[i]: node i's owned row (>= 0), its cache row c as -2 - c, or -1 (fetched).
   std::vector<std::int64_t>& rows = s.gather_rows;
   rows.resize(nodes.size());
   for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (i + kEntryAhead < nodes.size()) s.index.prefetch(nodes[i + kEntryAhead]);
     const GlobalId v = nodes[i];
     if (v < 0 || v >= s.graph.num_nodes) {
       throw InvalidArgument(
@@ -469,13 +553,9 @@ void RankSampler::gather_features(std::span<const GlobalId> nodes, std::span<flo
     const std::int64_t row = s.index.row(v);
     rows[i] = s.index.mine(v) ? row : (row >= 0 ? -2 - row : -1);
   }
-  const float* dense = s.features->dense ? s.features->dense->data() : nullptr;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    if (dense != nullptr && i + kAhead < nodes.size() && rows[i + kAhead] >= 0) {
-      const char* line = reinterpret_cast<const char*>(dense + rows[i + kAhead] * s.width);
-      for (std::size_t b = 0; b < width * sizeof(float); b += 64)
-        __builtin_prefetch(line + b);
-    }
+    if (i + kRowAhead < nodes.size() && rows[i + kRowAhead] >= 0)
+      s.prefetch_owned(rows[i + kRowAhead]);
     if (rows[i] >= 0) {
       s.copy_owned(rows[i], out.data() + i * width);
     } else if (rows[i] <= -2) {
