@@ -47,25 +47,43 @@ Input<float> whole_input(const graph::Features& f) {
   return f.sparse->view();
 }
 
-/// Steps per epoch over the ranks (the most batches any rank has), and the seeds of each step
-/// over all ranks, from every rank's training-node count.
+/// An epoch's steps over the ranks: a step takes ranks × batch_size seeds, each rank's share (its
+/// batch) in proportion to the training nodes it owns, so that every rank takes the same steps
+/// and a rank that owns more (a faster one, where the partition is weighted by speed) takes more
+/// seeds a step. In one process the batch is batch_size.
 struct StepPlan {
-  std::int64_t steps = 0;
-  std::vector<std::int64_t> seeds; // [steps]
+  std::int64_t batch = 0;          // this rank's seeds a step (the last step's may be fewer)
+  std::int64_t steps = 0;          // the most batches any rank has
+  std::vector<std::int64_t> seeds; // [steps] each step's seeds over all ranks
 };
 
 StepPlan plan_steps(comm::Communicator* comm, std::int64_t train, std::int64_t batch_size) {
   const std::vector<double> counts = comm != nullptr
                                          ? comm->allgather(static_cast<double>(train))
                                          : std::vector<double>{static_cast<double>(train)};
-  StepPlan plan;
+  std::int64_t total = 0;
   for (const double c : counts)
-    plan.steps = std::max(plan.steps, (static_cast<std::int64_t>(c) + batch_size - 1) / batch_size);
+    total += static_cast<std::int64_t>(c);
+  // ceil(c · ranks · batch_size / total), at least 1: exact in 128 bits at any size.
+  __extension__ using Wide = unsigned __int128;
+  const auto batch_of = [&](double c) {
+    const Wide wanted = static_cast<Wide>(static_cast<std::int64_t>(c)) * counts.size() *
+                        static_cast<std::uint64_t>(batch_size);
+    const auto whole = static_cast<Wide>(std::max<std::int64_t>(total, 1));
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>((wanted + whole - 1) / whole));
+  };
+  StepPlan plan;
+  plan.batch = batch_of(static_cast<double>(train));
+  for (const double c : counts) {
+    const std::int64_t b = batch_of(c);
+    plan.steps = std::max(plan.steps, (static_cast<std::int64_t>(c) + b - 1) / b);
+  }
   plan.seeds.assign(static_cast<std::size_t>(plan.steps), 0);
   for (const double c : counts) {
+    const std::int64_t b = batch_of(c);
     for (std::int64_t k = 0; k < plan.steps; ++k) {
       plan.seeds[static_cast<std::size_t>(k)] +=
-          std::clamp<std::int64_t>(static_cast<std::int64_t>(c) - k * batch_size, 0, batch_size);
+          std::clamp<std::int64_t>(static_cast<std::int64_t>(c) - k * b, 0, b);
     }
   }
   return plan;
@@ -356,15 +374,16 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     std::vector<double> step_ms, wait_ms;
     SamplingStats did;
     double loss = 0.0; // this rank's seeds' summed cross-entropy
+    std::int64_t seeds_trained = 0;
     const auto e = static_cast<std::uint32_t>(epoch);
     if (ahead && !prefetcher) {
       prefetcher =
-          std::make_unique<BatchPrefetcher>(sampler, host, train, batches.batch_size, plan.steps,
+          std::make_unique<BatchPrefetcher>(sampler, host, train, plan.batch, plan.steps,
                                             config.seed, epoch, config.epochs, batches.prefetch);
     }
     const std::vector<std::vector<GlobalId>> mine =
         ahead ? std::vector<std::vector<GlobalId>>{}
-              : seed_batches(train, batches.batch_size, config.seed, e);
+              : seed_batches(train, plan.batch, config.seed, e);
     for (std::int64_t k = 0; k < plan.steps; ++k) {
       const Stopwatch step_clock;
       Stopwatch phase;
@@ -405,6 +424,7 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
             *backend, logits, on_backend<std::int32_t>(backend, batch_labels, labels_buffer),
             on_backend<std::int32_t>(backend, batch_rows, rows_buffer), divisor, d_out);
         loss += batch_loss * divisor;
+        seeds_trained += static_cast<std::int64_t>(seeds.size());
         phases.loss += phase.seconds();
         phase.restart();
         model.backward(d_out);
@@ -428,6 +448,7 @@ TrainResult train_sampled(const BackendPtr& backend, Sequential<float>& model, M
     stats.step_ms = median(std::move(step_ms));
     stats.batch_wait_ms = median(std::move(wait_ms));
     stats.epoch_ms = epoch_clock.seconds() * 1e3;
+    stats.seeds = seeds_trained;
     stats.sampled_edges = did.sampled_edges;
     stats.input_rows = did.input_rows;
     stats.cache_hits = did.cache_hits;

@@ -72,6 +72,7 @@ const PerRank kPerRank[] = {
     {"batch.epoch_ms", "epoch of steps", 1.0, "ms", &RankFigures::batch_epoch_ms},
     {"batch.wait_ms", "waiting for a batch", 1.0, "ms", &RankFigures::batch_wait_ms},
     {"batch.exchange_ms", "of it exchanging", 1.0, "ms", &RankFigures::batch_exchange_ms},
+    {"batch.seeds_per_step", "seeds a step", 1.0, "", &RankFigures::seeds},
     {"batch.sampled_edges_per_step", "sampled edges a step", 1.0, "", &RankFigures::sampled_edges},
     {"batch.input_rows_per_step", "input rows a step", 1.0, "", &RankFigures::input_rows},
     {"batch.cache_hits_per_step", "cached rows a step", 1.0, "", &RankFigures::cache_hits},

@@ -113,6 +113,7 @@ RankFigures figures_of(const JobGraph& g, const JobModel& m, const gnn::TrainRes
     f.batch_wait_ms = step_median(result, [](const gnn::EpochStats& s) { return s.batch_wait_ms; });
     f.batch_exchange_ms =
         step_median(result, [](const gnn::EpochStats& s) { return s.batch_exchange_ms; });
+    f.seeds = per_step(&gnn::EpochStats::seeds);
     f.sampled_edges = per_step(&gnn::EpochStats::sampled_edges);
     f.input_rows = per_step(&gnn::EpochStats::input_rows);
     f.cache_hits = per_step(&gnn::EpochStats::cache_hits);
@@ -543,6 +544,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         const comm::HaloStats stats = model->graph->halo_totals();
         return stats.start_seconds + stats.wait_seconds;
       });
+      // Sampled steps train their own model (no halo: all of a step's time is compute).
+      std::optional<SlowerDevice> slower_steps;
+      if (model->sampled) slower_steps.emplace(model->sampled->model, balancing.slowdown, nullptr);
       if (link) {
         const gnn::LinkTask task{&link->split,          &link->training, link->ids,
                                  tile.num_global_nodes, job.link.hits_k, decoder.get()};

@@ -292,7 +292,8 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                    "one count per graph layer (-1: all), e.g. 25,10")
         ->capture_default_str();
     add_integer_option(app, "--batch-size", o.batch_size, 1, std::int64_t{1} << 40,
-                       "with --mode sampled: training nodes per step (on each rank)")
+                       "with --mode sampled: training nodes per step (per rank: over ranks each "
+                       "rank's share of ranks x this, by the training nodes it owns)")
         ->capture_default_str();
     app.add_option("--feature-cache", o.feature_cache,
                    "with --mode sampled on several ranks: bytes of each rank's cache of the input "

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <gtest/gtest.h>
 #include <string>
 #include <tessera/tessera.hpp>
@@ -238,6 +239,43 @@ TEST(SampledJobOverRanks, LearnsAndTheSameSeedGivesTheSameRun) {
   steps = world()->allgather(steps[0]);
   EXPECT_EQ(*std::min_element(steps.begin(), steps.end()),
             *std::max_element(steps.begin(), steps.end()));
+}
+
+TEST(SampledJobOverRanks, EveryRankTakesTheSameStepsWithABatchInProportionToItsTrainingNodes) {
+  // Parts weighted by speed (rank r at r + 1): a faster rank owns more training nodes, and it
+  // takes more seeds a step rather than more steps.
+  runtime::TrainJob job = sampled_job();
+  job.balance = partition::Balance::Given;
+  for (int r = 0; r < world()->size(); ++r)
+    job.rank_speeds.push_back(r + 1.0);
+  job.rebalance_threshold = 0;
+  const gnn::TrainResult result = runtime::run_train_job(job).result;
+  const gnn::EpochStats& first = result.history.front();
+  const std::vector<double> seeds = world()->allgather(static_cast<double>(first.seeds));
+  const std::vector<double> steps = world()->allgather(static_cast<double>(first.steps));
+  const auto ranks = static_cast<std::int64_t>(seeds.size());
+  double total = 0.0;
+  for (const double s : seeds)
+    total += s;
+  // Each rank's batch: ceil(its training nodes · ranks · batch size / all of them).
+  std::int64_t most = 0;
+  for (std::int64_t r = 0; r < ranks; ++r) {
+    const auto own = static_cast<std::int64_t>(seeds[static_cast<std::size_t>(r)]);
+    const std::int64_t share =
+        (own * ranks * job.sampled.batch_size + static_cast<std::int64_t>(total) - 1) /
+        static_cast<std::int64_t>(total);
+    most = std::max(most, (own + share - 1) / share);
+    EXPECT_EQ(steps[static_cast<std::size_t>(r)], steps.front()) << "rank " << r;
+  }
+  EXPECT_EQ(first.steps, most) << "as many steps as the rank with the most batches has";
+  if (ranks > 1) {
+    EXPECT_GT(seeds.back(), 1.5 * seeds.front()) << "the fastest rank owns more training nodes";
+    EXPECT_LE(static_cast<double>(first.steps),
+              std::ceil(total / static_cast<double>(ranks * job.sampled.batch_size)) + 1)
+        << "no rank runs steps on its own";
+  }
+  for (const gnn::EpochStats& e : result.history)
+    EXPECT_EQ(e.seeds, first.seeds) << "every training node once an epoch";
 }
 
 TEST(SampledJobOverRanks, SamplingAheadOnAThreadIsTheInlineRunWhateverEachRankAsks) {

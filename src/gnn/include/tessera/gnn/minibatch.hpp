@@ -17,7 +17,9 @@ namespace tessera::gnn {
 struct MiniBatchConfig {
   std::vector<int> fanouts;      ///< per hop from the seeds (sample_blocks), one per graph layer
   bool replace = false;          ///< sample with replacement
-  std::int64_t batch_size = 512; ///< seeds per step (the last batch of an epoch may be smaller)
+  /// Seeds per step (the last batch of an epoch may be smaller); over ranks the mean per rank:
+  /// each rank's batch is its share of ranks × batch_size, by the training nodes it owns.
+  std::int64_t batch_size = 512;
   /// Batches sampled ahead on a thread of their own (a bounded queue); 0: each step samples its
   /// batch itself. Over ranks the thread exchanges on a concurrent duplicate of the job's
   /// communicator: without one (MPI below MPI_THREAD_MULTIPLE) batches are sampled inline.

@@ -90,6 +90,9 @@ struct EpochStats {
   /// ready: sampling inline counts as waiting).
   std::int64_t sampled_edges = 0, input_rows = 0, cache_hits = 0, fetched_rows = 0;
   std::int64_t batch_bytes = 0;
+  /// The seeds this rank trained on this epoch (over ranks each rank's batch is its share of a
+  /// step's, by the training nodes it owns).
+  std::int64_t seeds = 0;
   double batch_wait_ms = 0.0;
   /// Of a step's wait, on average: the sampler's exchanges with the other ranks (their waits
   /// for each other included; zero in one process).

@@ -37,11 +37,12 @@ struct RankFigures {
   /// its predicted step (forward + backward, ms) and the median measured one (host time).
   std::vector<double> layer_predicted_ms, layer_measured_ms;
   /// Sampled training (zero otherwise), medians over the epochs: steps and the epoch's time,
-  /// the time a step waited for its batch, and per step the edges sampled, the input rows, those
-  /// another rank owns found in the hot-feature cache and fetched, and the bytes received.
+  /// the time a step waited for its batch, and per step the seeds, the edges sampled, the input
+  /// rows, those another rank owns found in the hot-feature cache and fetched, and the bytes
+  /// received.
   std::int64_t steps = 0;
   double batch_epoch_ms = 0.0, batch_wait_ms = 0.0, batch_exchange_ms = 0.0;
-  double sampled_edges = 0.0, input_rows = 0.0, cache_hits = 0.0, fetched_rows = 0.0;
+  double seeds = 0.0, sampled_edges = 0.0, input_rows = 0.0, cache_hits = 0.0, fetched_rows = 0.0;
   double batch_bytes = 0.0;
 };
 
