@@ -191,7 +191,9 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
     sampled.sampler = std::make_unique<gnn::RankSampler>(
         rows, g.features,
         gnn::SamplerOptions{job.sampled.fanouts, job.sampled.replace, job.train.seed},
-        job.sampled.cache_bytes);
+        job.sampled.cache_bytes.value_or(static_cast<std::size_t>(sampled.adjacency.rows()) *
+                                         static_cast<std::size_t>(g.features.cols()) *
+                                         sizeof(float)));
     if (comm->size() > 1) {
       say(fmt::format("hot-feature cache of rank 0: {} rows ({:.1f} MiB)",
                       sampled.sampler->cached_rows(),

@@ -193,7 +193,8 @@ RunSummary summarize(const TrainJob& job, comm::Communicator& comm, const Backen
     s.mode = "sampled";
     s.fanouts = job.sampled.fanouts;
     s.batch_size = job.sampled.batch_size;
-    s.feature_cache_bytes = static_cast<std::int64_t>(job.sampled.cache_bytes);
+    s.feature_cache_bytes =
+        job.sampled.cache_bytes ? static_cast<std::int64_t>(*job.sampled.cache_bytes) : -1;
     // Over ranks the sampler thread needs a communicator of its own (MPI_THREAD_MULTIPLE).
     s.prefetch_batches = comm.size() == 1 || comm::mpi_thread_multiple() ? job.sampled.prefetch : 0;
   }

@@ -108,7 +108,7 @@ struct Options : TrainingFlags {
   std::string mode = "full";
   std::string fanouts = "25,10";
   std::int64_t batch_size = 512;
-  std::string feature_cache = "64MiB";
+  std::string feature_cache = "auto";
   int prefetch_batches = 2;
   std::string decoder = "dot";
   std::int64_t decoder_hidden = 0;
@@ -298,7 +298,7 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
     app.add_option("--feature-cache", o.feature_cache,
                    "with --mode sampled on several ranks: bytes of each rank's cache of the input "
                    "features of the remote nodes most often next to its rows, fetched once (0: "
-                   "none)")
+                   "none; auto: as many bytes as the rank's own input rows take)")
         ->capture_default_str();
     add_integer_option(app, "--prefetch-batches", o.prefetch_batches, 0, 64,
                        "with --mode sampled: batches sampled ahead on a thread of their own while "
@@ -515,7 +515,8 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   if (job.sampled.enabled) {
     job.sampled.fanouts = parse_fanouts(o.fanouts);
     job.sampled.batch_size = o.batch_size;
-    job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
+    if (o.feature_cache != "auto")
+      job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
     job.sampled.prefetch = o.prefetch_batches;
   }
   if (job.task == Task::Link) {

@@ -278,6 +278,28 @@ TEST(SampledJobOverRanks, EveryRankTakesTheSameStepsWithABatchInProportionToItsT
     EXPECT_EQ(e.seeds, first.seeds) << "every training node once an epoch";
 }
 
+TEST(SampledJobOverRanks, TheDefaultCacheTakesAsManyRemoteRowsAsTheRankOwnsAndChangesNoValue) {
+  if (world()->size() < 2) GTEST_SKIP() << "needs two ranks";
+  runtime::TrainJob none = sampled_job();
+  none.sampled.cache_bytes = 0;
+  runtime::TrainJob as_owned = sampled_job();
+  as_owned.sampled.cache_bytes.reset(); // the default: the bytes of the rank's own rows
+  const gnn::TrainResult a = runtime::run_train_job(none).result;
+  const gnn::TrainResult b = runtime::run_train_job(as_owned).result;
+  ASSERT_EQ(a.history.size(), b.history.size());
+  std::int64_t fetched_without = 0, fetched_with = 0, hits = 0;
+  for (std::size_t e = 0; e < a.history.size(); ++e) {
+    EXPECT_EQ(a.history[e].train_loss, b.history[e].train_loss) << "epoch " << e + 1;
+    EXPECT_EQ(a.history[e].cache_hits, 0);
+    fetched_without += a.history[e].fetched_rows;
+    fetched_with += b.history[e].fetched_rows;
+    hits += b.history[e].cache_hits;
+  }
+  EXPECT_GT(hits, 0);
+  EXPECT_LT(fetched_with, fetched_without / 2) << "most remote rows are cached";
+  EXPECT_EQ(a.final_test.accuracy, b.final_test.accuracy);
+}
+
 TEST(SampledJobOverRanks, SamplingAheadOnAThreadIsTheInlineRunWhateverEachRankAsks) {
   runtime::TrainJob inline_job = sampled_job();
   inline_job.sampled.prefetch = 0;

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -105,8 +106,9 @@ struct SampledOptions {
   std::int64_t batch_size = 512;       ///< seeds per step
   bool replace = false;                ///< sample neighbours with replacement
   /// Bytes of each rank's hot-feature cache: the input rows of the remote nodes most often next
-  /// to its rows, fetched once (gnn::RankSampler); 0: none. Unused on one rank.
-  std::size_t cache_bytes = std::size_t{64} << 20;
+  /// to its rows, fetched once (gnn::RankSampler); 0: none. Unset (the default): the bytes of
+  /// the rank's own input rows — as many remote rows as it owns. Unused on one rank.
+  std::optional<std::size_t> cache_bytes;
   /// Batches sampled ahead on a thread of their own in one process (gnn::MiniBatchConfig).
   int prefetch = 2;
 };
