@@ -515,8 +515,14 @@ TrainJob make_job(const Options& o, const TrainProgram& program) {
   if (job.sampled.enabled) {
     job.sampled.fanouts = parse_fanouts(o.fanouts);
     job.sampled.batch_size = o.batch_size;
-    if (o.feature_cache != "auto")
-      job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
+    if (o.feature_cache != "auto") {
+      try {
+        job.sampled.cache_bytes = parse_byte_size(o.feature_cache, "--feature-cache");
+      } catch (const InvalidArgument& e) {
+        throw InvalidArgument(std::string(e.what()) +
+                              ", or auto (as many bytes as the rank's own input rows)");
+      }
+    }
     job.sampled.prefetch = o.prefetch_batches;
   }
   if (job.task == Task::Link) {
