@@ -153,13 +153,13 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   m.adjacency_nnz = tile.adjacency.nnz();
   if (job.sampled.enabled) { // a graph per layer, each batch's blocks set into them
     m.sampled = std::make_unique<SampledModel>();
+    m.sampled->backend = backend;
     m.sampled->adjacency = to_backend(tile.adjacency, make_cpu_backend());
     m.sampled->ids = local_ids;
     const int layers =
         static_cast<int>(job.shape.resolve(g.features.cols(), output_width(job, g)).size()) - 1;
-    m.sampled->graph =
-        gnn::ModelGraph::blocks(m.model_backend, gnn::graph_layers(job.model_name, layers),
-                                g.features.cols(), output_width(job, g));
+    m.sampled->graph = gnn::ModelGraph::blocks(backend, gnn::graph_layers(job.model_name, layers),
+                                               g.features.cols(), output_width(job, g));
   }
   m.graph = std::make_unique<gnn::ModelGraph>(
       m.model_backend, std::move(tile.adjacency), std::move(tile.degree), g.features.cols(),
@@ -202,7 +202,7 @@ JobModel build_job_model(const TrainJob& job, const std::shared_ptr<comm::Commun
   }
   // In the backend's memory or the chunks now: a host copy beside them would only add to the
   // resident memory (under a budget, beside the device and host tiers).
-  if (!m.on_host) g.features = graph::Features{};
+  if (!m.on_host && !m.sampled) g.features = graph::Features{}; // the sampler reads them
   m.model.use_memory(m.memory.get());
   if (m.model.modules().empty()) {
     throw InvalidArgument("the builder of model '" + job.model_name + "' returned no layers");

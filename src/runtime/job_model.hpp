@@ -20,6 +20,10 @@ namespace tessera::runtime {
 /// job's full-graph model (JobModel::model, the same builder) is its twin: evaluation, outputs
 /// and summaries read it, with the trained weights copied in.
 struct SampledModel {
+  /// Where the steps train: the job's backend itself, not the chunks (a batch's blocks change
+  /// every step; under a memory budget the chunk engine holds the full-graph model, which
+  /// evaluates).
+  BackendPtr backend;
   Csr adjacency;             // this rank's rows of the graph, which the sampler draws from
   std::vector<GlobalId> ids; // [n_local] global id of each local row
   std::unique_ptr<gnn::ModelGraph> graph; // one graph per layer; the layers point into it

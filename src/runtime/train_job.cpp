@@ -280,7 +280,6 @@ void check_sampled(const TrainJob& job, int ranks) {
   if (gnn::graph_layers(job.model_name, layers) == 0) {
     refuse("samples neighbours for graph layers; " + job.model_name + " has none");
   }
-  if (uses_chunks(job.offload)) refuse("does not run under a memory budget yet");
   if (job.device != DeviceChoice::Cpu) refuse("runs on the CPU for now (--device cpu)");
   try {
     gnn::check_fanouts(job.sampled.fanouts, gnn::graph_layers(job.model_name, layers));
@@ -560,9 +559,9 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
         const gnn::FullGraphModel evaluation{&model->model, input_of(model->input(graph)),
                                              comm->size() > 1 ? &distribution : nullptr};
         SampledModel& sampled = *model->sampled;
-        last = gnn::train_sampled_node_classifier(
-            model->model_backend, sampled.model, *sampled.graph, *sampled.sampler, labels,
-            job.train, batches, evaluation, epoch_done, control);
+        last = gnn::train_sampled_node_classifier(sampled.backend, sampled.model, *sampled.graph,
+                                                  *sampled.sampler, labels, job.train, batches,
+                                                  evaluation, epoch_done, control);
       } else {
         last = gnn::train_node_classifier(model->model_backend, model->model,
                                           input_of(model->input(graph)), labels, job.train,

@@ -300,6 +300,28 @@ TEST(SampledJobOverRanks, TheDefaultCacheTakesAsManyRemoteRowsAsTheRankOwnsAndCh
   EXPECT_EQ(a.final_test.accuracy, b.final_test.accuracy);
 }
 
+TEST(SampledJobOverRanks, UnderAMemoryBudgetEvaluationRunsInChunksAndTheRunIsTheSame) {
+  // The steps train in memory (a batch's blocks change every step); the full-graph model that
+  // evaluates lives in chunks under each rank's budget, and evaluates as without one.
+  const runtime::RunSummary free = runtime::run_train_job(sampled_job());
+  runtime::TrainJob budgeted = sampled_job();
+  budgeted.offload.chunk_bytes = std::size_t{4} << 10;
+  budgeted.offload.device_bytes = std::size_t{32} << 10;
+  const runtime::RunSummary run = runtime::run_train_job(budgeted);
+  EXPECT_TRUE(run.offloaded);
+  EXPECT_GT(run.offload_total.device_to_host_bytes, 0U) << "chunks left the device tier";
+  EXPECT_LE(run.offload_total.peak_device_bytes, budgeted.offload.device_bytes);
+  ASSERT_EQ(free.result.history.size(), run.result.history.size());
+  for (std::size_t e = 0; e < run.result.history.size(); ++e) {
+    EXPECT_EQ(free.result.history[e].train_loss, run.result.history[e].train_loss)
+        << "epoch " << e + 1;
+  }
+  EXPECT_EQ(free.result.final_test.accuracy, run.result.final_test.accuracy);
+  // The chunked layers sum in blocks of rows: the same to rounding.
+  EXPECT_NEAR(free.result.final_test.loss, run.result.final_test.loss,
+              1e-5 * free.result.final_test.loss);
+}
+
 TEST(SampledJobOverRanks, SamplingAheadOnAThreadIsTheInlineRunWhateverEachRankAsks) {
   runtime::TrainJob inline_job = sampled_job();
   inline_job.sampled.prefetch = 0;
