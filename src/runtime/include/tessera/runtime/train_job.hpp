@@ -103,7 +103,7 @@ struct LinkOptions {
 struct SampledOptions {
   bool enabled = false;                ///< --mode sampled (false: full-graph training)
   std::vector<int> fanouts = {25, 10}; ///< per hop from the seeds, one per graph layer; -1: all
-  std::int64_t batch_size = 512;       ///< seeds per step
+  std::int64_t batch_size = 512;       ///< seeds per step (per rank on average: MiniBatchConfig)
   bool replace = false;                ///< sample neighbours with replacement
   /// Bytes of each rank's hot-feature cache: the input rows of the remote nodes most often next
   /// to its rows, fetched once (gnn::RankSampler); 0: none. Unset (the default): the bytes of
