@@ -25,6 +25,7 @@
 #include <optional>
 #include <scotch-int64/ptscotch.h>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -444,6 +445,37 @@ void look_up_ghosts(std::span<const GlobalId> ids, const datasets::RowBlock& blo
 
 namespace detail {
 
+bool is_strategy_string(const std::string& strategy) {
+  return strategy.find('{') != std::string::npos;
+}
+
+std::int64_t scotch_strategy_flags(const std::string& strategy) {
+  if (strategy.empty()) return SCOTCH_STRATSPEED;
+  constexpr std::pair<std::string_view, SCOTCH_Num> kFlags[] = {
+      {"speed", SCOTCH_STRATSPEED},
+      {"quality", SCOTCH_STRATQUALITY},
+      {"balance", SCOTCH_STRATBALANCE},
+      {"safety", SCOTCH_STRATSAFETY},
+      {"scalability", SCOTCH_STRATSCALABILITY}};
+  SCOTCH_Num flags = 0;
+  std::string_view rest = strategy;
+  while (true) {
+    const std::size_t plus = rest.find('+');
+    const std::string_view name = rest.substr(0, plus);
+    const auto* flag = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                    [&](const auto& entry) { return entry.first == name; });
+    if (flag == std::end(kFlags)) {
+      throw InvalidArgument(fmt::format("PT-Scotch strategy '{}': '{}' is no strategy flag (speed, "
+                                        "quality, balance, safety, scalability, joined by '+'), "
+                                        "and a strategy string holds a '{{'",
+                                        strategy, name));
+    }
+    flags |= flag->second;
+    if (plus == std::string_view::npos) return flags;
+    rest.remove_prefix(plus + 1);
+  }
+}
+
 const char* scotch_call(ScotchStatus status) {
   switch (status) {
   case ScotchStatus::Ok:
@@ -451,7 +483,7 @@ const char* scotch_call(ScotchStatus status) {
   case ScotchStatus::GraphBuild:
     return "SCOTCH_dgraphBuild";
   case ScotchStatus::Strategy:
-    return "SCOTCH_stratDgraphMapBuild";
+    return "SCOTCH_stratDgraphMap (the strategy)";
   case ScotchStatus::Architecture:
     return "SCOTCH_archCmpltw";
   case ScotchStatus::Map:
@@ -499,8 +531,11 @@ ScotchStatus scotch_part(DistGraph& graph, const Options& options, MPI_Comm comm
                          edges, edges, graph.adjncy.data(), /*edgegsttab=*/nullptr,
                          /*edloloctab=*/nullptr) != 0) {
     status = ScotchStatus::GraphBuild;
-  } else if (SCOTCH_stratDgraphMapBuild(&strategy, SCOTCH_STRATSPEED, processes, parts,
-                                        kImbalance - 1.0) != 0) {
+  } else if (is_strategy_string(options.scotch_strategy)
+                 ? SCOTCH_stratDgraphMap(&strategy, options.scotch_strategy.c_str()) != 0
+                 : SCOTCH_stratDgraphMapBuild(&strategy,
+                                              scotch_strategy_flags(options.scotch_strategy),
+                                              processes, parts, kImbalance - 1.0) != 0) {
     status = ScotchStatus::Strategy;
   } else if (SCOTCH_archCmpltw(&arch, parts, weights.data()) != 0) {
     status = ScotchStatus::Architecture;

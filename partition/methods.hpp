@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mpi.h>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace tessera::partition::detail {
@@ -48,6 +49,13 @@ enum class ScotchStatus {
   Map,          ///< SCOTCH_dgraphMap failed
   PartUnset,    ///< Scotch said yes but left a vertex without a part in [0, P)
 };
+
+/// Whether `strategy` (Options::scotch_strategy) is a strategy string in Scotch's grammar rather
+/// than flag names.
+bool is_strategy_string(const std::string& strategy);
+/// The SCOTCH_STRAT... flags `strategy` names (flag names joined by '+'; empty: speed). Throws
+/// InvalidArgument naming the valid names for any other name.
+std::int64_t scotch_strategy_flags(const std::string& strategy);
 
 /// The Scotch call a status names ("SCOTCH_dgraphMap", ...; "" for Ok).
 const char* scotch_call(ScotchStatus status);

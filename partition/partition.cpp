@@ -67,6 +67,18 @@ void validate_options(std::int64_t nodes, const Options& options) {
     throw InvalidArgument(
         fmt::format("row cost must be a number in [0, 1e9], got {}", options.row_cost));
   }
+  if (!options.zoltan_params.empty() && options.method != Method::Hypergraph) {
+    throw InvalidArgument("Zoltan parameters are for the hypergraph method, not " +
+                          to_string(options.method));
+  }
+  if (!options.scotch_strategy.empty()) {
+    if (options.method != Method::PtScotch) {
+      throw InvalidArgument("a PT-Scotch strategy is for the ptscotch method, not " +
+                            to_string(options.method));
+    }
+    if (!is_strategy_string(options.scotch_strategy))
+      scotch_strategy_flags(options.scotch_strategy);
+  }
 }
 
 /// Each part's target share of the total vertex weight, summing to 1.

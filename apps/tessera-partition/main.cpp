@@ -24,7 +24,7 @@ struct Flags {
   std::string dataset;
   std::string data_dir = tessera::datasets::default_data_dir();
   int parts = 2;
-  std::string method = "metis";
+  std::string method; // empty: metis in one process, hypergraph under mpirun
   std::string vertex_weights = "uniform";
   std::string objective = "cut";
   std::string part_weights;
@@ -38,6 +38,8 @@ struct Flags {
   std::string out;
   bool force = false;
   bool allow_split_overlap = false;
+  std::vector<std::string> zoltan_params;
+  std::string scotch_strategy;
 };
 
 void add_flags(CLI::App& app, Flags& f) {
@@ -57,8 +59,8 @@ void add_flags(CLI::App& app, Flags& f) {
                  "rows a halo exchange moves) or ptscotch (PT-Scotch's distributed k-way; parmetis "
                  "is its old name). Under "
                  "mpirun -np P with --parts P (all but metis) every rank reads only its "
-                 "rows and writes its own part of --out")
-      ->capture_default_str();
+                 "rows and writes its own part of --out. Default: metis in one process, "
+                 "hypergraph under mpirun");
   app.add_option("--vertex-weights", f.vertex_weights,
                  "uniform, degree (degree + 1), compute (degree + feature width) or cost "
                  "(degree + 1 + --row-cost)")
@@ -97,10 +99,17 @@ void add_flags(CLI::App& app, Flags& f) {
       "write the partition store (of --method) to this folder: a new or empty one, "
       "or an existing store with --force");
   app.add_flag("--force", f.force, "replace the partition store already in --out");
+  app.add_option("--zoltan-param", f.zoltan_params,
+                 "with --method hypergraph: a Zoltan parameter NAME=VALUE set after Tessera's own "
+                 "(repeatable), e.g. LB_METHOD=GRAPH for PHG's graph model, with "
+                 "GRAPH_PACKAGE=SCOTCH for Zoltan's PT-Scotch");
+  app.add_option("--scotch-strategy", f.scotch_strategy,
+                 "with --method ptscotch: strategy flags joined by '+' (speed, quality, balance, "
+                 "safety, scalability; default speed) or a strategy string in Scotch's grammar");
   tessera::runtime::group_flags(app, tessera::runtime::kTuningFlags,
                                 {"--vertex-weights", "--objective", "--part-weights", "--row-cost",
-                                 "--balance", "--rank-speeds", "--reorder",
-                                 "--allow-split-overlap"});
+                                 "--balance", "--rank-speeds", "--reorder", "--allow-split-overlap",
+                                 "--zoltan-param", "--scotch-strategy"});
   tessera::runtime::group_flags(app, tessera::runtime::kTestingFlags, {"--compare"});
 }
 
@@ -140,6 +149,15 @@ tp::Options make_options(const Flags& f) {
     options.part_weights = std::move(speeds);
   }
   options.seed = f.seed;
+  for (const std::string& param : f.zoltan_params) {
+    const std::size_t equals = param.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == param.size()) {
+      throw tessera::InvalidArgument(
+          fmt::format("--zoltan-param '{}': give NAME=VALUE, e.g. LB_METHOD=GRAPH", param));
+    }
+    options.zoltan_params.emplace_back(param.substr(0, equals), param.substr(equals + 1));
+  }
+  options.scotch_strategy = f.scotch_strategy;
   return options;
 }
 
@@ -234,6 +252,8 @@ int run(const Flags& f) {
       tp::Options other_options = options;
       other_options.method = other;
       if (other != tp::Method::MetisKway) other_options.objective = tp::Objective::EdgeCut;
+      if (other != tp::Method::Hypergraph) other_options.zoltan_params.clear();
+      other_options.scotch_strategy.clear();
       rows.push_back(partition_and_measure(dataset.adjacency, other_options));
     }
   }
@@ -351,6 +371,8 @@ int main(int argc, char** argv) {
       mpi.emplace(&argc, &argv);
       comm = tessera::comm::make_mpi_communicator();
     }
+    // The default under mpirun is chosen by measurement: docs/guide/partitioning.md.
+    if (flags.method.empty()) flags.method = comm && comm->size() > 1 ? "hypergraph" : "metis";
     if (comm && comm->size() > 1) {
       tessera::runtime::check_same_command(*comm, argc, argv);
       if (flags.method == "metis" || flags.method == "metis-recursive") {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Partitioning past the machines we can test on: RMAT graphs (edge factor 16) cut in one process
-# into P = 64, 128, 256, 512 and 1024 parts by METIS k-way and Zoltan's hypergraph partitioner,
+# into P = 64, 128, 256, 512 and 1024 parts by METIS k-way and Zoltan's hypergraph partitioner
+# with the settings it has over ranks (hypergraph-ranks: the default of a distributed cut),
 # each cut's time, peak memory and halo volume, and the epoch of a 2-layer GCN (128-128-16) on a
 # cluster of one A100-class GPU per part (100 Gb/s link, 5 us per message) that Tessera's cost
 # model predicts from the cut, next to CAGNET's 1D and 1.5D (c = 2, 4) algorithms under the same

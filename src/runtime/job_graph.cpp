@@ -272,17 +272,17 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   datasets::check_symmetry_sums(std::span(split).last(2), block.name);
   if (split[0] == 0) {
     throw InvalidArgument(fmt::format(
-        "dataset '{}' has no split, and --partition-method ptscotch reads the rows on every rank: "
+        "dataset '{}' has no split, and --partition-method {} reads the rows on every rank: "
         "drawing the default random split needs every labelled node in one place; save the data "
         "with its split (tessera-convert --add-split) or use another --partition-method",
-        block.name));
+        block.name, partition::to_string(job.partition.method)));
   }
   if (job.split_seed) {
     throw InvalidArgument(fmt::format(
-        "a split seed (--split-seed) draws a random split, but with --partition-method ptscotch "
+        "a split seed (--split-seed) draws a random split, but with --partition-method {} "
         "every rank reads dataset '{}' with its own split: drop the split seed (tessera-convert "
         "--add-split --split-seed S stores a drawn one)",
-        block.name));
+        partition::to_string(job.partition.method), block.name));
   }
   say(fmt::format("dataset {}: {} nodes, {} edges, {} features ({}), {} classes, split {}/{}/{}; "
                   "each rank read its {} rows ({:.2f} s)",
@@ -299,8 +299,9 @@ partition::LocalGraph tile_from_rows(const TrainJob& job, comm::Communicator& co
   const Stopwatch cut_clock;
   const std::vector<std::int32_t> owner = partition::partition_rows(block, options, comm);
   partition::LocalGraph tile = partition::build_tile_from_rows(host, std::move(block), owner, comm);
-  say(cut_summary(g.dataset, comm.size(), "ptscotch (every rank its rows)", cut_clock.seconds(),
-                  partition::measure_tiles(tile, comm)));
+  say(cut_summary(g.dataset, comm.size(),
+                  partition::to_string(job.partition.method) + " (every rank its rows)",
+                  cut_clock.seconds(), partition::measure_tiles(tile, comm)));
   return tile;
 }
 
@@ -658,6 +659,11 @@ void prepare_tile(const TrainJob& job, const std::shared_ptr<comm::Communicator>
 
 } // namespace
 
+bool cut_from_rows(const TrainJob& job, int ranks) {
+  return job.partition.method == partition::Method::PtScotch ||
+         (job.partition.method == partition::Method::Hypergraph && ranks > 1);
+}
+
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                        const BackendPtr& host, const Log& say, Balancing& balancing) {
   JobGraph g;
@@ -665,7 +671,7 @@ JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communic
   TileSource source;
   std::exception_ptr failure;
   partition::Manifest manifest;
-  if (job.partition_dir.empty() && job.partition.method == partition::Method::PtScotch) {
+  if (job.partition_dir.empty() && cut_from_rows(job, comm->size())) {
     g.tile = tile_from_rows(job, *comm, host, g, say, balancing);
     source.file = "the tile rank " + std::to_string(comm->rank()) + " assembled";
   } else if (job.partition_dir.empty()) {

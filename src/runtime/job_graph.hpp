@@ -85,6 +85,11 @@ struct Balancing {
 /// With job.balance (in memory, several ranks), the parts' shares follow the ranks' speeds —
 /// given, or measured by every rank on a probe (measure_balance_targets) once rank 0 has loaded
 /// the data — and vertices weigh their cost-model cost; recorded in `balancing`.
+/// Whether the ranks cut the graph together from their own rows (every rank reads only its share;
+/// no rank holds the whole graph): ptscotch always, hypergraph over several ranks. Otherwise rank
+/// 0 loads and cuts the whole graph (or the ranks load a partition store).
+bool cut_from_rows(const TrainJob& job, int ranks);
+
 JobGraph get_job_graph(const TrainJob& job, const std::shared_ptr<comm::Communicator>& comm,
                        const BackendPtr& host, const Log& say, Balancing& balancing);
 

@@ -446,13 +446,14 @@ RunSummary run_train_job(const TrainJob& job, const std::function<void(const std
   Balancing balancing;
   balancing.backend = backend;
   balancing.slowdown = job.simulation.slowdown(comm->rank());
-  // Re-cutting needs rank 0's whole graph, which the distributed path (ptscotch) never has.
-  const bool distributed_cut = job.partition.method == partition::Method::PtScotch;
+  // Re-cutting needs rank 0's whole graph, which a cut from the ranks' rows never has.
+  const bool distributed_cut = job.partition_dir.empty() && cut_from_rows(job, comm->size());
   const bool rebalancing = job.balance != partition::Balance::None && job.rebalance_threshold > 0 &&
                            comm->size() > 1 && !distributed_cut;
   if (job.balance != partition::Balance::None && job.rebalance_threshold > 0 && distributed_cut) {
-    say("note: no rebalancing with --partition-method ptscotch (a re-cut needs the whole graph "
-        "on rank 0); the first cut follows the ranks' speeds");
+    say(fmt::format("note: no rebalancing with --partition-method {} over ranks (a re-cut needs "
+                    "the whole graph on rank 0); the first cut follows the ranks' speeds",
+                    partition::to_string(job.partition.method)));
   }
   balancing.keep_graph = rebalancing;
   comm->peer_watch().set_step("loading and cutting the graph");

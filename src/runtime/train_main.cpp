@@ -243,11 +243,11 @@ void add_flags(CLI::App& app, Options& o, bool gcn) {
                   "loads only its part (default: rank 0 partitions the graph in memory)");
   app.add_option(
          "--partition-method", o.partition_method,
-         "how the graph is cut: metis, metis-recursive, hypergraph (Zoltan), block or "
-         "random by rank 0 holding the whole graph, or ptscotch: every rank reads only "
-         "its share of the rows and the ranks cut them together (PT-Scotch), so no rank "
-         "holds the whole graph (needs data with a split, e.g. a native dataset; parmetis is its "
-         "old name)")
+         "how the graph is cut: metis, metis-recursive, block or random by rank 0 holding the "
+         "whole graph; hypergraph (Zoltan PHG) and ptscotch (PT-Scotch): every rank reads only "
+         "its share of the rows and the ranks cut them together, so no rank holds the whole "
+         "graph (needs data with a split, e.g. a native dataset; hypergraph in one process cuts "
+         "the whole graph; parmetis is ptscotch's old name)")
       ->capture_default_str()
       ->check(CLI::IsMember(
           {"metis", "metis-recursive", "hypergraph", "block", "random", "ptscotch", "parmetis"}));

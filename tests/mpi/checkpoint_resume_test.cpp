@@ -146,6 +146,8 @@ TEST(CheckpointResume, ACheckpointFolderRefusedOnRankZeroFailsEveryRank) {
     }
   }
   EXPECT_TRUE(fs::exists(fs::path(dir) / "notes.txt"));
+  world()->barrier();
+  if (world()->rank() == 0) fs::remove_all(dir);
 }
 
 } // namespace

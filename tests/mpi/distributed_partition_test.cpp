@@ -228,18 +228,20 @@ runtime::TrainJob small_job(const std::string& dataset) {
   return job;
 }
 
-TEST(DistributedTraining, AParmetisJobTrainsAsTheStoreOfItsCutCutFromTheWholeGraph) {
+class TrainingCutFromRows : public ::testing::TestWithParam<tp::Method> {};
+
+TEST_P(TrainingCutFromRows, AJobCutFromTheRanksRowsTrainsAsTheStoreOfItsCutFromTheWholeGraph) {
   const SharedFolder folder("train");
   const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
   runtime::TrainJob distributed = small_job(folder.file("data"));
-  distributed.partition.method = tp::Method::PtScotch;
+  distributed.partition.method = GetParam();
   const gnn::TrainResult trained = runtime::run_train_job(distributed).result;
 
   // The same cut, each tile built from the whole graph by one process.
   const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
   tp::Options options;
   options.num_parts = world()->size();
-  options.method = tp::Method::PtScotch;
+  options.method = GetParam();
   options.feature_width = whole.features.cols();
   const tp::Partition partition = gather(tp::partition_rows(block, options, *world()));
   if (world()->rank() == 0) {
@@ -252,7 +254,9 @@ TEST(DistributedTraining, AParmetisJobTrainsAsTheStoreOfItsCutCutFromTheWholeGra
   testing::expect_same_training(runtime::run_train_job(reference).result, trained);
 }
 
-TEST(DistributedTraining, DataWithoutASplitIsRefusedOnEveryRank) {
+TEST_P(TrainingCutFromRows, DataWithoutASplitIsRefusedOnEveryRank) {
+  // In one process the hypergraph method cuts the whole graph, which may draw a split.
+  if (GetParam() == tp::Method::Hypergraph && world()->size() == 1) GTEST_SKIP() << "one rank";
   const SharedFolder folder("nosplit");
   if (world()->rank() == 0) {
     datasets::Dataset data = datasets::load_dataset(cpu(), kDense, {});
@@ -263,13 +267,68 @@ TEST(DistributedTraining, DataWithoutASplitIsRefusedOnEveryRank) {
   }
   world()->barrier();
   runtime::TrainJob job = small_job(folder.file("data"));
-  job.partition.method = tp::Method::PtScotch;
+  job.partition.method = GetParam();
   try {
     runtime::run_train_job(job);
     ADD_FAILURE() << "rank " << world()->rank() << ": no error";
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), HasSubstr("has no split"));
+    EXPECT_THAT(e.what(), HasSubstr("--partition-method " + tp::to_string(GetParam())));
     EXPECT_THAT(e.what(), HasSubstr("--add-split"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(GraphPartitioners, TrainingCutFromRows,
+                         ::testing::Values(tp::Method::PtScotch, tp::Method::Hypergraph),
+                         [](const auto& info) { return tp::to_string(info.param); });
+
+/// Zoltan's other models through its parameters: PHG's graph model, and Zoltan's PT-Scotch; and a
+/// PT-Scotch strategy by flags and by string. Each a valid, balanced cut of the ranks' rows.
+TEST(DistributedCut, OtherModelsAndStrategiesCutTheRanksRows) {
+  const SharedFolder folder("models");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options graph;
+  graph.num_parts = world()->size();
+  graph.method = tp::Method::Hypergraph;
+  graph.zoltan_params = {{"LB_METHOD", "GRAPH"}, {"GRAPH_PACKAGE", "PHG"}};
+  tp::Options zoltan_scotch = graph;
+  zoltan_scotch.zoltan_params = {{"LB_METHOD", "GRAPH"}, {"GRAPH_PACKAGE", "SCOTCH"}};
+  tp::Options flags;
+  flags.num_parts = world()->size();
+  flags.method = tp::Method::PtScotch;
+  flags.scotch_strategy = "speed+scalability";
+  tp::Options text = flags;
+  // Fewer, shorter FM passes than Scotch's speed strategy (pass=-1: until no gain).
+  text.scotch_strategy = "r{sep=m{asc=b{width=3,bnd=q{strat=f{move=20,pass=2,bal=0.05}},org=q{"
+                         "strat=f{move=20,pass=2,bal=0.05}}},low=q{strat=h{pass=10}f{move=20,"
+                         "pass=2,bal=0.05}},seq=q{strat=h{pass=10}f{move=20,pass=2,bal=0.05}},"
+                         "vert=1000,rat=0.8},seq=r{job=t,map=t,poli=S,sep=h{pass=10}f{move=20,"
+                         "pass=2,bal=0.05}},bal=0.05}";
+  for (const tp::Options& options : {graph, zoltan_scotch, flags, text}) {
+    SCOPED_TRACE(options.scotch_strategy.empty() ? options.zoltan_params.back().second
+                                                 : options.scotch_strategy);
+    const tp::Quality quality =
+        tp::measure(whole.adjacency, gather(tp::partition_rows(block, options, *world())));
+    EXPECT_EQ(std::ssize(quality.part_nodes), world()->size());
+    EXPECT_LE(quality.vertex_balance, 1.06);
+  }
+}
+
+TEST(DistributedCut, AParameterZoltanDoesNotKnowFailsEveryRankNamingIt) {
+  if (world()->size() < 2) GTEST_SKIP() << "one part needs no cut";
+  const SharedFolder folder("unknown");
+  const datasets::Dataset whole = whole_and_native(kDense, folder.file("data"));
+  const datasets::RowBlock block = my_rows(folder.file("data"), whole.num_nodes);
+  tp::Options options;
+  options.num_parts = world()->size();
+  options.method = tp::Method::Hypergraph;
+  options.zoltan_params = {{"PHG_NO_SUCH_PARAMETER", "1"}};
+  try {
+    tp::partition_rows(block, options, *world());
+    ADD_FAILURE() << "rank " << world()->rank() << ": no error";
+  } catch (const Error& e) { // PartitionerError on the rank that names it first
+    EXPECT_THAT(e.what(), HasSubstr("PHG_NO_SUCH_PARAMETER"));
   }
 }
 

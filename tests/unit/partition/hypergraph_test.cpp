@@ -1,6 +1,7 @@
 // The hypergraph method (Zoltan PHG): its cut metric is the halo volume, and it covers every
 // vertex, balances, honours part weights and seeds, and beats random on community and real graphs.
 #include "hypergraph.hpp"
+#include "methods.hpp"
 #include "mpi_scope.hpp"
 #include "tessera/core/device.hpp"
 #include "tessera/core/error.hpp"
@@ -176,6 +177,38 @@ TEST(Hypergraph, VolumeIsUnderAThirdOfRandomsOnACommunityGraph) {
   }
 }
 
+// Zoltan's graph model (LB_METHOD=GRAPH reads the graph through the edge queries) and a
+// parameter that changes PHG's cut: each gives a balanced cut well below random's volume, the
+// parameter a different one.
+TEST(Hypergraph, ZoltanParametersReachZoltan) {
+  const Csr a = community_graph();
+  Options random = hypergraph_options(4);
+  random.method = Method::Random;
+  const Quality baseline = measure(a, partition_graph(a, random));
+  Options graph_model = hypergraph_options(4);
+  graph_model.zoltan_params = {{"LB_METHOD", "GRAPH"}, {"GRAPH_PACKAGE", "PHG"}};
+  Options local_matching = hypergraph_options(4);
+  local_matching.zoltan_params = {{"PHG_COARSENING_METHOD", "l-ipm"}};
+
+  for (const Options& options : {graph_model, local_matching}) {
+    SCOPED_TRACE(options.zoltan_params.back().second);
+    const Quality quality = measure(a, partition_graph(a, options));
+    EXPECT_LE(quality.vertex_balance, 1.05);
+    EXPECT_LT(3 * quality.total_volume, baseline.total_volume);
+  }
+  EXPECT_NE(partition_graph(a, local_matching).owner,
+            partition_graph(a, hypergraph_options(4)).owner);
+}
+
+TEST(Hypergraph, AZoltanParameterItDoesNotKnowIsRefusedNamingIt) {
+  const Csr a = community_graph();
+  Options options = hypergraph_options(2);
+  options.zoltan_params = {{"PHG_COARSENING_METHOD", "l-ipm"}, {"NO_SUCH_PARAMETER", "3"}};
+
+  EXPECT_THAT([&] { partition_graph(a, options); },
+              ::testing::ThrowsMessage<PartitionerError>(HasSubstr("NO_SUCH_PARAMETER, 3")));
+}
+
 TEST(Hypergraph, HonoursPartWeights) {
   const Csr a = community_graph();
   Options options = hypergraph_options(2);
@@ -240,6 +273,37 @@ TEST(Hypergraph, BadOptionsThrowInvalidArgument) {
   EXPECT_THROW(partition_graph(a, hypergraph_options(2001)), InvalidArgument);
   EXPECT_THROW(partition_graph(a, wrong_weights), InvalidArgument);
   EXPECT_THROW(partition_graph(a, by_volume), InvalidArgument);
+}
+
+TEST(PartitionerKnobs, AreRefusedForMethodsThatDoNotHaveThemAndBadStrategyNamesAreNamed) {
+  const Csr a = community_graph();
+  Options metis_with_zoltan = hypergraph_options(2);
+  metis_with_zoltan.method = Method::MetisKway;
+  metis_with_zoltan.zoltan_params = {{"LB_METHOD", "GRAPH"}};
+  Options hypergraph_with_scotch = hypergraph_options(2);
+  hypergraph_with_scotch.scotch_strategy = "speed";
+  Options bad_flag = hypergraph_options(2);
+  bad_flag.method = Method::PtScotch;
+  bad_flag.scotch_strategy = "speed+fast";
+
+  EXPECT_THAT([&] { partition_graph(a, metis_with_zoltan); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("not metis")));
+  EXPECT_THAT([&] { partition_graph(a, hypergraph_with_scotch); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("not hypergraph")));
+  EXPECT_THAT([&] { partition_graph(a, bad_flag); },
+              ::testing::ThrowsMessage<InvalidArgument>(HasSubstr("'fast' is no strategy flag")));
+  EXPECT_EQ(detail::scotch_strategy_flags("scalability+speed"),
+            detail::scotch_strategy_flags("speed+scalability"));
+  EXPECT_NE(detail::scotch_strategy_flags("quality"), detail::scotch_strategy_flags(""));
+}
+
+TEST(PartitionerKnobs, AScotchStrategyStringScotchCannotReadFailsNamingTheStrategy) {
+  Options options = hypergraph_options(2);
+  options.method = Method::PtScotch;
+  options.scotch_strategy = "r{sep=nonsense{";
+
+  EXPECT_THAT([&] { partition_graph(community_graph(), options); },
+              ::testing::ThrowsMessage<PartitionerError>(HasSubstr("the strategy")));
 }
 
 TEST(Hypergraph, GraphsBeyondZoltansIntAreRefusedNamingTheCounts) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::partition {
@@ -68,7 +69,21 @@ struct Options {
   std::vector<double> part_weights;
   /// Fixed by default so the same inputs give the same partition every run.
   std::uint64_t seed = 0;
+  /// Method::Hypergraph: Zoltan parameters (name, value) set after Tessera's own, as Zoltan's
+  /// user guide names them; e.g. {"LB_METHOD", "GRAPH"} cuts PHG's graph model instead, and
+  /// {"GRAPH_PACKAGE", "SCOTCH"} with it Zoltan's PT-Scotch. Empty for any other method.
+  std::vector<std::pair<std::string, std::string>> zoltan_params;
+  /// Method::PtScotch: the mapping strategy. Empty: SCOTCH_STRATSPEED; names of strategy flags
+  /// joined by '+' (speed, quality, balance, safety, scalability: SCOTCH_STRAT...); or a strategy
+  /// string in Scotch's grammar (it holds a '{'). Empty for any other method.
+  std::string scotch_strategy;
 };
+
+/// The Zoltan parameters the hypergraph method sets on top of its own when it cuts over several
+/// processes (partition_rows): local inner-product matching that ignores nets of more than 50
+/// pins, chosen by measurement on RMAT and Slashdot (docs/guide/partitioning.md). A cut in one
+/// process given them as Options::zoltan_params shows what the ranks' cut would be.
+std::vector<std::pair<std::string, std::string>> hypergraph_over_ranks_params();
 
 /// Which part owns each vertex.
 struct Partition {
