@@ -73,10 +73,11 @@ candidate_flags() {
   ptscotch) echo "--method ptscotch" ;;
   ptscotch-scalability) echo "--method ptscotch --scotch-strategy speed+scalability" ;;
   ptscotch-short-fm)
-    local fm="f{move=20,pass=2,bal=0.05}"
-    echo "--method ptscotch --scotch-strategy r{sep=m{asc=b{width=3,bnd=q{strat=${fm}},org=q{" \
-      "strat=${fm}}},low=q{strat=h{pass=10}${fm}},seq=q{strat=h{pass=10}${fm}},vert=1000," \
-      "rat=0.8},seq=r{job=t,map=t,poli=S,sep=h{pass=10}${fm}},bal=0.05}" | tr -d ' '
+    local fm="f{move=20,pass=2,bal=0.05}" strategy
+    strategy="r{sep=m{asc=b{width=3,bnd=q{strat=${fm}},org=q{strat=${fm}}},low=q{strat=h{pass=10}"
+    strategy+="${fm}},seq=q{strat=h{pass=10}${fm}},vert=1000,rat=0.8},seq=r{job=t,map=t,poli=S,"
+    strategy+="sep=h{pass=10}${fm}},bal=0.05}"
+    echo "--method ptscotch --scotch-strategy ${strategy}"
     ;;
   *) tessera_die "unknown candidate '$1'" ;;
   esac
